@@ -1,0 +1,3 @@
+module github.com/libjprof/libjprof
+
+go 1.26
