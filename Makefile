@@ -1,0 +1,61 @@
+# libjprof build. `make demo` and `make test` do all the set-up a fresh
+# machine needs (see `make deps`).
+
+GO        ?= go
+JAVAC     ?= javac
+JAVA      ?= java
+BUILD     := build
+# The JDK whose jni.h/jvmti.h we compile against: the one javac belongs to.
+JAVA_HOME ?= $(shell dirname $$(dirname $$(readlink -f $$(command -v $(JAVAC) 2>/dev/null || echo /usr/lib/jvm/default-java/bin/javac))))
+export CGO_CFLAGS := -O2 -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
+# Go's asynchronous preemption signals (SIGURG) must never reach Java
+# threads: turn it off in the library's default GODEBUG.
+GOLDFLAGS := -X=runtime.godebugDefault=asyncpreemptoff=1
+
+GO_SRC    := $(shell find agent jvmti ptt calibration reports trainer cmd -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.o' 2>/dev/null) go.mod go.sum
+JAVA_SRC  := $(wildcard java/src/*.java)
+
+.PHONY: all deps agent java cmds demo test bench clean
+
+all: agent java cmds
+
+# deps installs what a fresh Debian machine lacks: a JDK 17 and gcc.
+deps:
+	@command -v $(JAVAC) >/dev/null 2>&1 && command -v gcc >/dev/null 2>&1 || { \
+	  echo "installing openjdk-17-jdk-headless and gcc"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless gcc; }
+
+agent: $(BUILD)/libjprof.so
+
+$(BUILD)/libjprof.so: $(GO_SRC)
+	@mkdir -p $(BUILD)
+	$(GO) build -buildmode=c-shared -ldflags '$(GOLDFLAGS)' -o $@ ./agent
+
+java: $(BUILD)/java/.stamp $(BUILD)/native/libjpnative.so
+
+$(BUILD)/java/.stamp: $(JAVA_SRC)
+	@mkdir -p $(BUILD)/java
+	$(JAVAC) -d $(BUILD)/java $(JAVA_SRC)
+	@touch $@
+
+$(BUILD)/native/libjpnative.so: java/native/jpnative.c
+	@mkdir -p $(BUILD)/native
+	gcc -O2 -shared -fPIC $(CGO_CFLAGS) -o $@ $<
+
+cmds: $(GO_SRC)
+	@mkdir -p $(BUILD)/bin
+	$(GO) build -o $(BUILD)/bin/ ./cmd/...
+
+# demo: profile the hellop example of the PI paper and show its log-rt.
+demo: deps all
+	@rm -rf $(BUILD)/demo && mkdir -p $(BUILD)/demo
+	$(JAVA) -agentpath:$(CURDIR)/$(BUILD)/libjprof.so=RTARCF,START,LOGPATH=$(BUILD)/demo -cp $(BUILD)/java hellop
+	@echo "--- $$(ls $(BUILD)/demo/log-rt.1_*)"
+	@head -n 40 $(BUILD)/demo/log-rt.1_*
+
+test: deps all
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+clean:
+	rm -rf $(BUILD)

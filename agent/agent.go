@@ -1,0 +1,128 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"unsafe"
+
+	"go.uber.org/zap"
+
+	"github.com/libjprof/libjprof/jvmti"
+	"github.com/libjprof/libjprof/ptt"
+)
+
+// agent is the single instance of libjprof in this JVM. The JVMTI layer
+// holds it (through a cgo.Handle) for the life of the process.
+type agent struct {
+	opts    *Options
+	pid     int
+	log     *zap.Logger
+	closeLog func()
+	ptt     ptt.Status
+	metrics []ptt.Metric
+	notes   []string // header notes for every report
+
+	mu       sync.Mutex // serialises collection control and file writing
+	seq      int        // N of the last log-rt.N_<pid> written
+	started  bool       // collection was on at some point
+	files    []string   // files written, for status and log-msg
+}
+
+func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
+	opts, err := ParseOptions(agentOpts, envOpts)
+	if err != nil {
+		return nil, err
+	}
+	a := &agent{opts: opts, pid: os.Getpid()}
+	a.log, a.closeLog = openLogMsg(opts, a.pid)
+	a.log.Info("libjprof loading", zap.String("options", agentOpts), zap.String("JPROFOPTS", envOpts),
+		zap.String("mode", opts.Mode.String()), zap.String("logpath", opts.LogPath))
+
+	if err := a.setupPTT(); err != nil {
+		a.log.Error("PTT setup failed", zap.Error(err))
+		a.closeLog()
+		return nil, err
+	}
+	if err := jvmti.Setup(vm, a, opts.Start); err != nil {
+		a.log.Error("JVMTI setup failed", zap.Error(err))
+		a.closeLog()
+		return nil, err
+	}
+	a.log.Info("libjprof loaded", zap.Bool("start", opts.Start))
+	return a, nil
+}
+
+// setupPTT asks the PTT for the metrics the options imply, falling back to
+// thread time (with a warning) when an implied default cannot be counted.
+func (a *agent) setupPTT() error {
+	plan := a.opts.plan()
+	st, err := ptt.Setup(ptt.Config{Metrics: plan.want, Force: a.opts.PTT})
+	if err != nil && plan.fallback != nil {
+		msg := fmt.Sprintf("%s's default metrics %v cannot be counted here (%v); using %v instead",
+			a.opts.Mode, plan.want, err, plan.fallback)
+		fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
+		a.log.Warn(msg)
+		a.notes = append(a.notes, "Warning: "+msg)
+		plan.want = plan.fallback
+		st, err = ptt.Setup(ptt.Config{Metrics: plan.want, Force: a.opts.PTT})
+	}
+	if err != nil {
+		return fmt.Errorf("metrics %v: %w", plan.want, err)
+	}
+	a.ptt = st
+	a.metrics = plan.want
+	if len(plan.want) > 0 {
+		a.notes = append(a.notes, st.Notes...)
+	}
+	a.log.Info("PTT ready", zap.Stringer("backend", st.Backend), zap.Strings("notes", st.Notes),
+		zap.Stringers("metrics", plan.want))
+	return nil
+}
+
+// VMInit implements jvmti.Handler.
+func (a *agent) VMInit() {
+	a.mu.Lock()
+	a.started = a.opts.Start
+	a.mu.Unlock()
+	a.log.Info("VM initialised", zap.Bool("collecting", jvmti.Collecting()))
+}
+
+// VMDeath implements jvmti.Handler: the final log-rt.
+func (a *agent) VMDeath() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.started {
+		if path, err := a.writeLogRT(); err != nil {
+			fmt.Fprintf(os.Stderr, "libjprof: %v\n", err)
+			a.log.Error("final log-rt not written", zap.Error(err))
+		} else {
+			a.log.Info("final log-rt written", zap.String("file", path))
+		}
+	}
+	a.logThreadSummary()
+	a.log.Info("VM death")
+	a.closeLog()
+}
+
+// fileName is <LOGPATH>/<LOGPREFIX>-<kind>[.<seq>]_<pid>.
+func (a *agent) fileName(kind string, seq int) string {
+	name := a.opts.LogPrefix + "-" + kind
+	if seq > 0 {
+		name += fmt.Sprintf(".%d", seq)
+	}
+	return filepath.Join(a.opts.LogPath, fmt.Sprintf("%s_%d", name, a.pid))
+}
+
+func (a *agent) logThreadSummary() {
+	for _, t := range jvmti.Snapshot() {
+		a.log.Info("thread summary", zap.String("thread", threadRootName(t)), zap.Uint64("events", t.Events),
+			zap.Int("nodes", len(t.Nodes)), zap.Uint64("unmatchedExits", t.UnmatchedExits),
+			zap.Uint64("missedExits", t.MissedExits), zap.Uint64("allocFailures", t.AllocFailures),
+			zap.Bool("ended", t.Ended))
+	}
+	if n := jvmti.MethodOverflow(); n > 0 {
+		a.log.Warn("method table overflow: some methods are reported as ?unknown", zap.Uint64("lookups", n))
+	}
+}

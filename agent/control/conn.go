@@ -1,0 +1,224 @@
+package control
+
+import (
+	"bufio"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// maxLoggedBadLines bounds how many bad lines of one connection reach
+// log-msg: a peer spraying garbage should not fill the disk.
+const maxLoggedBadLines = 3
+
+var errLineTooLong = errors.New("line too long")
+
+// connState is one client connection, owned by its goroutine.
+type connState struct {
+	s    *Server
+	conn net.Conn
+	r    *bufio.Reader
+	w    *bufio.Writer
+	log  *zap.Logger
+
+	// counted: this goroutine is counted in s.wg (see Server.wg).
+	counted bool
+	// discarding: the rest of an over-long line is still to be skipped.
+	discarding bool
+	badLines   int
+}
+
+// handle serves one connection until it ends, whatever happens in it.
+func (s *Server) handle(conn net.Conn) {
+	c := &connState{
+		s:       s,
+		conn:    conn,
+		r:       bufio.NewReaderSize(conn, s.cfg.MaxLine+len("\r\n")),
+		w:       bufio.NewWriter(conn),
+		log:     s.log.With(zap.Stringer("remote", conn.RemoteAddr())),
+		counted: true,
+	}
+	defer func() {
+		// This code runs in a customer's JVM: a bug here must cost one
+		// connection, never the process.
+		if r := recover(); r != nil {
+			c.log.Error("rtdriver connection panicked", zap.Any("panic", r), zap.Stack("stack"))
+		}
+		s.forget(conn)
+		if c.counted {
+			s.wg.Done()
+		}
+	}()
+	c.log.Debug("rtdriver connection opened")
+	c.serve()
+	c.log.Debug("rtdriver connection closed")
+}
+
+// serve reads and answers lines until the connection ends.
+func (c *connState) serve() {
+	for {
+		line, err := c.readLine()
+		switch {
+		case errors.Is(err, errLineTooLong):
+			c.badLine("over-long line")
+			if c.write(errReply(replyLine, fmt.Errorf("longer than %d bytes; discarded", c.s.cfg.MaxLine))) != nil {
+				return
+			}
+			continue
+		case err != nil:
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				c.log.Debug("rtdriver connection read ended", zap.Error(err))
+			}
+			return
+		}
+
+		req, err := parseLine(line)
+		if err != nil {
+			c.badLine(err.Error())
+			if c.write(lineReply(err)) != nil {
+				return
+			}
+			continue
+		}
+		if len(req.cmds) == 0 {
+			continue // blank line
+		}
+		if err := c.authenticate(&req); err != nil {
+			c.log.Warn("rtdriver authentication failed", zap.Error(err))
+			c.write(lineReply(err))
+			return
+		}
+
+		replies, next, alive := c.s.run(c, &req)
+		if !alive {
+			return // the server closed during a Controller call
+		}
+		if err := c.write(replies...); err != nil {
+			c.log.Debug("rtdriver reply not delivered", zap.Error(err))
+			return
+		}
+		switch next {
+		case afterExit:
+			return
+		case afterShutdown:
+			c.s.stop()
+			return
+		}
+	}
+}
+
+// readLine returns the next line without its terminator, valid until the
+// next read. A line longer than MaxLine yields errLineTooLong as soon as
+// that is known; its remainder is skipped by the next call, through the
+// reader's fixed buffer, so an over-long line never costs more memory.
+func (c *connState) readLine() ([]byte, error) {
+	c.conn.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+	for c.discarding {
+		_, err := c.r.ReadSlice('\n')
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+		case err != nil:
+			return nil, err
+		default:
+			c.discarding = false
+		}
+	}
+	line, err := c.r.ReadSlice('\n')
+	switch {
+	case errors.Is(err, bufio.ErrBufferFull):
+		c.discarding = true
+		return nil, errLineTooLong
+	case errors.Is(err, io.EOF) && len(line) > 0:
+		// A last line without "\n" (nc without -q, say) still counts.
+	case err != nil:
+		return nil, err
+	}
+	line = trimEOL(line)
+	if len(line) > c.s.cfg.MaxLine {
+		return nil, errLineTooLong
+	}
+	return line, nil
+}
+
+func trimEOL(b []byte) []byte {
+	if n := len(b); n > 0 && b[n-1] == '\n' {
+		b = b[:n-1]
+	}
+	if n := len(b); n > 0 && b[n-1] == '\r' {
+		b = b[:n-1]
+	}
+	return b
+}
+
+// authenticate checks the line's token against the server's, when it has
+// one.
+func (c *connState) authenticate(req *request) error {
+	want := c.s.cfg.Token
+	switch {
+	case want == "":
+		return nil
+	case !req.hasToken:
+		return lineErrorf(replyAuth, "token required: begin the line with token=<T>,")
+	case subtle.ConstantTimeCompare([]byte(req.token), []byte(want)) != 1:
+		return lineErrorf(replyAuth, "wrong token")
+	}
+	return nil
+}
+
+// write sends replies, each on its own line.
+func (c *connState) write(replies ...Reply) error {
+	c.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+	for _, r := range replies {
+		c.w.WriteString(r.String())
+		c.w.WriteByte('\n')
+	}
+	if err := c.w.Flush(); err != nil {
+		return fmt.Errorf("write reply: %w", err)
+	}
+	return nil
+}
+
+// badLine logs a rejected line, a bounded number of times per connection.
+func (c *connState) badLine(reason string) {
+	c.badLines++
+	switch {
+	case c.badLines <= maxLoggedBadLines:
+		c.log.Warn("rtdriver bad line", zap.String("reason", reason))
+	case c.badLines == maxLoggedBadLines+1:
+		c.log.Warn("rtdriver bad lines: not logging more from this connection")
+	}
+}
+
+// lineReply turns a line-level error into its reply.
+func lineReply(err error) Reply {
+	var le *lineError
+	if errors.As(err, &le) {
+		return Reply{Cmd: le.kind, Detail: oneLine(le.reason)}
+	}
+	return errReply(replyLine, err)
+}
+
+// leave marks the goroutine as inside a Controller call: Close does not wait
+// for it (see Server.wg).
+func (c *connState) leave() {
+	c.s.wg.Done()
+	c.counted = false
+}
+
+// rejoin undoes leave. It reports false when the server closed meanwhile;
+// the goroutine must then end without touching the connection.
+func (c *connState) rejoin() bool {
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	if c.s.closed {
+		return false
+	}
+	c.s.wg.Add(1)
+	c.counted = true
+	return true
+}

@@ -1,0 +1,36 @@
+package control
+
+import "time"
+
+// Controller is what the agent does on behalf of rtdriver commands.
+//
+// The Server never calls two Controller methods at the same time, so an
+// implementation needs no locking against itself; it may still be called
+// concurrently with the agent's own threads (JVMTI callbacks) and must
+// synchronise with those. A call that is in progress when Server.Close
+// returns runs to completion: calls cannot be interrupted, and Close does not
+// wait for them so that it cannot deadlock with a Controller that closes the
+// server itself.
+//
+// Strings returned are put into one reply line; the Server replaces line
+// breaks and control characters, so implementations need not.
+type Controller interface {
+	// Start begins collecting, or schedules the start after delay when delay
+	// is positive. It must not block for the delay.
+	Start(delay time.Duration) error
+	// Flush writes the next log-rt.N_<pid> and returns its path.
+	Flush() (path string, err error)
+	// Reset discards the data collected so far.
+	Reset() error
+	// End stops collecting, flushes and resets; it returns the flushed path.
+	End() (path string, err error)
+	// Status describes the agent in one line: collecting or not, backend,
+	// threads, events, files written.
+	Status() string
+	// ForceGC asks the JVM for a garbage collection.
+	ForceGC() error
+	// Shutdown stops profiling for good. When it succeeds the Server
+	// answers and closes its listener and connections; Shutdown itself
+	// must not call Server.Close.
+	Shutdown() error
+}

@@ -1,0 +1,285 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/libjprof/libjprof/ptt"
+)
+
+// Mode is what log-rt holds.
+type Mode int
+
+const (
+	// ModeCallTree: the call tree with counts only (CALLTREE).
+	ModeCallTree Mode = iota + 1
+	// ModeRTArcf: the call tree with metrics (RTARCF, or METRICS= alone).
+	ModeRTArcf
+	// ModeCallFlow: the call tree with instructions and cycles (CALLFLOW).
+	ModeCallFlow
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModeCallTree:
+		return "CALLTREE"
+	case ModeRTArcf:
+		return "RTARCF"
+	case ModeCallFlow:
+		return "CALLFLOW"
+	}
+	return "?"
+}
+
+// Options is the parsed agent option string (-agentpath:libjprof.so=OPTIONS
+// plus $JPROFOPTS).
+type Options struct {
+	Mode Mode
+	// Metrics asked for with METRICS=; empty when the mode's default applies.
+	Metrics []ptt.Metric
+	// Start collecting at VM start instead of waiting for rtdriver start.
+	Start     bool
+	LogPath   string
+	LogPrefix string
+	// PTT forces a backend; ptt.None means choose the best available.
+	PTT ptt.Backend
+}
+
+// OptionError is a bad option: the JVM must not start.
+type OptionError struct {
+	Option string // the option as written
+	Reason string
+}
+
+func (e *OptionError) Error() string {
+	return fmt.Sprintf("invalid option %q: %s\nvalid options: %s", e.Option, e.Reason, validOptionList())
+}
+
+// optionSpec describes one option. Boolean options are set by their name
+// and cleared by NO<name>; value options take NAME=value, and NO<name>
+// puts back the default.
+type optionSpec struct {
+	name     string
+	hasValue bool
+	help     string
+	// notBuilt, when set, is what to tell a user who asks for an option
+	// that is recognised but not implemented yet.
+	notBuilt string
+	set      func(o *Options, value string, on bool) error
+}
+
+var optionSpecs = []optionSpec{
+	{name: "CALLTREE", help: "call tree in log-rt, counts only", set: setMode(ModeCallTree)},
+	{name: "RTARCF", help: "call tree in log-rt with one metric (default instructions, else PTT_TIME)", set: setMode(ModeRTArcf)},
+	{name: "CALLFLOW", help: "call tree in log-rt with instructions and cycles (else PTT_TIME)", set: setMode(ModeCallFlow)},
+	{name: "METRICS", hasValue: true, help: "metrics to count, a+b+... (PTT_TIME, PTT_INSTS, PTT_CYCLES)", set: setMetrics},
+	{name: "START", help: "collect from VM start (default: wait for rtdriver start)", set: func(o *Options, _ string, on bool) error {
+		o.Start = on
+		return nil
+	}},
+	{name: "LOGPATH", hasValue: true, help: "directory for the output files (default: current directory)", set: func(o *Options, v string, on bool) error {
+		if !on {
+			o.LogPath = "."
+			return nil
+		}
+		if v == "" {
+			return fmt.Errorf("needs a directory")
+		}
+		o.LogPath = v
+		return nil
+	}},
+	{name: "LOGPREFIX", hasValue: true, help: "file name prefix (default log)", set: func(o *Options, v string, on bool) error {
+		if !on {
+			o.LogPrefix = "log"
+			return nil
+		}
+		if v == "" || strings.ContainsRune(v, '/') {
+			return fmt.Errorf("needs a file name prefix without '/'")
+		}
+		o.LogPrefix = v
+		return nil
+	}},
+	{name: "PTT", hasValue: true, help: "force the PTT backend: bpf, perf or clock (default: best available)", set: func(o *Options, v string, on bool) error {
+		if !on || strings.EqualFold(v, "auto") {
+			o.PTT = ptt.None
+			return nil
+		}
+		switch strings.ToLower(v) {
+		case "clock":
+			o.PTT = ptt.Clock
+		case "perf":
+			o.PTT = ptt.Perf
+		case "bpf":
+			o.PTT = ptt.BPF
+		default:
+			return fmt.Errorf("unknown backend %q (valid: bpf, perf, clock, auto)", v)
+		}
+		return nil
+	}},
+	{name: "GENERIC", help: "log-gen: one line per method event", notBuilt: "log-gen output is not built yet"},
+	{name: "CALLTRACE", help: "same as GENERIC", notBuilt: "log-gen output is not built yet"},
+	{name: "JITA2N", help: "write log-jita2n (JIT-compiled code addresses)", notBuilt: "log-jita2n output is not built yet"},
+	{name: "THREADINFO", help: "write log-jtnm (thread names)", notBuilt: "log-jtnm output is not built yet"},
+	{name: "PORT", hasValue: true, help: "rtdriver TCP port (default: first free of 8888-8895)", notBuilt: "the rtdriver socket is not built yet"},
+}
+
+func setMode(m Mode) func(*Options, string, bool) error {
+	return func(o *Options, _ string, on bool) error {
+		if !on {
+			if o.Mode == m {
+				o.Mode = 0
+			}
+			return nil
+		}
+		if o.Mode != 0 && o.Mode != m {
+			return fmt.Errorf("conflicts with %s: choose one of CALLTREE, RTARCF, CALLFLOW", o.Mode)
+		}
+		o.Mode = m
+		return nil
+	}
+}
+
+func setMetrics(o *Options, v string, on bool) error {
+	o.Metrics = nil
+	if !on {
+		return nil
+	}
+	if v == "" {
+		return fmt.Errorf("needs one or more metrics joined by '+'")
+	}
+	seen := map[ptt.Metric]bool{}
+	for _, name := range strings.Split(v, "+") {
+		m, err := ptt.ParseMetric(strings.TrimSpace(name))
+		if err != nil {
+			return err
+		}
+		if seen[m] {
+			return fmt.Errorf("metric %s given twice", m)
+		}
+		seen[m] = true
+		o.Metrics = append(o.Metrics, m)
+	}
+	if len(o.Metrics) > ptt.MaxMetrics {
+		return fmt.Errorf("%d metrics given, at most %d", len(o.Metrics), ptt.MaxMetrics)
+	}
+	return nil
+}
+
+func validOptionList() string {
+	names := make([]string, 0, len(optionSpecs))
+	for _, s := range optionSpecs {
+		n := s.name
+		if s.hasValue {
+			n += "="
+		}
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ") + " (any may take a NO prefix)"
+}
+
+// OptionHelp is the option reference, one line per option.
+func OptionHelp() string {
+	var b strings.Builder
+	for _, s := range optionSpecs {
+		n := s.name
+		if s.hasValue {
+			n += "=..."
+		}
+		fmt.Fprintf(&b, "  %-12s %s", n, s.help)
+		if s.notBuilt != "" {
+			b.WriteString(" [not built yet]")
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// ParseOptions parses the agent's option string followed by the value of
+// JPROFOPTS (either may be empty). Options are comma-separated and
+// case-insensitive; later options override earlier ones.
+func ParseOptions(agentOpts, envOpts string) (*Options, error) {
+	o := &Options{LogPath: ".", LogPrefix: "log"}
+	all := agentOpts
+	if envOpts != "" {
+		if all != "" {
+			all += ","
+		}
+		all += envOpts
+	}
+	for _, raw := range strings.Split(all, ",") {
+		tok := strings.TrimSpace(raw)
+		if tok == "" {
+			continue
+		}
+		name, value, hasEq := strings.Cut(tok, "=")
+		upper := strings.ToUpper(strings.TrimSpace(name))
+		spec, on := lookupOption(upper)
+		if spec == nil {
+			return nil, &OptionError{Option: tok, Reason: "unknown option"}
+		}
+		if spec.notBuilt != "" {
+			return nil, &OptionError{Option: tok, Reason: "recognised but not available in this version: " + spec.notBuilt}
+		}
+		switch {
+		case spec.hasValue && on && !hasEq:
+			return nil, &OptionError{Option: tok, Reason: fmt.Sprintf("needs a value: %s=...", spec.name)}
+		case !spec.hasValue && hasEq:
+			return nil, &OptionError{Option: tok, Reason: "takes no value"}
+		case !on && hasEq:
+			return nil, &OptionError{Option: tok, Reason: "a NO option takes no value"}
+		}
+		if err := spec.set(o, value, on); err != nil {
+			return nil, &OptionError{Option: tok, Reason: err.Error()}
+		}
+	}
+	if o.Mode == ModeCallTree && len(o.Metrics) > 0 {
+		return nil, &OptionError{Option: "METRICS", Reason: "CALLTREE collects no metrics; use RTARCF with METRICS="}
+	}
+	if o.Mode == 0 {
+		o.Mode = ModeRTArcf
+	}
+	return o, nil
+}
+
+// lookupOption finds the spec for an upper-case option name, which may
+// carry a NO prefix; on is false for the NO form.
+func lookupOption(upper string) (*optionSpec, bool) {
+	for i := range optionSpecs {
+		if optionSpecs[i].name == upper {
+			return &optionSpecs[i], true
+		}
+	}
+	if rest, ok := strings.CutPrefix(upper, "NO"); ok {
+		for i := range optionSpecs {
+			if optionSpecs[i].name == rest {
+				return &optionSpecs[i], false
+			}
+		}
+	}
+	return nil, false
+}
+
+// metricPlan is what to ask the PTT for: the metrics, and what to use
+// instead if the machine cannot count them (nil: no fallback, an error).
+type metricPlan struct {
+	want     []ptt.Metric
+	fallback []ptt.Metric
+}
+
+// plan says which metrics the options ask for. Metrics named with
+// METRICS= must be counted or the JVM does not start; a mode's implied
+// default falls back to thread time.
+func (o *Options) plan() metricPlan {
+	switch {
+	case o.Mode == ModeCallTree:
+		return metricPlan{}
+	case len(o.Metrics) > 0:
+		return metricPlan{want: o.Metrics}
+	case o.Mode == ModeCallFlow:
+		return metricPlan{want: []ptt.Metric{ptt.Insts, ptt.Cycles}, fallback: []ptt.Metric{ptt.Time}}
+	default:
+		return metricPlan{want: []ptt.Metric{ptt.Insts}, fallback: []ptt.Metric{ptt.Time}}
+	}
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/libjprof/libjprof/jvmti"
+	"github.com/libjprof/libjprof/reports"
+)
+
+// threadRootName is the log-rt name of a thread's root: tid in hex, then
+// the thread's name, as JProf wrote it ("0000b718_main").
+func threadRootName(t jvmti.Thread) string {
+	return fmt.Sprintf("%08x_%s", t.TID, t.Name)
+}
+
+// buildProfile turns a snapshot of the C trees into the report model.
+// Threads that never ran a profiled method are left out.
+func (a *agent) buildProfile(threads []jvmti.Thread, seq int) *reports.Profile {
+	p := &reports.Profile{PID: a.pid, Seq: seq, Notes: append([]string(nil), a.notes...)}
+	for _, m := range a.metrics {
+		p.Metrics = append(p.Metrics, reports.Metric{Name: m.String(), Unit: m.Unit()})
+	}
+	nm := len(a.metrics)
+	for _, t := range threads {
+		if len(t.Nodes) <= 1 {
+			continue
+		}
+		nodes := make([]*reports.Node, len(t.Nodes))
+		for i, n := range t.Nodes {
+			rn := &reports.Node{Calls: n.Calls, DS: n.DS, IN: n.IN}
+			if i == 0 {
+				rn.Name = threadRootName(t)
+			} else {
+				rn.Name = string(n.Type) + ":" + n.Method
+			}
+			if nm > 0 {
+				rn.Base = append([]uint64(nil), n.Base...)
+				rn.Delta = make([]uint64, nm)
+			}
+			nodes[i] = rn
+			if i > 0 {
+				parent := nodes[n.Parent]
+				parent.Children = append(parent.Children, rn)
+			}
+		}
+		p.Threads = append(p.Threads, nodes[0])
+		if t.UnmatchedExits > 0 || t.MissedExits > 0 || t.AllocFailures > 0 {
+			p.Notes = append(p.Notes, fmt.Sprintf("Thread %s: %d exits without a seen entry (shown as O:), %d missed exits, %d allocation failures",
+				threadRootName(t), t.UnmatchedExits, t.MissedExits, t.AllocFailures))
+		}
+	}
+	return p
+}
+
+// writeLogRT writes the next log-rt.N_<pid> from a snapshot of the trees.
+// The caller holds a.mu.
+func (a *agent) writeLogRT() (string, error) {
+	seq := a.seq + 1
+	p := a.buildProfile(jvmti.Snapshot(), seq)
+	path := a.fileName("rt", seq)
+	if err := writeFileAtomic(path, func(w *bufio.Writer) error { return reports.WriteLogRT(w, p) }); err != nil {
+		return "", fmt.Errorf("writing log-rt: %w", err)
+	}
+	a.seq = seq
+	a.files = append(a.files, path)
+	return path, nil
+}
+
+// writeFileAtomic writes a file under a temporary name in the same
+// directory and renames it into place, so that a reader never sees a
+// partial file: it appears complete or not at all.
+func writeFileAtomic(path string, write func(*bufio.Writer) error) (err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	w := bufio.NewWriterSize(f, 1<<16)
+	if err = write(w); err != nil {
+		return err
+	}
+	if err = w.Flush(); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

@@ -1,0 +1,97 @@
+package jvmti
+
+/*
+#include "jp.h"
+*/
+import "C"
+
+import "unsafe"
+
+// TypeLetters are JProf's method-type letters, indexed by method type:
+// interpreted, JIT-compiled, native (lower case static), Compiling, Other.
+const TypeLetters = "iIjJnNCO"
+
+// Node is a copy of one calling context of a thread's tree. Nodes of a
+// thread are in creation order, so a node's parent always comes before it
+// and children appear in first-call order.
+type Node struct {
+	Parent int    // index of the caller's node; -1 for the root
+	Type   byte   // JProf type letter, see TypeLetters
+	Method string // "class/Name.method(sig)ret"; "" for the root
+	Calls  uint64
+	Excs   uint64 // exits by exception
+	DS, IN uint64
+	Base   []uint64 // per metric
+}
+
+// Thread is a copy of one thread's tree and counters.
+type Thread struct {
+	TID            int
+	Name           string
+	Ended          bool
+	Events         uint64
+	UnmatchedExits uint64 // exits whose entry was never seen (Other type)
+	MissedExits    uint64
+	AllocFailures  uint64
+	Nodes          []Node
+}
+
+// Snapshot copies every thread's tree. Threads keep running while it
+// reads: each node read is one that was fully published, but counters of
+// a running thread may be a few events apart from each other.
+func Snapshot() []Thread {
+	names := map[*C.jp_method]string{}
+	nmetrics := int(C.jp.nmetrics)
+	var out []Thread
+	for t := C.jp_threads(); t != nil; t = t.next {
+		n := uint32(C.jp_nnodes(t))
+		th := Thread{
+			TID:            int(t.tid),
+			Name:           C.GoString(t.name),
+			Ended:          t.ended != 0,
+			Events:         uint64(t.events),
+			UnmatchedExits: uint64(t.unmatched_exits),
+			MissedExits:    uint64(t.missed_exits),
+			AllocFailures:  uint64(t.alloc_failures),
+			Nodes:          make([]Node, n),
+		}
+		base := make([]uint64, int(n)*nmetrics)
+		for i := uint32(0); i < n; i++ {
+			nd := C.jp_node_at(t, C.uint32_t(i))
+			g := &th.Nodes[i]
+			g.Parent = int(nd.parent)
+			if i == 0 {
+				g.Parent = -1
+			}
+			g.Type = TypeLetters[nd._type&7]
+			if nd.m != nil {
+				name, ok := names[nd.m]
+				if !ok {
+					name = C.GoString(nd.m.name)
+					names[nd.m] = name
+				}
+				g.Method = name
+			}
+			g.Calls = uint64(nd.calls)
+			g.Excs = uint64(nd.excs)
+			g.DS = uint64(nd.ds)
+			g.IN = uint64(nd.in)
+			if nmetrics > 0 {
+				g.Base = base[int(i)*nmetrics : int(i+1)*nmetrics : int(i+1)*nmetrics]
+				// base[] is a flexible array member, invisible to cgo: it starts
+				// right after the fixed part.
+				src := unsafe.Slice((*uint64)(unsafe.Add(unsafe.Pointer(nd), C.sizeof_jp_node)), nmetrics)
+				copy(g.Base, src)
+			}
+		}
+		out = append(out, th)
+	}
+	// The list is newest first; reports want threads in start order.
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}
+
+// MethodOverflow is the number of method lookups that could not be cached.
+func MethodOverflow() uint64 { return uint64(C.jp.method_overflow) }
