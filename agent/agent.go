@@ -118,6 +118,7 @@ func (a *agent) fileName(kind string, seq int) string {
 func (a *agent) logThreadSummary() {
 	for _, t := range jvmti.Snapshot() {
 		a.log.Info("thread summary", zap.String("thread", threadRootName(t)), zap.Uint64("events", t.Events),
+			zap.Uint64("exceptionExits", t.ExceptionExits),
 			zap.Int("nodes", len(t.Nodes)), zap.Uint64("unmatchedExits", t.UnmatchedExits),
 			zap.Uint64("missedExits", t.MissedExits), zap.Uint64("allocFailures", t.AllocFailures),
 			zap.Bool("ended", t.Ended))

@@ -33,6 +33,7 @@ type Thread struct {
 	UnmatchedExits uint64 // exits whose entry was never seen (Other type)
 	MissedExits    uint64
 	AllocFailures  uint64
+	ExceptionExits uint64 // exits by exception, over all nodes
 	Nodes          []Node
 }
 
@@ -74,6 +75,7 @@ func Snapshot() []Thread {
 			}
 			g.Calls = uint64(nd.calls)
 			g.Excs = uint64(nd.excs)
+			th.ExceptionExits += g.Excs
 			g.DS = uint64(nd.ds)
 			g.IN = uint64(nd.in)
 			if nmetrics > 0 {

@@ -1,0 +1,290 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/libjprof/libjprof/internal/jvmtest"
+	"github.com/libjprof/libjprof/reports"
+)
+
+// These tests run a real JVM with the real agent on the Java workloads in
+// java/src and check the log-rt it writes.
+
+func mainThread(t *testing.T, p *reports.Profile) *reports.Node {
+	t.Helper()
+	m := jvmtest.Thread(p, "main")
+	require.NotNil(t, m, "no main thread in log-rt")
+	return m
+}
+
+// checkBalanced checks the tree invariants every log-rt must hold: a
+// thread root has no calls of its own, every method node was called, and
+// CEE is the sum of the children's calls (the writer derives it, the
+// parser must agree).
+func checkBalanced(t *testing.T, p *reports.Profile) {
+	t.Helper()
+	for _, th := range p.Threads {
+		assert.Zero(t, th.Calls, "thread root %s", th.Name)
+		jvmtest.Walk(th, func(n *reports.Node, d int) {
+			if d > 0 {
+				assert.NotZero(t, n.Calls, "node %s under %s has no calls", n.Name, th.Name)
+				assert.Regexp(t, `^[iIjJnNCO]:`, n.Name)
+			}
+			for _, v := range n.Base {
+				assert.Less(t, v, uint64(1)<<62, "absurd metric at %s", n.Name)
+			}
+		})
+	}
+}
+
+func TestHellop(t *testing.T) {
+	plain := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "-"})
+	require.Equal(t, 0, plain.ExitCode)
+	for _, opts := range []string{"CALLTREE,START", "RTARCF,START", "METRICS=PTT_TIME,START"} {
+		t.Run(opts, func(t *testing.T) {
+			r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: opts})
+			require.Equal(t, 0, r.ExitCode, r.Stderr)
+			assert.Equal(t, plain.Stdout, r.Stdout, "the agent changed the program's output")
+			p := r.LogRT(t, 1)
+			checkBalanced(t, p)
+			mainRoot := mainThread(t, p)
+			assert.Regexp(t, `^[0-9a-f]{8}_main$`, mainRoot.Name)
+			hmain := jvmtest.Path(mainRoot, "i:hellop.main([Ljava/lang/String;)V")
+			require.NotNil(t, hmain)
+			assert.Equal(t, uint64(1), hmain.Calls)
+			myA := jvmtest.Path(hmain, "I:hellop.myA()V")
+			require.NotNil(t, myA)
+			assert.Equal(t, uint64(1000), myA.Calls)
+			myC := jvmtest.Path(myA, "I:hellop.myC()J")
+			require.NotNil(t, myC)
+			assert.Equal(t, uint64(1000), myC.Calls)
+			assert.Equal(t, uint64(1000), myA.Callees())
+			assert.Empty(t, myC.Children)
+			if strings.HasPrefix(opts, "CALLTREE") {
+				assert.Empty(t, p.Metrics)
+				assert.Nil(t, myC.Base)
+				return
+			}
+			require.Len(t, p.Metrics, 1)
+			assert.Equal(t, "PTT_TIME", p.Metrics[0].Name)
+			// myC loops 100 times per call: it must have measurable
+			// time, and in the interpreter more than myA's own.
+			assert.NotZero(t, myC.Base[0])
+			assert.Greater(t, myC.Base[0], myA.Base[0])
+			if strings.HasPrefix(opts, "RTARCF") {
+				// RTARCF's implied instructions metric needs a PMU;
+				// where there is none, the fallback is said.
+				if !strings.Contains(strings.Join(p.Notes, "\n"), "PTT_INSTS") {
+					t.Log("machine counts instructions")
+				} else {
+					assert.Contains(t, r.Stderr, "warning")
+				}
+			}
+		})
+	}
+}
+
+func TestFibRecursion(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "Fib", Args: []string{"15"}, Options: "CALLTREE,START"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.Equal(t, "fib(15)=610\n", r.Stdout)
+	p := r.LogRT(t, 1)
+	checkBalanced(t, p)
+	fmain := jvmtest.Path(mainThread(t, p), "i:Fib.main([Ljava/lang/String;)V")
+	require.NotNil(t, fmain)
+	top := jvmtest.Path(fmain, "i:Fib.fib(I)I")
+	require.NotNil(t, top)
+	var total uint64
+	maxDepth := 0
+	jvmtest.Walk(top, func(n *reports.Node, d int) {
+		require.Equal(t, "i:Fib.fib(I)I", n.Name, "only fib below fib")
+		total += n.Calls
+		maxDepth = max(maxDepth, d)
+	})
+	assert.Equal(t, uint64(1973), total, "fib(15) makes 2*fib(16)-1 calls")
+	assert.Equal(t, 14, maxDepth, "fib(15) recurses to fib(1): 15 levels")
+	assert.Equal(t, uint64(1), top.Calls)
+}
+
+func TestExceptionsUnwindThreeFrames(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "RTARCF,START"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.Equal(t, "caught=100\n", r.Stdout)
+	p := r.LogRT(t, 1)
+	checkBalanced(t, p)
+	run := jvmtest.Path(mainThread(t, p), "i:Exceptions.main([Ljava/lang/String;)V", "i:Exceptions.run()I")
+	require.NotNil(t, run)
+	l3 := jvmtest.Path(run, "i:Exceptions.level1(I)V", "i:Exceptions.level2(I)V", "i:Exceptions.level3(I)V")
+	require.NotNil(t, l3)
+	assert.Equal(t, uint64(100), l3.Calls)
+	// After three frames unwound by the exception, the stack is back in
+	// run(): after() is run's child, not level3's.
+	after := jvmtest.Path(run, "i:Exceptions.after()V")
+	require.NotNil(t, after)
+	assert.Equal(t, uint64(100), after.Calls)
+	assert.Len(t, run.Children, 2, "run calls level1 and after only")
+	msg := r.ReadFile(t, "msg")
+	m := regexp.MustCompile(`"thread": "[0-9a-f]{8}_main", "events": \d+, "exceptionExits": (\d+)`).FindStringSubmatch(msg)
+	require.NotNil(t, m, msg)
+	n, _ := strconv.Atoi(m[1])
+	assert.GreaterOrEqual(t, n, 300, "3 exception exits per round")
+}
+
+func TestNatives(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "Natives", Options: "CALLTREE,START"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.Equal(t, "natives: sum=100700\n", r.Stdout)
+	nm := jvmtest.Path(mainThread(t, r.LogRT(t, 1)),
+		"i:Natives.main([Ljava/lang/String;)V")
+	require.NotNil(t, nm)
+	for _, c := range []struct {
+		name  string
+		calls uint64
+	}{
+		{"n:Natives.staticNative(I)I", 200},
+		{"N:Natives.instanceNative(I)I", 200},
+		{"N:Natives.callsBack(I)I", 200},
+	} {
+		n := jvmtest.Path(nm, c.name)
+		if assert.NotNil(t, n, c.name) {
+			assert.Equal(t, c.calls, n.Calls, c.name)
+		}
+	}
+	cb := jvmtest.Path(nm, "N:Natives.callsBack(I)I", "I:Natives.callback(I)I")
+	require.NotNil(t, cb, "Java called back from a native method nests under it")
+	assert.Equal(t, uint64(200), cb.Calls)
+}
+
+func TestStaticAndInstance(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "StaticInstance", Options: "CALLTREE,START"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	sm := jvmtest.Path(mainThread(t, r.LogRT(t, 1)), "i:StaticInstance.main([Ljava/lang/String;)V")
+	require.NotNil(t, sm)
+	s := jvmtest.Path(sm, "i:StaticInstance.sMethod(I)I")
+	i := jvmtest.Path(sm, "I:StaticInstance.iMethod(I)I")
+	require.NotNil(t, s)
+	require.NotNil(t, i)
+	assert.Equal(t, uint64(300), s.Calls)
+	assert.Equal(t, uint64(300), i.Calls)
+}
+
+func TestManyThreads(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "Threads", Options: "RTARCF,START"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.Equal(t, "threads: sum=100025632\n", r.Stdout)
+	p := r.LogRT(t, 1)
+	checkBalanced(t, p)
+	workers := jvmtest.Threads(p, "worker-")
+	require.Len(t, workers, 8)
+	for _, w := range workers {
+		run := jvmtest.Path(w, "I:Threads$Worker.run()V")
+		require.NotNil(t, run, w.Name)
+		work := jvmtest.Path(run, "i:Threads.work(I)I")
+		require.NotNil(t, work, w.Name)
+		assert.Equal(t, uint64(5000), work.Calls, w.Name)
+		leaf := jvmtest.Path(work, "i:Threads.leaf(I)I")
+		require.NotNil(t, leaf, w.Name)
+		assert.Equal(t, uint64(5000), leaf.Calls, w.Name)
+	}
+	briefs := jvmtest.Threads(p, "brief-")
+	require.Len(t, briefs, 20)
+	for _, b := range briefs {
+		n := jvmtest.Path(b, "I:Threads$Brief.run()V", "i:Threads.brief(I)I")
+		require.NotNil(t, n, b.Name)
+		assert.Equal(t, uint64(10), n.Calls, b.Name)
+	}
+	names := map[string]bool{}
+	for _, th := range p.Threads {
+		assert.False(t, names[th.Name], "thread %s appears twice", th.Name)
+		names[th.Name] = true
+	}
+}
+
+// Exits of frames entered before profiling began (the Finalizer and
+// Reference Handler threads wait in methods entered before VMInit) are
+// absorbed as Other-type contexts and said in the header.
+func TestExitsWithoutEntries(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "LateFrames", Options: "CALLTREE,START"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.Equal(t, "lateframes: done\n", r.Stdout)
+	p := r.LogRT(t, 1)
+	checkBalanced(t, p)
+	var others int
+	for _, th := range p.Threads {
+		jvmtest.Walk(th, func(n *reports.Node, d int) {
+			if strings.HasPrefix(n.Name, "O:") {
+				others++
+			}
+		})
+	}
+	assert.NotZero(t, others, "expected Other-type nodes for exits without entries")
+	assert.Contains(t, strings.Join(p.Notes, "\n"), "exits without a seen entry")
+}
+
+// HotSpot turns null dereferences in JIT-compiled code into SIGSEGV and
+// handles them itself; the Go runtime in the agent must pass them on,
+// whether or not method events are on.
+func TestImplicitNullChecks(t *testing.T) {
+	for _, opts := range []string{"CALLTREE", "CALLTREE,START"} {
+		r := jvmtest.Start(t, jvmtest.Run{Class: "NullChecks", Args: []string{"200000"}, Options: opts})
+		require.Equal(t, 0, r.ExitCode, r.Stderr)
+		assert.Equal(t, "nullchecks: npes=100000 sum=0\n", r.Stdout, opts)
+	}
+}
+
+func TestBadOptionStopsJVM(t *testing.T) {
+	for _, c := range []struct{ opts, want string }{
+		{"CALLTREE,BOGUS", `invalid option "BOGUS": unknown option`},
+		{"METRICS=PTT_FOO", `invalid option "METRICS=PTT_FOO"`},
+		{"CALLTREE,RTARCF", "conflicts"},
+		{"METRICS=PTT_INSTS", "PTT_INSTS"},
+	} {
+		r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: c.opts})
+		assert.NotEqual(t, 0, r.ExitCode, c.opts)
+		assert.NotContains(t, r.Stdout, "hellop:", "the program must not run")
+		assert.Contains(t, r.Stderr, c.want)
+		if strings.Contains(c.want, "invalid option") {
+			assert.Contains(t, r.Stderr, "valid options: ")
+		}
+	}
+}
+
+func TestJPROFOPTSAndPrefix(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "CALLTREE", Env: []string{"JPROFOPTS=START,LOGPREFIX=hp"}})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	_, err := os.Stat(filepath.Join(r.Dir, "hp-rt.1_"+strconv.Itoa(r.PID)))
+	assert.NoError(t, err, "JPROFOPTS must be appended to the options")
+}
+
+func TestUnwritableLogPath(t *testing.T) {
+	dir := t.TempDir()
+	blocker := filepath.Join(dir, "file")
+	require.NoError(t, os.WriteFile(blocker, []byte("x"), 0o644))
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "CALLTREE,START,LOGPATH=" + filepath.Join(blocker, "sub")})
+	assert.Equal(t, 0, r.ExitCode, "the JVM runs on")
+	assert.Equal(t, "hellop: value=14950000\n", r.Stdout)
+	assert.Contains(t, r.Stderr, "not writable")
+	assert.Contains(t, r.Stderr, "log-rt")
+}
+
+// No start option: nothing is collected and no log-rt is written, but the
+// program runs normally.
+func TestNoStartCollectsNothing(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "CALLTREE"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	_, err := os.Stat(r.File("rt.1"))
+	assert.True(t, os.IsNotExist(err))
+	assert.FileExists(t, r.File("msg"))
+	entries, _ := os.ReadDir(r.Dir)
+	for _, e := range entries {
+		assert.False(t, strings.Contains(e.Name(), ".tmp"), "temporary file left: %s", e.Name())
+	}
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/libjprof/libjprof/ptt"
+)
+
+func TestParseOptions(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		opts, env string
+		want      Options
+	}{
+		{name: "empty defaults to RTARCF", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log"}},
+		{name: "calltree start", opts: "CALLTREE,START", want: Options{Mode: ModeCallTree, Start: true, LogPath: ".", LogPrefix: "log"}},
+		{name: "case-insensitive", opts: "calltree,Start", want: Options{Mode: ModeCallTree, Start: true, LogPath: ".", LogPrefix: "log"}},
+		{name: "NO prefix clears", opts: "START,NOSTART", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log"}},
+		{name: "JPROFOPTS appended and wins", opts: "CALLTREE,LOGPREFIX=a", env: "START,LOGPREFIX=b", want: Options{Mode: ModeCallTree, Start: true, LogPath: ".", LogPrefix: "b"}},
+		{name: "only JPROFOPTS", env: "callflow", want: Options{Mode: ModeCallFlow, LogPath: ".", LogPrefix: "log"}},
+		{name: "metrics", opts: "METRICS=ptt_time", want: Options{Mode: ModeRTArcf, Metrics: []ptt.Metric{ptt.Time}, LogPath: ".", LogPrefix: "log"}},
+		{name: "two metrics", opts: "RTARCF,METRICS=PTT_TIME+PTT_INSTS", want: Options{Mode: ModeRTArcf, Metrics: []ptt.Metric{ptt.Time, ptt.Insts}, LogPath: ".", LogPrefix: "log"}},
+		{name: "NOMETRICS resets", opts: "METRICS=PTT_TIME,NOMETRICS", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log"}},
+		{name: "logpath keeps case", opts: "LOGPATH=/tmp/Some/Dir", want: Options{Mode: ModeRTArcf, LogPath: "/tmp/Some/Dir", LogPrefix: "log"}},
+		{name: "NOLOGPATH resets", opts: "LOGPATH=/x,NOLOGPATH", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log"}},
+		{name: "spaces and empty items", opts: " CALLTREE , ,START ", want: Options{Mode: ModeCallTree, Start: true, LogPath: ".", LogPrefix: "log"}},
+		{name: "ptt clock", opts: "PTT=clock", want: Options{Mode: ModeRTArcf, PTT: ptt.Clock, LogPath: ".", LogPrefix: "log"}},
+		{name: "ptt auto", opts: "PTT=bpf,PTT=auto", want: Options{Mode: ModeRTArcf, PTT: ptt.None, LogPath: ".", LogPrefix: "log"}},
+		{name: "same mode twice", opts: "CALLTREE,CALLTREE", want: Options{Mode: ModeCallTree, LogPath: ".", LogPrefix: "log"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o, err := ParseOptions(c.opts, c.env)
+			require.NoError(t, err)
+			assert.Equal(t, c.want, *o)
+		})
+	}
+}
+
+func TestParseOptionsErrors(t *testing.T) {
+	for _, c := range []struct {
+		opts       string
+		wantOption string
+		wantReason string
+	}{
+		{"BOGUS", "BOGUS", "unknown option"},
+		{"NOBOGUS", "NOBOGUS", "unknown option"},
+		{"START=1", "START=1", "takes no value"},
+		{"NOSTART=1", "NOSTART=1", "takes no value"},
+		{"LOGPATH", "LOGPATH", "needs a value"},
+		{"LOGPATH=", "LOGPATH=", "needs a directory"},
+		{"NOLOGPATH=/x", "NOLOGPATH=/x", "a NO option takes no value"},
+		{"LOGPREFIX=a/b", "LOGPREFIX=a/b", "without '/'"},
+		{"METRICS=", "METRICS=", "needs one or more metrics"},
+		{"METRICS=PTT_FOO", "METRICS=PTT_FOO", "unknown metric"},
+		{"METRICS=PTT_TIME+PTT_TIME", "METRICS=PTT_TIME+PTT_TIME", "given twice"},
+		{"CALLTREE,RTARCF", "RTARCF", "conflicts with CALLTREE"},
+		{"CALLTREE,METRICS=PTT_TIME", "METRICS", "CALLTREE collects no metrics"},
+		{"PTT=magic", "PTT=magic", "unknown backend"},
+		{"GENERIC", "GENERIC", "not available in this version"},
+	} {
+		t.Run(c.opts, func(t *testing.T) {
+			_, err := ParseOptions(c.opts, "")
+			require.Error(t, err)
+			var oe *OptionError
+			require.ErrorAs(t, err, &oe)
+			assert.Equal(t, c.wantOption, oe.Option)
+			assert.Contains(t, oe.Reason, c.wantReason)
+			assert.Contains(t, err.Error(), "valid options: ")
+		})
+	}
+}
+
+func TestOptionHelpListsEveryOption(t *testing.T) {
+	h := OptionHelp()
+	for _, s := range optionSpecs {
+		assert.Contains(t, h, s.name)
+	}
+}
+
+func TestMetricPlan(t *testing.T) {
+	for _, c := range []struct {
+		opts         string
+		want, orElse []ptt.Metric
+	}{
+		{"CALLTREE", nil, nil},
+		{"RTARCF", []ptt.Metric{ptt.Insts}, []ptt.Metric{ptt.Time}},
+		{"CALLFLOW", []ptt.Metric{ptt.Insts, ptt.Cycles}, []ptt.Metric{ptt.Time}},
+		{"METRICS=PTT_INSTS", []ptt.Metric{ptt.Insts}, nil}, // asked for by name: no fallback
+		{"CALLFLOW,METRICS=PTT_TIME", []ptt.Metric{ptt.Time}, nil},
+	} {
+		o, err := ParseOptions(c.opts, "")
+		require.NoError(t, err)
+		p := o.plan()
+		assert.Equal(t, c.want, p.want, c.opts)
+		assert.Equal(t, c.orElse, p.fallback, c.opts)
+	}
+}

@@ -1,0 +1,199 @@
+package jvmtest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libjprof/libjprof/reports"
+)
+
+// Root is the repository's top directory.
+func Root() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+var (
+	buildOnce sync.Once
+	buildErr  error
+)
+
+// Build runs make for the agent and the Java workloads, once per process.
+func Build(t testing.TB) {
+	t.Helper()
+	buildOnce.Do(func() {
+		cmd := exec.Command("make", "-s", "-C", Root(), "agent", "java")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("make agent java: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+}
+
+// Agent is the path of the built libjprof.so.
+func Agent() string { return filepath.Join(Root(), "build", "libjprof.so") }
+
+// Run describes one JVM run.
+type Run struct {
+	Class   string   // main class in build/java
+	Args    []string // program arguments
+	Options string   // agent options; LOGPATH is added unless it is set here. "-" runs without the agent.
+	Env     []string // extra environment, KEY=VALUE
+	JVMArgs []string // extra JVM arguments before the class
+	Timeout time.Duration
+}
+
+// Result is what a run left behind.
+type Result struct {
+	Dir      string // LOGPATH
+	Stdout   string
+	Stderr   string
+	ExitCode int
+	PID      int
+}
+
+// Start runs r to completion and returns its result; it fails the test
+// only if the JVM could not be started or timed out.
+func Start(t testing.TB, r Run) *Result {
+	t.Helper()
+	Build(t)
+	// Not t.TempDir(): subtest names may hold commas, and a comma in
+	// LOGPATH would split the agent's option string.
+	dir, err := os.MkdirTemp("", "jprof-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	args := []string{}
+	if r.Options != "-" {
+		opts := r.Options
+		if !strings.Contains(strings.ToUpper(opts), "LOGPATH=") {
+			if opts != "" {
+				opts += ","
+			}
+			opts += "LOGPATH=" + dir
+		}
+		args = append(args, "-agentpath:"+Agent()+"="+opts)
+	}
+	args = append(args, "-Djava.library.path="+filepath.Join(Root(), "build", "native"))
+	args = append(args, r.JVMArgs...)
+	args = append(args, "-cp", filepath.Join(Root(), "build", "java"), r.Class)
+	args = append(args, r.Args...)
+	timeout := r.Timeout
+	if timeout == 0 {
+		timeout = 3 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "java", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), r.Env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	res := &Result{Dir: dir, Stdout: stdout.String(), Stderr: stderr.String()}
+	if cmd.ProcessState != nil {
+		res.ExitCode = cmd.ProcessState.ExitCode()
+		res.PID = cmd.ProcessState.Pid()
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("java %s timed out after %v\nstderr:\n%s", r.Class, timeout, res.Stderr)
+	}
+	if err != nil && cmd.ProcessState == nil {
+		t.Fatalf("java %s: %v", r.Class, err)
+	}
+	return res
+}
+
+// File is the path of one of the agent's files, e.g. File("rt.1").
+func (r *Result) File(kind string) string {
+	return filepath.Join(r.Dir, fmt.Sprintf("log-%s_%d", kind, r.PID))
+}
+
+// ReadFile returns the content of one of the agent's files.
+func (r *Result) ReadFile(t testing.TB, kind string) string {
+	t.Helper()
+	b, err := os.ReadFile(r.File(kind))
+	if err != nil {
+		t.Fatalf("%v\nstderr:\n%s", err, r.Stderr)
+	}
+	return string(b)
+}
+
+// LogRT parses log-rt.<seq>_<pid>.
+func (r *Result) LogRT(t testing.TB, seq int) *reports.Profile {
+	t.Helper()
+	f, err := os.Open(r.File(fmt.Sprintf("rt.%d", seq)))
+	if err != nil {
+		t.Fatalf("%v\nstderr:\n%s", err, r.Stderr)
+	}
+	defer f.Close()
+	p, err := reports.ParseLogRT(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Thread finds the root of the first thread whose name (after the tid) is name.
+func Thread(p *reports.Profile, name string) *reports.Node {
+	for _, th := range p.Threads {
+		if _, n, ok := strings.Cut(th.Name, "_"); ok && n == name {
+			return th
+		}
+	}
+	return nil
+}
+
+// Threads finds the roots of all threads whose name starts with prefix.
+func Threads(p *reports.Profile, prefix string) []*reports.Node {
+	var out []*reports.Node
+	for _, th := range p.Threads {
+		if _, n, ok := strings.Cut(th.Name, "_"); ok && strings.HasPrefix(n, prefix) {
+			out = append(out, th)
+		}
+	}
+	return out
+}
+
+// Path follows children by name from n; nil if any step is missing.
+func Path(n *reports.Node, names ...string) *reports.Node {
+	for _, name := range names {
+		var next *reports.Node
+		for _, c := range n.Children {
+			if c.Name == name {
+				next = c
+				break
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		n = next
+	}
+	return n
+}
+
+// Walk calls f for n and every node below it, with its depth below n.
+func Walk(n *reports.Node, f func(n *reports.Node, depth int)) {
+	var walk func(*reports.Node, int)
+	walk = func(n *reports.Node, d int) {
+		f(n, d)
+		for _, c := range n.Children {
+			walk(c, d+1)
+		}
+	}
+	walk(n, 0)
+}
