@@ -45,7 +45,7 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 		a.closeLog()
 		return nil, err
 	}
-	if err := jvmti.Setup(vm, a, opts.Start); err != nil {
+	if err := jvmti.Setup(vm, a, opts.Start, opts.Calibrate); err != nil {
 		a.log.Error("JVMTI setup failed", zap.Error(err))
 		a.closeLog()
 		return nil, err

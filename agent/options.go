@@ -44,6 +44,8 @@ type Options struct {
 	LogPrefix string
 	// PTT forces a backend; ptt.None means choose the best available.
 	PTT ptt.Backend
+	// Calibrate removes the profiler's overhead from the metrics (default on).
+	Calibrate bool
 }
 
 // OptionError is a bad option: the JVM must not start.
@@ -115,6 +117,10 @@ var optionSpecs = []optionSpec{
 		default:
 			return fmt.Errorf("unknown backend %q (valid: bpf, perf, clock, auto)", v)
 		}
+		return nil
+	}},
+	{name: "CALIBRATE", help: "remove the profiler's own overhead from metrics (default on; NOCALIBRATE for raw values)", set: func(o *Options, _ string, on bool) error {
+		o.Calibrate = on
 		return nil
 	}},
 	{name: "GENERIC", help: "log-gen: one line per method event", notBuilt: "log-gen output is not built yet"},
@@ -200,7 +206,7 @@ func OptionHelp() string {
 // JPROFOPTS (either may be empty). Options are comma-separated and
 // case-insensitive; later options override earlier ones.
 func ParseOptions(agentOpts, envOpts string) (*Options, error) {
-	o := &Options{LogPath: ".", LogPrefix: "log"}
+	o := &Options{LogPath: ".", LogPrefix: "log", Calibrate: true}
 	all := agentOpts
 	if envOpts != "" {
 		if all != "" {

@@ -15,21 +15,22 @@ func TestParseOptions(t *testing.T) {
 		opts, env string
 		want      Options
 	}{
-		{name: "empty defaults to RTARCF", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log"}},
-		{name: "calltree start", opts: "CALLTREE,START", want: Options{Mode: ModeCallTree, Start: true, LogPath: ".", LogPrefix: "log"}},
-		{name: "case-insensitive", opts: "calltree,Start", want: Options{Mode: ModeCallTree, Start: true, LogPath: ".", LogPrefix: "log"}},
-		{name: "NO prefix clears", opts: "START,NOSTART", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log"}},
-		{name: "JPROFOPTS appended and wins", opts: "CALLTREE,LOGPREFIX=a", env: "START,LOGPREFIX=b", want: Options{Mode: ModeCallTree, Start: true, LogPath: ".", LogPrefix: "b"}},
-		{name: "only JPROFOPTS", env: "callflow", want: Options{Mode: ModeCallFlow, LogPath: ".", LogPrefix: "log"}},
-		{name: "metrics", opts: "METRICS=ptt_time", want: Options{Mode: ModeRTArcf, Metrics: []ptt.Metric{ptt.Time}, LogPath: ".", LogPrefix: "log"}},
-		{name: "two metrics", opts: "RTARCF,METRICS=PTT_TIME+PTT_INSTS", want: Options{Mode: ModeRTArcf, Metrics: []ptt.Metric{ptt.Time, ptt.Insts}, LogPath: ".", LogPrefix: "log"}},
-		{name: "NOMETRICS resets", opts: "METRICS=PTT_TIME,NOMETRICS", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log"}},
-		{name: "logpath keeps case", opts: "LOGPATH=/tmp/Some/Dir", want: Options{Mode: ModeRTArcf, LogPath: "/tmp/Some/Dir", LogPrefix: "log"}},
-		{name: "NOLOGPATH resets", opts: "LOGPATH=/x,NOLOGPATH", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log"}},
-		{name: "spaces and empty items", opts: " CALLTREE , ,START ", want: Options{Mode: ModeCallTree, Start: true, LogPath: ".", LogPrefix: "log"}},
-		{name: "ptt clock", opts: "PTT=clock", want: Options{Mode: ModeRTArcf, PTT: ptt.Clock, LogPath: ".", LogPrefix: "log"}},
-		{name: "ptt auto", opts: "PTT=bpf,PTT=auto", want: Options{Mode: ModeRTArcf, PTT: ptt.None, LogPath: ".", LogPrefix: "log"}},
-		{name: "same mode twice", opts: "CALLTREE,CALLTREE", want: Options{Mode: ModeCallTree, LogPath: ".", LogPrefix: "log"}},
+		{name: "empty defaults to RTARCF", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log", Calibrate: true}},
+		{name: "calltree start", opts: "CALLTREE,START", want: Options{Mode: ModeCallTree, Start: true, LogPath: ".", LogPrefix: "log", Calibrate: true}},
+		{name: "case-insensitive", opts: "calltree,Start", want: Options{Mode: ModeCallTree, Start: true, LogPath: ".", LogPrefix: "log", Calibrate: true}},
+		{name: "NO prefix clears", opts: "START,NOSTART", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log", Calibrate: true}},
+		{name: "JPROFOPTS appended and wins", opts: "CALLTREE,LOGPREFIX=a", env: "START,LOGPREFIX=b", want: Options{Mode: ModeCallTree, Start: true, LogPath: ".", LogPrefix: "b", Calibrate: true}},
+		{name: "only JPROFOPTS", env: "callflow", want: Options{Mode: ModeCallFlow, LogPath: ".", LogPrefix: "log", Calibrate: true}},
+		{name: "metrics", opts: "METRICS=ptt_time", want: Options{Mode: ModeRTArcf, Metrics: []ptt.Metric{ptt.Time}, LogPath: ".", LogPrefix: "log", Calibrate: true}},
+		{name: "two metrics", opts: "RTARCF,METRICS=PTT_TIME+PTT_INSTS", want: Options{Mode: ModeRTArcf, Metrics: []ptt.Metric{ptt.Time, ptt.Insts}, LogPath: ".", LogPrefix: "log", Calibrate: true}},
+		{name: "NOMETRICS resets", opts: "METRICS=PTT_TIME,NOMETRICS", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log", Calibrate: true}},
+		{name: "logpath keeps case", opts: "LOGPATH=/tmp/Some/Dir", want: Options{Mode: ModeRTArcf, LogPath: "/tmp/Some/Dir", LogPrefix: "log", Calibrate: true}},
+		{name: "NOLOGPATH resets", opts: "LOGPATH=/x,NOLOGPATH", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log", Calibrate: true}},
+		{name: "spaces and empty items", opts: " CALLTREE , ,START ", want: Options{Mode: ModeCallTree, Start: true, LogPath: ".", LogPrefix: "log", Calibrate: true}},
+		{name: "ptt clock", opts: "PTT=clock", want: Options{Mode: ModeRTArcf, PTT: ptt.Clock, LogPath: ".", LogPrefix: "log", Calibrate: true}},
+		{name: "ptt auto", opts: "PTT=bpf,PTT=auto", want: Options{Mode: ModeRTArcf, PTT: ptt.None, LogPath: ".", LogPrefix: "log", Calibrate: true}},
+		{name: "no calibration", opts: "NOCALIBRATE", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log"}},
+		{name: "same mode twice", opts: "CALLTREE,CALLTREE", want: Options{Mode: ModeCallTree, LogPath: ".", LogPrefix: "log", Calibrate: true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o, err := ParseOptions(c.opts, c.env)

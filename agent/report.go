@@ -24,6 +24,15 @@ func (a *agent) buildProfile(threads []jvmti.Thread, seq int) *reports.Profile {
 		p.Metrics = append(p.Metrics, reports.Metric{Name: m.String(), Unit: m.Unit()})
 	}
 	nm := len(a.metrics)
+	cal := a.calibrator()
+	for i := range p.Metrics {
+		p.Metrics[i].Calibrated = cal != nil
+	}
+	if cal != nil {
+		p.Notes = append(p.Notes, "Calibration: final minima (every event calibrated with the minimum over the whole run, per type/transition sequence)")
+	} else if nm > 0 {
+		p.Notes = append(p.Notes, "Calibration: off (NOCALIBRATE): BASE is the raw metric between events")
+	}
 	for _, t := range threads {
 		if len(t.Nodes) <= 1 {
 			continue
@@ -45,6 +54,9 @@ func (a *agent) buildProfile(threads []jvmti.Thread, seq int) *reports.Profile {
 				parent := nodes[n.Parent]
 				parent.Children = append(parent.Children, rn)
 			}
+		}
+		if cal != nil {
+			cal.apply(t.Seqs, nodes)
 		}
 		p.Threads = append(p.Threads, nodes[0])
 		if t.UnmatchedExits > 0 || t.MissedExits > 0 || t.AllocFailures > 0 {

@@ -155,98 +155,136 @@ static jp_method *jp_method_get(jvmtiEnv *jvmti, JNIEnv *jni, jmethodID mid)
 }
 
 /* ---------------------------------------------------------------------
- * Per-thread call tree.
+ * Owner-only storage: arenas (append-only, never moved) and maps.
  */
 
-/* jp_node_new appends a node and publishes it; returns its index, or
+/* jp_arena_push appends a zeroed element and returns its index without
+ * publishing it (jp_arena_publish does, once it is filled in), or
  * UINT32_MAX when memory runs out. */
-static uint32_t jp_node_new(jp_thread *t, uint32_t parent, jp_method *m, int type)
+static uint32_t jp_arena_push(jp_arena *a)
 {
-	uint32_t i = t->nnodes;
+	uint32_t i = a->n;
 	uint64_t j = (uint64_t)i + (1u << JP_CHUNK0_SHIFT);
 	int k = 63 - __builtin_clzll(j) - JP_CHUNK0_SHIFT;
 	if (k >= JP_NCHUNKS)
 		return UINT32_MAX;
-	if (t->chunks[k] == NULL) {
-		size_t n = ((size_t)1 << (k + JP_CHUNK0_SHIFT)) * jp.node_stride;
-		char *c = calloc(1, n);
+	if (a->chunks[k] == NULL) {
+		char *c = calloc((size_t)1 << (k + JP_CHUNK0_SHIFT), a->stride);
 		if (c == NULL)
 			return UINT32_MAX;
-		t->chunks[k] = c;
+		a->chunks[k] = c;
 	}
-	jp_node *nd = jp_node_at(t, i);
-	nd->parent = parent;
-	nd->type = (uint8_t)type;
-	nd->m = m;
-	__atomic_store_n(&t->nnodes, i + 1, __ATOMIC_RELEASE);
 	return i;
 }
 
-static inline uint32_t jp_hash(jmethodID mid, uint32_t parent)
+static inline void jp_arena_publish(jp_arena *a, uint32_t i)
 {
-	return (uint32_t)jp_mix((uint64_t)(uintptr_t)mid ^ ((uint64_t)parent << 43));
+	__atomic_store_n(&a->n, i + 1, __ATOMIC_RELEASE);
 }
 
-static int jp_hash_grow(jp_thread *t)
+static inline uint32_t jp_map_hash(uintptr_t k1, uint32_t k2)
 {
-	uint32_t ncap = (t->hash_mask + 1) * 2;
-	jp_slot *nh = calloc(ncap, sizeof(jp_slot));
-	if (nh == NULL)
-		return -1;
-	for (uint32_t i = 0; i <= t->hash_mask; i++) {
-		jp_slot *s = &t->hash[i];
-		if (s->mid == NULL)
-			continue;
-		uint32_t h = jp_hash(s->mid, s->parent) & (ncap - 1);
-		while (nh[h].mid != NULL)
-			h = (h + 1) & (ncap - 1);
-		nh[h] = *s;
+	return (uint32_t)jp_mix((uint64_t)k1 ^ ((uint64_t)k2 << 43));
+}
+
+/* jp_map_find returns the slot of (k1, k2): either the one holding it or
+ * the empty slot where it belongs. */
+static inline jp_slot *jp_map_find(const jp_map *m, uintptr_t k1, uint32_t k2)
+{
+	uint32_t h = jp_map_hash(k1, k2) & m->mask;
+	for (;;) {
+		jp_slot *s = &m->slots[h];
+		if ((s->k1 == k1 && s->k2 == k2) || s->k1 == 0)
+			return s;
+		h = (h + 1) & m->mask;
 	}
-	free(t->hash);
-	t->hash = nh;
-	t->hash_mask = ncap - 1;
+}
+
+static int jp_map_init(jp_map *m, uint32_t cap)
+{
+	m->slots = calloc(cap, sizeof(jp_slot));
+	m->mask = cap - 1;
+	m->used = 0;
+	return m->slots ? 0 : -1;
+}
+
+/* jp_map_put stores (k1, k2) -> val in the empty slot s found by
+ * jp_map_find, growing the map at half load. */
+static int jp_map_put(jp_map *m, jp_slot *s, uintptr_t k1, uint32_t k2, uint32_t val)
+{
+	s->k1 = k1;
+	s->k2 = k2;
+	s->val = val;
+	m->used++;
+	if (m->used * 2 <= m->mask + 1)
+		return 0;
+	jp_map bigger;
+	if (jp_map_init(&bigger, (m->mask + 1) * 2) != 0)
+		return -1; /* still correct, only slower as it fills */
+	for (uint32_t i = 0; i <= m->mask; i++) {
+		jp_slot *o = &m->slots[i];
+		if (o->k1 != 0)
+			*jp_map_find(&bigger, o->k1, o->k2) = *o;
+	}
+	bigger.used = m->used;
+	free(m->slots);
+	*m = bigger;
 	return 0;
 }
 
-/* jp_child finds or creates the node for key (parent, mid). The Other-type
+/* ---------------------------------------------------------------------
+ * Per-thread call tree.
+ */
+
+/* jp_child finds or creates the node for (parent, mid). The Other-type
  * context of a method is keyed with the id's low bit set: jmethodIDs are
  * pointers, so the bit is free, and the two contexts stay distinct. */
 static uint32_t jp_child(jp_thread *t, JNIEnv *jni, uint32_t parent, jmethodID mid, int other)
 {
-	jmethodID key = other ? (jmethodID)((uintptr_t)mid | 1) : mid;
-	uint32_t h = jp_hash(key, parent) & t->hash_mask;
-	for (;;) {
-		jp_slot *s = &t->hash[h];
-		if (s->mid == key && s->parent == parent)
-			return s->node;
-		if (s->mid == NULL)
-			break;
-		h = (h + 1) & t->hash_mask;
-	}
+	uintptr_t k1 = (uintptr_t)mid | (other ? 1 : 0);
+	jp_slot *s = jp_map_find(&t->children, k1, parent);
+	if (__builtin_expect(s->k1 != 0, 1))
+		return s->val;
 	/* First time on this path: the slow part. */
 	jp_method *m = jp_method_get(jp.jvmti, jni, mid);
-	uint32_t n = jp_node_new(t, parent, m, other ? JP_T_OTHER : m->type);
+	uint32_t n = jp_arena_push(&t->nodes);
 	if (n == UINT32_MAX) {
 		t->alloc_failures++;
 		return parent;
 	}
-	if ((t->hash_used + 1) * 2 > t->hash_mask + 1) {
-		if (jp_hash_grow(t) != 0) {
-			t->alloc_failures++;
-			return n; /* usable now, found again never: counts split */
-		}
-		h = jp_hash(key, parent) & t->hash_mask;
-		while (t->hash[h].mid != NULL)
-			h = (h + 1) & t->hash_mask;
-	}
-	t->hash[h].mid = key;
-	t->hash[h].parent = parent;
-	t->hash[h].node = n;
-	t->hash_used++;
+	jp_node *nd = jp_node_at(t, n);
+	nd->parent = parent;
+	nd->type = (uint8_t)(other ? JP_T_OTHER : m->type);
+	nd->m = m;
+	jp_arena_publish(&t->nodes, n);
+	if (jp_map_put(&t->children, s, k1, parent, n) != 0)
+		t->alloc_failures++;
 	return n;
 }
 
-static int jp_push(jp_thread *t, jmethodID mid, uint32_t node)
+/* jp_seq_count counts one event of key attributed to node. */
+static inline void jp_seq_count(jp_thread *t, uint32_t node, uint32_t key)
+{
+	jp_slot *s = jp_map_find(&t->seqmap, (uintptr_t)key + 1, node);
+	if (__builtin_expect(s->k1 != 0, 1)) {
+		jp_seq_at(t, s->val)->count++;
+		return;
+	}
+	uint32_t i = jp_arena_push(&t->seqs);
+	if (i == UINT32_MAX) {
+		t->alloc_failures++;
+		return;
+	}
+	jp_seqcount *sc = jp_seq_at(t, i);
+	sc->node = node;
+	sc->key = key;
+	sc->count = 1;
+	jp_arena_publish(&t->seqs, i);
+	if (jp_map_put(&t->seqmap, s, (uintptr_t)key + 1, node, i) != 0)
+		t->alloc_failures++;
+}
+
+static int jp_push(jp_thread *t, jmethodID mid, uint32_t node, uint32_t type)
 {
 	if (t->depth + 1 >= t->stack_cap) {
 		uint32_t ncap = t->stack_cap * 2;
@@ -261,7 +299,21 @@ static int jp_push(jp_thread *t, jmethodID mid, uint32_t node)
 	t->depth++;
 	t->stack[t->depth].mid = mid;
 	t->stack[t->depth].node = node;
+	t->stack[t->depth].type = type;
 	return 0;
+}
+
+static void jp_thread_free(jp_thread *t)
+{
+	free(t->stack);
+	free(t->children.slots);
+	free(t->seqmap.slots);
+	for (int k = 0; k < JP_NCHUNKS; k++) {
+		free(t->nodes.chunks[k]);
+		free(t->seqs.chunks[k]);
+	}
+	free(t->name);
+	free(t);
 }
 
 /* jp_thread_new creates the calling thread's record. Called at
@@ -271,19 +323,23 @@ static jp_thread *jp_thread_new(jvmtiEnv *jvmti, jthread thread)
 	jp_thread *t = calloc(1, sizeof(*t));
 	if (t == NULL)
 		return NULL;
+	t->nodes.stride = jp.node_stride;
+	t->seqs.stride = sizeof(jp_seqcount);
 	t->stack_cap = 256;
 	t->stack = calloc(t->stack_cap, sizeof(jp_frame));
-	t->hash_mask = 1024 - 1;
-	t->hash = calloc(t->hash_mask + 1, sizeof(jp_slot));
-	if (t->stack == NULL || t->hash == NULL || jp_node_new(t, 0, NULL, JP_T_OTHER) != 0) {
-		free(t->stack);
-		free(t->hash);
-		free(t->chunks[0]);
-		free(t);
+	int ok = t->stack != NULL && jp_map_init(&t->children, 1024) == 0 &&
+		 jp_map_init(&t->seqmap, jp.calibrate ? 1024 : 2) == 0;
+	uint32_t root = ok ? jp_arena_push(&t->nodes) : UINT32_MAX;
+	if (root != 0) {
+		jp_thread_free(t);
 		return NULL;
 	}
+	jp_node_at(t, 0)->type = JP_T_OTHER; /* the root is its own parent */
+	jp_arena_publish(&t->nodes, 0);
+	t->stack[0].type = JP_T_OTHER;
+	t->prev_running = JP_T_OTHER;
+	t->prev_tr = JP_TR_ENTRY;
 	t->tid = (int)syscall(SYS_gettid);
-	t->name = NULL;
 	if (thread != NULL) {
 		jvmtiThreadInfo info;
 		memset(&info, 0, sizeof info);
@@ -336,6 +392,15 @@ static inline void jp_exit(jp_thread *t, JNIEnv *jni, jmethodID mid, int exc)
 		nd->excs++;
 }
 
+/* jp_lower_min lowers a shared minimum; a CAS only when d is a new low,
+ * which after warm-up is almost never. */
+static inline void jp_lower_min(uint64_t *p, uint64_t d)
+{
+	uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+	while (d < cur && !__atomic_compare_exchange_n(p, &cur, d, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
 static inline void jp_event_inline(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jmethodID mid, int tr)
 {
 	jp_ptt_reading early;
@@ -352,39 +417,55 @@ static inline void jp_event_inline(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread,
 	uint32_t epoch = __atomic_load_n(&jp.epoch, __ATOMIC_RELAXED);
 	if (__builtin_expect(t->epoch != epoch, 0)) {
 		/* Collection restarted: frames pushed before the stop have
-		 * lost their exits. Start again from the root. */
+		 * lost their exits. Start again from the root, and do not
+		 * charge the time collection was off to anything. */
 		t->epoch = epoch;
 		t->depth = 0;
+		t->prev_running = JP_T_OTHER;
+		t->prev_tr = JP_TR_ENTRY;
 		if (jp.nmetrics)
 			t->last = early;
 	}
 
-	if (jp.nmetrics) {
-		jp_node *cur = jp_node_at(t, t->stack[t->depth].node);
-		for (int k = 0; k < jp.nmetrics; k++) {
-			uint64_t d = early.v[k] - t->last.v[k];
-			/* A reading never goes back; if a backend ever did,
-			 * attribute nothing rather than 2^64. */
-			if ((int64_t)d > 0)
-				cur->base[k] += d;
-		}
-		cur->ds += early.dispatches - t->last.dispatches;
-		cur->in += early.interrupts - t->last.interrupts;
-	}
+	/* The method that ran since the previous event. */
+	uint32_t cur = t->stack[t->depth].node;
+	uint32_t running = t->stack[t->depth].type;
 
 	if (tr == JP_TR_ENTRY) {
-		uint32_t n = jp_child(t, jni, t->stack[t->depth].node, mid, 0);
-		jp_node_at(t, n)->calls++;
+		uint32_t n = jp_child(t, jni, cur, mid, 0);
+		jp_node *nd = jp_node_at(t, n);
+		nd->calls++;
 		/* If the stack cannot grow (no memory), this frame's exit
 		 * will be recorded as unmatched: counted, never a crash. */
-		(void)jp_push(t, mid, n);
+		(void)jp_push(t, mid, n, nd->type);
 	} else {
 		jp_exit(t, jni, mid, tr == JP_TR_EXCEPTION);
 	}
 	t->events++;
 
-	if (jp.nmetrics)
+	if (jp.nmetrics) {
+		jp_node *nd = jp_node_at(t, cur);
+		uint32_t key = jp_key(t->prev_running, t->prev_tr, running, (uint32_t)tr,
+				      t->stack[t->depth].type);
+		uint64_t *mins = jp.minima + (size_t)key * (size_t)jp.nmetrics;
+		for (int k = 0; k < jp.nmetrics; k++) {
+			uint64_t d = early.v[k] - t->last.v[k];
+			/* A reading never goes back; if a backend ever did,
+			 * count 0 rather than 2^64. */
+			if ((int64_t)d < 0)
+				d = 0;
+			nd->base[k] += d;
+			if (jp.calibrate)
+				jp_lower_min(&mins[k], d);
+		}
+		nd->ds += early.dispatches - t->last.dispatches;
+		nd->in += early.interrupts - t->last.interrupts;
+		if (jp.calibrate)
+			jp_seq_count(t, cur, key);
+		t->prev_running = running;
+		t->prev_tr = (uint32_t)tr;
 		jp_ptt_read(&t->ptt, &t->last); /* Late Read */
+	}
 }
 
 void jp_event(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jmethodID mid, int transition)
@@ -472,7 +553,7 @@ int jp_force_gc(void)
 	return (int)(*jp.jvmti)->ForceGarbageCollection(jp.jvmti);
 }
 
-int jp_setup(JavaVM *vm, uintptr_t go_handle, int start_at_init, char *err, int errlen)
+int jp_setup(JavaVM *vm, uintptr_t go_handle, int start_at_init, int calibrate, char *err, int errlen)
 {
 	jvmtiEnv *jvmti = NULL;
 	if ((*vm)->GetEnv(vm, (void **)&jvmti, JVMTI_VERSION_1_2) != JNI_OK || jvmti == NULL) {
@@ -482,8 +563,18 @@ int jp_setup(JavaVM *vm, uintptr_t go_handle, int start_at_init, char *err, int 
 	jp.jvmti = jvmti;
 	jp.go_handle = go_handle;
 	jp.start_at_init = start_at_init;
+	jp.calibrate = calibrate && jp_ptt.nmetrics > 0;
 	jp.nmetrics = jp_ptt.nmetrics;
 	jp.node_stride = (uint32_t)(sizeof(jp_node) + sizeof(uint64_t) * (size_t)jp.nmetrics);
+	if (jp.nmetrics) {
+		jp.minima = malloc(sizeof(uint64_t) * JP_NKEYS * (size_t)jp.nmetrics);
+		if (jp.minima == NULL) {
+			snprintf(err, errlen, "no memory for the calibration minima");
+			return -1;
+		}
+		for (size_t i = 0; i < (size_t)JP_NKEYS * (size_t)jp.nmetrics; i++)
+			jp.minima[i] = UINT64_MAX;
+	}
 
 	jp_mtab = calloc((size_t)1 << JP_MTAB_BITS, sizeof(jp_method *));
 	if (jp_mtab == NULL) {

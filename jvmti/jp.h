@@ -58,37 +58,87 @@ typedef struct jp_node {
 	uint64_t base[]; /* [nmetrics]: metric spent running this method */
 } jp_node;
 
-/* Shadow-stack frame. */
+/* Shadow-stack frame. The type is the node's, kept here so that the
+ * calibration key needs no extra pointer chase. */
 typedef struct jp_frame {
 	jmethodID mid;
 	uint32_t node;
+	uint32_t type;
 } jp_frame;
 
-/* Child lookup: (parent node, method id) -> node, open addressing. */
-typedef struct jp_slot {
-	jmethodID mid; /* NULL: empty; low bit set: the Other-type context */
-	uint32_t parent;
+/* Calibration keys: the sequence (running type of the previous event,
+ * its transition, running type of this event, this transition, type that
+ * runs next), 8*3*8*3*8 keys. Package calibration uses the same code. */
+#define JP_NKEYS (JP_NTYPES * JP_NTRANSITIONS * JP_NTYPES * JP_NTRANSITIONS * JP_NTYPES)
+static inline uint32_t jp_key(uint32_t a, uint32_t t1, uint32_t b, uint32_t t2, uint32_t c)
+{
+	return (((a * JP_NTRANSITIONS + t1) * JP_NTYPES + b) * JP_NTRANSITIONS + t2) * JP_NTYPES + c;
+}
+
+/* How many events of one key were attributed to one node: what lets the
+ * reports calibrate with the final minima instead of those current when
+ * each event happened. */
+typedef struct jp_seqcount {
 	uint32_t node;
+	uint32_t key;
+	uint64_t count;
+} jp_seqcount;
+
+/* Append-only storage whose elements never move, so that Go can read
+ * element i < n (n loaded with acquire) while the owner appends. Chunk k
+ * holds 64<<k elements. */
+#define JP_CHUNK0_SHIFT 6
+#define JP_NCHUNKS 26 /* up to 2^32 elements */
+typedef struct jp_arena {
+	uint32_t n;      /* published with release ordering */
+	uint32_t stride; /* element size in bytes */
+	char *chunks[JP_NCHUNKS];
+} jp_arena;
+
+static inline void *jp_arena_at(const jp_arena *a, uint32_t i)
+{
+	uint64_t j = (uint64_t)i + (1u << JP_CHUNK0_SHIFT);
+	int k = 63 - __builtin_clzll(j); /* j in [2^k, 2^(k+1)) */
+	uint64_t off = j - (1ull << k);
+	return a->chunks[k - JP_CHUNK0_SHIFT] + off * a->stride;
+}
+
+static inline uint32_t jp_arena_len(const jp_arena *a)
+{
+	return __atomic_load_n(&a->n, __ATOMIC_ACQUIRE);
+}
+
+/* Owner-only hash map (k1, k2) -> val, open addressing; k1 == 0 marks
+ * an empty slot. Used for (method id, parent node) -> child node and for
+ * (key+1, node) -> seqcount index. */
+typedef struct jp_slot {
+	uintptr_t k1;
+	uint32_t k2;
+	uint32_t val;
 } jp_slot;
 
-#define JP_CHUNK0_SHIFT 6  /* first chunk holds 64 nodes, then 128, ... */
-#define JP_NCHUNKS 26      /* up to 2^32 nodes */
+typedef struct jp_map {
+	jp_slot *slots;
+	uint32_t mask;
+	uint32_t used;
+} jp_map;
 
 typedef struct jp_thread {
 	struct jp_thread *next; /* list of all threads, newest first */
 	int tid;
 	char *name;
 	volatile int ended;
-	uint32_t nnodes;            /* published with release ordering */
-	char *chunks[JP_NCHUNKS];   /* node storage, never moved */
+	jp_arena nodes;   /* jp_node, stride jp.node_stride */
+	jp_arena seqs;    /* jp_seqcount, when calibrating */
 
 	/* Owner-only state below. */
 	jp_frame *stack; /* stack[0] is the thread root */
 	uint32_t depth;  /* index of the top frame */
 	uint32_t stack_cap;
-	jp_slot *hash;
-	uint32_t hash_mask;
-	uint32_t hash_used;
+	jp_map children; /* (mid, parent) -> node; the Other context of a mid has its low bit set */
+	jp_map seqmap;   /* (key+1, node) -> index in seqs */
+	uint32_t prev_running; /* type that ran before the previous event */
+	uint32_t prev_tr;      /* transition of the previous event */
 	uint32_t epoch;  /* last jp_state.epoch seen; a change resets the stack */
 	jp_ptt_thread ptt;
 	jp_ptt_reading last; /* Late Read of the previous event */
@@ -112,27 +162,27 @@ typedef struct jp_state {
 	volatile int collecting;
 	volatile int dead;        /* VMDeath seen */
 	uint64_t method_overflow; /* methods not cached: table full */
+	/* Calibration: minimum delta per key and metric, [key*nmetrics+k],
+	 * shared by all threads, lowered with CAS; UINT64_MAX = never seen. */
+	uint64_t *minima;
+	int calibrate;
 } jp_state;
 
 extern jp_state jp;
 
 /* Setup and control, called from Go. */
-int jp_setup(JavaVM *vm, uintptr_t go_handle, int start_at_init, char *err, int errlen);
+int jp_setup(JavaVM *vm, uintptr_t go_handle, int start_at_init, int calibrate, char *err, int errlen);
 int jp_set_method_events(int on);
 int jp_force_gc(void);
 
-/* Node access for readers (Go). */
-static inline jp_node *jp_node_at(jp_thread *t, uint32_t i)
+static inline jp_node *jp_node_at(const jp_thread *t, uint32_t i)
 {
-	uint64_t j = (uint64_t)i + (1u << JP_CHUNK0_SHIFT);
-	int k = 63 - __builtin_clzll(j); /* j in [2^k, 2^(k+1)) */
-	uint64_t off = j - (1ull << k);
-	return (jp_node *)(t->chunks[k - JP_CHUNK0_SHIFT] + off * jp.node_stride);
+	return (jp_node *)jp_arena_at(&t->nodes, i);
 }
 
-static inline uint32_t jp_nnodes(jp_thread *t)
+static inline jp_seqcount *jp_seq_at(const jp_thread *t, uint32_t i)
 {
-	return __atomic_load_n(&t->nnodes, __ATOMIC_ACQUIRE);
+	return (jp_seqcount *)jp_arena_at(&t->seqs, i);
 }
 
 static inline jp_thread *jp_threads(void)

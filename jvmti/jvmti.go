@@ -32,15 +32,20 @@ type Handler interface {
 // Setup attaches the agent to the JVM: JVMTI environment, capabilities,
 // callbacks, lifecycle events. vm is the JavaVM* given to Agent_OnLoad.
 // The PTT (package ptt) must be configured before Setup. With
-// startAtInit, method events are turned on at VMInit.
-func Setup(vm unsafe.Pointer, h Handler, startAtInit bool) error {
+// startAtInit, method events are turned on at VMInit; with calibrate (and
+// at least one metric) the hot path keeps per-sequence minima and counts.
+func Setup(vm unsafe.Pointer, h Handler, startAtInit, calibrate bool) error {
 	handle := cgo.NewHandle(h)
 	var errbuf [256]C.char
 	start := C.int(0)
 	if startAtInit {
 		start = 1
 	}
-	if C.jp_setup((*C.JavaVM)(vm), C.uintptr_t(handle), start, &errbuf[0], C.int(len(errbuf))) != 0 {
+	cal := C.int(0)
+	if calibrate {
+		cal = 1
+	}
+	if C.jp_setup((*C.JavaVM)(vm), C.uintptr_t(handle), start, cal, &errbuf[0], C.int(len(errbuf))) != 0 {
 		handle.Delete()
 		return fmt.Errorf("jvmti setup: %s", C.GoString(&errbuf[0]))
 	}

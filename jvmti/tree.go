@@ -5,7 +5,14 @@ package jvmti
 */
 import "C"
 
-import "unsafe"
+import (
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+)
+
+// atomicLoad reads a value other threads lower with CAS.
+func atomicLoad(p *uint64) uint64 { return atomic.LoadUint64(p) }
 
 // TypeLetters are JProf's method-type letters, indexed by method type:
 // interpreted, JIT-compiled, native (lower case static), Compiling, Other.
@@ -35,6 +42,16 @@ type Thread struct {
 	AllocFailures  uint64
 	ExceptionExits uint64 // exits by exception, over all nodes
 	Nodes          []Node
+	// Seqs counts, per node and calibration key, the events whose delta
+	// was attributed to that node (only when calibrating).
+	Seqs []SeqCount
+}
+
+// SeqCount is how many events of one calibration key went to one node.
+type SeqCount struct {
+	Node  int
+	Key   int
+	Count uint64
 }
 
 // Snapshot copies every thread's tree. Threads keep running while it
@@ -45,7 +62,7 @@ func Snapshot() []Thread {
 	nmetrics := int(C.jp.nmetrics)
 	var out []Thread
 	for t := C.jp_threads(); t != nil; t = t.next {
-		n := uint32(C.jp_nnodes(t))
+		n := uint32(C.jp_arena_len(&t.nodes))
 		th := Thread{
 			TID:            int(t.tid),
 			Name:           C.GoString(t.name),
@@ -86,6 +103,12 @@ func Snapshot() []Thread {
 				copy(g.Base, src)
 			}
 		}
+		ns := uint32(C.jp_arena_len(&t.seqs))
+		th.Seqs = make([]SeqCount, ns)
+		for i := uint32(0); i < ns; i++ {
+			sc := C.jp_seq_at(t, C.uint32_t(i))
+			th.Seqs[i] = SeqCount{Node: int(sc.node), Key: int(sc.key), Count: uint64(sc.count)}
+		}
 		out = append(out, th)
 	}
 	// The list is newest first; reports want threads in start order.
@@ -94,6 +117,49 @@ func Snapshot() []Thread {
 	}
 	return out
 }
+
+// NKeys is the number of calibration keys (sequences of method types and
+// transitions); package calibration uses the same encoding.
+const NKeys = C.JP_NKEYS
+
+// Minima copies the calibration minima: [metric][key], math.MaxUint64
+// where a key was never seen. Nil when not calibrating.
+func Minima() [][]uint64 {
+	nm := int(C.jp.nmetrics)
+	if C.jp.minima == nil || nm == 0 {
+		return nil
+	}
+	all := unsafe.Slice((*uint64)(unsafe.Pointer(C.jp.minima)), NKeys*nm)
+	out := make([][]uint64, nm)
+	for k := range out {
+		out[k] = make([]uint64, NKeys)
+		for key := 0; key < NKeys; key++ {
+			out[k][key] = atomicLoad(&all[key*nm+k])
+		}
+	}
+	return out
+}
+
+// SeedMinima sets starting minima for metric k (from a calibration
+// table); call it before method events are on. Values of
+// math.MaxUint64 mean "not seen".
+func SeedMinima(k int, mins []uint64) error {
+	nm := int(C.jp.nmetrics)
+	if C.jp.minima == nil || k < 0 || k >= nm {
+		return fmt.Errorf("jvmti: no calibration minima for metric %d", k)
+	}
+	if len(mins) != NKeys {
+		return fmt.Errorf("jvmti: %d minima given, want %d", len(mins), NKeys)
+	}
+	all := unsafe.Slice((*uint64)(unsafe.Pointer(C.jp.minima)), NKeys*nm)
+	for key, v := range mins {
+		all[key*nm+k] = v
+	}
+	return nil
+}
+
+// Calibrating says whether the hot path keeps minima and sequence counts.
+func Calibrating() bool { return C.jp.calibrate != 0 }
 
 // MethodOverflow is the number of method lookups that could not be cached.
 func MethodOverflow() uint64 { return uint64(C.jp.method_overflow) }

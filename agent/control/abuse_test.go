@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 )
 
@@ -305,4 +306,23 @@ func TestPipelinedLines(t *testing.T) {
 		require.True(t, strings.HasPrefix(c.reply(), "OK status: "), "pair %d", i)
 	}
 	assert.Len(t, f.Calls(), 100)
+}
+
+func TestConnectionPanicIsContained(t *testing.T) {
+	// Make the connection goroutine itself panic, through a logger hook on
+	// the bad-line message: the connection is dropped, the server lives on.
+	core, logs := observer.New(zap.DebugLevel)
+	log := zap.New(core, zap.Hooks(func(e zapcore.Entry) error {
+		if e.Message == "rtdriver bad line" {
+			panic("logger bug")
+		}
+		return nil
+	}))
+	f := newFake()
+	ts := startServer(t, Config{Controller: f, Logger: log})
+	c := dialRaw(t, ts.addr)
+	c.send("\x00\n")
+	c.expectClosed()
+	assert.Equal(t, 1, logs.FilterMessage("rtdriver connection panicked").Len())
+	assert.Equal(t, []string{"OK ping: pong", "OK reset"}, dialRaw(t, ts.addr).do("ping,reset", 2))
 }

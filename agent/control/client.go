@@ -74,7 +74,12 @@ func (c *Client) Do(ctx context.Context, line string) ([]Reply, error) {
 
 	replies, err := c.exchange(line, want)
 	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
+		ctxErr := ctx.Err()
+		if ctxErr == nil && !dl.IsZero() && !time.Now().Before(dl) {
+			// The socket deadline can fire just before the context's.
+			ctxErr = context.DeadlineExceeded
+		}
+		if ctxErr != nil {
 			err = fmt.Errorf("%w (%v)", ctxErr, err)
 		}
 		c.broken = err

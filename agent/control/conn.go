@@ -95,8 +95,8 @@ func (c *connState) serve() {
 		}
 
 		replies, next, alive := c.s.run(c, &req)
-		if !alive {
-			return // the server closed during a Controller call
+		if !alive || c.s.isClosed() {
+			return // the server closed meanwhile: nothing more is said
 		}
 		if err := c.write(replies...); err != nil {
 			c.log.Debug("rtdriver reply not delivered", zap.Error(err))

@@ -9,8 +9,8 @@ import "time"
 // concurrently with the agent's own threads (JVMTI callbacks) and must
 // synchronise with those. A call that is in progress when Server.Close
 // returns runs to completion: calls cannot be interrupted, and Close does not
-// wait for them so that it cannot deadlock with a Controller that closes the
-// server itself.
+// wait for them, so Close stays prompt and a Controller method may call
+// Close without deadlock. No call starts after Close has returned.
 //
 // Strings returned are put into one reply line; the Server replaces line
 // breaks and control characters, so implementations need not.
@@ -30,7 +30,7 @@ type Controller interface {
 	// ForceGC asks the JVM for a garbage collection.
 	ForceGC() error
 	// Shutdown stops profiling for good. When it succeeds the Server
-	// answers and closes its listener and connections; Shutdown itself
-	// must not call Server.Close.
+	// answers, then closes its listener and connections; Shutdown need
+	// not call Server.Close (if it does, its reply is lost).
 	Shutdown() error
 }

@@ -18,14 +18,14 @@ const testTimeout = 5 * time.Second
 
 // fakeCtl is a Controller that records calls and can fail, panic or block.
 type fakeCtl struct {
-	mu       sync.Mutex
-	calls    []string
-	delays   []time.Duration
-	inCall   int
+	mu        sync.Mutex
+	calls     []string
+	delays    []time.Duration
+	inCall    int
 	maxInCall int
-	fail     map[string]error // method name → error to return
-	panics   map[string]any   // method name → value to panic with
-	status   string
+	fail      map[string]error // method name → error to return
+	panics    map[string]any   // method name → value to panic with
+	status    string
 	// flushGate, when set, blocks Flush until it is closed; flushEntered
 	// receives once per Flush when it starts.
 	flushGate    chan struct{}

@@ -275,7 +275,6 @@ func (s *Server) stop() error {
 	s.stopOnce.Do(func() {
 		s.mu.Lock()
 		s.closed = true
-		close(s.done)
 		conns := make([]net.Conn, 0, len(s.conns))
 		for c := range s.conns {
 			conns = append(conns, c)
@@ -288,6 +287,9 @@ func (s *Server) stop() error {
 		for _, c := range conns {
 			c.Close()
 		}
+		// Wake queued lines last, when their connections are already
+		// closed: nothing is answered after Close.
+		close(s.done)
 		s.log.Info("rtdriver closed", zap.Stringer("addr", s.ln.Addr()), zap.Int("connections_closed", len(conns)))
 	})
 	return s.stopErr

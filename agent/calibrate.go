@@ -1,0 +1,79 @@
+package main
+
+import (
+	"math"
+
+	"github.com/libjprof/libjprof/jvmti"
+	"github.com/libjprof/libjprof/ptt"
+	"github.com/libjprof/libjprof/reports"
+)
+
+// calibrator removes the profiler's overhead from a snapshot's metrics
+// with the final minima: an event of key s had delta d ≥ min[s] (the
+// minimum is over every event, this one included), so its calibrated
+// value d − (min[s] − env[s]) is never negative, and a node's calibrated
+// base is its raw sum minus Σ_s count(node, s)·(min[s] − env[s]).
+type calibrator struct {
+	// removed[k][key] = min − env for metric k, 0 where never seen.
+	removed [][]uint64
+}
+
+// calibrator returns nil when not calibrating.
+func (a *agent) calibrator() *calibrator {
+	mins := jvmti.Minima()
+	if mins == nil || !jvmti.Calibrating() {
+		return nil
+	}
+	c := &calibrator{removed: make([][]uint64, len(mins))}
+	for k, mk := range mins {
+		env := a.envFor(k)
+		c.removed[k] = make([]uint64, len(mk))
+		for key, m := range mk {
+			if m == math.MaxUint64 {
+				continue
+			}
+			e := env[key]
+			if e > m {
+				e = m
+			}
+			c.removed[k][key] = m - e
+		}
+	}
+	return c
+}
+
+// envFor is the environmental overhead per key for metric k: the part of
+// the glue that runs without profiling too and so belongs to the program.
+// Without a calibration table: one instruction (the call or return
+// itself) for counted events, nothing for time.
+func (a *agent) envFor(k int) []uint64 {
+	env := make([]uint64, jvmti.NKeys)
+	if a.metrics[k] != ptt.Time {
+		for i := range env {
+			env[i] = 1
+		}
+	}
+	return env
+}
+
+// apply moves the overhead of every counted event from BASE to DELTA.
+func (c *calibrator) apply(seqs []jvmti.SeqCount, nodes []*reports.Node) {
+	for _, s := range seqs {
+		n := nodes[s.Node]
+		for k := range c.removed {
+			r := s.Count * c.removed[k][s.Key]
+			n.Base[k] -= r
+			n.Delta[k] += r
+		}
+	}
+	// A concurrent snapshot of a running thread can see a count before
+	// the delta it belongs to: never let that show as a wrapped value.
+	for _, n := range nodes {
+		for k := range n.Base {
+			if int64(n.Base[k]) < 0 {
+				n.Delta[k] += n.Base[k]
+				n.Base[k] = 0
+			}
+		}
+	}
+}
