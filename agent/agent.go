@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/libjprof/libjprof/agent/control"
 	"github.com/libjprof/libjprof/jvmti"
 	"github.com/libjprof/libjprof/ptt"
 )
@@ -24,10 +25,18 @@ type agent struct {
 	metrics []ptt.Metric
 	notes   []string // header notes for every report
 
-	mu       sync.Mutex // serialises collection control and file writing
-	seq      int        // N of the last log-rt.N_<pid> written
-	started  bool       // collection was on at some point
-	files    []string   // files written, for status and log-msg
+	vm     jvmti.VMThread  // attached thread for JVMTI calls from Go
+	server *control.Server // nil until VMInit, or if no port was free
+
+	mu      sync.Mutex // serialises collection control and file writing
+	seq     int        // N of the last log-rt.N_<pid> written
+	started bool       // collection was on at some point
+	pending bool       // collected data not yet in a log-rt
+	dead    bool       // VM death has begun
+	shut    bool       // rtdriver shutdown: no more collection
+	base    baseline   // counts at the last reset, nil if none
+	files   []string   // files written, for status and log-msg
+	gen     *genWriter // nil without GENERIC
 }
 
 func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
@@ -45,10 +54,25 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 		a.closeLog()
 		return nil, err
 	}
-	if err := jvmti.Setup(vm, a, opts.Start, opts.Calibrate); err != nil {
+	if err := jvmti.Setup(vm, a, opts.Start, opts.Calibrate, opts.Generic); err != nil {
 		a.log.Error("JVMTI setup failed", zap.Error(err))
 		a.closeLog()
 		return nil, err
+	}
+	for k := range a.metrics {
+		if err := jvmti.SetEnv(k, a.envFor(k)); err != nil {
+			a.closeLog()
+			return nil, err
+		}
+	}
+	if opts.Generic {
+		g, err := a.startLogGen()
+		if err != nil {
+			// Like an unwritable LOGPATH: said, and the JVM runs on.
+			fmt.Fprintf(os.Stderr, "libjprof: %v\n", err)
+			a.log.Error("log-gen not written", zap.Error(err))
+		}
+		a.gen = g
 	}
 	a.log.Info("libjprof loaded", zap.Bool("start", opts.Start))
 	return a, nil
@@ -85,20 +109,40 @@ func (a *agent) setupPTT() error {
 func (a *agent) VMInit() {
 	a.mu.Lock()
 	a.started = a.opts.Start
+	a.pending = a.opts.Start
 	a.mu.Unlock()
 	a.log.Info("VM initialised", zap.Bool("collecting", jvmti.Collecting()))
+	if a.opts.RTDriver {
+		a.startServer()
+	}
 }
 
 // VMDeath implements jvmti.Handler: the final log-rt.
 func (a *agent) VMDeath() {
+	if a.server != nil {
+		a.server.Close()
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.started {
+	a.dead = true
+	// Method events are already off (the C callback turned them off).
+	if a.pending {
 		if path, err := a.writeLogRT(); err != nil {
 			fmt.Fprintf(os.Stderr, "libjprof: %v\n", err)
 			a.log.Error("final log-rt not written", zap.Error(err))
 		} else {
 			a.log.Info("final log-rt written", zap.String("file", path))
+		}
+	}
+	if a.gen != nil {
+		path, n, err := a.gen.finish()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "libjprof: %v\n", err)
+			a.log.Error("log-gen not written", zap.Error(err), zap.Uint64("events", n))
+		} else {
+			a.files = append(a.files, path)
+			a.log.Info("log-gen written", zap.String("file", path), zap.Uint64("events", n),
+				zap.Uint64("writerWaits", jvmti.GenWaits()))
 		}
 	}
 	a.logThreadSummary()

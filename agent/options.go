@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/libjprof/libjprof/ptt"
@@ -44,6 +46,14 @@ type Options struct {
 	LogPrefix string
 	// PTT forces a backend; ptt.None means choose the best available.
 	PTT ptt.Backend
+	// RTDriver listens for rtdriver commands on Host:Port (Port 0: the
+	// first free of 8888-8895), requiring Token when it is set.
+	RTDriver bool
+	Host     string
+	Port     int
+	Token    string
+	// Generic also writes log-gen, one line per event.
+	Generic bool
 	// Calibrate removes the profiler's overhead from the metrics (default on).
 	Calibrate bool
 }
@@ -123,11 +133,53 @@ var optionSpecs = []optionSpec{
 		o.Calibrate = on
 		return nil
 	}},
-	{name: "GENERIC", help: "log-gen: one line per method event", notBuilt: "log-gen output is not built yet"},
-	{name: "CALLTRACE", help: "same as GENERIC", notBuilt: "log-gen output is not built yet"},
+	{name: "GENERIC", help: "also write log-gen: one line per method event", set: setGeneric},
+	{name: "CALLTRACE", help: "same as GENERIC", set: setGeneric},
 	{name: "JITA2N", help: "write log-jita2n (JIT-compiled code addresses)", notBuilt: "log-jita2n output is not built yet"},
 	{name: "THREADINFO", help: "write log-jtnm (thread names)", notBuilt: "log-jtnm output is not built yet"},
-	{name: "PORT", hasValue: true, help: "rtdriver TCP port (default: first free of 8888-8895)", notBuilt: "the rtdriver socket is not built yet"},
+	{name: "RTDRIVER", help: "listen for rtdriver commands (default on; NORTDRIVER: no socket)", set: func(o *Options, _ string, on bool) error {
+		o.RTDriver = on
+		return nil
+	}},
+	{name: "PORT", hasValue: true, help: "rtdriver TCP port (default: the first free of 8888-8895)", set: func(o *Options, v string, on bool) error {
+		if !on {
+			o.Port = 0
+			return nil
+		}
+		p, err := strconv.Atoi(v)
+		if err != nil || p < 1 || p > 65535 {
+			return fmt.Errorf("needs a TCP port number 1-65535")
+		}
+		o.Port = p
+		return nil
+	}},
+	{name: "HOST", hasValue: true, help: "address the rtdriver socket listens on (default 127.0.0.1: loopback only)", set: func(o *Options, v string, on bool) error {
+		if !on {
+			o.Host = ""
+			return nil
+		}
+		if v == "" {
+			return fmt.Errorf("needs an address")
+		}
+		o.Host = v
+		return nil
+	}},
+	{name: "TOKEN", hasValue: true, help: "shared token every rtdriver command must carry (rtdriver -t)", set: func(o *Options, v string, on bool) error {
+		if !on {
+			o.Token = ""
+			return nil
+		}
+		if v == "" || strings.ContainsAny(v, " \t") {
+			return fmt.Errorf("needs a token without blanks")
+		}
+		o.Token = v
+		return nil
+	}},
+}
+
+func setGeneric(o *Options, _ string, on bool) error {
+	o.Generic = on
+	return nil
 }
 
 func setMode(m Mode) func(*Options, string, bool) error {
@@ -206,7 +258,7 @@ func OptionHelp() string {
 // JPROFOPTS (either may be empty). Options are comma-separated and
 // case-insensitive; later options override earlier ones.
 func ParseOptions(agentOpts, envOpts string) (*Options, error) {
-	o := &Options{LogPath: ".", LogPrefix: "log", Calibrate: true}
+	o := &Options{LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}
 	all := agentOpts
 	if envOpts != "" {
 		if all != "" {
@@ -245,6 +297,10 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 	}
 	if o.Mode == 0 {
 		o.Mode = ModeRTArcf
+	}
+	// Files are named in log-msg and rtdriver replies: make them absolute.
+	if abs, err := filepath.Abs(o.LogPath); err == nil {
+		o.LogPath = abs
 	}
 	return o, nil
 }

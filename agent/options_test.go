@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,27 +16,32 @@ func TestParseOptions(t *testing.T) {
 		opts, env string
 		want      Options
 	}{
-		{name: "empty defaults to RTARCF", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log", Calibrate: true}},
-		{name: "calltree start", opts: "CALLTREE,START", want: Options{Mode: ModeCallTree, Start: true, LogPath: ".", LogPrefix: "log", Calibrate: true}},
-		{name: "case-insensitive", opts: "calltree,Start", want: Options{Mode: ModeCallTree, Start: true, LogPath: ".", LogPrefix: "log", Calibrate: true}},
-		{name: "NO prefix clears", opts: "START,NOSTART", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log", Calibrate: true}},
-		{name: "JPROFOPTS appended and wins", opts: "CALLTREE,LOGPREFIX=a", env: "START,LOGPREFIX=b", want: Options{Mode: ModeCallTree, Start: true, LogPath: ".", LogPrefix: "b", Calibrate: true}},
-		{name: "only JPROFOPTS", env: "callflow", want: Options{Mode: ModeCallFlow, LogPath: ".", LogPrefix: "log", Calibrate: true}},
-		{name: "metrics", opts: "METRICS=ptt_time", want: Options{Mode: ModeRTArcf, Metrics: []ptt.Metric{ptt.Time}, LogPath: ".", LogPrefix: "log", Calibrate: true}},
-		{name: "two metrics", opts: "RTARCF,METRICS=PTT_TIME+PTT_INSTS", want: Options{Mode: ModeRTArcf, Metrics: []ptt.Metric{ptt.Time, ptt.Insts}, LogPath: ".", LogPrefix: "log", Calibrate: true}},
-		{name: "NOMETRICS resets", opts: "METRICS=PTT_TIME,NOMETRICS", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log", Calibrate: true}},
-		{name: "logpath keeps case", opts: "LOGPATH=/tmp/Some/Dir", want: Options{Mode: ModeRTArcf, LogPath: "/tmp/Some/Dir", LogPrefix: "log", Calibrate: true}},
-		{name: "NOLOGPATH resets", opts: "LOGPATH=/x,NOLOGPATH", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log", Calibrate: true}},
-		{name: "spaces and empty items", opts: " CALLTREE , ,START ", want: Options{Mode: ModeCallTree, Start: true, LogPath: ".", LogPrefix: "log", Calibrate: true}},
-		{name: "ptt clock", opts: "PTT=clock", want: Options{Mode: ModeRTArcf, PTT: ptt.Clock, LogPath: ".", LogPrefix: "log", Calibrate: true}},
-		{name: "ptt auto", opts: "PTT=bpf,PTT=auto", want: Options{Mode: ModeRTArcf, PTT: ptt.None, LogPath: ".", LogPrefix: "log", Calibrate: true}},
-		{name: "no calibration", opts: "NOCALIBRATE", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log"}},
-		{name: "same mode twice", opts: "CALLTREE,CALLTREE", want: Options{Mode: ModeCallTree, LogPath: ".", LogPrefix: "log", Calibrate: true}},
+		{name: "empty defaults to RTARCF", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},
+		{name: "calltree start", opts: "CALLTREE,START", want: Options{Mode: ModeCallTree, Start: true, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},
+		{name: "case-insensitive", opts: "calltree,Start", want: Options{Mode: ModeCallTree, Start: true, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},
+		{name: "NO prefix clears", opts: "START,NOSTART", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},
+		{name: "JPROFOPTS appended and wins", opts: "CALLTREE,LOGPREFIX=a", env: "START,LOGPREFIX=b", want: Options{Mode: ModeCallTree, Start: true, LogPath: ".", LogPrefix: "b", Calibrate: true, RTDriver: true}},
+		{name: "only JPROFOPTS", env: "callflow", want: Options{Mode: ModeCallFlow, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},
+		{name: "metrics", opts: "METRICS=ptt_time", want: Options{Mode: ModeRTArcf, Metrics: []ptt.Metric{ptt.Time}, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},
+		{name: "two metrics", opts: "RTARCF,METRICS=PTT_TIME+PTT_INSTS", want: Options{Mode: ModeRTArcf, Metrics: []ptt.Metric{ptt.Time, ptt.Insts}, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},
+		{name: "NOMETRICS resets", opts: "METRICS=PTT_TIME,NOMETRICS", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},
+		{name: "logpath keeps case", opts: "LOGPATH=/tmp/Some/Dir", want: Options{Mode: ModeRTArcf, LogPath: "/tmp/Some/Dir", LogPrefix: "log", Calibrate: true, RTDriver: true}},
+		{name: "NOLOGPATH resets", opts: "LOGPATH=/x,NOLOGPATH", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},
+		{name: "spaces and empty items", opts: " CALLTREE , ,START ", want: Options{Mode: ModeCallTree, Start: true, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},
+		{name: "ptt clock", opts: "PTT=clock", want: Options{Mode: ModeRTArcf, PTT: ptt.Clock, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},
+		{name: "ptt auto", opts: "PTT=bpf,PTT=auto", want: Options{Mode: ModeRTArcf, PTT: ptt.None, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},
+		{name: "generic", opts: "CALLTRACE", want: Options{Mode: ModeRTArcf, Generic: true, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},
+		{name: "no calibration", opts: "NOCALIBRATE", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log", RTDriver: true}},
+		{name: "rtdriver settings", opts: "PORT=9000,HOST=0.0.0.0,TOKEN=s3cret", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true, Port: 9000, Host: "0.0.0.0", Token: "s3cret"}},
+		{name: "no rtdriver", opts: "NORTDRIVER", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log", Calibrate: true}},
+		{name: "same mode twice", opts: "CALLTREE,CALLTREE", want: Options{Mode: ModeCallTree, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o, err := ParseOptions(c.opts, c.env)
 			require.NoError(t, err)
-			assert.Equal(t, c.want, *o)
+			want := c.want
+			want.LogPath, _ = filepath.Abs(want.LogPath)
+			assert.Equal(t, want, *o)
 		})
 	}
 }
@@ -60,7 +66,11 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"CALLTREE,RTARCF", "RTARCF", "conflicts with CALLTREE"},
 		{"CALLTREE,METRICS=PTT_TIME", "METRICS", "CALLTREE collects no metrics"},
 		{"PTT=magic", "PTT=magic", "unknown backend"},
-		{"GENERIC", "GENERIC", "not available in this version"},
+		{"JITA2N", "JITA2N", "not available in this version"},
+		{"PORT=0", "PORT=0", "1-65535"},
+		{"PORT=http", "PORT=http", "1-65535"},
+		{"HOST=", "HOST=", "needs an address"},
+		{"TOKEN=", "TOKEN=", "without blanks"},
 	} {
 		t.Run(c.opts, func(t *testing.T) {
 			_, err := ParseOptions(c.opts, "")

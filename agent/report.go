@@ -34,11 +34,15 @@ func (a *agent) buildProfile(threads []jvmti.Thread, seq int) *reports.Profile {
 		p.Notes = append(p.Notes, "Calibration: off (NOCALIBRATE): BASE is the raw metric between events")
 	}
 	for _, t := range threads {
-		if len(t.Nodes) <= 1 {
+		keep := keptNodes(t)
+		if !keep[0] {
 			continue
 		}
 		nodes := make([]*reports.Node, len(t.Nodes))
 		for i, n := range t.Nodes {
+			if !keep[i] {
+				continue
+			}
 			rn := &reports.Node{Calls: n.Calls, DS: n.DS, IN: n.IN}
 			if i == 0 {
 				rn.Name = threadRootName(t)
@@ -58,20 +62,52 @@ func (a *agent) buildProfile(threads []jvmti.Thread, seq int) *reports.Profile {
 		if cal != nil {
 			cal.apply(t.Seqs, nodes)
 		}
-		p.Threads = append(p.Threads, nodes[0])
 		if t.UnmatchedExits > 0 || t.MissedExits > 0 || t.AllocFailures > 0 {
 			p.Notes = append(p.Notes, fmt.Sprintf("Thread %s: %d exits without a seen entry (shown as O:), %d missed exits, %d allocation failures",
 				threadRootName(t), t.UnmatchedExits, t.MissedExits, t.AllocFailures))
 		}
+		p.Threads = append(p.Threads, nodes[0])
 	}
 	return p
 }
 
-// writeLogRT writes the next log-rt.N_<pid> from a snapshot of the trees.
-// The caller holds a.mu.
+// keptNodes says which nodes a report shows: those entered or charged
+// with a metric since the last reset, and the frames above them (a frame
+// open at the reset shows with no calls of its own). The root stays if
+// anything below it does. Parents come before children, so one backward
+// pass suffices.
+func keptNodes(t jvmti.Thread) []bool {
+	keep := make([]bool, len(t.Nodes))
+	for i := len(t.Nodes) - 1; i > 0; i-- {
+		n := t.Nodes[i]
+		if n.Calls > 0 || anyNonZero(n.Base) {
+			keep[i] = true
+		}
+		if keep[i] {
+			keep[n.Parent] = true
+		}
+	}
+	return keep
+}
+
+func anyNonZero(v []uint64) bool {
+	for _, x := range v {
+		if x != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// writeLogRT writes the next log-rt.N_<pid> from a snapshot of the trees,
+// less the counts at the last reset. The caller holds a.mu.
 func (a *agent) writeLogRT() (string, error) {
 	seq := a.seq + 1
-	p := a.buildProfile(jvmti.Snapshot(), seq)
+	threads := jvmti.Snapshot()
+	if a.base != nil {
+		a.base.since(threads)
+	}
+	p := a.buildProfile(threads, seq)
 	path := a.fileName("rt", seq)
 	if err := writeFileAtomic(path, func(w *bufio.Writer) error { return reports.WriteLogRT(w, p) }); err != nil {
 		return "", fmt.Errorf("writing log-rt: %w", err)

@@ -363,14 +363,16 @@ static jp_thread *jp_thread_new(jvmtiEnv *jvmti, jthread thread)
 	return t;
 }
 
-/* jp_exit applies an exit (normal or by exception) to the shadow stack. */
-static inline void jp_exit(jp_thread *t, JNIEnv *jni, jmethodID mid, int exc)
+/* jp_exit applies an exit (normal or by exception) to the shadow stack
+ * and returns the node that exited. */
+static inline uint32_t jp_exit(jp_thread *t, JNIEnv *jni, jmethodID mid, int exc)
 {
 	if (__builtin_expect(t->depth > 0 && t->stack[t->depth].mid == mid, 1)) {
+		uint32_t n = t->stack[t->depth].node;
 		if (exc)
-			jp_node_at(t, t->stack[t->depth].node)->excs++;
+			jp_node_at(t, n)->excs++;
 		t->depth--;
-		return;
+		return n;
 	}
 	/* The exiting frame is not on top. If it is deeper, the frames above
 	 * it lost their exits (cannot happen with JVMTI, but costs nothing to
@@ -379,9 +381,10 @@ static inline void jp_exit(jp_thread *t, JNIEnv *jni, jmethodID mid, int exc)
 	 * current top and leave the stack as it is. */
 	for (uint32_t d = t->depth; d > 0; d--) {
 		if (t->stack[d].mid == mid) {
+			uint32_t n = t->stack[d].node;
 			t->missed_exits += t->depth - d;
 			t->depth = d - 1;
-			return;
+			return n;
 		}
 	}
 	t->unmatched_exits++;
@@ -390,6 +393,82 @@ static inline void jp_exit(jp_thread *t, JNIEnv *jni, jmethodID mid, int exc)
 	nd->calls++;
 	if (exc)
 		nd->excs++;
+	return n;
+}
+
+/* ---------------------------------------------------------------------
+ * log-gen buffers.
+ */
+
+/* jp_gen_handover puts a buffer on the writer's list. If the writer is far
+ * behind, the thread waits for it rather than drop events. */
+static void jp_gen_handover(jp_genbuf *b)
+{
+	jp_genbuf *head = __atomic_load_n(&jp.gen_full, __ATOMIC_RELAXED);
+	do {
+		b->next = head;
+	} while (!__atomic_compare_exchange_n(&jp.gen_full, &head, b, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+	uint32_t pending = __atomic_add_fetch(&jp.gen_pending, 1, __ATOMIC_RELAXED);
+	if (pending > 4096 && !jp.dead) { /* 256 MiB waiting to be written */
+		__atomic_fetch_add(&jp.gen_waits, 1, __ATOMIC_RELAXED);
+		while (__atomic_load_n(&jp.gen_pending, __ATOMIC_RELAXED) > 2048 && !jp.dead)
+			usleep(1000);
+	}
+}
+
+static jp_genbuf *jp_gen_newbuf(jp_thread *t)
+{
+	jp_genbuf *b = malloc(sizeof(jp_genbuf) + JP_GENBUF_BYTES);
+	if (b == NULL)
+		return NULL;
+	b->next = NULL;
+	b->thread = t;
+	b->used = 0;
+	b->seq = t->gen_seq++;
+	return b;
+}
+
+/* jp_gen_record appends one event to the thread's log-gen buffer. */
+static void jp_gen_record(jp_thread *t, uint32_t node, int tr, uint32_t key, const uint64_t *v)
+{
+	jp_genbuf *b = t->gen;
+	if (b == NULL || b->used + jp.genrec_size > JP_GENBUF_BYTES) {
+		if (b != NULL)
+			jp_gen_handover(b);
+		b = t->gen = jp_gen_newbuf(t);
+		if (b == NULL) {
+			t->alloc_failures++;
+			return;
+		}
+	}
+	jp_genrec *r = (jp_genrec *)(b->data + b->used);
+	jp_node *nd = jp_node_at(t, node);
+	r->m = nd->m;
+	r->kind = (uint8_t)tr;
+	r->type = nd->type;
+	r->key = (uint16_t)key;
+	for (int k = 0; k < jp.nmetrics; k++)
+		r->v[k] = v[k];
+	__atomic_store_n(&b->used, b->used + jp.genrec_size, __ATOMIC_RELEASE);
+}
+
+jp_genbuf *jp_gen_take(void)
+{
+	jp_genbuf *l = __atomic_exchange_n(&jp.gen_full, NULL, __ATOMIC_ACQUIRE);
+	jp_genbuf *rev = NULL;
+	while (l != NULL) {
+		jp_genbuf *next = l->next;
+		l->next = rev;
+		rev = l;
+		l = next;
+	}
+	return rev;
+}
+
+void jp_gen_done(jp_genbuf *b)
+{
+	free(b);
+	__atomic_fetch_sub(&jp.gen_pending, 1, __ATOMIC_RELAXED);
 }
 
 /* jp_lower_min lowers a shared minimum; a CAS only when d is a new low,
@@ -431,23 +510,30 @@ static inline void jp_event_inline(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread,
 	uint32_t cur = t->stack[t->depth].node;
 	uint32_t running = t->stack[t->depth].type;
 
+	uint32_t evnode; /* the node entered or exited */
 	if (tr == JP_TR_ENTRY) {
-		uint32_t n = jp_child(t, jni, cur, mid, 0);
-		jp_node *nd = jp_node_at(t, n);
+		evnode = jp_child(t, jni, cur, mid, 0);
+		jp_node *nd = jp_node_at(t, evnode);
 		nd->calls++;
 		/* If the stack cannot grow (no memory), this frame's exit
 		 * will be recorded as unmatched: counted, never a crash. */
-		(void)jp_push(t, mid, n, nd->type);
+		(void)jp_push(t, mid, evnode, nd->type);
 	} else {
-		jp_exit(t, jni, mid, tr == JP_TR_EXCEPTION);
+		evnode = jp_exit(t, jni, mid, tr == JP_TR_EXCEPTION);
 	}
 	t->events++;
 
-	if (jp.nmetrics) {
+	if (!jp.nmetrics) {
+		if (jp.loggen)
+			jp_gen_record(t, evnode, tr, 0, NULL);
+		return;
+	}
+	{
 		jp_node *nd = jp_node_at(t, cur);
 		uint32_t key = jp_key(t->prev_running, t->prev_tr, running, (uint32_t)tr,
 				      t->stack[t->depth].type);
-		uint64_t *mins = jp.minima + (size_t)key * (size_t)jp.nmetrics;
+		size_t kb = (size_t)key * (size_t)jp.nmetrics;
+		uint64_t gen[JP_PTT_MAX_METRICS];
 		for (int k = 0; k < jp.nmetrics; k++) {
 			uint64_t d = early.v[k] - t->last.v[k];
 			/* A reading never goes back; if a backend ever did,
@@ -455,9 +541,18 @@ static inline void jp_event_inline(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread,
 			if ((int64_t)d < 0)
 				d = 0;
 			nd->base[k] += d;
-			if (jp.calibrate)
-				jp_lower_min(&mins[k], d);
+			gen[k] = d;
+			if (jp.calibrate) {
+				jp_lower_min(&jp.minima[kb + k], d);
+				/* log-gen gets the value calibrated with the
+				 * minimum current now (d >= it: it includes d). */
+				uint64_t mn = jp.minima[kb + k], env = jp.env[kb + k];
+				uint64_t over = mn > env ? mn - env : 0;
+				gen[k] = d > over ? d - over : 0;
+			}
 		}
+		if (jp.loggen)
+			jp_gen_record(t, evnode, tr, key, gen);
 		nd->ds += early.dispatches - t->last.dispatches;
 		nd->in += early.interrupts - t->last.interrupts;
 		if (jp.calibrate)
@@ -510,6 +605,10 @@ static void JNICALL cb_thread_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 	 * thread's: a late event must not start a second tree for it. */
 	jp_ptt_thread_fini(&t->ptt);
 	t->ptt.fallback = 1;
+	if (t->gen != NULL && t->gen->used > 0) {
+		jp_gen_handover(t->gen);
+		t->gen = NULL;
+	}
 	t->ended = 1;
 }
 
@@ -548,18 +647,26 @@ int jp_set_method_events(int on)
 	return e1 != JVMTI_ERROR_NONE ? (int)e1 : (int)e2;
 }
 
+int jp_attach_current(char *name)
+{
+	JNIEnv *env = NULL;
+	JavaVMAttachArgs args = { JNI_VERSION_1_8, name, NULL };
+	return (int)(*jp.vm)->AttachCurrentThreadAsDaemon(jp.vm, (void **)&env, &args);
+}
+
 int jp_force_gc(void)
 {
 	return (int)(*jp.jvmti)->ForceGarbageCollection(jp.jvmti);
 }
 
-int jp_setup(JavaVM *vm, uintptr_t go_handle, int start_at_init, int calibrate, char *err, int errlen)
+int jp_setup(JavaVM *vm, uintptr_t go_handle, int start_at_init, int calibrate, int loggen, char *err, int errlen)
 {
 	jvmtiEnv *jvmti = NULL;
 	if ((*vm)->GetEnv(vm, (void **)&jvmti, JVMTI_VERSION_1_2) != JNI_OK || jvmti == NULL) {
 		snprintf(err, errlen, "GetEnv(JVMTI 1.2) failed");
 		return -1;
 	}
+	jp.vm = vm;
 	jp.jvmti = jvmti;
 	jp.go_handle = go_handle;
 	jp.start_at_init = start_at_init;
@@ -572,9 +679,16 @@ int jp_setup(JavaVM *vm, uintptr_t go_handle, int start_at_init, int calibrate, 
 			snprintf(err, errlen, "no memory for the calibration minima");
 			return -1;
 		}
+		jp.env = calloc((size_t)JP_NKEYS * (size_t)jp.nmetrics, sizeof(uint64_t));
+		if (jp.env == NULL) {
+			snprintf(err, errlen, "no memory for the calibration minima");
+			return -1;
+		}
 		for (size_t i = 0; i < (size_t)JP_NKEYS * (size_t)jp.nmetrics; i++)
 			jp.minima[i] = UINT64_MAX;
 	}
+	jp.loggen = loggen;
+	jp.genrec_size = (uint32_t)(sizeof(jp_genrec) + sizeof(uint64_t) * (size_t)jp.nmetrics);
 
 	jp_mtab = calloc((size_t)1 << JP_MTAB_BITS, sizeof(jp_method *));
 	if (jp_mtab == NULL) {

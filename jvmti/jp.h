@@ -84,6 +84,28 @@ typedef struct jp_seqcount {
 	uint64_t count;
 } jp_seqcount;
 
+/* log-gen: events are recorded into per-thread buffers by the hot path
+ * and formatted by a Go goroutine. A full buffer is handed over through a
+ * lock-free list; none is ever dropped (the hot path waits if the writer
+ * falls far behind). */
+#define JP_GENBUF_BYTES (64 * 1024)
+typedef struct jp_genrec {
+	jp_method *m;    /* the method entered or exited */
+	uint8_t kind;    /* enum jp_transition */
+	uint8_t type;    /* enum jp_type shown as the name's prefix */
+	uint16_t key;    /* calibration key of the event, when calibrating */
+	uint32_t pad;
+	uint64_t v[];    /* [nmetrics]: amounts since the previous event */
+} jp_genrec;
+
+typedef struct jp_genbuf {
+	struct jp_genbuf *next;   /* in the handover list */
+	struct jp_thread *thread; /* owner */
+	uint32_t used;            /* bytes of records, published with release */
+	uint32_t seq;             /* per-thread buffer number, for ordering */
+	char data[];
+} jp_genbuf;
+
 /* Append-only storage whose elements never move, so that Go can read
  * element i < n (n loaded with acquire) while the owner appends. Chunk k
  * holds 64<<k elements. */
@@ -142,6 +164,8 @@ typedef struct jp_thread {
 	uint32_t epoch;  /* last jp_state.epoch seen; a change resets the stack */
 	jp_ptt_thread ptt;
 	jp_ptt_reading last; /* Late Read of the previous event */
+	jp_genbuf *gen;      /* current log-gen buffer, NULL until needed */
+	uint32_t gen_seq;
 
 	/* Counters for log-msg, written by the owner. */
 	uint64_t events;
@@ -152,6 +176,7 @@ typedef struct jp_thread {
 
 /* Process-wide agent state (one instance). */
 typedef struct jp_state {
+	JavaVM *vm;
 	jvmtiEnv *jvmti;
 	uintptr_t go_handle;      /* cgo.Handle of the Go agent */
 	int nmetrics;             /* copy of jp_ptt.nmetrics */
@@ -165,14 +190,30 @@ typedef struct jp_state {
 	/* Calibration: minimum delta per key and metric, [key*nmetrics+k],
 	 * shared by all threads, lowered with CAS; UINT64_MAX = never seen. */
 	uint64_t *minima;
+	/* Environmental overhead per key and metric (same layout), for the
+	 * online-calibrated values of log-gen. */
+	uint64_t *env;
 	int calibrate;
+	/* log-gen */
+	int loggen;
+	uint32_t genrec_size;            /* sizeof(jp_genrec) + 8*nmetrics */
+	jp_genbuf *gen_full;             /* handover list, newest first */
+	volatile uint32_t gen_pending;   /* buffers handed over, not yet freed */
+	uint64_t gen_waits;              /* times a thread waited for the writer */
 } jp_state;
 
 extern jp_state jp;
 
 /* Setup and control, called from Go. */
-int jp_setup(JavaVM *vm, uintptr_t go_handle, int start_at_init, int calibrate, char *err, int errlen);
+int jp_setup(JavaVM *vm, uintptr_t go_handle, int start_at_init, int calibrate, int loggen, char *err, int errlen);
+/* jp_gen_take takes the list of full log-gen buffers, oldest first. */
+jp_genbuf *jp_gen_take(void);
+/* jp_gen_done frees a buffer the writer has written. */
+void jp_gen_done(jp_genbuf *b);
 int jp_set_method_events(int on);
+/* jp_attach_current attaches the calling (Go-locked) thread to the VM as a
+ * daemon, so that it may call JVMTI functions that need a Java thread. */
+int jp_attach_current(char *name);
 int jp_force_gc(void);
 
 static inline jp_node *jp_node_at(const jp_thread *t, uint32_t i)

@@ -33,8 +33,9 @@ type Handler interface {
 // callbacks, lifecycle events. vm is the JavaVM* given to Agent_OnLoad.
 // The PTT (package ptt) must be configured before Setup. With
 // startAtInit, method events are turned on at VMInit; with calibrate (and
-// at least one metric) the hot path keeps per-sequence minima and counts.
-func Setup(vm unsafe.Pointer, h Handler, startAtInit, calibrate bool) error {
+// at least one metric) the hot path keeps per-sequence minima and counts;
+// with loggen it records every event for log-gen (see GenDrainer).
+func Setup(vm unsafe.Pointer, h Handler, startAtInit, calibrate, loggen bool) error {
 	handle := cgo.NewHandle(h)
 	var errbuf [256]C.char
 	start := C.int(0)
@@ -45,7 +46,11 @@ func Setup(vm unsafe.Pointer, h Handler, startAtInit, calibrate bool) error {
 	if calibrate {
 		cal = 1
 	}
-	if C.jp_setup((*C.JavaVM)(vm), C.uintptr_t(handle), start, cal, &errbuf[0], C.int(len(errbuf))) != 0 {
+	gen := C.int(0)
+	if loggen {
+		gen = 1
+	}
+	if C.jp_setup((*C.JavaVM)(vm), C.uintptr_t(handle), start, cal, gen, &errbuf[0], C.int(len(errbuf))) != 0 {
 		handle.Delete()
 		return fmt.Errorf("jvmti setup: %s", C.GoString(&errbuf[0]))
 	}

@@ -33,6 +33,7 @@ type Node struct {
 
 // Thread is a copy of one thread's tree and counters.
 type Thread struct {
+	ID             uintptr // identifies the thread record across snapshots
 	TID            int
 	Name           string
 	Ended          bool
@@ -64,6 +65,7 @@ func Snapshot() []Thread {
 	for t := C.jp_threads(); t != nil; t = t.next {
 		n := uint32(C.jp_arena_len(&t.nodes))
 		th := Thread{
+			ID:             uintptr(unsafe.Pointer(t)),
 			TID:            int(t.tid),
 			Name:           C.GoString(t.name),
 			Ended:          t.ended != 0,

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/libjprof/libjprof/jvmti"
+	"github.com/libjprof/libjprof/reports"
+)
+
+// genWriter writes log-gen: a goroutine drains the hot path's full
+// buffers every few milliseconds and formats them; at VM death the rest
+// is drained and the file renamed into place, so it appears complete.
+type genWriter struct {
+	path    string
+	tmp     *os.File
+	w       *reports.LogGenWriter
+	drainer *jvmti.GenDrainer
+	log     *zap.Logger
+
+	mu     sync.Mutex // one drain at a time
+	events uint64
+	err    error
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+const genDrainEvery = 10 * time.Millisecond
+
+func (a *agent) startLogGen() (*genWriter, error) {
+	path := a.fileName("gen", 0)
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return nil, fmt.Errorf("log-gen: %w", err)
+	}
+	var metrics []reports.Metric
+	for _, m := range a.metrics {
+		metrics = append(metrics, reports.Metric{Name: m.String(), Unit: m.Unit(), Calibrated: a.opts.Calibrate})
+	}
+	notes := append([]string(nil), a.notes...)
+	if a.opts.Calibrate && len(metrics) > 0 {
+		notes = append(notes, "Calibration: online (each value calibrated with the minimum current when its event happened)")
+	}
+	g := &genWriter{
+		path:    path,
+		tmp:     tmp,
+		w:       reports.NewLogGenWriter(tmp, a.pid, metrics, notes...),
+		drainer: jvmti.NewGenDrainer(),
+		log:     a.log,
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	go g.loop()
+	return g, nil
+}
+
+func (g *genWriter) loop() {
+	defer close(g.done)
+	tick := time.NewTicker(genDrainEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-g.stop:
+			return
+		case <-tick.C:
+			g.drain(false)
+		}
+	}
+}
+
+// drain writes what the hot path handed over. A write error (disk full)
+// is kept and reported at the end; draining goes on so that no Java
+// thread ever waits on a writer that cannot write.
+func (g *genWriter) drain(final bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ev := reports.Event{}
+	_ = g.drainer.Drain(final, func(r *jvmti.GenRecord) error {
+		g.events++
+		if g.err != nil {
+			return nil
+		}
+		ev.Thread = g.drainer.ThreadName(r.Thread)
+		ev.Kind = reports.EventKind(r.Kind)
+		ev.Name = r.Name
+		ev.Values = r.Values
+		if err := g.w.Write(ev); err != nil {
+			g.err = err
+			g.log.Error("log-gen write failed; events are counted but no longer written", zap.Error(err))
+		}
+		return nil
+	})
+}
+
+// finish drains everything (method events must be off), and renames the
+// file into place.
+func (g *genWriter) finish() (string, uint64, error) {
+	close(g.stop)
+	<-g.done
+	g.drain(true)
+	err := g.err
+	if err == nil {
+		err = g.w.Flush()
+	}
+	if err == nil {
+		err = g.tmp.Chmod(0o644)
+	}
+	if cerr := g.tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(g.tmp.Name(), g.path)
+	}
+	if err != nil {
+		os.Remove(g.tmp.Name())
+		return "", g.events, fmt.Errorf("log-gen: %w", err)
+	}
+	return g.path, g.events, nil
+}

@@ -1,0 +1,303 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/libjprof/libjprof/agent/control"
+)
+
+const testTimeout = 5 * time.Second
+
+// agent is a Controller that records the commands it ran.
+type agent struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (a *agent) record(s string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.calls = append(a.calls, s)
+}
+
+func (a *agent) Calls() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.calls...)
+}
+
+func (a *agent) Start(d time.Duration) error {
+	a.record("start")
+	return nil
+}
+func (a *agent) Flush() (string, error) { a.record("flush"); return "/tmp/log-rt.1_7", nil }
+func (a *agent) Reset() error           { a.record("reset"); return nil }
+func (a *agent) End() (string, error)   { a.record("end"); return "/tmp/log-rt.2_7", nil }
+func (a *agent) Status() string         { a.record("status"); return "collecting=yes" }
+func (a *agent) ForceGC() error         { a.record("fgc"); return errors.New("no JVM here") }
+func (a *agent) Shutdown() error        { a.record("shutdown"); return nil }
+
+// startAgent serves an agent on a kernel-chosen port and returns the port.
+func startAgent(t *testing.T, token string) (*agent, int) {
+	t.Helper()
+	a := &agent{}
+	s, err := control.Listen(control.Config{Controller: a, Port: control.AnyPort, Token: token})
+	require.NoError(t, err)
+	go s.Serve()
+	t.Cleanup(func() { s.Close() })
+	return a, s.Addr().(*net.TCPAddr).Port
+}
+
+// deadPort returns a loopback port nobody listens on (most likely).
+func deadPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	return p
+}
+
+type result struct {
+	status         int
+	stdout, stderr string
+}
+
+func runWith(t *testing.T, e env, args ...string) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	e.stdout, e.stderr = &out, &errOut
+	if e.stdin == nil {
+		e.stdin = strings.NewReader("")
+	}
+	if e.getenv == nil {
+		e.getenv = func(string) string { return "" }
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, args, e) }()
+	select {
+	case st := <-done:
+		return result{st, out.String(), errOut.String()}
+	case <-time.After(2 * testTimeout):
+		t.Fatal("rtdriver did not finish")
+		return result{}
+	}
+}
+
+func TestOneShot(t *testing.T) {
+	a, port := startAgent(t, "")
+	p := strconv.Itoa(port)
+	tests := []struct {
+		name   string
+		args   []string
+		status int
+		stdout string
+		calls  []string
+	}{
+		{name: "start,flush", args: []string{"-p", p, "-c", "start,flush"}, status: 0,
+			stdout: "OK start\nOK flush: /tmp/log-rt.1_7\n", calls: []string{"start", "flush"}},
+		{name: "flags after delay", args: []string{"-c", "PING", "0", "-p", p}, status: 0, stdout: "OK ping: pong\n"},
+		{name: "unknown command", args: []string{"-p", p, "-c", "bogus"}, status: 1,
+			stdout: "ERR bogus: unknown command (try help)\n"},
+		{name: "invalid line runs nothing", args: []string{"-p", p, "-c", "reset,start=x"}, status: 1,
+			stdout: "ERR reset: not run: another command on the line is invalid\nERR start: bad delay \"x\": want seconds or a duration such as 500ms\n"},
+		{name: "agent error", args: []string{"-p", p, "-c", "fgc"}, status: 1, stdout: "ERR fgc: no JVM here\n", calls: []string{"fgc"}},
+		{name: "line error", args: []string{"-p", p, "-c", "ping,,ping"}, status: 1, stdout: "ERR line: empty command at position 2\n"},
+		{name: "host flag", args: []string{"-a", "127.0.0.1", "-p", p, "-c", "end"}, status: 0,
+			stdout: "OK end: /tmp/log-rt.2_7\n", calls: []string{"end"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(a.Calls())
+			r := runWith(t, env{}, tt.args...)
+			assert.Equal(t, tt.status, r.status, "stderr: %s", r.stderr)
+			assert.Equal(t, tt.stdout, r.stdout)
+			assert.Equal(t, tt.calls, nilIfEmpty(a.Calls()[before:]))
+		})
+	}
+}
+
+func nilIfEmpty(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+func TestDelay(t *testing.T) {
+	_, port := startAgent(t, "")
+	start := time.Now()
+	r := runWith(t, env{}, "-p", strconv.Itoa(port), "-c", "ping", "200ms")
+	assert.Equal(t, 0, r.status)
+	assert.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond)
+
+	// The delay gives way to cancellation.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	st := run(ctx, []string{"-p", strconv.Itoa(port), "-c", "ping", "60"}, env{stdout: &out, stderr: &errOut})
+	assert.Equal(t, 2, st)
+	assert.Empty(t, out.String())
+}
+
+func TestUnreachable(t *testing.T) {
+	r := runWith(t, env{}, "-p", strconv.Itoa(deadPort(t)), "-c", "ping")
+	assert.Equal(t, 2, r.status)
+	assert.Contains(t, r.stderr, "refused")
+	assert.Empty(t, r.stdout)
+}
+
+func TestUsage(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		status int
+		stderr string
+	}{
+		{"help", []string{"-h"}, 0, "usage: rtdriver"},
+		{"unknown flag", []string{"-x"}, 2, "flag provided but not defined"},
+		{"-p and -b", []string{"-p", "8888", "-b", "-c", "ping"}, 2, "exclude each other"},
+		{"bad port", []string{"-p", "70000", "-c", "ping"}, 2, "not a port"},
+		{"delay without -c", []string{"5"}, 2, "unexpected argument"},
+		{"two delays", []string{"-c", "ping", "5", "6"}, 2, "unexpected argument"},
+		{"bad delay", []string{"-c", "ping", "soon"}, 2, "delay"},
+		{"negative delay", []string{"-c", "ping", "-5s"}, 2, ""},
+		{"line break", []string{"-c", "ping\nflush"}, 2, "line break"},
+		{"negative timeout", []string{"-timeout", "-1s", "-c", "ping"}, 2, "negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runWith(t, env{}, tt.args...)
+			assert.Equal(t, tt.status, r.status)
+			assert.Contains(t, r.stderr, tt.stderr)
+			assert.Empty(t, r.stdout)
+		})
+	}
+}
+
+func TestToken(t *testing.T) {
+	a, port := startAgent(t, "s3cret")
+	p := strconv.Itoa(port)
+
+	r := runWith(t, env{}, "-p", p, "-t", "s3cret", "-c", "start")
+	assert.Equal(t, 0, r.status, r.stderr)
+	assert.Equal(t, "OK start\n", r.stdout)
+
+	r = runWith(t, env{getenv: func(k string) string {
+		if k == tokenEnv {
+			return "s3cret"
+		}
+		return ""
+	}}, "-p", p, "-c", "flush")
+	assert.Equal(t, 0, r.status, r.stderr)
+	assert.Equal(t, "OK flush: /tmp/log-rt.1_7\n", r.stdout)
+
+	r = runWith(t, env{}, "-p", p, "-c", "reset")
+	assert.Equal(t, 1, r.status)
+	assert.Equal(t, "ERR auth: token required: begin the line with token=<T>,\n", r.stdout)
+
+	r = runWith(t, env{}, "-p", p, "-t", "guess", "-c", "reset")
+	assert.Equal(t, 1, r.status)
+	assert.Equal(t, "ERR auth: wrong token\n", r.stdout)
+
+	assert.Equal(t, []string{"start", "flush"}, a.Calls())
+}
+
+func TestBroadcast(t *testing.T) {
+	a1, p1 := startAgent(t, "")
+	a2, p2 := startAgent(t, "")
+	e := env{ports: []int{p1, deadPort(t), p2}}
+
+	r := runWith(t, e, "-b", "-c", "flush")
+	assert.Equal(t, 0, r.status, r.stderr)
+	assert.Equal(t, "127.0.0.1:"+strconv.Itoa(p1)+": OK flush: /tmp/log-rt.1_7\n"+
+		"127.0.0.1:"+strconv.Itoa(p2)+": OK flush: /tmp/log-rt.1_7\n", r.stdout)
+	assert.Empty(t, r.stderr, "an empty port is not worth a message")
+	assert.Equal(t, []string{"flush"}, a1.Calls())
+	assert.Equal(t, []string{"flush"}, a2.Calls())
+
+	r = runWith(t, e, "-b", "-c", "fgc")
+	assert.Equal(t, 1, r.status)
+
+	r = runWith(t, env{ports: []int{deadPort(t)}}, "-b", "-c", "ping")
+	assert.Equal(t, 2, r.status)
+	assert.Contains(t, r.stderr, "no agent answers")
+}
+
+func TestInteractive(t *testing.T) {
+	tests := []struct {
+		name   string
+		prompt bool
+		stdin  string
+		status int
+		stdout []string // substrings, in order
+		absent []string
+		calls  []string
+	}{
+		{name: "session", stdin: "ping\n\n  \nstart,status\nquit\nflush\n", status: 0,
+			stdout: []string{"OK ping: pong\n", "OK start\n", "OK status: collecting=yes\n"},
+			absent: []string{"flush"}, calls: []string{"start", "status"}},
+		{name: "EOF ends", stdin: "reset", status: 0, stdout: []string{"OK reset\n"}, calls: []string{"reset"}},
+		{name: "error remembered", stdin: "bogus\nping\n", status: 1,
+			stdout: []string{"ERR bogus: unknown command (try help)\n", "OK ping: pong\n"}},
+		{name: "local help", stdin: "help\n", status: 0, stdout: []string{"start[=sec]", "quit leaves"}},
+		{name: "prompt", prompt: true, stdin: "ping\n", status: 0, stdout: []string{"rtdriver> ", "OK ping: pong\n", "rtdriver> "}},
+		{name: "exit_rtdriver ends", stdin: "exit_rtdriver\nflush\n", status: 0,
+			stdout: []string{"OK exit_rtdriver: bye\n"}, absent: []string{"flush"}},
+		{name: "shutdown ends", stdin: "shutdown\nflush\n", status: 0,
+			stdout: []string{"OK shutdown\n"}, absent: []string{"flush"}, calls: []string{"shutdown"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, port := startAgent(t, "")
+			r := runWith(t, env{stdin: strings.NewReader(tt.stdin), prompt: tt.prompt}, "-p", strconv.Itoa(port))
+			assert.Equal(t, tt.status, r.status, "stderr: %s", r.stderr)
+			rest := r.stdout
+			for _, s := range tt.stdout {
+				i := strings.Index(rest, s)
+				require.GreaterOrEqual(t, i, 0, "%q not in %q", s, rest)
+				rest = rest[i+len(s):]
+			}
+			for _, s := range tt.absent {
+				assert.NotContains(t, r.stdout, s)
+			}
+			assert.Equal(t, tt.calls, nilIfEmpty(a.Calls()))
+		})
+	}
+}
+
+func TestInteractiveAgentGone(t *testing.T) {
+	a := &agent{}
+	s, err := control.Listen(control.Config{Controller: a, Port: control.AnyPort})
+	require.NoError(t, err)
+	go s.Serve()
+	port := s.Addr().(*net.TCPAddr).Port
+
+	// stdin delivers the second line only after the agent is gone.
+	pr, pw := io.Pipe()
+	go func() {
+		pw.Write([]byte("ping\n"))
+		time.Sleep(100 * time.Millisecond)
+		s.Close()
+		pw.Write([]byte("status\n"))
+		pw.Close()
+	}()
+	r := runWith(t, env{stdin: pr}, "-p", strconv.Itoa(port))
+	assert.Equal(t, 2, r.status)
+	assert.Contains(t, r.stdout, "OK ping: pong")
+	assert.NotEmpty(t, r.stderr)
+}

@@ -1,0 +1,34 @@
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+
+/** A program driven from stdin, so tests can interleave its work with
+ *  rtdriver commands: "call N" calls work() N times and answers "done N";
+ *  "quit" ends it. */
+public class Driven {
+    static long total;
+
+    static long work(int x) { return leaf(x) + 1; }
+    static long leaf(int x) { return x * 31L; }
+
+    public static void main(String[] args) throws Exception {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+        System.out.println("ready");
+        System.out.flush();
+        String line;
+        while ((line = in.readLine()) != null) {
+            line = line.trim();
+            if (line.equals("quit")) {
+                break;
+            }
+            if (line.startsWith("call ")) {
+                int n = Integer.parseInt(line.substring(5).trim());
+                for (int i = 0; i < n; i++) {
+                    total += work(i);
+                }
+                System.out.println("done " + n);
+                System.out.flush();
+            }
+        }
+        System.out.println("total=" + total);
+    }
+}
