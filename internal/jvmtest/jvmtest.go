@@ -1,8 +1,10 @@
 package jvmtest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"fmt"
 	"os"
 	"os/exec"
@@ -64,9 +66,23 @@ type Result struct {
 	PID      int
 }
 
-// Start runs r to completion and returns its result; it fails the test
-// only if the JVM could not be started or timed out.
-func Start(t testing.TB, r Run) *Result {
+// Proc is a JVM running in the background.
+type Proc struct {
+	t      testing.TB
+	cmd    *exec.Cmd
+	cancel context.CancelFunc
+	ctx    context.Context
+	stdin  io.WriteCloser
+	lines  chan string // the program's stdout, line by line
+	stdout strings.Builder
+	stderr bytes.Buffer
+	res    *Result
+	mu     sync.Mutex
+}
+
+// Launch starts r in the background; the JVM is killed when the test ends
+// if it has not been waited for.
+func Launch(t testing.TB, r Run) *Proc {
 	t.Helper()
 	Build(t)
 	// Not t.TempDir(): subtest names may hold commas, and a comma in
@@ -95,26 +111,93 @@ func Start(t testing.TB, r Run) *Result {
 	if timeout == 0 {
 		timeout = 3 * time.Minute
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "java", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), r.Env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
-	res := &Result{Dir: dir, Stdout: stdout.String(), Stderr: stderr.String()}
-	if cmd.ProcessState != nil {
-		res.ExitCode = cmd.ProcessState.ExitCode()
-		res.PID = cmd.ProcessState.Pid()
+	p := &Proc{t: t, lines: make(chan string, 1024), res: &Result{Dir: dir}}
+	p.ctx, p.cancel = context.WithTimeout(context.Background(), timeout)
+	p.cmd = exec.CommandContext(p.ctx, "java", args...)
+	p.cmd.Dir = dir
+	p.cmd.Env = append(os.Environ(), r.Env...)
+	p.cmd.Stderr = &p.stderr
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
 	}
-	if ctx.Err() != nil {
-		t.Fatalf("java %s timed out after %v\nstderr:\n%s", r.Class, timeout, res.Stderr)
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err != nil && cmd.ProcessState == nil {
+	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("java %s: %v", r.Class, err)
 	}
-	return res
+	p.res.PID = p.cmd.Process.Pid
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.stdout.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+			p.lines <- sc.Text()
+		}
+		close(p.lines)
+	}()
+	t.Cleanup(func() {
+		p.cancel()
+		_ = p.cmd.Wait()
+	})
+	return p
+}
+
+// Send writes a line to the program's stdin.
+func (p *Proc) Send(line string) {
+	p.t.Helper()
+	if _, err := io.WriteString(p.stdin, line+"\n"); err != nil {
+		p.t.Fatalf("send %q: %v", line, err)
+	}
+}
+
+// Expect waits for the next stdout line and checks it.
+func (p *Proc) Expect(want string) {
+	p.t.Helper()
+	select {
+	case got, ok := <-p.lines:
+		if !ok {
+			p.t.Fatalf("program ended while waiting for %q\nstderr:\n%s", want, p.stderr.String())
+		}
+		if got != want {
+			p.t.Fatalf("program said %q, want %q", got, want)
+		}
+	case <-time.After(time.Minute):
+		p.t.Fatalf("timed out waiting for %q", want)
+	}
+}
+
+// Wait closes stdin, waits for the JVM to exit and returns its result.
+func (p *Proc) Wait() *Result {
+	p.t.Helper()
+	p.stdin.Close()
+	for range p.lines {
+	}
+	err := p.cmd.Wait()
+	if p.ctx.Err() != nil {
+		p.t.Fatalf("java timed out\nstderr:\n%s", p.stderr.String())
+	}
+	if err != nil && p.cmd.ProcessState == nil {
+		p.t.Fatal(err)
+	}
+	p.res.ExitCode = p.cmd.ProcessState.ExitCode()
+	p.mu.Lock()
+	p.res.Stdout = p.stdout.String()
+	p.mu.Unlock()
+	p.res.Stderr = p.stderr.String()
+	return p.res
+}
+
+// Result is the run's result so far (files can be read while it runs).
+func (p *Proc) Result() *Result { return p.res }
+
+// Start runs r to completion and returns its result; it fails the test
+// only if the JVM could not be started or timed out.
+func Start(t testing.TB, r Run) *Result {
+	t.Helper()
+	return Launch(t, r).Wait()
 }
 
 // File is the path of one of the agent's files, e.g. File("rt.1").

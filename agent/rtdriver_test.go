@@ -1,0 +1,256 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/libjprof/libjprof/agent/control"
+	"github.com/libjprof/libjprof/internal/jvmtest"
+	"github.com/libjprof/libjprof/reports"
+)
+
+// freePort finds a loopback port nobody listens on now.
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// rt sends one command line and returns the reply lines.
+func rt(t *testing.T, port int, line string, token ...string) []control.Reply {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tok := ""
+	if len(token) > 0 {
+		tok = token[0]
+	}
+	c, err := control.Dial(ctx, fmt.Sprintf("127.0.0.1:%d", port), tok)
+	require.NoError(t, err)
+	defer c.Close()
+	replies, err := c.Do(ctx, line)
+	require.NoError(t, err)
+	return replies
+}
+
+func requireOK(t *testing.T, replies []control.Reply) {
+	t.Helper()
+	for _, r := range replies {
+		require.True(t, r.OK, r.String())
+	}
+}
+
+// driven starts the Driven workload with the agent not collecting yet.
+func driven(t *testing.T, opts string) (*jvmtest.Proc, int) {
+	port := freePort(t)
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "Driven", Options: fmt.Sprintf("%s,PORT=%d", opts, port)})
+	p.Expect("ready")
+	return p, port
+}
+
+func workCalls(t *testing.T, p *reports.Profile) uint64 {
+	t.Helper()
+	var n uint64
+	m := mainThread(t, p)
+	jvmtest.Walk(m, func(n2 *reports.Node, d int) {
+		if n2.Name == "i:Driven.work(I)J" {
+			n += n2.Calls
+		}
+	})
+	return n
+}
+
+func TestRTDriverStartFlushResetEnd(t *testing.T) {
+	p, port := driven(t, "CALLTREE")
+	p.Send("call 100") // not collecting yet: not counted
+	p.Expect("done 100")
+	requireOK(t, rt(t, port, "start"))
+	p.Send("call 200")
+	p.Expect("done 200")
+	replies := rt(t, port, "flush,reset")
+	requireOK(t, replies)
+	assert.Contains(t, replies[0].Detail, "log-rt.1_")
+	p.Send("call 50")
+	p.Expect("done 50")
+	replies = rt(t, port, "END")
+	requireOK(t, replies)
+	assert.Contains(t, replies[0].Detail, "log-rt.2_")
+	p.Send("call 70") // stopped: not counted
+	p.Expect("done 70")
+	requireOK(t, rt(t, port, "start"))
+	p.Send("call 30")
+	p.Expect("done 30")
+	p.Send("quit")
+	r := p.Wait()
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+
+	assert.Equal(t, uint64(200), workCalls(t, r.LogRT(t, 1)))
+	assert.Equal(t, uint64(50), workCalls(t, r.LogRT(t, 2)), "reset then end shows only the calls since the reset")
+	// Collection was on at VM death: the final log-rt holds the calls
+	// since the end (which reset).
+	assert.Equal(t, uint64(30), workCalls(t, r.LogRT(t, 3)))
+	_, err := os.Stat(r.File("rt.4"))
+	assert.True(t, os.IsNotExist(err))
+}
+
+func TestRTDriverDelayedStart(t *testing.T) {
+	p, port := driven(t, "CALLTREE")
+	replies := rt(t, port, "start=1")
+	requireOK(t, replies)
+	p.Send("call 10") // before the delay has passed
+	p.Expect("done 10")
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		st := rt(t, port, "status")
+		if strings.Contains(st[0].Detail, "state=collecting") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	p.Send("call 40")
+	p.Expect("done 40")
+	requireOK(t, rt(t, port, "flush"))
+	p.Send("quit")
+	r := p.Wait()
+	require.Equal(t, 0, r.ExitCode)
+	assert.Equal(t, uint64(40), workCalls(t, r.LogRT(t, 1)))
+}
+
+func TestRTDriverErrorsChangeNothing(t *testing.T) {
+	p, port := driven(t, "CALLTREE")
+	replies := rt(t, port, "start,bogus")
+	require.Len(t, replies, 2)
+	assert.False(t, replies[0].OK, "a line with a bad command runs nothing")
+	assert.False(t, replies[1].OK)
+	st := rt(t, port, "status")
+	assert.Contains(t, st[0].Detail, "state=stopped")
+	requireOK(t, rt(t, port, "ping,fgc,help"))
+	p.Send("quit")
+	r := p.Wait()
+	require.Equal(t, 0, r.ExitCode)
+	_, err := os.Stat(r.File("rt.1"))
+	assert.True(t, os.IsNotExist(err), "nothing was collected, nothing written")
+}
+
+func TestRTDriverToken(t *testing.T) {
+	p, port := driven(t, "CALLTREE,TOKEN=s3cret")
+	replies := rt(t, port, "status")
+	require.NotEmpty(t, replies)
+	assert.False(t, replies[0].OK)
+	assert.Equal(t, "auth", replies[0].Cmd)
+	requireOK(t, rt(t, port, "status", "s3cret"))
+	p.Send("quit")
+	p.Wait()
+}
+
+// Abuse against a real JVM: garbage, a 1 MB line, 50 concurrent clients,
+// a client that disconnects mid-command, and commands racing VM death.
+// The JVM must neither crash nor hang, and every file must be complete.
+func TestRTDriverAbuse(t *testing.T) {
+	p, port := driven(t, "CALLTREE,START")
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	send := func(payload []byte, wantReply bool) {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		require.NoError(t, err)
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+		_, _ = c.Write(payload)
+		if wantReply {
+			line, err := bufio.NewReader(c).ReadString('\n')
+			require.NoError(t, err)
+			assert.True(t, strings.HasPrefix(line, "ERR "), line)
+		}
+	}
+	send([]byte("\x00\x01\xff\xfe garbage\n"), true)
+	send([]byte(strings.Repeat("A", 1<<20)+"\n"), true)
+	send([]byte("flu"), false) // disconnects mid-command
+	send([]byte("flush\n"), false)
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	okCount, busy := 0, 0
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			c, err := control.Dial(ctx, addr, "")
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			replies, err := c.Do(ctx, "ping,status")
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil && len(replies) == 2 && replies[0].OK && replies[1].OK:
+				okCount++
+			default:
+				// Over the connection limit: "ERR busy" and a close,
+				// which a client still writing may see as a reset.
+				busy++
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("50 concurrent clients: %d served, %d turned away", okCount, busy)
+	assert.Positive(t, okCount)
+
+	p.Send("call 500")
+	p.Expect("done 500")
+	// Commands keep coming while the VM dies.
+	stop := make(chan struct{})
+	var hammer sync.WaitGroup
+	hammer.Add(1)
+	go func() {
+		defer hammer.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if c, err := control.Dial(ctx, addr, ""); err == nil {
+				_, _ = c.Do(ctx, "flush")
+				c.Close()
+			}
+			cancel()
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	p.Send("quit")
+	r := p.Wait()
+	close(stop)
+	hammer.Wait()
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.Contains(t, r.Stdout, "total=")
+	// Every log-rt written parses: none is partial.
+	entries, err := os.ReadDir(r.Dir)
+	require.NoError(t, err)
+	n := 0
+	for _, e := range entries {
+		assert.NotContains(t, e.Name(), ".tmp", "temporary file left behind")
+		if strings.HasPrefix(e.Name(), "log-rt.") {
+			f, err := os.Open(r.Dir + "/" + e.Name())
+			require.NoError(t, err)
+			_, err = reports.ParseLogRT(f)
+			f.Close()
+			assert.NoError(t, err, e.Name())
+			n++
+		}
+	}
+	assert.Greater(t, n, 0)
+}
