@@ -37,6 +37,7 @@ type agent struct {
 	base    baseline   // counts at the last reset, nil if none
 	files   []string   // files written, for status and log-msg
 	gen     *genWriter // nil without GENERIC
+	jit     *jitWriter // nil without JITA2N or PERFMAP
 }
 
 func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
@@ -54,7 +55,7 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 		a.closeLog()
 		return nil, err
 	}
-	if err := jvmti.Setup(vm, a, opts.Start, opts.Calibrate, opts.Generic); err != nil {
+	if err := jvmti.Setup(vm, a, opts.Start, opts.Calibrate, opts.Generic, opts.JitA2N || opts.PerfMap); err != nil {
 		a.log.Error("JVMTI setup failed", zap.Error(err))
 		a.closeLog()
 		return nil, err
@@ -73,6 +74,9 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 			a.log.Error("log-gen not written", zap.Error(err))
 		}
 		a.gen = g
+	}
+	if opts.JitA2N || opts.PerfMap {
+		a.jit = a.startJIT()
 	}
 	a.log.Info("libjprof loaded", zap.Bool("start", opts.Start))
 	return a, nil
@@ -144,6 +148,12 @@ func (a *agent) VMDeath() {
 			a.log.Info("log-gen written", zap.String("file", path), zap.Uint64("events", n),
 				zap.Uint64("writerWaits", jvmti.GenWaits()))
 		}
+	}
+	if a.jit != nil {
+		a.jit.finish()
+	}
+	if a.opts.ThreadInfo {
+		a.writeJtnm()
 	}
 	a.logThreadSummary()
 	a.log.Info("VM death")

@@ -54,6 +54,9 @@ type Options struct {
 	Token    string
 	// Generic also writes log-gen, one line per event.
 	Generic bool
+	// JitA2N writes log-jita2n, PerfMap /tmp/perf-<pid>.map, ThreadInfo
+	// log-jtnm.
+	JitA2N, PerfMap, ThreadInfo bool
 	// Calibrate removes the profiler's overhead from the metrics (default on).
 	Calibrate bool
 }
@@ -135,8 +138,18 @@ var optionSpecs = []optionSpec{
 	}},
 	{name: "GENERIC", help: "also write log-gen: one line per method event", set: setGeneric},
 	{name: "CALLTRACE", help: "same as GENERIC", set: setGeneric},
-	{name: "JITA2N", help: "write log-jita2n (JIT-compiled code addresses)", notBuilt: "log-jita2n output is not built yet"},
-	{name: "THREADINFO", help: "write log-jtnm (thread names)", notBuilt: "log-jtnm output is not built yet"},
+	{name: "JITA2N", help: "write log-jita2n: JIT-compiled code addresses, sizes, inlining", set: func(o *Options, _ string, on bool) error {
+		o.JitA2N = on
+		return nil
+	}},
+	{name: "PERFMAP", help: "write /tmp/perf-<pid>.map so perf can name JIT-compiled Java frames", set: func(o *Options, _ string, on bool) error {
+		o.PerfMap = on
+		return nil
+	}},
+	{name: "THREADINFO", help: "write log-jtnm: thread ids, names, start and end times", set: func(o *Options, _ string, on bool) error {
+		o.ThreadInfo = on
+		return nil
+	}},
 	{name: "RTDRIVER", help: "listen for rtdriver commands (default on; NORTDRIVER: no socket)", set: func(o *Options, _ string, on bool) error {
 		o.RTDriver = on
 		return nil

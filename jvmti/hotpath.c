@@ -14,10 +14,19 @@
 #include <pthread.h>
 #include <unistd.h>
 #include <sys/syscall.h>
+#include <time.h>
 
 #include "jp.h"
+#include <jvmticmlr.h> /* needs jni.h's types first */
 
 jp_state jp;
+
+static uint64_t jp_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* The calling thread's record. initial-exec: one pointer of static TLS,
  * so a read is a single %fs-relative load instead of __tls_get_addr. */
@@ -351,6 +360,7 @@ static jp_thread *jp_thread_new(jvmtiEnv *jvmti, jthread thread)
 	if (t->name == NULL)
 		t->name = strdup("unknown");
 	t->epoch = __atomic_load_n(&jp.epoch, __ATOMIC_ACQUIRE);
+	t->start_ns = jp_mono_ns();
 	jp_ptt_thread_init(&t->ptt);
 	if (jp.nmetrics)
 		jp_ptt_read(&t->ptt, &t->last);
@@ -569,6 +579,143 @@ void jp_event(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jmethodID mid, int t
 }
 
 /* ---------------------------------------------------------------------
+ * JIT code records.
+ */
+
+static void jp_jit_push(jp_jitrec *r)
+{
+	jp_jitrec *head = __atomic_load_n(&jp.jit_recs, __ATOMIC_RELAXED);
+	do {
+		r->next = head;
+	} while (!__atomic_compare_exchange_n(&jp.jit_recs, &head, r, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+}
+
+jp_jitrec *jp_jit_take(void)
+{
+	jp_jitrec *l = __atomic_exchange_n(&jp.jit_recs, NULL, __ATOMIC_ACQUIRE);
+	jp_jitrec *rev = NULL;
+	while (l != NULL) {
+		jp_jitrec *next = l->next;
+		l->next = rev;
+		rev = l;
+		l = next;
+	}
+	return rev;
+}
+
+void jp_jit_free(jp_jitrec *r)
+{
+	for (int i = 0; i < r->ninlined; i++)
+		free(r->inlined[i]);
+	free(r->inlined);
+	free(r->name);
+	free(r);
+}
+
+/* jp_method_name is the method's name for JIT records. Resolved through
+ * the method table, so each method's JVMTI lookups happen once. */
+static char *jp_method_name(jvmtiEnv *jvmti, JNIEnv *jni, jmethodID mid)
+{
+	jp_method *m = jp_method_get(jvmti, jni, mid);
+	return strdup(m->name);
+}
+
+/* jp_jit_inlined collects the distinct methods inlined into compiled code
+ * from CompiledMethodLoad's compile_info (HotSpot's PC-stack records). */
+static void jp_jit_inlined(jvmtiEnv *jvmti, jp_jitrec *r, jmethodID self, const void *compile_info)
+{
+	const jvmtiCompiledMethodLoadRecordHeader *h = compile_info;
+	jmethodID seen[256];
+	int nseen = 0;
+	for (; h != NULL; h = h->next) {
+		if (h->kind != JVMTI_CMLR_INLINE_INFO)
+			continue;
+		const jvmtiCompiledMethodLoadInlineRecord *ir = (const void *)h;
+		for (jint p = 0; p < ir->numpcs; p++) {
+			const PCStackInfo *pc = &ir->pcinfo[p];
+			for (jint d = 0; d < pc->numstackframes; d++) {
+				jmethodID m = pc->methods[d];
+				if (m == self)
+					continue;
+				int dup = 0;
+				for (int i = 0; i < nseen && !dup; i++)
+					dup = seen[i] == m;
+				if (dup || nseen == (int)(sizeof seen / sizeof seen[0]))
+					continue;
+				seen[nseen++] = m;
+			}
+		}
+	}
+	if (nseen == 0)
+		return;
+	r->inlined = calloc((size_t)nseen, sizeof(char *));
+	if (r->inlined == NULL)
+		return;
+	for (int i = 0; i < nseen; i++) {
+		char *n = jp_method_name(jvmti, NULL, seen[i]);
+		if (n != NULL)
+			r->inlined[r->ninlined++] = n;
+	}
+}
+
+static void JNICALL cb_compiled_method_load(jvmtiEnv *jvmti, jmethodID method, jint code_size,
+					    const void *code_addr, jint map_length,
+					    const jvmtiAddrLocationMap *map, const void *compile_info)
+{
+	(void)map_length;
+	(void)map;
+	jp_jitrec *r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		return;
+	r->kind = JP_JIT_LOAD;
+	r->ts = jp_mono_ns();
+	r->addr = (uint64_t)(uintptr_t)code_addr;
+	r->size = (uint64_t)code_size;
+	r->name = jp_method_name(jvmti, NULL, method);
+	if (compile_info != NULL)
+		jp_jit_inlined(jvmti, r, method, compile_info);
+	jp_jit_push(r);
+}
+
+static void JNICALL cb_compiled_method_unload(jvmtiEnv *jvmti, jmethodID method, const void *code_addr)
+{
+	jp_jitrec *r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		return;
+	r->kind = JP_JIT_UNLOAD;
+	r->ts = jp_mono_ns();
+	r->addr = (uint64_t)(uintptr_t)code_addr;
+	/* The method may already be gone: use the table only if it is there. */
+	jp_method *m = jp_mtab_find(method);
+	r->name = strdup(m != NULL ? m->name : "?unloaded");
+	(void)jvmti;
+	jp_jit_push(r);
+}
+
+static void JNICALL cb_dynamic_code(jvmtiEnv *jvmti, const char *name, const void *address, jint length)
+{
+	(void)jvmti;
+	jp_jitrec *r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		return;
+	r->kind = JP_JIT_DYNAMIC;
+	r->ts = jp_mono_ns();
+	r->addr = (uint64_t)(uintptr_t)address;
+	r->size = (uint64_t)length;
+	r->name = strdup(name != NULL ? name : "?");
+	jp_jit_push(r);
+}
+
+int jp_jit_replay(void)
+{
+	jvmtiEnv *jvmti = jp.jvmti;
+	jvmtiError e = (*jvmti)->GenerateEvents(jvmti, JVMTI_EVENT_COMPILED_METHOD_LOAD);
+	if (e == JVMTI_ERROR_NONE)
+		e = (*jvmti)->GenerateEvents(jvmti, JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
+	return (int)e;
+}
+
+/* ---------------------------------------------------------------------
  * JVMTI callbacks.
  */
 extern void jpGoVMInit(uintptr_t h);
@@ -609,6 +756,7 @@ static void JNICALL cb_thread_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 		jp_gen_handover(t->gen);
 		t->gen = NULL;
 	}
+	t->end_ns = jp_mono_ns();
 	t->ended = 1;
 }
 
@@ -659,7 +807,7 @@ int jp_force_gc(void)
 	return (int)(*jp.jvmti)->ForceGarbageCollection(jp.jvmti);
 }
 
-int jp_setup(JavaVM *vm, uintptr_t go_handle, int start_at_init, int calibrate, int loggen, char *err, int errlen)
+int jp_setup(JavaVM *vm, uintptr_t go_handle, int start_at_init, int calibrate, int loggen, int jit, char *err, int errlen)
 {
 	jvmtiEnv *jvmti = NULL;
 	if ((*vm)->GetEnv(vm, (void **)&jvmti, JVMTI_VERSION_1_2) != JNI_OK || jvmti == NULL) {
@@ -705,6 +853,16 @@ int jp_setup(JavaVM *vm, uintptr_t go_handle, int start_at_init, int calibrate, 
 		snprintf(err, errlen, "AddCapabilities(method entry/exit events) failed: JVMTI error %d", (int)e);
 		return -1;
 	}
+	jp.jit = jit;
+	if (jit) {
+		memset(&caps, 0, sizeof caps);
+		caps.can_generate_compiled_method_load_events = 1;
+		e = (*jvmti)->AddCapabilities(jvmti, &caps);
+		if (e != JVMTI_ERROR_NONE) {
+			snprintf(err, errlen, "AddCapabilities(compiled method load events) failed: JVMTI error %d", (int)e);
+			return -1;
+		}
+	}
 
 	jvmtiEventCallbacks cb;
 	memset(&cb, 0, sizeof cb);
@@ -714,6 +872,9 @@ int jp_setup(JavaVM *vm, uintptr_t go_handle, int start_at_init, int calibrate, 
 	cb.ThreadEnd = cb_thread_end;
 	cb.VMInit = cb_vm_init;
 	cb.VMDeath = cb_vm_death;
+	cb.CompiledMethodLoad = cb_compiled_method_load;
+	cb.CompiledMethodUnload = cb_compiled_method_unload;
+	cb.DynamicCodeGenerated = cb_dynamic_code;
 	e = (*jvmti)->SetEventCallbacks(jvmti, &cb, (jint)sizeof cb);
 	if (e != JVMTI_ERROR_NONE) {
 		snprintf(err, errlen, "SetEventCallbacks failed: JVMTI error %d", (int)e);
@@ -721,11 +882,23 @@ int jp_setup(JavaVM *vm, uintptr_t go_handle, int start_at_init, int calibrate, 
 	}
 	jvmtiEvent evs[] = { JVMTI_EVENT_VM_INIT, JVMTI_EVENT_VM_DEATH, JVMTI_EVENT_THREAD_START,
 			     JVMTI_EVENT_THREAD_END };
-	for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++) {
+	size_t nevs = sizeof evs / sizeof evs[0];
+	for (size_t i = 0; i < nevs; i++) {
 		e = (*jvmti)->SetEventNotificationMode(jvmti, JVMTI_ENABLE, evs[i], NULL);
 		if (e != JVMTI_ERROR_NONE) {
 			snprintf(err, errlen, "enabling event %d failed: JVMTI error %d", (int)evs[i], (int)e);
 			return -1;
+		}
+	}
+	if (jit) {
+		jvmtiEvent jevs[] = { JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
+				      JVMTI_EVENT_DYNAMIC_CODE_GENERATED };
+		for (size_t i = 0; i < sizeof jevs / sizeof jevs[0]; i++) {
+			e = (*jvmti)->SetEventNotificationMode(jvmti, JVMTI_ENABLE, jevs[i], NULL);
+			if (e != JVMTI_ERROR_NONE) {
+				snprintf(err, errlen, "enabling JIT event %d failed: JVMTI error %d", (int)jevs[i], (int)e);
+				return -1;
+			}
 		}
 	}
 	return 0;

@@ -106,6 +106,24 @@ typedef struct jp_genbuf {
 	char data[];
 } jp_genbuf;
 
+/* JIT code records (JITA2N, perf map): made by the compiler threads'
+ * callbacks, handed to Go through a lock-free list, freed by Go. */
+enum jp_jit_kind {
+	JP_JIT_LOAD = 0,   /* CompiledMethodLoad */
+	JP_JIT_UNLOAD = 1, /* CompiledMethodUnload */
+	JP_JIT_DYNAMIC = 2 /* DynamicCodeGenerated (stubs, interpreter) */
+};
+typedef struct jp_jitrec {
+	struct jp_jitrec *next;
+	int kind;
+	uint64_t ts;      /* CLOCK_MONOTONIC ns */
+	uint64_t addr;
+	uint64_t size;
+	char *name;       /* class.method(sig) or the stub's name; malloc'd */
+	int ninlined;
+	char **inlined;   /* distinct methods inlined into this code */
+} jp_jitrec;
+
 /* Append-only storage whose elements never move, so that Go can read
  * element i < n (n loaded with acquire) while the owner appends. Chunk k
  * holds 64<<k elements. */
@@ -150,6 +168,7 @@ typedef struct jp_thread {
 	int tid;
 	char *name;
 	volatile int ended;
+	uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC, for log-jtnm */
 	jp_arena nodes;   /* jp_node, stride jp.node_stride */
 	jp_arena seqs;    /* jp_seqcount, when calibrating */
 
@@ -200,12 +219,21 @@ typedef struct jp_state {
 	jp_genbuf *gen_full;             /* handover list, newest first */
 	volatile uint32_t gen_pending;   /* buffers handed over, not yet freed */
 	uint64_t gen_waits;              /* times a thread waited for the writer */
+	/* JITA2N */
+	int jit;
+	jp_jitrec *jit_recs;             /* newest first */
 } jp_state;
 
 extern jp_state jp;
 
 /* Setup and control, called from Go. */
-int jp_setup(JavaVM *vm, uintptr_t go_handle, int start_at_init, int calibrate, int loggen, char *err, int errlen);
+int jp_setup(JavaVM *vm, uintptr_t go_handle, int start_at_init, int calibrate, int loggen, int jit, char *err, int errlen);
+/* jp_jit_take takes the JIT records made so far, oldest first. */
+jp_jitrec *jp_jit_take(void);
+void jp_jit_free(jp_jitrec *r);
+/* jp_jit_replay asks the JVM to replay CompiledMethodLoad and
+ * DynamicCodeGenerated for code made before now (GenerateEvents). */
+int jp_jit_replay(void);
 /* jp_gen_take takes the list of full log-gen buffers, oldest first. */
 jp_genbuf *jp_gen_take(void);
 /* jp_gen_done frees a buffer the writer has written. */

@@ -34,8 +34,9 @@ type Handler interface {
 // The PTT (package ptt) must be configured before Setup. With
 // startAtInit, method events are turned on at VMInit; with calibrate (and
 // at least one metric) the hot path keeps per-sequence minima and counts;
-// with loggen it records every event for log-gen (see GenDrainer).
-func Setup(vm unsafe.Pointer, h Handler, startAtInit, calibrate, loggen bool) error {
+// with loggen it records every event for log-gen (see GenDrainer); with
+// jit it records compiled code (see TakeJIT).
+func Setup(vm unsafe.Pointer, h Handler, startAtInit, calibrate, loggen, jit bool) error {
 	handle := cgo.NewHandle(h)
 	var errbuf [256]C.char
 	start := C.int(0)
@@ -50,7 +51,7 @@ func Setup(vm unsafe.Pointer, h Handler, startAtInit, calibrate, loggen bool) er
 	if loggen {
 		gen = 1
 	}
-	if C.jp_setup((*C.JavaVM)(vm), C.uintptr_t(handle), start, cal, gen, &errbuf[0], C.int(len(errbuf))) != 0 {
+	if C.jp_setup((*C.JavaVM)(vm), C.uintptr_t(handle), start, cal, gen, cbool(jit), &errbuf[0], C.int(len(errbuf))) != 0 {
 		handle.Delete()
 		return fmt.Errorf("jvmti setup: %s", C.GoString(&errbuf[0]))
 	}
@@ -94,3 +95,10 @@ func ForceGC() error {
 
 // ErrNotSetUp is returned by reads before Setup.
 var ErrNotSetUp = errors.New("jvmti: agent not set up")
+
+func cbool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -42,6 +42,7 @@ type Thread struct {
 	MissedExits    uint64
 	AllocFailures  uint64
 	ExceptionExits uint64 // exits by exception, over all nodes
+	StartNS, EndNS uint64 // CLOCK_MONOTONIC; EndNS is 0 while it runs
 	Nodes          []Node
 	// Seqs counts, per node and calibration key, the events whose delta
 	// was attributed to that node (only when calibrating).
@@ -66,6 +67,8 @@ func Snapshot() []Thread {
 		n := uint32(C.jp_arena_len(&t.nodes))
 		th := Thread{
 			ID:             uintptr(unsafe.Pointer(t)),
+			StartNS:        uint64(t.start_ns),
+			EndNS:          uint64(t.end_ns),
 			TID:            int(t.tid),
 			Name:           C.GoString(t.name),
 			Ended:          t.ended != 0,

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/libjprof/libjprof/jvmti"
+)
+
+// jitWriter collects JIT code records (JITA2N, PERFMAP). JIT events are on
+// from Agent_OnLoad, before any code is compiled, so nothing needs
+// replaying with GenerateEvents. The perf map is appended as code appears,
+// as perf expects of a live process; log-jita2n is written whole at VM
+// death.
+type jitWriter struct {
+	a    *agent
+	mu   sync.Mutex
+	recs []jvmti.JITRecord
+	perf *bufio.Writer
+	pf   *os.File
+	stop chan struct{}
+	done chan struct{}
+}
+
+const jitDrainEvery = 500 * time.Millisecond
+
+func (a *agent) startJIT() *jitWriter {
+	j := &jitWriter{a: a, stop: make(chan struct{}), done: make(chan struct{})}
+	if a.opts.PerfMap {
+		path := fmt.Sprintf("/tmp/perf-%d.map", a.pid)
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "libjprof: perf map not written: %v\n", err)
+			a.log.Error("perf map not written", zap.Error(err))
+		} else {
+			j.pf, j.perf = f, bufio.NewWriter(f)
+			a.log.Info("perf map", zap.String("file", path))
+		}
+	}
+	go j.loop()
+	return j
+}
+
+func (j *jitWriter) loop() {
+	defer close(j.done)
+	t := time.NewTicker(jitDrainEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-j.stop:
+			return
+		case <-t.C:
+			j.drain()
+		}
+	}
+}
+
+func (j *jitWriter) drain() {
+	recs := jvmti.TakeJIT()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.a.opts.JitA2N {
+		j.recs = append(j.recs, recs...)
+	}
+	if j.perf == nil {
+		return
+	}
+	for _, r := range recs {
+		if r.Kind == jvmti.JITUnload || r.Size == 0 {
+			continue
+		}
+		// perf's format: START SIZE symbol, hex without 0x.
+		fmt.Fprintf(j.perf, "%x %x %s\n", r.Addr, r.Size, r.Name)
+	}
+	if err := j.perf.Flush(); err != nil {
+		j.a.log.Error("perf map write failed", zap.Error(err))
+		j.pf.Close()
+		j.perf = nil
+	}
+}
+
+// finish drains what is left and writes log-jita2n.
+func (j *jitWriter) finish() {
+	close(j.stop)
+	<-j.done
+	j.drain()
+	if j.pf != nil {
+		j.pf.Close()
+	}
+	if !j.a.opts.JitA2N {
+		return
+	}
+	path := j.a.fileName("jita2n", 0)
+	err := writeFileAtomic(path, func(w *bufio.Writer) error { return writeJitA2N(w, j.a.pid, j.recs) })
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "libjprof: log-jita2n: %v\n", err)
+		j.a.log.Error("log-jita2n not written", zap.Error(err))
+		return
+	}
+	j.a.files = append(j.a.files, path)
+	j.a.log.Info("log-jita2n written", zap.String("file", path), zap.Int("records", len(j.recs)))
+}
+
+// writeJitA2N writes JProf's log-jita2n: one record per piece of code,
+// its timestamp as two 32-bit hex words as JProf wrote them.
+func writeJitA2N(w io.Writer, pid int, recs []jvmti.JITRecord) error {
+	fmt.Fprintf(w, " JitA2N\n BINARY DATA IN PRINTABLE HEX\n Process_Number_ID=%d\n", pid)
+	fmt.Fprintf(w, " Format: <time high> <time low> <code address> <size> <kind> <name>; time is CLOCK_MONOTONIC ns;\n")
+	fmt.Fprintf(w, "         kind LOAD (compiled method), UNLOAD, DYNAMIC (VM-generated code); \"  INLINED m\" lines follow a LOAD\n")
+	kinds := map[jvmti.JITKind]string{jvmti.JITLoad: "LOAD", jvmti.JITUnload: "UNLOAD", jvmti.JITDynamic: "DYNAMIC"}
+	for _, r := range recs {
+		fmt.Fprintf(w, "%08x %08x %016x %08x %s %s\n", r.TS>>32, r.TS&0xffffffff, r.Addr, r.Size, kinds[r.Kind], r.Name)
+		for _, in := range r.Inlined {
+			fmt.Fprintf(w, "  INLINED %s\n", in)
+		}
+	}
+	return nil
+}
+
+// writeJtnm writes log-jtnm: thread ids, names, start and end times.
+func (a *agent) writeJtnm() {
+	path := a.fileName("jtnm", 0)
+	threads := jvmti.Snapshot()
+	err := writeFileAtomic(path, func(w *bufio.Writer) error {
+		fmt.Fprintf(w, " libjprof log-jtnm\n Process_Number_ID=%d\n", a.pid)
+		fmt.Fprintf(w, " Format: <tid hex> <start ns> <end ns, - if running at VM death> <log-rt root name>; times are CLOCK_MONOTONIC\n")
+		for _, t := range threads {
+			end := "-"
+			if t.EndNS != 0 {
+				end = fmt.Sprint(t.EndNS)
+			}
+			fmt.Fprintf(w, "%08x %d %s %s\n", t.TID, t.StartNS, end, threadRootName(t))
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "libjprof: log-jtnm: %v\n", err)
+		a.log.Error("log-jtnm not written", zap.Error(err))
+		return
+	}
+	a.files = append(a.files, path)
+	a.log.Info("log-jtnm written", zap.String("file", path), zap.Int("threads", len(threads)))
+}
