@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/libjprof/libjprof/reports"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+const (
+	logRT  = "testdata/log-rt.1_4242"
+	logGen = "testdata/log-gen_4242"
+)
+
+// jprof runs the command and returns its status, stdout and stderr.
+func jprof(args ...string) (int, string, string) {
+	var out, errOut bytes.Buffer
+	code := run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestRun(t *testing.T) {
+	dir := t.TempDir()
+	foreign := filepath.Join(dir, "foreign")
+	require.NoError(t, os.WriteFile(foreign, []byte("hello\n"), 0o644))
+	good, err := os.ReadFile(logGen)
+	require.NoError(t, err)
+	cut := filepath.Join(dir, "cut")
+	require.NoError(t, os.WriteFile(cut, good[:len(good)-10], 0o644))
+
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stdout []string // substrings expected on stdout
+		stderr []string // and on stderr
+	}{
+		{"help", []string{"help"}, 0, []string{"usage:", "jprof report xtree|xarc|xprof"}, nil},
+		{"no command", nil, 2, nil, []string{"jprof: no command", "usage:"}},
+		{"unknown command", []string{"frob"}, 2, nil, []string{`unknown command "frob"`}},
+		{"xtree of a log-rt", []string{"report", "xtree", logRT}, 0,
+			[]string{" libjprof xtree", "      J:hellop.myA()V", "total 72220"}, nil},
+		{"xarc of a log-gen", []string{"report", "xarc", logGen}, 0,
+			[]string{" libjprof xarc", "O:java/lang/ref/Reference.waitForReferencePendingList()V", reports.Spontaneous}, nil},
+		{"pruned xprof", []string{"report", "--prune", "5", "xprof", logRT}, 0,
+			[]string{"J:hellop.myC()V", reports.PrunedName, "pruned: subtrees below 5%"}, nil},
+		{"flag after the file", []string{"report", "xprof", logRT, "--prune=50"}, 0, []string{reports.PrunedName}, nil},
+		{"unknown report", []string{"report", "xfoo", logRT}, 2, nil, []string{`unknown report "xfoo"`}},
+		{"bad prune", []string{"report", "xtree", "--prune", "150", logRT}, 2, nil, []string{"--prune 150"}},
+		{"bad flag", []string{"report", "xtree", "--frob", logRT}, 2, nil, []string{"report: flag provided but not defined: -frob"}},
+		{"no file", []string{"report", "xtree"}, 2, nil, []string{"report needs a report name and a file"}},
+		{"missing file", []string{"report", "xtree", filepath.Join(dir, "nope")}, 1, nil, []string{"no such file"}},
+		{"foreign file", []string{"report", "xtree", foreign}, 1, nil, []string{"foreign: line 1: expected", "not a libjprof log-rt or log-gen"}},
+		{"cut log-gen", []string{"report", "xtree", cut}, 1, nil, []string{"cut: log-gen line 18: truncated"}},
+		{"pprof without -o", []string{"pprof", logRT}, 2, nil, []string{"pprof needs -o"}},
+		{"logrt of a log-rt", []string{"logrt", logRT}, 1, nil, []string{"is a log-rt, not a log-gen"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := jprof(tc.args...)
+			assert.Equal(t, tc.code, code, "stderr: %s", stderr)
+			for _, s := range tc.stdout {
+				assert.Contains(t, stdout, s)
+			}
+			for _, s := range tc.stderr {
+				assert.Contains(t, stderr, s)
+			}
+			if tc.code != 0 {
+				assert.Empty(t, stdout)
+			}
+		})
+	}
+}
+
+func TestPprofCommand(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "prof.pb.gz")
+	for _, in := range []string{logRT, logGen} {
+		code, stdout, stderr := jprof("pprof", in, "-o", out)
+		require.Equal(t, 0, code, stderr)
+		assert.Empty(t, stdout)
+		f, err := os.Open(out)
+		require.NoError(t, err)
+		pp, err := profile.Parse(f)
+		f.Close()
+		require.NoError(t, err)
+		require.NoError(t, pp.CheckValid())
+		assert.Equal(t, "ptt_time", pp.SampleType[0].Type)
+	}
+	entries, err := os.ReadDir(filepath.Dir(out))
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "no temporary file is left behind")
+}
+
+func TestLogRTCommand(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "log-rt.0_4242")
+	code, _, stderr := jprof("logrt", logGen, "-o", out)
+	require.Equal(t, 0, code, stderr)
+	got, err := os.ReadFile(out)
+	require.NoError(t, err)
+	golden := "testdata/logrt_rebuilt.golden"
+	if *update {
+		require.NoError(t, os.WriteFile(golden, got, 0o644))
+	}
+	want, err := os.ReadFile(golden)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(got))
+	assert.Contains(t, string(got), " Note: rebuilt by jprof logrt from log-gen log-gen_4242\n")
+
+	// The same tree as BuildProfile, and to stdout without -o.
+	f, err := os.Open(logGen)
+	require.NoError(t, err)
+	defer f.Close()
+	built, err := reports.BuildProfile(f)
+	require.NoError(t, err)
+	parsed, err := reports.ParseLogRT(strings.NewReader(string(got)))
+	require.NoError(t, err)
+	require.NoError(t, reports.Compare(built, parsed, reports.CompareOptions{IgnoreHeader: true}))
+	code, stdout, _ := jprof("logrt", logGen)
+	require.Equal(t, 0, code)
+	assert.Equal(t, string(got), stdout)
+}

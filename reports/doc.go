@@ -1,0 +1,16 @@
+// Package reports holds libjprof's call-tree model and everything that
+// turns it into files people read: the log-rt and log-gen formats of IBM
+// Performance Inspector's JProf, the arcflow reports (xtree, xarc, xprof)
+// of Alexander et al., pruning, and pprof's profile.proto.
+//
+// The agent builds a [Profile] in memory while the JVM runs and writes it
+// with [WriteLogRT]; in GENERIC mode it streams events through a
+// [LogGenWriter] instead. Post-processing reads either file back
+// ([ParseLogRT], [BuildProfile], or [ReadProfile] which tells them apart)
+// and renders reports from the same model, so that a call tree looks the
+// same whether it was built live or rebuilt from a trace.
+//
+// Everything here is plain Go without cgo and without global mutable
+// state: the package is safe to use from several goroutines as long as
+// each one has its own values.
+package reports

@@ -1,0 +1,440 @@
+package reports
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// The log-gen format: one line per method event (JProf's GENERIC mode).
+//
+//	 libjprof log-gen
+//	 Process_Number_ID=4242
+//	 Note: PTT backend: ebpf
+//	 Units :: PTT_TIME PTT_INSTS
+//	 : 1 = PTT_TIME (ns, calibrated)
+//	 : 2 = PTT_INSTS (instructions, calibrated)
+//	120 3400 > J:hellop.main([Ljava/lang/String;)V 0000b718_main
+//	15 200 > J:hellop.myA()V 0000b718_main
+//	8 90 < J:hellop.myA()V 0000b718_main
+//	0 0 <! J:hellop.main([Ljava/lang/String;)V 0000b718_main
+//
+// Header lines start with a space; the Units line lists the metric names
+// (" Units :: none" when there are none) and the " : i = ..." lines after
+// it give their units as in log-rt (a reader does without them). Every
+// other line is an event:
+//
+//	<v1> ... <vk> <kind> <name> <thread>
+//
+// exactly one space apart, kind ">" (entry), "<" (exit) or "<!" (exit by
+// exception). Values are the metric amounts since the previous event on
+// the same thread. The thread comes last and runs to the end of the line,
+// because Java thread names may contain spaces (e.g.
+// "0000b718_Reference Handler"); method names never do. Every line ends
+// with a newline, so a file cut inside a line is detected.
+
+// EventKind is the transition a log-gen event records.
+type EventKind int
+
+const (
+	Entry         EventKind = iota // method entry, ">"
+	Exit                           // normal method exit, "<"
+	ExceptionExit                  // exit by a thrown exception, "<!"
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case Entry:
+		return ">"
+	case Exit:
+		return "<"
+	case ExceptionExit:
+		return "<!"
+	}
+	return fmt.Sprintf("EventKind(%d)", int(k))
+}
+
+// Event is one method entry or exit on a thread.
+type Event struct {
+	Thread string
+	Kind   EventKind
+	Name   string // type prefix + class.method+signature, no spaces
+	// Values holds, per metric, the amount since the previous event on
+	// this thread: it belongs to whatever ran on the thread before this
+	// event, not to Name.
+	Values []uint64
+}
+
+const (
+	logGenTitle = " libjprof log-gen"
+	unitsPrefix = " Units :: "
+)
+
+// LogGenWriter streams events in log-gen format. Like csv.Writer it keeps
+// the first error, returns it from every later call, and buffers: call
+// Flush at the end.
+type LogGenWriter struct {
+	w   *bufio.Writer
+	k   int
+	buf []byte
+	err error
+}
+
+// NewLogGenWriter writes the header for a process and its metrics, with
+// one " Note: " line per note, and returns a writer for the events.
+func NewLogGenWriter(w io.Writer, pid int, metrics []Metric, notes ...string) *LogGenWriter {
+	lw := &LogGenWriter{w: bufio.NewWriterSize(w, 64<<10), k: len(metrics)}
+	fmt.Fprintf(lw.w, "%s\n%s%d\n", logGenTitle, pidPrefix, pid)
+	for _, n := range notes {
+		if strings.ContainsAny(n, "\r\n") {
+			lw.err = fmt.Errorf("log-gen: note %q has a line break", n)
+			return lw
+		}
+		fmt.Fprintf(lw.w, "%s%s\n", notePrefix, n)
+	}
+	names := make([]string, len(metrics))
+	for i, m := range metrics {
+		if err := checkMetric(m); err != nil {
+			lw.err = fmt.Errorf("log-gen: %w", err)
+			return lw
+		}
+		names[i] = m.Name
+	}
+	if len(names) == 0 {
+		names = []string{"none"}
+	}
+	fmt.Fprintf(lw.w, "%s%s\n", unitsPrefix, strings.Join(names, " "))
+	for i, m := range metrics {
+		fmt.Fprintf(lw.w, "%s\n", metricLine(i+1, m))
+	}
+	return lw
+}
+
+// Write writes one event line.
+func (lw *LogGenWriter) Write(ev Event) error {
+	if lw.err != nil {
+		return lw.err
+	}
+	if len(ev.Values) != lw.k {
+		lw.err = fmt.Errorf("log-gen: event %s %s has %d values for %d metrics", ev.Kind, ev.Name, len(ev.Values), lw.k)
+		return lw.err
+	}
+	if ev.Name == "" || strings.ContainsAny(ev.Name, " \r\n") {
+		lw.err = fmt.Errorf("log-gen: method name %q must be non-empty and have no spaces", ev.Name)
+		return lw.err
+	}
+	if ev.Thread == "" || strings.ContainsAny(ev.Thread, "\r\n") {
+		lw.err = fmt.Errorf("log-gen: thread name %q must be non-empty and on one line", ev.Thread)
+		return lw.err
+	}
+	if ev.Kind < Entry || ev.Kind > ExceptionExit {
+		lw.err = fmt.Errorf("log-gen: bad event kind %d", int(ev.Kind))
+		return lw.err
+	}
+	b := lw.buf[:0]
+	for _, v := range ev.Values {
+		b = strconv.AppendUint(b, v, 10)
+		b = append(b, ' ')
+	}
+	b = append(b, ev.Kind.String()...)
+	b = append(b, ' ')
+	b = append(b, ev.Name...)
+	b = append(b, ' ')
+	b = append(b, ev.Thread...)
+	b = append(b, '\n')
+	lw.buf = b
+	if _, err := lw.w.Write(b); err != nil {
+		lw.err = err
+	}
+	return lw.err
+}
+
+// Flush writes buffered lines to the underlying writer.
+func (lw *LogGenWriter) Flush() error {
+	if lw.err != nil {
+		return lw.err
+	}
+	lw.err = lw.w.Flush()
+	return lw.err
+}
+
+// LogGenReader reads a log-gen file one event at a time without
+// allocating per line: names are interned, so a method's name is the same
+// string in every event, and Values is reused.
+//
+//	r, err := NewLogGenReader(f)
+//	for r.Next() {
+//		ev := r.Event()
+//	}
+//	err = r.Err()
+type LogGenReader struct {
+	br      *bufio.Reader
+	line    int
+	pid     int
+	metrics []Metric
+	notes   []string
+
+	in   *interner
+	vals []uint64
+	kind EventKind
+	name int32 // interned ids of the current event
+	thr  int32
+
+	lastThr []byte // last thread name seen, to skip its lookup
+	err     error
+}
+
+// interner maps names to dense ids; lookups by []byte do not allocate.
+type interner struct {
+	ids  map[string]int32
+	strs []string
+}
+
+func (in *interner) id(b []byte) int32 {
+	if id, ok := in.ids[string(b)]; ok {
+		return id
+	}
+	return in.add(string(b))
+}
+
+func (in *interner) idString(s string) int32 {
+	if id, ok := in.ids[s]; ok {
+		return id
+	}
+	return in.add(s)
+}
+
+func (in *interner) add(s string) int32 {
+	if in.ids == nil {
+		in.ids = make(map[string]int32)
+	}
+	id := int32(len(in.strs))
+	in.ids[s] = id
+	in.strs = append(in.strs, s)
+	return id
+}
+
+// NewLogGenReader reads the header of a log-gen file.
+func NewLogGenReader(r io.Reader) (*LogGenReader, error) {
+	lr := &LogGenReader{br: bufio.NewReaderSize(r, 256<<10), thr: -1, in: &interner{}}
+	if err := lr.readHeader(); err != nil {
+		return nil, fmt.Errorf("log-gen line %d: %w", lr.line, err)
+	}
+	return lr, nil
+}
+
+// PID returns the process id of the header.
+func (lr *LogGenReader) PID() int { return lr.pid }
+
+// Metrics returns the metrics of the header. Unit and Calibrated are
+// zero if the header has only the Units line.
+func (lr *LogGenReader) Metrics() []Metric { return lr.metrics }
+
+// Notes returns the header's notes.
+func (lr *LogGenReader) Notes() []string { return lr.notes }
+
+// readLine returns the next line without its newline; io.EOF at a clean
+// end of file.
+func (lr *LogGenReader) readLine() ([]byte, error) {
+	line, err := lr.br.ReadSlice('\n')
+	if len(line) > 0 {
+		lr.line++
+	}
+	switch {
+	case err == nil:
+		return line[:len(line)-1], nil
+	case errors.Is(err, bufio.ErrBufferFull):
+		return nil, fmt.Errorf("line longer than %d bytes", lr.br.Size())
+	case err == io.EOF && len(line) > 0:
+		return nil, fmt.Errorf("truncated: last line %q has no newline", line)
+	}
+	return nil, err
+}
+
+// peekHeader reports whether the next line is a header line.
+func (lr *LogGenReader) peekHeader() bool {
+	b, _ := lr.br.Peek(1)
+	return len(b) == 1 && b[0] == ' '
+}
+
+func (lr *LogGenReader) readHeader() error {
+	next := func(what string) ([]byte, error) {
+		line, err := lr.readLine()
+		if err == io.EOF {
+			if lr.line == 0 {
+				return nil, fmt.Errorf("empty file, expected %s", what)
+			}
+			lr.line++
+			return nil, fmt.Errorf("unexpected end of file, expected %s", what)
+		}
+		return line, err
+	}
+	line, err := next(strconv.Quote(logGenTitle))
+	if err != nil {
+		return err
+	}
+	if string(line) != logGenTitle {
+		return fmt.Errorf("not a libjprof log-gen file: expected %q, got %q", logGenTitle, line)
+	}
+	if line, err = next(strconv.Quote(pidPrefix + "N")); err != nil {
+		return err
+	}
+	v, ok := bytes.CutPrefix(line, []byte(pidPrefix))
+	if lr.pid, err = strconv.Atoi(string(v)); !ok || err != nil {
+		return fmt.Errorf("expected %q, got %q", pidPrefix+"N", line)
+	}
+	for {
+		if line, err = next(strconv.Quote(unitsPrefix + "NAMES")); err != nil {
+			return err
+		}
+		note, ok := bytes.CutPrefix(line, []byte(notePrefix))
+		if !ok {
+			break
+		}
+		lr.notes = append(lr.notes, string(note))
+	}
+	units, ok := bytes.CutPrefix(line, []byte(unitsPrefix))
+	if !ok {
+		return fmt.Errorf("expected %q, got %q", unitsPrefix+"NAMES", line)
+	}
+	if string(units) != "none" {
+		for _, n := range strings.Split(string(units), " ") {
+			if n == "" {
+				return fmt.Errorf("bad metric names %q", units)
+			}
+			lr.metrics = append(lr.metrics, Metric{Name: n})
+		}
+	}
+	// Optional details of each metric, all or none.
+	for i := range lr.metrics {
+		if !lr.peekHeader() {
+			if i == 0 {
+				break
+			}
+			lr.line++
+			return fmt.Errorf("expected details of metric %d", i+1)
+		}
+		if line, err = next("metric details"); err != nil {
+			return err
+		}
+		m, err := parseMetricLine(string(line), i+1)
+		if err != nil {
+			return err
+		}
+		if m.Name != lr.metrics[i].Name {
+			return fmt.Errorf("metric %d is %s in the Units line but %s here", i+1, lr.metrics[i].Name, m.Name)
+		}
+		lr.metrics[i] = m
+	}
+	if lr.peekHeader() {
+		line, _ := lr.readLine()
+		return fmt.Errorf("expected an event, got %q", line)
+	}
+	lr.vals = make([]uint64, len(lr.metrics))
+	return nil
+}
+
+// Next reads the next event; it returns false at the end of the file or
+// on an error, which Err returns.
+func (lr *LogGenReader) Next() bool {
+	if lr.err != nil {
+		return false
+	}
+	line, err := lr.readLine()
+	if err == nil {
+		err = lr.parse(line)
+	}
+	if err != nil {
+		if err != io.EOF {
+			lr.err = fmt.Errorf("log-gen line %d: %w", lr.line, err)
+		} else {
+			lr.err = io.EOF
+		}
+		return false
+	}
+	return true
+}
+
+// Err returns the error that stopped Next, or nil at a clean end of file.
+func (lr *LogGenReader) Err() error {
+	if lr.err == io.EOF {
+		return nil
+	}
+	return lr.err
+}
+
+// Event returns the current event. Its Values are overwritten by the
+// next call to Next.
+func (lr *LogGenReader) Event() Event {
+	return Event{
+		Thread: lr.in.strs[lr.thr],
+		Kind:   lr.kind,
+		Name:   lr.in.strs[lr.name],
+		Values: lr.vals,
+	}
+}
+
+// parse reads an event line and interns its names.
+func (lr *LogGenReader) parse(line []byte) error {
+	kind, name, thr, err := parseEvent(line, lr.vals)
+	if err != nil {
+		return err
+	}
+	lr.kind = kind
+	lr.name = lr.in.id(name)
+	// Consecutive events are mostly on one thread: compare bytes rather
+	// than hash them.
+	if lr.thr < 0 || !bytes.Equal(thr, lr.lastThr) {
+		lr.thr = lr.in.id(thr)
+		lr.lastThr = append(lr.lastThr[:0], thr...)
+	}
+	return nil
+}
+
+// parseEvent splits "<v1> ... <vk> <kind> <name> <thread>" into vals (k =
+// len(vals)), the kind and the two names, which alias line. It is the hot
+// loop of post-processing, so it walks the bytes once by hand.
+func parseEvent(line []byte, vals []uint64) (kind EventKind, name, thread []byte, err error) {
+	i := 0
+	for m := range vals {
+		var v uint64
+		j := i
+		for ; i < len(line); i++ {
+			c := line[i] - '0'
+			if c > 9 {
+				break
+			}
+			v = v*10 + uint64(c)
+		}
+		if i == j || i == len(line) || line[i] != ' ' {
+			return 0, nil, nil, fmt.Errorf("expected %d values, a kind, a method and a thread, got %q", len(vals), line)
+		}
+		if i-j > 19 { // may have wrapped: let strconv decide
+			if v, err = strconv.ParseUint(string(line[j:i]), 10, 64); err != nil {
+				return 0, nil, nil, fmt.Errorf("value %d overflows", m+1)
+			}
+		}
+		vals[m] = v
+		i++
+	}
+	rest := line[i:]
+	switch {
+	case len(rest) > 2 && rest[0] == '>' && rest[1] == ' ':
+		kind, rest = Entry, rest[2:]
+	case len(rest) > 2 && rest[0] == '<' && rest[1] == ' ':
+		kind, rest = Exit, rest[2:]
+	case len(rest) > 3 && rest[0] == '<' && rest[1] == '!' && rest[2] == ' ':
+		kind, rest = ExceptionExit, rest[3:]
+	default:
+		return 0, nil, nil, fmt.Errorf("expected %d values then >, < or <!, got %q", len(vals), line)
+	}
+	sp := bytes.IndexByte(rest, ' ')
+	if sp <= 0 || sp == len(rest)-1 {
+		return 0, nil, nil, fmt.Errorf("expected a method and a thread, got %q", line)
+	}
+	return kind, rest[:sp], rest[sp+1:], nil
+}

@@ -1,0 +1,506 @@
+package reports
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// The log-rt format, in the spirit of JProf's (seed 000, Figure 6):
+//
+//	 libjprof log-rt
+//	 Process_Number_ID=4242
+//	 Sequence=1
+//	 Note: PTT backend: ebpf
+//
+//	 Base Values:
+//	 : 1 = PTT_TIME (ns, calibrated)
+//
+//	 Column Labels:
+//	 : LV = Level of nesting (Call Depth)
+//	 ...
+//
+//	  LV      CALLS        CEE       BASE      DELTA         DS         IN  NAME
+//	   0          0          1         12          0          3          0  0000b718_main
+//	   1          1       1000       5000        700          1          2  J:hellop.main([Ljava/lang/String;)V
+//	 End of log-rt: 2 rows
+//
+// Rows are the nodes depth-first, children in order; LV is 0 for a thread
+// root. The level is "%4d" and each number "%10d" after one space, so a
+// number too wide for its column pushes the rest right instead of being
+// cut: the parser splits on spaces, not on fixed offsets. NAME is
+// everything after the two spaces that follow the last number, because
+// thread names may contain spaces. Without metrics the columns are
+// LV CALLS CEE NAME (CALLTREE mode: no BASE, DELTA, DS or IN); with k>1
+// metrics BASE and DELTA become BASE1 DELTA1 ... BASEk DELTAk.
+//
+// The closing " End of log-rt: N rows" line is not in JProf's format: it
+// lets a reader tell a complete file from one cut at a line boundary.
+
+const (
+	logRTTitle   = " libjprof log-rt"
+	logRTEnd     = " End of log-rt: "
+	pidPrefix    = " Process_Number_ID="
+	seqPrefix    = " Sequence="
+	notePrefix   = " Note: "
+	baseValues   = " Base Values:"
+	columnLabels = " Column Labels:"
+	noMetrics    = " : none (call counts only)"
+)
+
+// logRTColumns returns the numeric column names, after LV and before NAME,
+// for k metrics.
+func logRTColumns(k int) []string {
+	cols := []string{"CALLS", "CEE"}
+	switch k {
+	case 0:
+		return cols
+	case 1:
+		cols = append(cols, "BASE", "DELTA")
+	default:
+		for i := 1; i <= k; i++ {
+			cols = append(cols, fmt.Sprintf("BASE%d", i), fmt.Sprintf("DELTA%d", i))
+		}
+	}
+	return append(cols, "DS", "IN")
+}
+
+// logRTLabels returns the Column Labels lines for k metrics.
+func logRTLabels(k int) []string {
+	l := []string{
+		" : LV = Level of nesting (Call Depth)",
+		" : CALLS = Calls to this method (Callers)",
+		" : CEE = Calls from this method (Callees)",
+	}
+	switch k {
+	case 0:
+	case 1:
+		l = append(l, " : BASE = Metrics observed", " : DELTA = BASE adjustment due to calibration")
+	default:
+		for i := 1; i <= k; i++ {
+			l = append(l,
+				fmt.Sprintf(" : BASE%d = Metrics observed (metric %d)", i, i),
+				fmt.Sprintf(" : DELTA%d = BASE%d adjustment due to calibration", i, i))
+		}
+	}
+	if k > 0 {
+		l = append(l, " : DS = Dispatches observed", " : IN = Interrupts observed")
+	}
+	return append(l, " : NAME = Name of Method or Thread")
+}
+
+func logRTHeaderRow(k int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%4s", "LV")
+	for _, c := range logRTColumns(k) {
+		fmt.Fprintf(&b, " %10s", c)
+	}
+	b.WriteString("  NAME")
+	return b.String()
+}
+
+// metricLine renders one Base Values entry; parseMetricLine reads it back.
+func metricLine(i int, m Metric) string {
+	cal := "uncalibrated"
+	if m.Calibrated {
+		cal = "calibrated"
+	}
+	return fmt.Sprintf(" : %d = %s (%s, %s)", i, m.Name, m.Unit, cal)
+}
+
+func parseMetricLine(line string, i int) (Metric, error) {
+	want := fmt.Sprintf(" : %d = ", i)
+	rest, ok := strings.CutPrefix(line, want)
+	open := strings.LastIndex(rest, " (")
+	if !ok || open <= 0 || !strings.HasSuffix(rest, ")") {
+		return Metric{}, fmt.Errorf("expected metric %q, got %q", want+"NAME (UNIT, calibrated|uncalibrated)", line)
+	}
+	m := Metric{Name: rest[:open]}
+	unit, cal, ok := strings.Cut(rest[open+2:len(rest)-1], ", ")
+	switch {
+	case !ok:
+		return Metric{}, fmt.Errorf("expected \"(UNIT, calibrated|uncalibrated)\", got %q", line)
+	case cal == "calibrated":
+		m.Calibrated = true
+	case cal == "uncalibrated":
+	default:
+		return Metric{}, fmt.Errorf("expected calibrated or uncalibrated, got %q", cal)
+	}
+	m.Unit = unit
+	return m, nil
+}
+
+// checkMetric rejects metrics whose line could not be read back.
+func checkMetric(m Metric) error {
+	if m.Name == "" || strings.ContainsAny(m.Name, " \r\n") {
+		return fmt.Errorf("metric name %q must be non-empty and have no spaces", m.Name)
+	}
+	if strings.ContainsAny(m.Unit, ",()\r\n") {
+		return fmt.Errorf("metric %s: unit %q must not contain , ( ) or a line break", m.Name, m.Unit)
+	}
+	return nil
+}
+
+// WriteLogRT writes p in log-rt format. A Base or Delta slice shorter than
+// p.Metrics is written as zeros; without metrics DS and IN are not
+// written. Names must be non-empty and on one line, else nothing is
+// written past the header and an error says which node is at fault.
+func WriteLogRT(w io.Writer, p *Profile) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	k := len(p.Metrics)
+	fmt.Fprintf(bw, "%s\n%s%d\n%s%d\n", logRTTitle, pidPrefix, p.PID, seqPrefix, p.Seq)
+	for _, n := range p.Notes {
+		if strings.ContainsAny(n, "\r\n") {
+			return fmt.Errorf("log-rt: note %q has a line break", n)
+		}
+		fmt.Fprintf(bw, "%s%s\n", notePrefix, n)
+	}
+	fmt.Fprintf(bw, "\n%s\n", baseValues)
+	if k == 0 {
+		fmt.Fprintf(bw, "%s\n", noMetrics)
+	}
+	for i, m := range p.Metrics {
+		if err := checkMetric(m); err != nil {
+			return fmt.Errorf("log-rt: %w", err)
+		}
+		fmt.Fprintf(bw, "%s\n", metricLine(i+1, m))
+	}
+	fmt.Fprintf(bw, "\n%s\n", columnLabels)
+	for _, l := range logRTLabels(k) {
+		fmt.Fprintf(bw, "%s\n", l)
+	}
+	fmt.Fprintf(bw, "\n%s\n", logRTHeaderRow(k))
+
+	rw := rowWriter{w: bw, k: k}
+	for _, t := range p.Threads {
+		if err := rw.write(t, 0); err != nil {
+			return fmt.Errorf("log-rt: %w", err)
+		}
+	}
+	fmt.Fprintf(bw, "%s%d rows\n", logRTEnd, rw.rows)
+	return bw.Flush()
+}
+
+type rowWriter struct {
+	w    *bufio.Writer
+	k    int
+	buf  []byte
+	rows int
+}
+
+// write writes n and its subtree. It formats with strconv into one reused
+// buffer because a profile can have millions of nodes.
+func (rw *rowWriter) write(n *Node, level int) error {
+	if n.Name == "" || strings.ContainsAny(n.Name, "\r\n") {
+		return fmt.Errorf("node %q at level %d: a name must be non-empty and on one line", n.Name, level)
+	}
+	if len(n.Base) > rw.k || len(n.Delta) > rw.k {
+		return fmt.Errorf("node %q has %d base and %d delta values for %d metrics", n.Name, len(n.Base), len(n.Delta), rw.k)
+	}
+	b := padUint(rw.buf[:0], uint64(level), 4)
+	b = padUint(append(b, ' '), n.Calls, 10)
+	b = padUint(append(b, ' '), n.Callees(), 10)
+	if rw.k > 0 {
+		for i := range rw.k {
+			b = padUint(append(b, ' '), at0(n.Base, i), 10)
+			b = padUint(append(b, ' '), at0(n.Delta, i), 10)
+		}
+		b = padUint(append(b, ' '), n.DS, 10)
+		b = padUint(append(b, ' '), n.IN, 10)
+	}
+	b = append(b, "  "...)
+	b = append(b, n.Name...)
+	b = append(b, '\n')
+	rw.buf = b
+	rw.rows++
+	if _, err := rw.w.Write(b); err != nil {
+		return err
+	}
+	for _, c := range n.Children {
+		if err := rw.write(c, level+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// padUint appends v right-aligned in width columns.
+func padUint(b []byte, v uint64, width int) []byte {
+	var tmp [20]byte
+	d := strconv.AppendUint(tmp[:0], v, 10)
+	for i := len(d); i < width; i++ {
+		b = append(b, ' ')
+	}
+	return append(b, d...)
+}
+
+// ParseLogRT reads a file written by [WriteLogRT]. Errors name the line
+// and what was expected there; a file cut anywhere, even at a line
+// boundary, is an error, and so is a row whose CEE does not match the
+// calls of its children.
+func ParseLogRT(r io.Reader) (*Profile, error) {
+	lr := lineReader{sc: bufio.NewScanner(r)}
+	lr.sc.Buffer(make([]byte, 64<<10), maxLine)
+	p, err := parseLogRT(&lr)
+	if err != nil {
+		return nil, fmt.Errorf("log-rt line %d: %w", lr.n, err)
+	}
+	return p, nil
+}
+
+// maxLine bounds a line; Java signatures are long but not this long.
+const maxLine = 4 << 20
+
+// lineReader counts lines so that errors can name them.
+type lineReader struct {
+	sc *bufio.Scanner
+	n  int
+}
+
+var errEOF = errors.New("unexpected end of file")
+
+// next returns the next line, or an error saying what was expected when
+// the input ends.
+func (lr *lineReader) next(expected string) ([]byte, error) {
+	lr.n++
+	if !lr.sc.Scan() {
+		if err := lr.sc.Err(); err != nil {
+			return nil, err
+		}
+		if lr.n == 1 {
+			return nil, fmt.Errorf("empty file, expected %s", expected)
+		}
+		return nil, fmt.Errorf("%w, expected %s", errEOF, expected)
+	}
+	return lr.sc.Bytes(), nil
+}
+
+func (lr *lineReader) expect(want string) error {
+	line, err := lr.next(strconv.Quote(want))
+	if err != nil {
+		return err
+	}
+	if string(line) != want {
+		return fmt.Errorf("expected %q, got %q", want, line)
+	}
+	return nil
+}
+
+func parseLogRT(lr *lineReader) (*Profile, error) {
+	p := &Profile{}
+	if err := lr.expect(logRTTitle); err != nil {
+		return nil, fmt.Errorf("not a libjprof log-rt file: %w", err)
+	}
+	var err error
+	if p.PID, err = lr.intField(pidPrefix); err != nil {
+		return nil, err
+	}
+	if p.Seq, err = lr.intField(seqPrefix); err != nil {
+		return nil, err
+	}
+	// Notes, then the blank line before Base Values.
+	for {
+		line, err := lr.next("a note or a blank line")
+		if err != nil {
+			return nil, err
+		}
+		if len(line) == 0 {
+			break
+		}
+		note, ok := bytes.CutPrefix(line, []byte(notePrefix))
+		if !ok {
+			return nil, fmt.Errorf("expected %q or a blank line, got %q", notePrefix+"TEXT", line)
+		}
+		p.Notes = append(p.Notes, string(note))
+	}
+	if err := lr.expect(baseValues); err != nil {
+		return nil, err
+	}
+	// Metrics, or the explicit "none" line, then a blank line. An empty
+	// section is rejected: the writer never produces one.
+	for {
+		line, err := lr.next("a metric or a blank line")
+		if err != nil {
+			return nil, err
+		}
+		if len(line) == 0 && len(p.Metrics) > 0 {
+			break
+		}
+		if string(line) == noMetrics && len(p.Metrics) == 0 {
+			if err := lr.expect(""); err != nil {
+				return nil, err
+			}
+			break
+		}
+		m, err := parseMetricLine(string(line), len(p.Metrics)+1)
+		if err != nil {
+			if len(p.Metrics) == 0 {
+				return nil, fmt.Errorf("%w, or %q", err, noMetrics)
+			}
+			return nil, err
+		}
+		p.Metrics = append(p.Metrics, m)
+	}
+	k := len(p.Metrics)
+	if err := lr.expect(columnLabels); err != nil {
+		return nil, err
+	}
+	for _, l := range logRTLabels(k) {
+		if err := lr.expect(l); err != nil {
+			return nil, err
+		}
+	}
+	if err := lr.expect(""); err != nil {
+		return nil, err
+	}
+	if err := lr.expect(logRTHeaderRow(k)); err != nil {
+		return nil, err
+	}
+	if err := parseRows(lr, p); err != nil {
+		return nil, err
+	}
+	lr.n++
+	if lr.sc.Scan() {
+		return nil, fmt.Errorf("expected end of file after %q, got %q", strings.TrimSpace(logRTEnd), lr.sc.Bytes())
+	}
+	return p, lr.sc.Err()
+}
+
+func (lr *lineReader) intField(prefix string) (int, error) {
+	line, err := lr.next(strconv.Quote(prefix + "N"))
+	if err != nil {
+		return 0, err
+	}
+	v, ok := bytes.CutPrefix(line, []byte(prefix))
+	if !ok {
+		return 0, fmt.Errorf("expected %q, got %q", prefix+"N", line)
+	}
+	n, err := strconv.Atoi(string(v))
+	if err != nil {
+		return 0, fmt.Errorf("expected %q: %w", prefix+"N", err)
+	}
+	return n, nil
+}
+
+// openRow is a node whose subtree is still being read, with the CEE its row
+// claimed, checked when the subtree ends.
+type openRow struct {
+	n   *Node
+	cee uint64
+	row int
+}
+
+func parseRows(lr *lineReader, p *Profile) error {
+	k := len(p.Metrics)
+	ncols := len(logRTColumns(k))
+	var stack []openRow
+	// closeTo ends the subtrees of the nodes at levels >= level.
+	closeTo := func(level int) error {
+		for len(stack) > level {
+			o := stack[len(stack)-1]
+			if got := o.n.Callees(); got != o.cee {
+				return fmt.Errorf("row at line %d (%s) has CEE %d but its callees were called %d times", o.row, o.n.Name, o.cee, got)
+			}
+			stack = stack[:len(stack)-1]
+		}
+		return nil
+	}
+	rows := 0
+	vals := make([]uint64, ncols)
+	for {
+		line, err := lr.next(fmt.Sprintf("a row or %q", logRTEnd+"N rows"))
+		if err != nil {
+			return err
+		}
+		if rest, ok := bytes.CutPrefix(line, []byte(logRTEnd)); ok {
+			if err := closeTo(0); err != nil {
+				return err
+			}
+			if want := fmt.Sprintf("%d rows", rows); string(rest) != want {
+				return fmt.Errorf("expected %q, got %q", logRTEnd+want, line)
+			}
+			return nil
+		}
+		level, name, err := parseRow(line, vals)
+		if err != nil {
+			return err
+		}
+		if level > len(stack) {
+			if len(stack) == 0 {
+				return fmt.Errorf("first row has level %d, expected 0 (a thread)", level)
+			}
+			return fmt.Errorf("level %d follows level %d: a level can grow by at most 1", level, len(stack)-1)
+		}
+		if err := closeTo(level); err != nil {
+			return err
+		}
+		n := &Node{Name: name, Calls: vals[0]}
+		if k > 0 {
+			bd := make([]uint64, 2*k)
+			n.Base, n.Delta = bd[:k:k], bd[k:]
+			for i := range k {
+				n.Base[i], n.Delta[i] = vals[2+2*i], vals[3+2*i]
+			}
+			n.DS, n.IN = vals[2+2*k], vals[3+2*k]
+		}
+		if level == 0 {
+			p.Threads = append(p.Threads, n)
+		} else {
+			par := stack[level-1].n
+			par.Children = append(par.Children, n)
+		}
+		stack = append(stack, openRow{n: n, cee: vals[1], row: lr.n})
+		rows++
+	}
+}
+
+// parseRow reads "LV v1 ... vn  NAME" into vals (n = len(vals)).
+func parseRow(line []byte, vals []uint64) (level int, name string, err error) {
+	bad := func() (int, string, error) {
+		return 0, "", fmt.Errorf("expected %d columns, got %d", len(vals)+2, len(bytes.Fields(line)))
+	}
+	i := 0
+	num := func() (uint64, bool, error) {
+		for i < len(line) && line[i] == ' ' {
+			i++
+		}
+		j := i
+		for i < len(line) && line[i] >= '0' && line[i] <= '9' {
+			i++
+		}
+		if i == j {
+			return 0, false, nil
+		}
+		v, err := strconv.ParseUint(string(line[j:i]), 10, 64)
+		return v, true, err
+	}
+	lv, ok, err := num()
+	if !ok {
+		return bad()
+	}
+	if err != nil || lv > 1<<30 {
+		return 0, "", fmt.Errorf("bad level %q", line[:i])
+	}
+	for c := range vals {
+		if i == len(line) || line[i] != ' ' {
+			return bad()
+		}
+		v, ok, err := num()
+		if err != nil {
+			return 0, "", fmt.Errorf("column %d: %w", c+2, err)
+		}
+		if !ok {
+			return bad()
+		}
+		vals[c] = v
+	}
+	rest, ok := bytes.CutPrefix(line[i:], []byte("  "))
+	if !ok || len(rest) == 0 {
+		return bad()
+	}
+	return int(lv), string(rest), nil
+}
