@@ -23,6 +23,8 @@ type agent struct {
 	closeLog func()
 	ptt     ptt.Status
 	metrics []ptt.Metric
+	jvm     jvmIdentity
+	env     [][]uint64 // environmental overhead per metric and key
 	notes   []string // header notes for every report
 
 	vm     jvmti.VMThread  // attached thread for JVMTI calls from Go
@@ -60,8 +62,10 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 		a.closeLog()
 		return nil, err
 	}
-	for k := range a.metrics {
-		if err := jvmti.SetEnv(k, a.envFor(k)); err != nil {
+	a.jvm = readJVMIdentity()
+	if opts.Calibrate && len(a.metrics) > 0 {
+		if err := a.loadCalibration(); err != nil {
+			a.log.Error("calibration setup failed", zap.Error(err))
 			a.closeLog()
 			return nil, err
 		}
@@ -148,6 +152,9 @@ func (a *agent) VMDeath() {
 			a.log.Info("log-gen written", zap.String("file", path), zap.Uint64("events", n),
 				zap.Uint64("writerWaits", jvmti.GenWaits()))
 		}
+	}
+	if a.opts.CalOut != "" {
+		a.writeCalOut(jvmti.Snapshot())
 	}
 	if a.jit != nil {
 		a.jit.finish()

@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/libjprof/libjprof/jvmti"
-	"github.com/libjprof/libjprof/ptt"
 	"github.com/libjprof/libjprof/reports"
 )
 
@@ -43,18 +42,9 @@ func (a *agent) calibrator() *calibrator {
 }
 
 // envFor is the environmental overhead per key for metric k: the part of
-// the glue that runs without profiling too and so belongs to the program.
-// Without a calibration table: one instruction (the call or return
-// itself) for counted events, nothing for time.
-func (a *agent) envFor(k int) []uint64 {
-	env := make([]uint64, jvmti.NKeys)
-	if a.metrics[k] != ptt.Time {
-		for i := range env {
-			env[i] = 1
-		}
-	}
-	return env
-}
+// the glue that runs without profiling too and so belongs to the program
+// (from the calibration table, else calibration.DefaultEnv).
+func (a *agent) envFor(k int) []uint64 { return a.env[k] }
 
 // apply moves the overhead of every counted event from BASE to DELTA.
 func (c *calibrator) apply(seqs []jvmti.SeqCount, nodes []*reports.Node) {

@@ -59,6 +59,9 @@ type Options struct {
 	JitA2N, PerfMap, ThreadInfo bool
 	// Calibrate removes the profiler's overhead from the metrics (default on).
 	Calibrate bool
+	// CalTable is a calibration table to start from; CalOut is where to
+	// write this run's minima.
+	CalTable, CalOut string
 }
 
 // OptionError is a bad option: the JVM must not start.
@@ -134,6 +137,28 @@ var optionSpecs = []optionSpec{
 	}},
 	{name: "CALIBRATE", help: "remove the profiler's own overhead from metrics (default on; NOCALIBRATE for raw values)", set: func(o *Options, _ string, on bool) error {
 		o.Calibrate = on
+		return nil
+	}},
+	{name: "CALTABLE", hasValue: true, help: "calibration table to start from (default: a built-in table matching this JVM, metric and backend)", set: func(o *Options, v string, on bool) error {
+		if !on {
+			o.CalTable = ""
+			return nil
+		}
+		if v == "" {
+			return fmt.Errorf("needs a file")
+		}
+		o.CalTable = v
+		return nil
+	}},
+	{name: "CALOUT", hasValue: true, help: "write this run's calibration minima as a table at VM death (used by make train)", set: func(o *Options, v string, on bool) error {
+		if !on {
+			o.CalOut = ""
+			return nil
+		}
+		if v == "" {
+			return fmt.Errorf("needs a file")
+		}
+		o.CalOut = v
 		return nil
 	}},
 	{name: "GENERIC", help: "also write log-gen: one line per method event", set: setGeneric},

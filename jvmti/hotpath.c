@@ -802,6 +802,19 @@ int jp_attach_current(char *name)
 	return (int)(*jp.vm)->AttachCurrentThreadAsDaemon(jp.vm, (void **)&env, &args);
 }
 
+char *jp_sysprop(const char *name)
+{
+	char *v = NULL;
+	if ((*jp.jvmti)->GetSystemProperty(jp.jvmti, name, &v) != JVMTI_ERROR_NONE)
+		return NULL;
+	return v;
+}
+
+void jp_dealloc(char *p)
+{
+	(*jp.jvmti)->Deallocate(jp.jvmti, (unsigned char *)p);
+}
+
 int jp_force_gc(void)
 {
 	return (int)(*jp.jvmti)->ForceGarbageCollection(jp.jvmti);

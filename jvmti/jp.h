@@ -243,6 +243,10 @@ int jp_set_method_events(int on);
  * daemon, so that it may call JVMTI functions that need a Java thread. */
 int jp_attach_current(char *name);
 int jp_force_gc(void);
+/* jp_sysprop returns a VM system property (JVMTI-allocated; free with
+ * jp_dealloc), or NULL. */
+char *jp_sysprop(const char *name);
+void jp_dealloc(char *p);
 
 static inline jp_node *jp_node_at(const jp_thread *t, uint32_t i)
 {

@@ -102,3 +102,16 @@ func cbool(b bool) C.int {
 	}
 	return 0
 }
+
+// SystemProperty reads a VM system property (java.vm.name, os.arch, ...);
+// "" if it is not set. Usable from Agent_OnLoad on.
+func SystemProperty(name string) string {
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	v := C.jp_sysprop(cs)
+	if v == nil {
+		return ""
+	}
+	defer C.jp_dealloc(v)
+	return C.GoString(v)
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/libjprof/libjprof/calibration"
+	"github.com/libjprof/libjprof/jvmti"
+)
+
+// jvmIdentity is what a calibration table must match.
+type jvmIdentity struct {
+	name, version, arch string
+}
+
+func readJVMIdentity() jvmIdentity {
+	return jvmIdentity{
+		name:    jvmti.SystemProperty("java.vm.name"),
+		version: jvmti.SystemProperty("java.vm.version"),
+		arch:    jvmti.SystemProperty("os.arch"),
+	}
+}
+
+// loadCalibration seeds the hot path's minima and environmental values,
+// per metric, from CALTABLE= or else from a built-in table that matches
+// this JVM, metric and PTT backend; without one, minima start empty and
+// are found online. A CALTABLE that does not match is refused: applying
+// another JVM's or backend's minima would remove the wrong amounts.
+func (a *agent) loadCalibration() error {
+	a.env = make([][]uint64, len(a.metrics))
+	var given []*calibration.Table
+	if a.opts.CalTable != "" {
+		f, err := os.Open(a.opts.CalTable)
+		if err != nil {
+			return fmt.Errorf("CALTABLE: %w", err)
+		}
+		given, err = calibration.ParseAll(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("CALTABLE %s: %w", a.opts.CalTable, err)
+		}
+	}
+	for k, m := range a.metrics {
+		a.env[k] = make([]uint64, jvmti.NKeys)
+		for i := range a.env[k] {
+			a.env[k][i] = calibration.DefaultEnv(m.String())
+		}
+		var tab *calibration.Table
+		var source string
+		if a.opts.CalTable != "" {
+			var errs []string
+			for _, t := range given {
+				err := t.Matches(a.jvm.name, a.jvm.version, m.String(), a.ptt.Backend.String())
+				if err == nil {
+					tab = t
+					break
+				}
+				errs = append(errs, err.Error())
+			}
+			if tab == nil {
+				return fmt.Errorf("CALTABLE %s has no table for this run (JVM %q %s, metric %s, backend %s): %s",
+					a.opts.CalTable, a.jvm.name, a.jvm.version, m, a.ptt.Backend, strings.Join(errs, "; "))
+			}
+			source = "table " + a.opts.CalTable
+		} else if t, ok := calibration.Default(a.jvm.name, a.jvm.version, m.String(), a.ptt.Backend.String()); ok {
+			tab, source = t, "built-in table"
+		}
+		if tab == nil {
+			note := fmt.Sprintf("Calibration %s: no table for JVM %q %s and backend %s; minima found online in this run", m, a.jvm.name, a.jvm.version, a.ptt.Backend)
+			a.notes = append(a.notes, note)
+			a.log.Info(note)
+		} else {
+			if err := jvmti.SeedMinima(k, tab.Minima()); err != nil {
+				return err
+			}
+			a.env[k] = tab.Envs()
+			note := fmt.Sprintf("Calibration %s: starting minima from %s (JVM %s %s, backend %s, %d runs, %s, env %s)",
+				m, source, tab.JVM, tab.JVMVersion, tab.Backend, tab.Runs, tab.Date.Format("2006-01-02"), tab.EnvSource)
+			a.notes = append(a.notes, note)
+			a.log.Info(note)
+		}
+		if err := jvmti.SetEnv(k, a.env[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeCalOut writes the run's minima as calibration tables (CALOUT=),
+// one per metric, for the trainer to merge.
+func (a *agent) writeCalOut(threads []jvmti.Thread) {
+	mins := jvmti.Minima()
+	if mins == nil {
+		a.log.Warn("CALOUT: nothing to write (no metrics, or NOCALIBRATE)")
+		return
+	}
+	counts := make([]uint64, jvmti.NKeys)
+	for _, t := range threads {
+		for _, s := range t.Seqs {
+			counts[s.Key] += s.Count
+		}
+	}
+	var tabs []*calibration.Table
+	for k, m := range a.metrics {
+		t := calibration.NewTable(calibration.Provenance{
+			JVM: a.jvm.name, JVMVersion: a.jvm.version, Arch: a.jvm.arch,
+			Metric: m.String(), Backend: a.ptt.Backend.String(), CPU: cpuModel(),
+			Date: time.Now().UTC(), Runs: 1, Tool: "libjprof agent", EnvSource: calibration.EnvDefault,
+		})
+		for key, mn := range mins[k] {
+			if mn == calibration.Unseen {
+				continue
+			}
+			t.Entries[calibration.Key(key)] = calibration.Entry{Min: mn, Env: a.env[k][key], Count: counts[key]}
+		}
+		tabs = append(tabs, t)
+	}
+	err := writeFileAtomic(a.opts.CalOut, func(w *bufio.Writer) error { return calibration.WriteAll(w, tabs...) })
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "libjprof: CALOUT: %v\n", err)
+		a.log.Error("CALOUT not written", zap.Error(err))
+		return
+	}
+	a.files = append(a.files, a.opts.CalOut)
+	a.log.Info("calibration table written", zap.String("file", a.opts.CalOut))
+}
+
+// cpuModel is the "model name" of /proc/cpuinfo, for table provenance.
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				return strings.TrimSpace(v)
+			}
+		}
+	}
+	return runtime.GOARCH
+}
