@@ -57,7 +57,7 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 		a.closeLog()
 		return nil, err
 	}
-	if err := jvmti.Setup(vm, a, opts.Start, opts.Calibrate, opts.Generic, opts.JitA2N || opts.PerfMap); err != nil {
+	if err := jvmti.Setup(vm, a, opts.Start, opts.Calibrate, opts.genMode(), opts.JitA2N || opts.PerfMap); err != nil {
 		a.log.Error("JVMTI setup failed", zap.Error(err))
 		a.closeLog()
 		return nil, err

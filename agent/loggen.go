@@ -18,6 +18,7 @@ import (
 // is drained and the file renamed into place, so it appears complete.
 type genWriter struct {
 	path    string
+	raw     bool // lines carry sequence keys
 	tmp     *os.File
 	w       *reports.LogGenWriter
 	drainer *jvmti.GenDrainer
@@ -38,15 +39,20 @@ func (a *agent) startLogGen() (*genWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("log-gen: %w", err)
 	}
+	raw := a.opts.genMode() == jvmti.GenRaw
 	var metrics []reports.Metric
 	for _, m := range a.metrics {
-		metrics = append(metrics, reports.Metric{Name: m.String(), Unit: m.Unit(), Calibrated: a.opts.Calibrate})
+		metrics = append(metrics, reports.Metric{Name: m.String(), Unit: m.Unit(), Calibrated: a.opts.Calibrate && !raw})
 	}
 	notes := append([]string(nil), a.notes...)
-	if a.opts.Calibrate && len(metrics) > 0 {
+	switch {
+	case raw:
+		notes = append(notes, "Calibration: none here: raw deltas with sequence keys (s<key>), for jprof calibrate")
+	case a.opts.Calibrate && len(metrics) > 0:
 		notes = append(notes, "Calibration: online (each value calibrated with the minimum current when its event happened)")
 	}
 	g := &genWriter{
+		raw:     raw,
 		path:    path,
 		tmp:     tmp,
 		w:       reports.NewLogGenWriter(tmp, a.pid, metrics, notes...),
@@ -89,6 +95,7 @@ func (g *genWriter) drain(final bool) {
 		ev.Kind = reports.EventKind(r.Kind)
 		ev.Name = r.Name
 		ev.Values = r.Values
+		ev.Key, ev.HasKey = r.Key, g.raw
 		if err := g.w.Write(ev); err != nil {
 			g.err = err
 			g.log.Error("log-gen write failed; events are counted but no longer written", zap.Error(err))

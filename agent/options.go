@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/libjprof/libjprof/jvmti"
 	"github.com/libjprof/libjprof/ptt"
 )
 
@@ -52,8 +53,9 @@ type Options struct {
 	Host     string
 	Port     int
 	Token    string
-	// Generic also writes log-gen, one line per event.
-	Generic bool
+	// Generic also writes log-gen, one line per event; with RawGen its
+	// values are raw deltas with sequence keys.
+	Generic, RawGen bool
 	// JitA2N writes log-jita2n, PerfMap /tmp/perf-<pid>.map, ThreadInfo
 	// log-jtnm.
 	JitA2N, PerfMap, ThreadInfo bool
@@ -163,6 +165,13 @@ var optionSpecs = []optionSpec{
 	}},
 	{name: "GENERIC", help: "also write log-gen: one line per method event", set: setGeneric},
 	{name: "CALLTRACE", help: "same as GENERIC", set: setGeneric},
+	{name: "RAWGEN", help: "log-gen with raw deltas and sequence keys, for jprof calibrate (implies GENERIC)", set: func(o *Options, _ string, on bool) error {
+		o.RawGen = on
+		if on {
+			o.Generic = true
+		}
+		return nil
+	}},
 	{name: "JITA2N", help: "write log-jita2n: JIT-compiled code addresses, sizes, inlining", set: func(o *Options, _ string, on bool) error {
 		o.JitA2N = on
 		return nil
@@ -341,6 +350,17 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 		o.LogPath = abs
 	}
 	return o, nil
+}
+
+// genMode is what the log-gen records hold.
+func (o *Options) genMode() jvmti.LogGen {
+	switch {
+	case !o.Generic:
+		return jvmti.NoLogGen
+	case o.RawGen && o.Calibrate && o.Mode != ModeCallTree:
+		return jvmti.GenRaw
+	}
+	return jvmti.GenOnline
 }
 
 // lookupOption finds the spec for an upper-case option name, which may

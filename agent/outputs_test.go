@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"regexp"
 	"sort"
 	"strconv"
@@ -92,3 +93,39 @@ func TestJitA2NPerfMapThreadInfo(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// Post-processing calibration (seed 004): a RAWGEN log-gen calibrated by
+// jprof with the final minima of the whole file rebuilds exactly the
+// agent's own calibrated log-rt, which used the same final minima.
+func TestPostProcessingCalibration(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "METRICS=PTT_TIME,RAWGEN,START,NORTDRIVER,PTT=clock"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	gen := r.ReadFile(t, "gen")
+	assert.Regexp(t, `(?m)^\d+ s\d+ > i:Exceptions\.level1\(I\)V `, gen)
+	cal := r.Dir + "/cal.gen"
+	rebuilt := r.Dir + "/rebuilt.rt"
+	out, err := exec.Command(jvmtest.Tool("jprof"), "calibrate", r.File("gen"), "-o", cal).CombinedOutput()
+	require.NoError(t, err, string(out))
+	out, err = exec.Command(jvmtest.Tool("jprof"), "logrt", cal, "-o", rebuilt).CombinedOutput()
+	require.NoError(t, err, string(out))
+	f, err := os.Open(rebuilt)
+	require.NoError(t, err)
+	defer f.Close()
+	got, err := reports.ParseLogRT(f)
+	require.NoError(t, err)
+	own := r.LogRT(t, 1)
+	for _, p := range []*reports.Profile{own, got} {
+		sort.Slice(p.Threads, func(i, j int) bool { return p.Threads[i].Name < p.Threads[j].Name })
+	}
+	require.NoError(t, reports.Compare(own, got, reports.CompareOptions{IgnoreHeader: true, IgnoreDelta: true, IgnoreDSIN: true}))
+	// And the calibration removed something: the raw sums are larger.
+	raw := r.Dir + "/raw.rt"
+	out, err = exec.Command(jvmtest.Tool("jprof"), "logrt", r.File("gen"), "-o", raw).CombinedOutput()
+	require.NoError(t, err, string(out))
+	rf, err := os.Open(raw)
+	require.NoError(t, err)
+	defer rf.Close()
+	rawp, err := reports.ParseLogRT(rf)
+	require.NoError(t, err)
+	assert.Error(t, reports.Compare(own, rawp, reports.CompareOptions{IgnoreHeader: true, IgnoreDelta: true, IgnoreDSIN: true}))
+}

@@ -554,6 +554,8 @@ static inline void jp_event_inline(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread,
 			gen[k] = d;
 			if (jp.calibrate) {
 				jp_lower_min(&jp.minima[kb + k], d);
+				if (jp.genraw)
+					continue;
 				/* log-gen gets the value calibrated with the
 				 * minimum current now (d >= it: it includes d). */
 				uint64_t mn = jp.minima[kb + k], env = jp.env[kb + k];
@@ -848,7 +850,8 @@ int jp_setup(JavaVM *vm, uintptr_t go_handle, int start_at_init, int calibrate, 
 		for (size_t i = 0; i < (size_t)JP_NKEYS * (size_t)jp.nmetrics; i++)
 			jp.minima[i] = UINT64_MAX;
 	}
-	jp.loggen = loggen;
+	jp.loggen = loggen != 0;
+	jp.genraw = loggen == 2;
 	jp.genrec_size = (uint32_t)(sizeof(jp_genrec) + sizeof(uint64_t) * (size_t)jp.nmetrics);
 
 	jp_mtab = calloc((size_t)1 << JP_MTAB_BITS, sizeof(jp_method *));

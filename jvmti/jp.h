@@ -215,6 +215,7 @@ typedef struct jp_state {
 	int calibrate;
 	/* log-gen */
 	int loggen;
+	int genraw;                      /* raw deltas, for post-processing */
 	uint32_t genrec_size;            /* sizeof(jp_genrec) + 8*nmetrics */
 	jp_genbuf *gen_full;             /* handover list, newest first */
 	volatile uint32_t gen_pending;   /* buffers handed over, not yet freed */

@@ -36,7 +36,16 @@ type Handler interface {
 // at least one metric) the hot path keeps per-sequence minima and counts;
 // with loggen it records every event for log-gen (see GenDrainer); with
 // jit it records compiled code (see TakeJIT).
-func Setup(vm unsafe.Pointer, h Handler, startAtInit, calibrate, loggen, jit bool) error {
+// LogGen says what log-gen records hold.
+type LogGen int
+
+const (
+	NoLogGen  LogGen = 0
+	GenOnline LogGen = 1 // values calibrated with the minimum current at the event
+	GenRaw    LogGen = 2 // raw deltas, for post-processing calibration
+)
+
+func Setup(vm unsafe.Pointer, h Handler, startAtInit, calibrate bool, loggen LogGen, jit bool) error {
 	handle := cgo.NewHandle(h)
 	var errbuf [256]C.char
 	start := C.int(0)
@@ -47,10 +56,7 @@ func Setup(vm unsafe.Pointer, h Handler, startAtInit, calibrate, loggen, jit boo
 	if calibrate {
 		cal = 1
 	}
-	gen := C.int(0)
-	if loggen {
-		gen = 1
-	}
+	gen := C.int(loggen)
 	if C.jp_setup((*C.JavaVM)(vm), C.uintptr_t(handle), start, cal, gen, cbool(jit), &errbuf[0], C.int(len(errbuf))) != 0 {
 		handle.Delete()
 		return fmt.Errorf("jvmti setup: %s", C.GoString(&errbuf[0]))

@@ -250,7 +250,7 @@ func BuildProfile(r io.Reader) (*Profile, error) {
 		var kind EventKind
 		var name, thr []byte
 		if err == nil {
-			kind, name, thr, err = parseEvent(line, vals)
+			kind, _, name, thr, err = parseEvent(line, vals)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("log-gen line %d: %w", lr.line, err)

@@ -31,7 +31,9 @@ import (
 //	<v1> ... <vk> <kind> <name> <thread>
 //
 // exactly one space apart, kind ">" (entry), "<" (exit) or "<!" (exit by
-// exception). Values are the metric amounts since the previous event on
+// exception). A log-gen written for post-processing calibration (the
+// agent's RAWGEN) carries raw deltas and, before the kind, the event's
+// calibration key as "s<key>": "<v1> ... <vk> s<key> <kind> <name> <thread>". Values are the metric amounts since the previous event on
 // the same thread. The thread comes last and runs to the end of the line,
 // because Java thread names may contain spaces (e.g.
 // "0000b718_Reference Handler"); method names never do. Every line ends
@@ -67,6 +69,11 @@ type Event struct {
 	// this thread: it belongs to whatever ran on the thread before this
 	// event, not to Name.
 	Values []uint64
+	// Key is the event's calibration key (package calibration) when
+	// HasKey: the sequence of method types and transitions that ends
+	// with this event, for post-processing calibration.
+	Key    int
+	HasKey bool
 }
 
 const (
@@ -140,6 +147,11 @@ func (lw *LogGenWriter) Write(ev Event) error {
 		b = strconv.AppendUint(b, v, 10)
 		b = append(b, ' ')
 	}
+	if ev.HasKey {
+		b = append(b, 's')
+		b = strconv.AppendInt(b, int64(ev.Key), 10)
+		b = append(b, ' ')
+	}
 	b = append(b, ev.Kind.String()...)
 	b = append(b, ' ')
 	b = append(b, ev.Name...)
@@ -181,6 +193,7 @@ type LogGenReader struct {
 	in   *interner
 	vals []uint64
 	kind EventKind
+	key  int   // calibration key of the current event, -1 if none
 	name int32 // interned ids of the current event
 	thr  int32
 
@@ -375,16 +388,19 @@ func (lr *LogGenReader) Event() Event {
 		Kind:   lr.kind,
 		Name:   lr.in.strs[lr.name],
 		Values: lr.vals,
+		Key:    max(lr.key, 0),
+		HasKey: lr.key >= 0,
 	}
 }
 
 // parse reads an event line and interns its names.
 func (lr *LogGenReader) parse(line []byte) error {
-	kind, name, thr, err := parseEvent(line, lr.vals)
+	kind, key, name, thr, err := parseEvent(line, lr.vals)
 	if err != nil {
 		return err
 	}
 	lr.kind = kind
+	lr.key = key
 	lr.name = lr.in.id(name)
 	// Consecutive events are mostly on one thread: compare bytes rather
 	// than hash them.
@@ -395,10 +411,12 @@ func (lr *LogGenReader) parse(line []byte) error {
 	return nil
 }
 
-// parseEvent splits "<v1> ... <vk> <kind> <name> <thread>" into vals (k =
-// len(vals)), the kind and the two names, which alias line. It is the hot
-// loop of post-processing, so it walks the bytes once by hand.
-func parseEvent(line []byte, vals []uint64) (kind EventKind, name, thread []byte, err error) {
+// parseEvent splits "<v1> ... <vk> [s<key>] <kind> <name> <thread>" into
+// vals (k = len(vals)), the key (-1 if absent), the kind and the two
+// names, which alias line. It is the hot loop of post-processing, so it
+// walks the bytes once by hand.
+func parseEvent(line []byte, vals []uint64) (kind EventKind, key int, name, thread []byte, err error) {
+	key = -1
 	i := 0
 	for m := range vals {
 		var v uint64
@@ -411,17 +429,28 @@ func parseEvent(line []byte, vals []uint64) (kind EventKind, name, thread []byte
 			v = v*10 + uint64(c)
 		}
 		if i == j || i == len(line) || line[i] != ' ' {
-			return 0, nil, nil, fmt.Errorf("expected %d values, a kind, a method and a thread, got %q", len(vals), line)
+			return 0, -1, nil, nil, fmt.Errorf("expected %d values, a kind, a method and a thread, got %q", len(vals), line)
 		}
 		if i-j > 19 { // may have wrapped: let strconv decide
 			if v, err = strconv.ParseUint(string(line[j:i]), 10, 64); err != nil {
-				return 0, nil, nil, fmt.Errorf("value %d overflows", m+1)
+				return 0, -1, nil, nil, fmt.Errorf("value %d overflows", m+1)
 			}
 		}
 		vals[m] = v
 		i++
 	}
 	rest := line[i:]
+	if len(rest) > 0 && rest[0] == 's' {
+		j := 1
+		key = 0
+		for ; j < len(rest) && rest[j] >= '0' && rest[j] <= '9' && j < 8; j++ {
+			key = key*10 + int(rest[j]-'0')
+		}
+		if j == 1 || j >= len(rest) || rest[j] != ' ' {
+			return 0, -1, nil, nil, fmt.Errorf("bad sequence key in %q", line)
+		}
+		rest = rest[j+1:]
+	}
 	switch {
 	case len(rest) > 2 && rest[0] == '>' && rest[1] == ' ':
 		kind, rest = Entry, rest[2:]
@@ -430,11 +459,11 @@ func parseEvent(line []byte, vals []uint64) (kind EventKind, name, thread []byte
 	case len(rest) > 3 && rest[0] == '<' && rest[1] == '!' && rest[2] == ' ':
 		kind, rest = ExceptionExit, rest[3:]
 	default:
-		return 0, nil, nil, fmt.Errorf("expected %d values then >, < or <!, got %q", len(vals), line)
+		return 0, -1, nil, nil, fmt.Errorf("expected %d values then >, < or <!, got %q", len(vals), line)
 	}
 	sp := bytes.IndexByte(rest, ' ')
 	if sp <= 0 || sp == len(rest)-1 {
-		return 0, nil, nil, fmt.Errorf("expected a method and a thread, got %q", line)
+		return 0, -1, nil, nil, fmt.Errorf("expected a method and a thread, got %q", line)
 	}
-	return kind, rest[:sp], rest[sp+1:], nil
+	return kind, key, rest[:sp], rest[sp+1:], nil
 }

@@ -20,6 +20,7 @@ const usage = `usage:
   jprof report xtree|xarc|xprof [--prune PCT] [-o OUT] FILE
   jprof pprof FILE -o OUT.pb.gz
   jprof logrt LOGGEN [-o OUT]
+  jprof calibrate LOGGEN [--table TABLE] [-o OUT]
   jprof help
 
 FILE is a log-rt or a log-gen (told apart by its first line).
@@ -28,6 +29,9 @@ FILE is a log-rt or a log-gen (told apart by its first line).
            folds subtrees below PCT percent of the total into <pruned>
   pprof    a profile.proto for go tool pprof (top lists, flame graphs)
   logrt    rebuild the call tree of a log-gen and write it as a log-rt
+  calibrate  calibrate a log-gen written with RAWGEN (raw deltas and
+           sequence keys) with the final minima of the whole file, or a
+           table's where lower; writes a calibrated log-gen
 Output goes to standard output unless -o is given.
 `
 
@@ -81,6 +85,8 @@ func dispatch(args []string, stdout io.Writer) error {
 		return toPprof(args)
 	case "logrt":
 		return logrt(args, stdout)
+	case "calibrate":
+		return calibrate(args, stdout)
 	}
 	return usagef("unknown command %q", cmd)
 }

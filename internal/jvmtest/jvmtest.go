@@ -33,10 +33,10 @@ var (
 func Build(t testing.TB) {
 	t.Helper()
 	buildOnce.Do(func() {
-		cmd := exec.Command("make", "-s", "-C", Root(), "agent", "java")
+		cmd := exec.Command("make", "-s", "-C", Root(), "agent", "java", "cmds")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			buildErr = fmt.Errorf("make agent java: %v\n%s", err, out)
+			buildErr = fmt.Errorf("make agent java cmds: %v\n%s", err, out)
 		}
 	})
 	if buildErr != nil {
@@ -280,3 +280,6 @@ func Walk(n *reports.Node, f func(n *reports.Node, depth int)) {
 	}
 	walk(n, 0)
 }
+
+// Tool is the path of a built command, e.g. Tool("jprof").
+func Tool(name string) string { return filepath.Join(Root(), "build", "bin", name) }

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/libjprof/libjprof/calibration"
+	"github.com/libjprof/libjprof/reports"
+)
+
+// calibrate is seed 004's post-processing calibration: a log-gen written
+// with raw deltas and sequence keys (the agent's RAWGEN) is calibrated
+// after the run with the final minima (or a table's, where lower), so that
+// the first events of a run are treated like the last. It reads the file
+// twice: once for the minima, once to write.
+func calibrate(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("calibrate", flag.ContinueOnError)
+	out := fs.String("o", "", "output `file`")
+	tablePath := fs.String("table", "", "calibration `table` whose minima and environmental values to start from")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("calibrate needs one log-gen file")
+	}
+	in := pos[0]
+
+	var tables []*calibration.Table
+	if *tablePath != "" {
+		f, err := os.Open(*tablePath)
+		if err != nil {
+			return err
+		}
+		tables, err = calibration.ParseAll(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", *tablePath, err)
+		}
+	}
+
+	// Pass 1: the minimum of every key, per metric.
+	var over [][]uint64 // [metric][key]: min - env
+	var metrics []reports.Metric
+	var notes []string
+	var pid int
+	err = readLogGen(in, func(r *reports.LogGenReader) error {
+		metrics, notes, pid = r.Metrics(), r.Notes(), r.PID()
+		if len(metrics) == 0 {
+			return fmt.Errorf("%s has no metrics to calibrate", in)
+		}
+		mins := make([][]uint64, len(metrics))
+		envs := make([][]uint64, len(metrics))
+		for k, m := range metrics {
+			t := pickTable(tables, m.Name)
+			if *tablePath != "" && t == nil {
+				return fmt.Errorf("%s has no table for metric %s", *tablePath, m.Name)
+			}
+			if t == nil {
+				t = calibration.NewTable(calibration.Provenance{Metric: m.Name})
+			}
+			mins[k], envs[k] = t.Minima(), t.Envs()
+		}
+		for r.Next() {
+			ev := r.Event()
+			if !ev.HasKey {
+				return fmt.Errorf("%s: events carry no sequence keys: write the log-gen with the agent's RAWGEN option", in)
+			}
+			for k, v := range ev.Values {
+				mins[k][ev.Key] = min(mins[k][ev.Key], v)
+			}
+		}
+		over = make([][]uint64, len(metrics))
+		for k := range metrics {
+			over[k] = make([]uint64, calibration.NKeys)
+			for key, mn := range mins[k] {
+				e := calibration.Entry{Min: mn, Env: envs[k][key]}
+				over[k][key] = e.Overhead()
+			}
+		}
+		return r.Err()
+	})
+	if err != nil {
+		return err
+	}
+
+	// Pass 2: every value less its key's overhead, never below zero.
+	for i := range metrics {
+		metrics[i].Calibrated = true
+	}
+	source := "the minima of this file"
+	if *tablePath != "" {
+		source += " and of table " + filepath.Base(*tablePath)
+	}
+	notes = append(notes, fmt.Sprintf("Calibration: post-processed by jprof calibrate from %s with %s", filepath.Base(in), source))
+	return output(*out, stdout, func(w io.Writer) error {
+		lw := reports.NewLogGenWriter(w, pid, metrics, notes...)
+		cal := make([]uint64, len(metrics))
+		err := readLogGen(in, func(r *reports.LogGenReader) error {
+			for r.Next() {
+				ev := r.Event()
+				for k, v := range ev.Values {
+					cal[k] = v - min(v, over[k][ev.Key])
+				}
+				ev.Values, ev.HasKey, ev.Key = cal, false, 0
+				if err := lw.Write(ev); err != nil {
+					return err
+				}
+			}
+			return r.Err()
+		})
+		if err != nil {
+			return err
+		}
+		return lw.Flush()
+	})
+}
+
+func readLogGen(path string, read func(*reports.LogGenReader) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r, err := reports.NewLogGenReader(f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return read(r)
+}
+
+func pickTable(ts []*calibration.Table, metric string) *calibration.Table {
+	for _, t := range ts {
+		if t.Metric == metric {
+			return t
+		}
+	}
+	return nil
+}
