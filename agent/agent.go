@@ -176,13 +176,39 @@ func (a *agent) fileName(kind string, seq int) string {
 	return filepath.Join(a.opts.LogPath, fmt.Sprintf("%s_%d", name, a.pid))
 }
 
+// logThreadSummary writes the per-thread summary to log-msg: events,
+// exits, and the PTT view of the thread (metric totals over its tree,
+// dispatches and interrupts observed, and the backend).
 func (a *agent) logThreadSummary() {
 	for _, t := range jvmti.Snapshot() {
-		a.log.Info("thread summary", zap.String("thread", threadRootName(t)), zap.Uint64("events", t.Events),
-			zap.Uint64("exceptionExits", t.ExceptionExits),
-			zap.Int("nodes", len(t.Nodes)), zap.Uint64("unmatchedExits", t.UnmatchedExits),
-			zap.Uint64("missedExits", t.MissedExits), zap.Uint64("allocFailures", t.AllocFailures),
-			zap.Bool("ended", t.Ended))
+		totals := make([]uint64, len(a.metrics))
+		var ds, in uint64
+		for _, n := range t.Nodes {
+			for k, v := range n.Base {
+				totals[k] += v
+			}
+			ds += n.DS
+			in += n.IN
+		}
+		fields := []zap.Field{
+			zap.String("thread", threadRootName(t)), zap.Uint64("events", t.Events),
+			zap.Uint64("exceptionExits", t.ExceptionExits), zap.Int("nodes", len(t.Nodes)),
+			zap.Uint64("unmatchedExits", t.UnmatchedExits), zap.Uint64("missedExits", t.MissedExits),
+			zap.Uint64("allocFailures", t.AllocFailures), zap.Bool("ended", t.Ended),
+		}
+		if len(a.metrics) > 0 {
+			for k, m := range a.metrics {
+				fields = append(fields, zap.Uint64(m.String(), totals[k]))
+			}
+			fields = append(fields, zap.Stringer("backend", a.ptt.Backend))
+			if a.ptt.HasDispatches {
+				fields = append(fields, zap.Uint64("dispatches", ds))
+			}
+			if a.ptt.HasInterrupts {
+				fields = append(fields, zap.Uint64("interrupts", in))
+			}
+		}
+		a.log.Info("thread summary", fields...)
 	}
 	if n := jvmti.MethodOverflow(); n > 0 {
 		a.log.Warn("method table overflow: some methods are reported as ?unknown", zap.Uint64("lookups", n))

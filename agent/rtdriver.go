@@ -112,6 +112,7 @@ func (a *agent) flushLocked() (string, error) {
 	}
 	a.pending = jvmti.Collecting()
 	a.log.Info("log-rt written", zap.String("file", path))
+	a.logThreadSummary()
 	return path, nil
 }
 
