@@ -95,7 +95,7 @@ func (g *genWriter) drain(final bool) {
 		ev.Kind = reports.EventKind(r.Kind)
 		ev.Name = r.Name
 		ev.Values = r.Values
-		ev.Key, ev.HasKey = r.Key, g.raw
+		ev.Key, ev.HasKey, ev.Unclean = r.Key, g.raw, r.Unclean
 		if err := g.w.Write(ev); err != nil {
 			g.err = err
 			g.log.Error("log-gen write failed; events are counted but no longer written", zap.Error(err))

@@ -503,6 +503,14 @@ static inline void jp_event_inline(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread,
 	if (jp.nmetrics)
 		jp_ptt_read(&t->ptt, &early); /* Early Read */
 
+	/* Whether this event is calibrated: not when its delta has no real
+	 * previous Late Read (a restart), went backwards, or spans a dispatch
+	 * or an interrupt (it then holds kernel work or an interrupt-time
+	 * correction that is no part of the agent's constant overhead). Such
+	 * an event neither lowers a minimum nor has one removed; they are a
+	 * tiny fraction of events, and the agent, log-gen and jprof calibrate
+	 * all treat them the same way. */
+	int clean = 1;
 	uint32_t epoch = __atomic_load_n(&jp.epoch, __ATOMIC_RELAXED);
 	if (__builtin_expect(t->epoch != epoch, 0)) {
 		/* Collection restarted: frames pushed before the stop have
@@ -514,6 +522,7 @@ static inline void jp_event_inline(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread,
 		t->prev_tr = JP_TR_ENTRY;
 		if (jp.nmetrics)
 			t->last = early;
+		clean = 0;
 	}
 
 	/* The method that ran since the previous event. */
@@ -543,31 +552,39 @@ static inline void jp_event_inline(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread,
 		uint32_t key = jp_key(t->prev_running, t->prev_tr, running, (uint32_t)tr,
 				      t->stack[t->depth].type);
 		size_t kb = (size_t)key * (size_t)jp.nmetrics;
-		uint64_t gen[JP_PTT_MAX_METRICS];
+		uint64_t d[JP_PTT_MAX_METRICS];
+		clean &= early.dispatches == t->last.dispatches && early.interrupts == t->last.interrupts;
 		for (int k = 0; k < jp.nmetrics; k++) {
-			uint64_t d = early.v[k] - t->last.v[k];
+			d[k] = early.v[k] - t->last.v[k];
 			/* A reading never goes back; if a backend ever did,
-			 * count 0 rather than 2^64. */
-			if ((int64_t)d < 0)
-				d = 0;
-			nd->base[k] += d;
-			gen[k] = d;
-			if (jp.calibrate) {
-				jp_lower_min(&jp.minima[kb + k], d);
-				if (jp.genraw)
-					continue;
+			 * count 0 rather than 2^64, and learn nothing from it. */
+			if ((int64_t)d[k] < 0) {
+				d[k] = 0;
+				clean = 0;
+			}
+			nd->base[k] += d[k];
+		}
+		uint64_t *gen = d;
+		uint64_t cal[JP_PTT_MAX_METRICS];
+		if (jp.calibrate && clean) {
+			for (int k = 0; k < jp.nmetrics; k++)
+				jp_lower_min(&jp.minima[kb + k], d[k]);
+			if (!jp.genraw) {
 				/* log-gen gets the value calibrated with the
 				 * minimum current now (d >= it: it includes d). */
-				uint64_t mn = jp.minima[kb + k], env = jp.env[kb + k];
-				uint64_t over = mn > env ? mn - env : 0;
-				gen[k] = d > over ? d - over : 0;
+				for (int k = 0; k < jp.nmetrics; k++) {
+					uint64_t mn = jp.minima[kb + k], env = jp.env[kb + k];
+					uint64_t over = mn > env ? mn - env : 0;
+					cal[k] = d[k] > over ? d[k] - over : 0;
+				}
+				gen = cal;
 			}
 		}
 		if (jp.loggen)
-			jp_gen_record(t, evnode, tr, key, gen);
+			jp_gen_record(t, evnode, tr, clean ? key : key | JP_KEY_UNCLEAN, gen);
 		nd->ds += early.dispatches - t->last.dispatches;
 		nd->in += early.interrupts - t->last.interrupts;
-		if (jp.calibrate)
+		if (jp.calibrate && clean)
 			jp_seq_count(t, cur, key);
 		t->prev_running = running;
 		t->prev_tr = (uint32_t)tr;

@@ -70,6 +70,7 @@ typedef struct jp_frame {
  * its transition, running type of this event, this transition, type that
  * runs next), 8*3*8*3*8 keys. Package calibration uses the same code. */
 #define JP_NKEYS (JP_NTYPES * JP_NTRANSITIONS * JP_NTYPES * JP_NTRANSITIONS * JP_NTYPES)
+#define JP_KEY_UNCLEAN 0x8000
 static inline uint32_t jp_key(uint32_t a, uint32_t t1, uint32_t b, uint32_t t2, uint32_t c)
 {
 	return (((a * JP_NTRANSITIONS + t1) * JP_NTYPES + b) * JP_NTRANSITIONS + t2) * JP_NTYPES + c;
@@ -93,7 +94,8 @@ typedef struct jp_genrec {
 	jp_method *m;    /* the method entered or exited */
 	uint8_t kind;    /* enum jp_transition */
 	uint8_t type;    /* enum jp_type shown as the name's prefix */
-	uint16_t key;    /* calibration key of the event, when calibrating */
+	uint16_t key;    /* calibration key of the event, when calibrating;
+			  * JP_KEY_UNCLEAN set: it lowered no minimum */
 	uint32_t pad;
 	uint64_t v[];    /* [nmetrics]: amounts since the previous event */
 } jp_genrec;

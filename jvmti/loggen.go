@@ -17,6 +17,9 @@ type GenRecord struct {
 	Kind   int          // 0 entry, 1 exit, 2 exit by exception
 	Name   string       // type letter + ":" + class.method(sig), as in log-rt
 	Key    int      // calibration key
+	// Unclean: the event lowered no minimum (its delta spans a dispatch,
+	// an interrupt or a restart, or went backwards).
+	Unclean bool
 	Values []uint64 // per metric; reused between calls
 }
 
@@ -106,7 +109,8 @@ func (d *GenDrainer) drainBuf(b *C.jp_genbuf, emit func(*GenRecord) error) error
 		r := (*C.jp_genrec)(unsafe.Add(data, off))
 		rec.Kind = int(r.kind)
 		rec.Name = d.name(r.m, uint8(r._type))
-		rec.Key = int(r.key)
+		rec.Key = int(r.key) &^ C.JP_KEY_UNCLEAN
+		rec.Unclean = r.key&C.JP_KEY_UNCLEAN != 0
 		if nm > 0 {
 			copy(rec.Values, unsafe.Slice((*uint64)(unsafe.Add(unsafe.Pointer(r), C.sizeof_jp_genrec)), nm))
 		}

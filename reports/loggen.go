@@ -33,7 +33,9 @@ import (
 // exactly one space apart, kind ">" (entry), "<" (exit) or "<!" (exit by
 // exception). A log-gen written for post-processing calibration (the
 // agent's RAWGEN) carries raw deltas and, before the kind, the event's
-// calibration key as "s<key>": "<v1> ... <vk> s<key> <kind> <name> <thread>". Values are the metric amounts since the previous event on
+// calibration key as "s<key>": "<v1> ... <vk> s<key> <kind> <name> <thread>",
+// or "u<key>" for an event whose delta must not lower the key's minimum
+// (it spans a dispatch, an interrupt or a restart). Values are the metric amounts since the previous event on
 // the same thread. The thread comes last and runs to the end of the line,
 // because Java thread names may contain spaces (e.g.
 // "0000b718_Reference Handler"); method names never do. Every line ends
@@ -74,6 +76,9 @@ type Event struct {
 	// with this event, for post-processing calibration.
 	Key    int
 	HasKey bool
+	// Unclean (with HasKey): calibrate this event, but do not learn the
+	// key's minimum from it.
+	Unclean bool
 }
 
 const (
@@ -148,7 +153,11 @@ func (lw *LogGenWriter) Write(ev Event) error {
 		b = append(b, ' ')
 	}
 	if ev.HasKey {
-		b = append(b, 's')
+		if ev.Unclean {
+			b = append(b, 'u')
+		} else {
+			b = append(b, 's')
+		}
 		b = strconv.AppendInt(b, int64(ev.Key), 10)
 		b = append(b, ' ')
 	}
@@ -190,12 +199,13 @@ type LogGenReader struct {
 	metrics []Metric
 	notes   []string
 
-	in   *interner
-	vals []uint64
-	kind EventKind
-	key  int   // calibration key of the current event, -1 if none
-	name int32 // interned ids of the current event
-	thr  int32
+	in      *interner
+	vals    []uint64
+	kind    EventKind
+	key     int // calibration key of the current event, -1 if none
+	unclean bool
+	name    int32 // interned ids of the current event
+	thr     int32
 
 	lastThr []byte // last thread name seen, to skip its lookup
 	err     error
@@ -384,12 +394,13 @@ func (lr *LogGenReader) Err() error {
 // next call to Next.
 func (lr *LogGenReader) Event() Event {
 	return Event{
-		Thread: lr.in.strs[lr.thr],
-		Kind:   lr.kind,
-		Name:   lr.in.strs[lr.name],
-		Values: lr.vals,
-		Key:    max(lr.key, 0),
-		HasKey: lr.key >= 0,
+		Thread:  lr.in.strs[lr.thr],
+		Kind:    lr.kind,
+		Name:    lr.in.strs[lr.name],
+		Values:  lr.vals,
+		Key:     max(lr.key, 0),
+		HasKey:  lr.key >= 0,
+		Unclean: lr.unclean,
 	}
 }
 
@@ -400,7 +411,10 @@ func (lr *LogGenReader) parse(line []byte) error {
 		return err
 	}
 	lr.kind = kind
-	lr.key = key
+	lr.key, lr.unclean = key, false
+	if key >= 0 {
+		lr.key, lr.unclean = key&^uncleanBit, key&uncleanBit != 0
+	}
 	lr.name = lr.in.id(name)
 	// Consecutive events are mostly on one thread: compare bytes rather
 	// than hash them.
@@ -410,6 +424,9 @@ func (lr *LogGenReader) parse(line []byte) error {
 	}
 	return nil
 }
+
+// uncleanBit marks a "u<key>" key in parseEvent's result; keys are < 8192.
+const uncleanBit = 1 << 20
 
 // parseEvent splits "<v1> ... <vk> [s<key>] <kind> <name> <thread>" into
 // vals (k = len(vals)), the key (-1 if absent), the kind and the two
@@ -440,7 +457,7 @@ func parseEvent(line []byte, vals []uint64) (kind EventKind, key int, name, thre
 		i++
 	}
 	rest := line[i:]
-	if len(rest) > 0 && rest[0] == 's' {
+	if len(rest) > 0 && (rest[0] == 's' || rest[0] == 'u') {
 		j := 1
 		key = 0
 		for ; j < len(rest) && rest[j] >= '0' && rest[j] <= '9' && j < 8; j++ {
@@ -448,6 +465,9 @@ func parseEvent(line []byte, vals []uint64) (kind EventKind, key int, name, thre
 		}
 		if j == 1 || j >= len(rest) || rest[j] != ' ' {
 			return 0, -1, nil, nil, fmt.Errorf("bad sequence key in %q", line)
+		}
+		if rest[0] == 'u' {
+			key |= uncleanBit
 		}
 		rest = rest[j+1:]
 	}

@@ -53,19 +53,19 @@ func hellopEvents(k int) []Event {
 	}
 	const main, ref = "0000b718_main", "0000b71c_Reference Handler"
 	return []Event{
-		{main, Entry, "J:hellop.main([Ljava/lang/String;)V", vals(5), 0, false},
-		{main, Entry, "J:hellop.myA()V", vals(20), 0, false},
-		{ref, Exit, "J:java/lang/ref/Reference.waitForReferencePendingList()V", vals(3), 0, false},
-		{main, Entry, "J:hellop.myC()V", vals(2), 0, false},
-		{main, Exit, "J:hellop.myC()V", vals(70), 0, false},
-		{main, Exit, "J:hellop.myA()V", vals(1), 0, false},
-		{ref, Entry, "I:java/lang/ref/Reference.processPendingReferences()V", vals(4), 0, false},
-		{main, Entry, "J:hellop.myA()V", vals(6), 0, false},
-		{main, Entry, "J:hellop.myC()V", vals(2), 0, false},
-		{ref, ExceptionExit, "I:java/lang/ref/Reference.processPendingReferences()V", vals(9), 0, false},
-		{main, ExceptionExit, "J:hellop.myC()V", vals(71), 0, false},
-		{main, Exit, "J:hellop.myA()V", vals(1), 0, false},
-		{main, Exit, "J:hellop.main([Ljava/lang/String;)V", vals(30), 0, false},
+		{main, Entry, "J:hellop.main([Ljava/lang/String;)V", vals(5), 0, false, false},
+		{main, Entry, "J:hellop.myA()V", vals(20), 0, false, false},
+		{ref, Exit, "J:java/lang/ref/Reference.waitForReferencePendingList()V", vals(3), 0, false, false},
+		{main, Entry, "J:hellop.myC()V", vals(2), 0, false, false},
+		{main, Exit, "J:hellop.myC()V", vals(70), 0, false, false},
+		{main, Exit, "J:hellop.myA()V", vals(1), 0, false, false},
+		{ref, Entry, "I:java/lang/ref/Reference.processPendingReferences()V", vals(4), 0, false, false},
+		{main, Entry, "J:hellop.myA()V", vals(6), 0, false, false},
+		{main, Entry, "J:hellop.myC()V", vals(2), 0, false, false},
+		{ref, ExceptionExit, "I:java/lang/ref/Reference.processPendingReferences()V", vals(9), 0, false, false},
+		{main, ExceptionExit, "J:hellop.myC()V", vals(71), 0, false, false},
+		{main, Exit, "J:hellop.myA()V", vals(1), 0, false, false},
+		{main, Exit, "J:hellop.main([Ljava/lang/String;)V", vals(30), 0, false, false},
 	}
 }
 
@@ -182,63 +182,63 @@ func TestBuildRules(t *testing.T) {
 		{
 			name: "values go to the top before the event",
 			evs: []Event{
-				{"t", Entry, "J:a()V", v(1), 0, false}, // before a: the root
-				{"t", Entry, "J:b()V", v(2), 0, false}, // a ran
-				{"t", Exit, "J:b()V", v(4), 0, false},  // b ran
-				{"t", Exit, "J:a()V", v(8), 0, false},  // a ran
-				{"t", Entry, "J:a()V", v(16), 0, false},
-				{"t", Exit, "J:a()V", v(32), 0, false},
+				{"t", Entry, "J:a()V", v(1), 0, false, false}, // before a: the root
+				{"t", Entry, "J:b()V", v(2), 0, false, false}, // a ran
+				{"t", Exit, "J:b()V", v(4), 0, false, false},  // b ran
+				{"t", Exit, "J:a()V", v(8), 0, false, false},  // a ran
+				{"t", Entry, "J:a()V", v(16), 0, false, false},
+				{"t", Exit, "J:a()V", v(32), 0, false, false},
 			},
 			want: []*Node{node("t", 0, 1+16, node("J:a()V", 2, 2+8+32, node("J:b()V", 1, 4)))},
 		},
 		{
 			name: "exit without entry on an empty stack",
 			evs: []Event{
-				{"t", Exit, "J:x.run()V", v(5), 0, false},
-				{"t", Exit, "J:x.run()V", v(6), 0, false},
-				{"t", ExceptionExit, "I:x.y()V", v(1), 0, false},
+				{"t", Exit, "J:x.run()V", v(5), 0, false, false},
+				{"t", Exit, "J:x.run()V", v(6), 0, false, false},
+				{"t", ExceptionExit, "I:x.y()V", v(1), 0, false, false},
 			},
 			want: []*Node{node("t", 0, 12, node("O:x.run()V", 2, 0), node("O:x.y()V", 1, 0))},
 		},
 		{
 			name: "exit that does not match the top pops nothing",
 			evs: []Event{
-				{"t", Entry, "J:a()V", v(1), 0, false},
-				{"t", Exit, "J:b()V", v(2), 0, false}, // O:b()V under a; a stays on top
-				{"t", Entry, "J:c()V", v(3), 0, false},
-				{"t", Exit, "J:c()V", v(4), 0, false},
-				{"t", Exit, "J:a()V", v(5), 0, false},
+				{"t", Entry, "J:a()V", v(1), 0, false, false},
+				{"t", Exit, "J:b()V", v(2), 0, false, false}, // O:b()V under a; a stays on top
+				{"t", Entry, "J:c()V", v(3), 0, false, false},
+				{"t", Exit, "J:c()V", v(4), 0, false, false},
+				{"t", Exit, "J:a()V", v(5), 0, false, false},
 			},
 			want: []*Node{node("t", 0, 1, node("J:a()V", 1, 2+3+5, node("O:b()V", 1, 0), node("J:c()V", 1, 4)))},
 		},
 		{
 			name: "an O: name with no type prefix and a recorded O: name",
 			evs: []Event{
-				{"t", Exit, "plain", v(1), 0, false},
-				{"t", Exit, "O:a()V", v(1), 0, false},
+				{"t", Exit, "plain", v(1), 0, false, false},
+				{"t", Exit, "O:a()V", v(1), 0, false, false},
 			},
 			want: []*Node{node("t", 0, 2, node("O:plain", 1, 0), node("O:a()V", 1, 0))},
 		},
 		{
 			name: "exception exit pops like an exit",
 			evs: []Event{
-				{"t", Entry, "J:a()V", v(1), 0, false},
-				{"t", Entry, "J:b()V", v(1), 0, false},
-				{"t", ExceptionExit, "J:b()V", v(1), 0, false},
-				{"t", ExceptionExit, "J:a()V", v(1), 0, false},
+				{"t", Entry, "J:a()V", v(1), 0, false, false},
+				{"t", Entry, "J:b()V", v(1), 0, false, false},
+				{"t", ExceptionExit, "J:b()V", v(1), 0, false, false},
+				{"t", ExceptionExit, "J:a()V", v(1), 0, false, false},
 			},
 			want: []*Node{node("t", 0, 1, node("J:a()V", 1, 2, node("J:b()V", 1, 1)))},
 		},
 		{
 			name: "threads in first-seen order, children in first-call order",
 			evs: []Event{
-				{"t 2", Entry, "J:z()V", v(1), 0, false},
-				{"t 1", Entry, "J:b()V", v(1), 0, false},
-				{"t 2", Exit, "J:z()V", v(1), 0, false},
-				{"t 1", Entry, "J:a()V", v(1), 0, false},
-				{"t 1", Exit, "J:a()V", v(1), 0, false},
-				{"t 1", Entry, "J:b()V", v(1), 0, false}, // b under b
-				{"t 2", Entry, "J:y()V", v(1), 0, false},
+				{"t 2", Entry, "J:z()V", v(1), 0, false, false},
+				{"t 1", Entry, "J:b()V", v(1), 0, false, false},
+				{"t 2", Exit, "J:z()V", v(1), 0, false, false},
+				{"t 1", Entry, "J:a()V", v(1), 0, false, false},
+				{"t 1", Exit, "J:a()V", v(1), 0, false, false},
+				{"t 1", Entry, "J:b()V", v(1), 0, false, false}, // b under b
+				{"t 2", Entry, "J:y()V", v(1), 0, false, false},
 			},
 			want: []*Node{
 				node("t 2", 0, 2, node("J:z()V", 1, 1), node("J:y()V", 1, 0)),
@@ -507,14 +507,14 @@ func TestLogGenSequenceKeys(t *testing.T) {
 	w := NewLogGenWriter(&buf, 7, []Metric{{Name: "PTT_TIME", Unit: "ns"}})
 	evs := []Event{
 		{Thread: "00000001_main", Kind: Entry, Name: "i:A.a()V", Values: []uint64{5}, Key: 4607, HasKey: true},
-		{Thread: "00000001_main", Kind: ExceptionExit, Name: "i:A.a()V", Values: []uint64{0}, Key: 0, HasKey: true},
+		{Thread: "00000001_main", Kind: ExceptionExit, Name: "i:A.a()V", Values: []uint64{0}, Key: 0, HasKey: true, Unclean: true},
 		{Thread: "00000001_main", Kind: Entry, Name: "i:A.b()V", Values: []uint64{9}},
 	}
 	for _, ev := range evs {
 		require.NoError(t, w.Write(ev))
 	}
 	require.NoError(t, w.Flush())
-	assert.Contains(t, buf.String(), "\n5 s4607 > i:A.a()V 00000001_main\n0 s0 <! i:A.a()V 00000001_main\n9 > i:A.b()V")
+	assert.Contains(t, buf.String(), "\n5 s4607 > i:A.a()V 00000001_main\n0 u0 <! i:A.a()V 00000001_main\n9 > i:A.b()V")
 	r, err := NewLogGenReader(&buf)
 	require.NoError(t, err)
 	var got []Event

@@ -69,6 +69,9 @@ func calibrate(args []string, stdout io.Writer) error {
 			if !ev.HasKey {
 				return fmt.Errorf("%s: events carry no sequence keys: write the log-gen with the agent's RAWGEN option", in)
 			}
+			if ev.Unclean {
+				continue // calibrated, but not learnt from: as the agent does
+			}
 			for k, v := range ev.Values {
 				mins[k][ev.Key] = min(mins[k][ev.Key], v)
 			}
@@ -87,7 +90,8 @@ func calibrate(args []string, stdout io.Writer) error {
 		return err
 	}
 
-	// Pass 2: every value less its key's overhead, never below zero.
+	// Pass 2: every value less its key's overhead, never below zero
+	// (an unclean event keeps its raw value, as in the agent).
 	for i := range metrics {
 		metrics[i].Calibrated = true
 	}
@@ -104,6 +108,9 @@ func calibrate(args []string, stdout io.Writer) error {
 				ev := r.Event()
 				for k, v := range ev.Values {
 					cal[k] = v - min(v, over[k][ev.Key])
+					if ev.Unclean {
+						cal[k] = v // as the agent: neither learnt from nor calibrated
+					}
 				}
 				ev.Values, ev.HasKey, ev.Key = cal, false, 0
 				if err := lw.Write(ev); err != nil {
