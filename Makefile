@@ -15,7 +15,7 @@ GOLDFLAGS := -X=runtime.godebugDefault=asyncpreemptoff=1
 GO_SRC    := $(shell find agent jvmti ptt calibration reports trainer cmd -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.o' 2>/dev/null) go.mod go.sum
 JAVA_SRC  := $(wildcard java/src/*.java)
 
-.PHONY: all deps agent java cmds demo test bench clean
+.PHONY: all deps agent java cmds demo test bench train clean
 
 all: agent java cmds
 
@@ -31,7 +31,7 @@ $(BUILD)/libjprof.so: $(GO_SRC)
 	@mkdir -p $(BUILD)
 	$(GO) build -buildmode=c-shared -ldflags '$(GOLDFLAGS)' -o $@ ./agent
 
-java: $(BUILD)/java/.stamp $(BUILD)/native/libjpnative.so
+java: $(BUILD)/java/.stamp $(BUILD)/native/libjpnative.so $(BUILD)/native/libjptrainer.so
 
 $(BUILD)/java/.stamp: $(JAVA_SRC)
 	@mkdir -p $(BUILD)/java
@@ -41,6 +41,11 @@ $(BUILD)/java/.stamp: $(JAVA_SRC)
 $(BUILD)/native/libjpnative.so: java/native/jpnative.c
 	@mkdir -p $(BUILD)/native
 	gcc -O2 -shared -fPIC $(CGO_CFLAGS) -o $@ $<
+
+# The trainer's native methods and its attached native thread.
+$(BUILD)/native/libjptrainer.so: java/native/trainer.c
+	@mkdir -p $(BUILD)/native
+	gcc -O2 -shared -fPIC $(CGO_CFLAGS) -o $@ $< -lpthread
 
 cmds: $(GO_SRC)
 	@mkdir -p $(BUILD)/bin
@@ -52,6 +57,16 @@ demo: deps all
 	$(JAVA) -agentpath:$(CURDIR)/$(BUILD)/libjprof.so=RTARCF,START,LOGPATH=$(BUILD)/demo -cp $(BUILD)/java hellop
 	@echo "--- $$(ls $(BUILD)/demo/log-rt.1_*)"
 	@head -n 40 $(BUILD)/demo/log-rt.1_*
+
+# train: run the Java trainer under the agent (3 runs), merge the minima,
+# measure the environmental overhead without the agent, and write the
+# calibration table for this JVM, metric and PTT backend into
+# calibration/tables, where the next build embeds it as the default.
+# PTT=clock|perf|bpf picks the backend (default: the best available).
+TRAIN_PTT ?= $(or $(PTT),bpf)
+train: deps all
+	$(GO) run ./trainer/cmd/train -backend $(TRAIN_PTT) \
+	  -o calibration/tables/openjdk-$$($(JAVA) -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')-$$(uname -m)-PTT_TIME-$(TRAIN_PTT).cal
 
 test: deps all
 	$(GO) vet ./...

@@ -1,0 +1,82 @@
+package calibration
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+)
+
+// shipped holds the tables built into the library. README.txt keeps the
+// directory non-empty (go:embed needs a file) until trainer runs add
+// tables.
+//
+//go:embed tables
+var shipped embed.FS
+
+// Embedded parses every table built into the library (tables/*.cal), in
+// file name order. A file may hold several tables.
+func Embedded() ([]*Table, error) {
+	return loadFS(shipped, "tables")
+}
+
+func loadFS(fsys fs.FS, dir string) ([]*Table, error) {
+	names, err := fs.Glob(fsys, path.Join(dir, "*.cal"))
+	if err != nil {
+		return nil, err
+	}
+	var out []*Table
+	for _, n := range names {
+		f, err := fsys.Open(n)
+		if err != nil {
+			return nil, err
+		}
+		ts, err := ParseAll(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", n, err)
+		}
+		out = append(out, ts...)
+	}
+	return out, nil
+}
+
+// Default returns the built-in table for a run on the given JVM
+// (java.vm.name), version (java.vm.version), metric and PTT backend, if
+// one matches (see Table.Matches: same metric, backend, JVM and Java
+// feature release). Among several, it prefers the exact JVM version, then
+// the most runs, then the newest. It returns a copy the caller may change.
+func Default(jvm, version, metric, backend string) (*Table, bool) {
+	ts, err := Embedded()
+	if err != nil {
+		// The embedded tables are checked by the package's tests; a bad
+		// one must not stop a profiling run, which can calibrate online.
+		return nil, false
+	}
+	return pick(ts, jvm, version, metric, backend)
+}
+
+func pick(ts []*Table, jvm, version, metric, backend string) (*Table, bool) {
+	var best *Table
+	better := func(t, than *Table) bool {
+		if te, be := t.JVMVersion == version, than.JVMVersion == version; te != be {
+			return te
+		}
+		if t.Runs != than.Runs {
+			return t.Runs > than.Runs
+		}
+		return t.Date.After(than.Date)
+	}
+	for _, t := range ts {
+		if t.Matches(jvm, version, metric, backend) != nil {
+			continue
+		}
+		if best == nil || better(t, best) {
+			best = t
+		}
+	}
+	if best == nil {
+		return nil, false
+	}
+	return best.Clone(), true
+}

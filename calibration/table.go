@@ -1,0 +1,159 @@
+package calibration
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Unseen is the Min of a key no event was observed for. It is also what
+// the agent's C minima hold for such keys, so tables and the hot path
+// exchange minima without translation.
+const Unseen = math.MaxUint64
+
+// Env sources, for Provenance.EnvSource.
+const (
+	// EnvDefault: every Env is DefaultEnv(metric) (tables the agent writes).
+	EnvDefault = "default"
+	// EnvTrainer: Env was measured by the trainer without the agent for the
+	// keys it could measure; the others keep DefaultEnv(metric).
+	EnvTrainer = "trainer"
+)
+
+// Entry is what a table knows about one key, for its one metric.
+type Entry struct {
+	// Min is the minimum delta observed for the key, Unseen if none.
+	Min uint64
+	// Env is the environmental overhead: the part of Min that runs without
+	// profiling too and so stays with the program.
+	Env uint64
+	// Count is how many events of the key were observed.
+	Count uint64
+}
+
+// Seen says whether an event of the key was observed.
+func (e Entry) Seen() bool { return e.Min != Unseen }
+
+// Overhead is the amount calibration removes from each delta of the key:
+// Min − Env, or nothing when the key was never seen. An Env above Min (a
+// noisy measurement) removes nothing rather than adding to the program.
+func (e Entry) Overhead() uint64 {
+	if e.Min == Unseen || e.Env >= e.Min {
+		return 0
+	}
+	return e.Min - e.Env
+}
+
+// Provenance says where a table's numbers come from. Minima are only
+// meaningful for the JVM, metric, PTT backend and machine they were
+// measured on.
+type Provenance struct {
+	JVM        string    // java.vm.name, e.g. "OpenJDK 64-Bit Server VM"
+	JVMVersion string    // java.vm.version, e.g. "17.0.15+6-Debian-1deb12u1"
+	Arch       string    // os.arch, e.g. "amd64"
+	Metric     string    // metric name as in the agent's METRICS=, e.g. "PTT_TIME"
+	Backend    string    // PTT backend: "bpf", "perf" or "clock"
+	CPU        string    // CPU model, from /proc/cpuinfo
+	Date       time.Time // when the table was made; written in UTC to the second
+	Runs       int       // how many JVM runs the minima come from
+	Tool       string    // what wrote the table, with its version
+	EnvSource  string    // EnvDefault, EnvTrainer, or "" (unknown: treated as default)
+	Notes      []string  // free text, one line each
+}
+
+// Table holds the calibration data of one metric: provenance, and an Entry
+// per key that was seen (or whose Env is known). A run with several metrics
+// has one table per metric; a file may hold several (see WriteAll).
+type Table struct {
+	Provenance
+	// Entries holds the keys the table knows; Lookup supplies defaults for
+	// the others.
+	Entries map[Key]Entry
+}
+
+// NewTable returns an empty table with the given provenance.
+func NewTable(p Provenance) *Table {
+	return &Table{Provenance: p, Entries: map[Key]Entry{}}
+}
+
+// DefaultEnv is the environmental overhead assumed for a key no
+// measurement covers: one instruction — the call or return itself — for
+// instruction counts (seed 000 §4.2), nothing for time and other metrics.
+func DefaultEnv(metric string) uint64 {
+	if strings.EqualFold(metric, "PTT_INSTS") {
+		return 1
+	}
+	return 0
+}
+
+// Lookup returns the entry for k; a key the table does not hold is unseen,
+// with the metric's default Env.
+func (t *Table) Lookup(k Key) Entry {
+	if e, ok := t.Entries[k]; ok {
+		return e
+	}
+	return Entry{Min: Unseen, Env: DefaultEnv(t.Metric)}
+}
+
+// Keys returns the keys the table holds, in key order.
+func (t *Table) Keys() []Key {
+	ks := make([]Key, 0, len(t.Entries))
+	for k := range t.Entries {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// Observe records one event of key k with the given delta, as the agent
+// does: the count goes up and the minimum goes down.
+func (t *Table) Observe(k Key, delta uint64) {
+	e := t.Lookup(k)
+	e.Count++
+	e.Min = min(e.Min, delta)
+	t.Entries[k] = e
+}
+
+// Minima returns the per-key minima in the agent's layout: NKeys values,
+// Unseen where the table has no minimum.
+func (t *Table) Minima() []uint64 {
+	out := make([]uint64, NKeys)
+	for k := range out {
+		out[k] = t.Lookup(Key(k)).Min
+	}
+	return out
+}
+
+// Envs returns the per-key environmental overheads in the agent's layout:
+// NKeys values, DefaultEnv(metric) where the table has none.
+func (t *Table) Envs() []uint64 {
+	out := make([]uint64, NKeys)
+	for k := range out {
+		out[k] = t.Lookup(Key(k)).Env
+	}
+	return out
+}
+
+// Invalid returns the keys the table holds that Valid rules out, in key
+// order. A trainer run that produces any points at an anomaly in the agent
+// (or at a rule of Valid that is wrong).
+func (t *Table) Invalid() []Key {
+	var out []Key
+	for _, k := range t.Keys() {
+		if !Valid(k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// Clone returns a deep copy.
+func (t *Table) Clone() *Table {
+	c := &Table{Provenance: t.Provenance, Entries: make(map[Key]Entry, len(t.Entries))}
+	c.Notes = slices.Clone(t.Notes)
+	for k, e := range t.Entries {
+		c.Entries[k] = e
+	}
+	return c
+}
