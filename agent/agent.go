@@ -210,6 +210,12 @@ func (a *agent) logThreadSummary() {
 		}
 		a.log.Info("thread summary", fields...)
 	}
+	if len(a.metrics) > 0 {
+		c := ptt.ReadCounters()
+		a.log.Info("PTT summary", zap.Stringer("backend", a.ptt.Backend), zap.Uint64("fallbackThreads", c.Fallbacks),
+			zap.Uint64("noSlot", c.NoSlot), zap.Uint64("slotsInUse", c.SlotsInUse), zap.Uint64("slots", c.Slots),
+			zap.Any("bpfCounters", c.BPF))
+	}
 	if n := jvmti.MethodOverflow(); n > 0 {
 		a.log.Warn("method table overflow: some methods are reported as ?unknown", zap.Uint64("lookups", n))
 	}

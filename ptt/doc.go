@@ -2,12 +2,67 @@
 // values (thread CPU time, and hardware counters where a PMU exists) with
 // counts of dispatches and interrupts, read from the agent's C hot path.
 //
-// Backends, best first: an eBPF-maintained work area mapped into the
-// process (full PTT semantics: dispatch and interrupt counts, interrupt
-// time factored out), perf_event self-monitoring, and
-// clock_gettime(CLOCK_THREAD_CPUTIME_ID). Setup picks the best available
-// one, or the one forced by the PTT= option, and says which in its Status.
-//
 // The reads themselves are C (ptt.h), inlined into the hot path, because a
-// Go call per event costs more than the whole event budget.
+// Go call per event costs more than the whole event budget. Go chooses and
+// configures the backend (Setup, SetupFromFDs, Close) and reports on it.
+//
+// # Backends
+//
+// Setup picks the best available one, or the one Config.Force names
+// (ParseBackend maps the PTT= option), and says which in Status.Notes.
+//
+//   - bpf: eBPF programs (package pttbpf; tp_btf, or raw_tp where tp_btf
+//     does not load) on sched_switch, on the asynchronous interrupt entry
+//     and exit points (hard IRQs, softirqs, local timer, IPIs, irq_work)
+//     and on sched_exit_tp keep per-thread slots in a BPF_F_MMAPABLE
+//     array mapped into the process. Full PTT semantics: dispatch and
+//     interrupt counts, interrupt time factored out. A read is a vDSO
+//     CLOCK_MONOTONIC read and a few loads (~26 ns here, the bare clock
+//     read is ~22 ns). Loading needs CAP_BPF+CAP_PERFMON; registering
+//     threads needs only the two map FDs, so a privileged helper can load
+//     the programs and pass the FDs to SetupFromFDs.
+//   - perf: per-thread SW_DUMMY event with context_switch=1. Thread time
+//     is time_running at the last switch-in plus CLOCK_MONOTONIC since the
+//     switch-in record, which needs no cap_user_time (0 on this VM);
+//     dispatches are counted from the switch records; interrupts are not
+//     seen. Hardware metrics (PTT_INSTS, PTT_CYCLES) are read with rdpmc
+//     where a PMU exists; without one Setup fails with ErrNoPMU.
+//   - clock: CLOCK_THREAD_CPUTIME_ID, a syscall per read, no counts.
+//
+// # The work area (bpf)
+//
+// See ptt_slot.h. Element 0 of the array is a header (magic, a generation
+// counter, the slot count); elements 1..n are 64-byte slots, one per
+// registered thread: seq, dispatches, interrupts, run_ns (on-CPU time of
+// finished dispatches), last_in (switch-in time of the current dispatch,
+// 0 when off CPU), irq_ns (interrupt time taken on CPU), irq_start
+// (interrupt in progress), tid. The BPF side brackets every slot update
+// with two increments of seq; the reader (jp_ptt_bpf_slot_read) is the
+// seed's retry loop: read seq and the counts, the clock and the slot,
+// re-read seq, retry while it changed or was odd, then
+//
+//	time = run_ns + (now - last_in) - irq_ns - (now - irq_start)
+//
+// (the terms in parentheses only when last_in or irq_start is set).
+//
+// jp_ptt_thread_init on the thread claims a slot from a lock-free bitmap,
+// inserts tid->slot with one bpf(2) call and starts the clock;
+// jp_ptt_thread_fini deletes the entry and frees the slot. A thread that
+// finds no free slot falls back to the clock (ReadCounters().NoSlot).
+//
+// # Limits
+//
+// Time a hypervisor steals from the vCPU while the thread is on it counts
+// as thread time with the bpf and perf backends (the kernel leaves it out
+// of CLOCK_THREAD_CPUTIME_ID under PARAVIRT_TIME_ACCOUNTING, but user
+// space cannot read the steal clock, so subtracting it would make
+// readings go backwards). This VM's kernel does not trace switches away
+// from the sandbox's own tasks; the sched_exit_tp program catches the
+// switch-ins sched_switch misses (ReadCounters().BPF.HealedSwitchIns).
+//
+// # Measuring
+//
+// ReadCost, BaselineCost and MeasureReadCosts time N reads in one C loop
+// (so cgo is paid once) beside bare vDSO and rdtsc reads; BenchmarkRead
+// reports them as ns/read.
 package ptt

@@ -7,13 +7,20 @@
  * (ptt.Setup); the hot path only switches on jp_ptt.backend, a branch the
  * CPU predicts perfectly because it never changes.
  *
- * Everything here is plain C with no Go pointers.
+ * Everything here is plain C with no Go pointers. The globals it uses are
+ * defined in ptt.c and ptt_bpf.c (package ptt); other cgo packages that
+ * include this header link against them.
  */
 #ifndef JP_PTT_H
 #define JP_PTT_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+#include <unistd.h>
+#include <linux/perf_event.h>
+
+#include "ptt_slot.h"
 
 #define JP_PTT_MAX_METRICS 8
 
@@ -40,13 +47,29 @@ typedef struct jp_ptt_reading {
 } jp_ptt_reading;
 
 /* Per-thread backend state, embedded in the agent's thread record and
- * initialised on the thread itself by jp_ptt_thread_init(). */
+ * initialised on the thread itself by jp_ptt_thread_init(). Only that
+ * thread may read through it. */
 typedef struct jp_ptt_thread {
 	int tid;
-	int slot;         /* BPF work-area slot, -1 if none */
-	void *perf_page;  /* perf mmap page, NULL if none */
+	int slot;         /* BPF work-area slot index, -1 if none */
+	void *perf_page;  /* perf mmap (control page + ring), NULL if none */
 	int perf_fd;
 	int fallback;     /* 1 when this thread could not use jp_ptt.backend */
+
+	/* bpf: &work_area[slot], NULL when the thread has no slot. */
+	const volatile struct jp_ptt_slot *bpf_slot;
+
+	/* perf, time: ring = perf_page + one page, ring_mask = ring size - 1;
+	 * perf_t0 = CLOCK_MONOTONIC just after the event was opened. */
+	const volatile char *perf_ring;
+	uint64_t perf_ring_mask;
+	uint64_t perf_t0;
+	size_t perf_len;
+
+	/* perf, hardware metrics: one counter and control page per column
+	 * of jp_ptt.metric[] (unused for JP_M_TIME columns). */
+	int hw_fd[JP_PTT_MAX_METRICS];
+	void *hw_page[JP_PTT_MAX_METRICS];
 } jp_ptt_thread;
 
 /* Process-wide configuration, written once by ptt.Setup before events are
@@ -62,30 +85,221 @@ typedef struct jp_ptt_config {
 extern jp_ptt_config jp_ptt;
 
 /* Called on the thread itself, before its first read; returns 0 or -errno.
- * On failure the thread falls back to the clock backend. */
+ * On failure the thread falls back to the clock backend (t->fallback = 1)
+ * and its reads still work. */
 int jp_ptt_thread_init(jp_ptt_thread *t);
-/* Called on the thread itself at its end; releases the slot or fd. */
+/* Called on the thread itself at its end; releases the slot or fd. Reads
+ * after fini use the clock. */
 void jp_ptt_thread_fini(jp_ptt_thread *t);
 
+/* ---- clocks ---- */
+
+static inline uint64_t jp_ptt_ts_ns(const struct timespec *ts)
+{
+	return (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
+}
+
+/* Thread CPU time: a real syscall (~245 ns here). */
 static inline uint64_t jp_ptt_clock_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return jp_ptt_ts_ns(&ts);
+}
+
+/* CLOCK_MONOTONIC through the vDSO (~22 ns here): the clock the BPF
+ * programs (bpf_ktime_get_ns) and perf (use_clockid) stamp with. */
+static inline uint64_t jp_ptt_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return jp_ptt_ts_ns(&ts);
+}
+
+#define jp_ptt_barrier() __asm__ __volatile__("" ::: "memory")
+
+/* ---- bpf backend ---- */
+
+/*
+ * JP_PTT_SLOT_HOOK(slot, attempt) runs between the snapshot and the
+ * re-read of seq. It is empty in the agent; a test translation unit
+ * defines it before including this header to change the slot there
+ * and force a retry (see testhooks.go).
+ */
+#ifndef JP_PTT_SLOT_HOOK
+#define JP_PTT_SLOT_HOOK(s, attempt) ((void)0)
+#endif
+/* The clock the bpf and perf reads use; a test may script it. */
+#ifndef JP_PTT_READ_CLOCK
+#define JP_PTT_READ_CLOCK() jp_ptt_mono_ns()
+#endif
+
+/*
+ * jp_ptt_bpf_slot_read is the PTT read (seed 000 §3) over one slot; see
+ * ptt_slot.h for the protocol. Returns the number of retries.
+ */
+static inline int jp_ptt_bpf_slot_read(const volatile struct jp_ptt_slot *s, jp_ptt_reading *r)
+{
+	uint64_t q1, q2, now, run, in, irq, ist, d, n;
+	int attempt = 0;
+
+	for (;;) {
+		q1 = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+		d = s->dispatches;
+		n = s->interrupts;
+		now = JP_PTT_READ_CLOCK();
+		run = s->run_ns;
+		in = s->last_in;
+		irq = s->irq_ns;
+		ist = s->irq_start;
+		JP_PTT_SLOT_HOOK(s, attempt);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		q2 = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
+		if (q1 == q2 && !(q1 & 1))
+			break;
+		attempt++;
+	}
+	/* The bpf and vDSO clocks are the same CLOCK_MONOTONIC but read
+	 * through different paths; clamp the few-ns disagreements. */
+	if (in && now > in)
+		run += now - in;
+	if (ist && now > ist) /* only seen by a reader on another thread */
+		irq += now - ist;
+	r->v[0] = run > irq ? run - irq : 0;
+	r->dispatches = d;
+	r->interrupts = n;
+	return attempt;
+}
+
+/* ---- perf backend ---- */
+
+/* Syscall paths (ptt_perf.c), for states the mmap cannot answer. */
+uint64_t jp_ptt_perf_time_slow(const jp_ptt_thread *t);
+uint64_t jp_ptt_perf_count_slow(const jp_ptt_thread *t, int col);
+
+/* A PERF_RECORD_SWITCH with sample_id_all and PERF_SAMPLE_TIME only:
+ * header + u64 time. */
+#define JP_PTT_PERF_REC 16
+
+/*
+ * Thread time from the perf mmap (see ptt_perf.c): time_running as of
+ * the last switch-in, plus CLOCK_MONOTONIC elapsed since that switch-in,
+ * taken from the PERF_RECORD_SWITCH record it wrote. The ring holds
+ * only switch records (out, in, out, in...), so while the thread runs
+ * data_head / 32 is its dispatch count. lock changes at each switch-in,
+ * which is what the retry checks.
+ */
+static inline uint64_t jp_ptt_perf_time(const jp_ptt_thread *t, uint64_t *dispatches)
+{
+	const volatile struct perf_event_mmap_page *pg = (const volatile struct perf_event_mmap_page *)t->perf_page;
+	uint32_t seq;
+	uint64_t head, run, now, v;
+	int slow;
+
+	do {
+		seq = pg->lock;
+		jp_ptt_barrier();
+		head = pg->data_head;
+		run = pg->time_running;
+		now = JP_PTT_READ_CLOCK();
+		slow = 0;
+		if (head == 0) {
+			/* Never switched out since the event was opened. */
+			v = now > t->perf_t0 ? now - t->perf_t0 : 0;
+		} else {
+			const volatile char *rec = t->perf_ring + ((head - JP_PTT_PERF_REC) & t->perf_ring_mask);
+			const volatile struct perf_event_header *h = (const volatile struct perf_event_header *)rec;
+			uint64_t ts = *(const volatile uint64_t *)(rec + 8);
+
+			if (h->type == PERF_RECORD_SWITCH && !(h->misc & PERF_RECORD_MISC_SWITCH_OUT))
+				v = run + (now > ts ? now - ts : 0);
+			else
+				slow = 1, v = 0; /* unexpected record: not a switch-in */
+		}
+		jp_ptt_barrier();
+	} while (pg->lock != seq);
+	*dispatches = head / (2 * JP_PTT_PERF_REC);
+	if (slow)
+		v = jp_ptt_perf_time_slow(t);
+	return v;
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+static inline uint64_t jp_ptt_rdpmc(uint32_t c)
+{
+	uint32_t lo, hi;
+	__asm__ __volatile__("rdpmc" : "=a"(lo), "=d"(hi) : "c"(c));
+	return (uint64_t)hi << 32 | lo;
+}
+#define JP_PTT_HAVE_RDPMC 1
+#else
+#define JP_PTT_HAVE_RDPMC 0
+static inline uint64_t jp_ptt_rdpmc(uint32_t c) { (void)c; return 0; }
+#endif
+
+/* A hardware counter of the calling thread: rdpmc under the control
+ * page's seqlock (the documented perf self-monitoring read), or read()
+ * when the kernel does not allow rdpmc. */
+static inline uint64_t jp_ptt_perf_count(const jp_ptt_thread *t, int col)
+{
+	const volatile struct perf_event_mmap_page *pg = (const volatile struct perf_event_mmap_page *)t->hw_page[col];
+	uint32_t seq, idx;
+	uint64_t count;
+	int ok;
+
+	do {
+		seq = pg->lock;
+		jp_ptt_barrier();
+		idx = pg->index;
+		count = pg->offset;
+		ok = JP_PTT_HAVE_RDPMC && pg->cap_user_rdpmc && idx && pg->pmc_width;
+		if (ok) {
+			/* sign-extend the pmc_width-bit counter */
+			int64_t pmc = (int64_t)jp_ptt_rdpmc(idx - 1);
+			unsigned w = 64 - pg->pmc_width;
+
+			count += (uint64_t)((pmc << w) >> w);
+		}
+		jp_ptt_barrier();
+	} while (pg->lock != seq);
+	if (!ok)
+		count = jp_ptt_perf_count_slow(t, col);
+	return count;
+}
+
+static inline void jp_ptt_perf_read(const jp_ptt_thread *t, jp_ptt_reading *r)
+{
+	uint64_t d = 0;
+
+	for (int i = 0; i < jp_ptt.nmetrics; i++)
+		r->v[i] = jp_ptt.metric[i] == JP_M_TIME ? jp_ptt_perf_time(t, &d) : jp_ptt_perf_count(t, i);
+	r->dispatches = d;
+	r->interrupts = 0;
 }
 
 /* jp_ptt_read fills r with the calling thread's current metrics. */
 static inline void jp_ptt_read(const jp_ptt_thread *t, jp_ptt_reading *r)
 {
-	(void)t;
 	switch (jp_ptt.backend) {
-	case JP_PTT_CLOCK:
-	default:
-		r->v[0] = jp_ptt_clock_ns();
-		r->dispatches = 0;
-		r->interrupts = 0;
+	case JP_PTT_BPF:
+		if (t->bpf_slot) {
+			jp_ptt_bpf_slot_read(t->bpf_slot, r);
+			return;
+		}
 		break;
+	case JP_PTT_PERF:
+		if (t->perf_page) {
+			jp_ptt_perf_read(t, r);
+			return;
+		}
+		break;
+	case JP_PTT_NONE:
+		return;
 	}
+	/* clock backend, and threads that fell back to it */
+	r->v[0] = jp_ptt_clock_ns();
+	r->dispatches = 0;
+	r->interrupts = 0;
 }
 
 #endif /* JP_PTT_H */

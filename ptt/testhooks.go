@@ -1,0 +1,421 @@
+package ptt
+
+// C helpers for the tests (cgo is not allowed in _test.go files). They
+// are small and unexported; nothing in the agent calls them.
+
+/*
+#include <pthread.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+// The read's test seam: this translation unit scripts the clock and
+// changes the slot between the snapshot and the re-read of seq.
+struct jp_ptt_slot;
+static void th_hook(volatile struct jp_ptt_slot *s, int attempt);
+static uint64_t th_clock(void);
+#define JP_PTT_SLOT_HOOK(s, attempt) th_hook((volatile struct jp_ptt_slot *)(s), attempt)
+#define JP_PTT_READ_CLOCK() th_clock()
+#include "ptt.h"
+#include "ptt_internal.h"
+
+enum { TH_SWITCH = 1, TH_IRQ = 2, TH_BEGIN = 3, TH_END = 4 };
+
+typedef struct th_change {
+	int attempt; // apply when the read is at this attempt
+	int kind;    // TH_*
+	uint64_t a, b;
+} th_change;
+
+static struct {
+	uint64_t clock[8];
+	int nclock, iclock;
+	th_change chg[8];
+	int nchg;
+} th;
+
+// The scripted clock: the next value, the last one repeated; the real
+// clock when no script is loaded (the measurements below).
+static uint64_t th_clock(void)
+{
+	if (!th.nclock)
+		return jp_ptt_mono_ns();
+	uint64_t v = th.clock[th.iclock];
+	if (th.iclock < th.nclock - 1)
+		th.iclock++;
+	return v;
+}
+
+// What the BPF programs would do, run "between" two reads of seq.
+static void th_hook(volatile struct jp_ptt_slot *s, int attempt)
+{
+	for (int i = 0; i < th.nchg; i++) {
+		th_change *c = &th.chg[i];
+		if (c->attempt != attempt)
+			continue;
+		switch (c->kind) {
+		case TH_SWITCH: // switched out (a ns more run) and in again at b
+			s->seq++;
+			s->run_ns += c->a;
+			s->last_in = 0;
+			s->seq++;
+			s->seq++;
+			s->dispatches++;
+			s->last_in = c->b;
+			s->seq++;
+			break;
+		case TH_IRQ: // an interrupt of a ns, entered and left
+			s->seq += 2;
+			s->interrupts++;
+			s->seq += 2;
+			s->irq_ns += c->a;
+			break;
+		case TH_BEGIN: // an update starts (seq odd)
+			s->seq++;
+			break;
+		case TH_END:
+			s->seq++;
+			break;
+		}
+	}
+}
+
+static int th_slot_read(struct jp_ptt_slot *s, const uint64_t *clock, int nclock,
+			const th_change *chg, int nchg, jp_ptt_reading *r)
+{
+	memset(&th, 0, sizeof(th));
+	memcpy(th.clock, clock, sizeof(uint64_t) * (size_t)nclock);
+	th.nclock = nclock;
+	memcpy(th.chg, chg, sizeof(th_change) * (size_t)nchg);
+	th.nchg = nchg;
+	int n = jp_ptt_bpf_slot_read(s, r);
+	memset(&th, 0, sizeof(th));
+	return n;
+}
+
+// ---- measurements on real threads (clock is the real one here) ----
+
+typedef struct th_result {
+	int err, fallback, slot;
+	uint64_t ptt, cpu, irq_ns; // deltas, ns
+	uint64_t dispatches, interrupts;
+	uint64_t pcount; // schedstat dispatches over the same span
+	uint64_t reads, backwards;
+	uint64_t first, last;
+} th_result;
+
+static uint64_t th_irq_ns(const jp_ptt_thread *t)
+{
+	return t->bpf_slot ? t->bpf_slot->irq_ns : 0;
+}
+
+// The kernel's count of this thread's runs on a CPU (schedstat pcount).
+static uint64_t th_pcount(void)
+{
+	unsigned long long run = 0, wait = 0, pcount = 0;
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu %llu %llu", &run, &wait, &pcount) != 3)
+		pcount = 0;
+	fclose(f);
+	return pcount;
+}
+
+// Busy for ms of thread CPU time, reading around it.
+static void th_busy(long ms, th_result *o)
+{
+	jp_ptt_thread t;
+	jp_ptt_reading r0 = {0}, r1 = {0};
+	volatile uint64_t x = 0;
+
+	memset(o, 0, sizeof(*o));
+	o->err = jp_ptt_thread_init(&t);
+	o->fallback = t.fallback;
+	o->slot = t.slot;
+	uint64_t p0 = th_pcount();
+	uint64_t i0 = th_irq_ns(&t);
+	jp_ptt_read(&t, &r0);
+	uint64_t c0 = jp_ptt_clock_ns(), c1;
+	do {
+		for (int i = 0; i < 100000; i++)
+			x += (uint64_t)i * i;
+		c1 = jp_ptt_clock_ns();
+	} while (c1 - c0 < (uint64_t)ms * 1000000);
+	jp_ptt_read(&t, &r1);
+	uint64_t i1 = th_irq_ns(&t);
+	o->pcount = th_pcount() - p0;
+	o->ptt = r1.v[0] - r0.v[0];
+	o->cpu = c1 - c0;
+	o->irq_ns = i1 - i0;
+	o->dispatches = r1.dispatches - r0.dispatches;
+	o->interrupts = r1.interrupts - r0.interrupts;
+	jp_ptt_thread_fini(&t);
+}
+
+// n sleeps of us microseconds: each is a switch-out and a dispatch.
+static void th_sleep(int n, long us, th_result *o)
+{
+	jp_ptt_thread t;
+	jp_ptt_reading r0 = {0}, r1 = {0};
+	struct timespec ts = {0, us * 1000};
+
+	memset(o, 0, sizeof(*o));
+	o->err = jp_ptt_thread_init(&t);
+	o->fallback = t.fallback;
+	jp_ptt_read(&t, &r0);
+	uint64_t c0 = jp_ptt_clock_ns();
+	for (int i = 0; i < n; i++)
+		nanosleep(&ts, NULL);
+	uint64_t c1 = jp_ptt_clock_ns();
+	jp_ptt_read(&t, &r1);
+	o->ptt = r1.v[0] - r0.v[0];
+	o->cpu = c1 - c0;
+	o->dispatches = r1.dispatches - r0.dispatches;
+	o->interrupts = r1.interrupts - r0.interrupts;
+	jp_ptt_thread_fini(&t);
+}
+
+// n back-to-back reads, with a short sleep every 1000 to add
+// dispatches; counts readings that went backwards.
+static void th_monotone(long n, th_result *o)
+{
+	jp_ptt_thread t;
+	jp_ptt_reading r = {0}, p = {0};
+	struct timespec ts = {0, 20000};
+
+	memset(o, 0, sizeof(*o));
+	o->err = jp_ptt_thread_init(&t);
+	o->fallback = t.fallback;
+	uint64_t c0 = jp_ptt_clock_ns();
+	jp_ptt_read(&t, &p);
+	o->first = p.v[0];
+	uint64_t d0 = p.dispatches;
+	for (long i = 0; i < n; i++) {
+		if (i % 1000 == 999)
+			nanosleep(&ts, NULL);
+		jp_ptt_read(&t, &r);
+		if (r.v[0] < p.v[0] || r.dispatches < p.dispatches || r.interrupts < p.interrupts)
+			o->backwards++;
+		p = r;
+	}
+	o->cpu = jp_ptt_clock_ns() - c0;
+	o->last = p.v[0];
+	o->ptt = p.v[0] - o->first;
+	o->dispatches = p.dispatches - d0;
+	o->reads = (uint64_t)n;
+	jp_ptt_thread_fini(&t);
+}
+
+// init/fini n times on this thread; returns the number of failures.
+static int th_cycle_one(int n, int *maxslot)
+{
+	int fails = 0;
+
+	*maxslot = 0;
+	for (int i = 0; i < n; i++) {
+		jp_ptt_thread t;
+		if (jp_ptt_thread_init(&t) || t.fallback)
+			fails++;
+		if (t.slot > *maxslot)
+			*maxslot = t.slot;
+		jp_ptt_thread_fini(&t);
+	}
+	return fails;
+}
+
+// A dead thread that never called fini leaves its tid behind; the next
+// registration under the same tid takes the entry over.
+static int th_reregister(uint64_t *in_use_mid, uint64_t *in_use_end)
+{
+	jp_ptt_thread dead, t;
+	int err = jp_ptt_thread_init(&dead);
+	if (!err)
+		err = jp_ptt_thread_init(&t);
+	*in_use_mid = jp_ptt_bpf_in_use();
+	jp_ptt_thread_fini(&t);
+	*in_use_end = jp_ptt_bpf_in_use();
+	return err;
+}
+
+// ---- many threads at once ----
+
+typedef struct th_pool {
+	pthread_barrier_t registered, done;
+	int slots[4096];
+	int fallback[4096];
+} th_pool;
+
+typedef struct th_arg { th_pool *p; int i; } th_arg;
+
+static void *th_worker(void *v)
+{
+	th_arg *a = v;
+	jp_ptt_thread t;
+	jp_ptt_reading r = {0};
+
+	jp_ptt_thread_init(&t);
+	a->p->slots[a->i] = t.slot;
+	a->p->fallback[a->i] = t.fallback;
+	jp_ptt_read(&t, &r);
+	pthread_barrier_wait(&a->p->registered); // all hold a slot (or fell back) now
+	pthread_barrier_wait(&a->p->done);
+	jp_ptt_thread_fini(&t);
+	return NULL;
+}
+
+// n threads register together, then all fini. Reports slots handed out
+// (distinct, in 1..nslots) and fallbacks. in_use: while all are registered.
+static int th_pool_round(int n, int *distinct, int *fallbacks, uint64_t *in_use)
+{
+	th_pool *p;
+	pthread_t tid[4096];
+	th_arg arg[4096];
+	char seen[4097];
+
+	if (n > 4096)
+		return -1;
+	p = calloc(1, sizeof(*p));
+	pthread_barrier_init(&p->registered, NULL, (unsigned)n + 1);
+	pthread_barrier_init(&p->done, NULL, (unsigned)n + 1);
+	for (int i = 0; i < n; i++) {
+		arg[i].p = p;
+		arg[i].i = i;
+		pthread_create(&tid[i], NULL, th_worker, &arg[i]);
+	}
+	pthread_barrier_wait(&p->registered);
+	*in_use = jp_ptt_bpf_in_use();
+	pthread_barrier_wait(&p->done);
+	for (int i = 0; i < n; i++)
+		pthread_join(tid[i], NULL);
+
+	memset(seen, 0, sizeof(seen));
+	*distinct = 0;
+	*fallbacks = 0;
+	for (int i = 0; i < n; i++) {
+		if (p->fallback[i]) {
+			(*fallbacks)++;
+			continue;
+		}
+		int s = p->slots[i];
+		if (s >= 1 && s <= 4096 && !seen[s]) {
+			seen[s] = 1;
+			(*distinct)++;
+		}
+	}
+	pthread_barrier_destroy(&p->registered);
+	pthread_barrier_destroy(&p->done);
+	free(p);
+	return 0;
+}
+*/
+import "C"
+
+// slotState mirrors struct jp_ptt_slot for the retry-loop tests.
+type slotState struct {
+	Seq, Dispatches, Interrupts, RunNs, LastIn, IrqNs, IrqStart uint64
+}
+
+// change kinds for slotReadScripted: what the BPF side does between the
+// reader's two reads of seq.
+const (
+	chSwitch = C.TH_SWITCH // A ns more run, switched in again at B
+	chIRQ    = C.TH_IRQ    // an interrupt of A ns
+	chBegin  = C.TH_BEGIN  // an update begins (seq odd)
+	chEnd    = C.TH_END    // the update ends
+)
+
+type change struct {
+	Attempt, Kind int
+	A, B          uint64
+}
+
+type reading struct {
+	Time, Dispatches, Interrupts uint64
+}
+
+// slotReadScripted runs jp_ptt_bpf_slot_read on a slot holding s, with
+// the clock returning clock[0], clock[1], ... (the last repeated) and
+// the changes applied between the snapshot and the seq re-read.
+func slotReadScripted(s slotState, clock []uint64, changes []change) (r reading, retries int, after slotState) {
+	var cs C.struct_jp_ptt_slot
+	cs.seq = C.ulonglong(s.Seq)
+	cs.dispatches = C.ulonglong(s.Dispatches)
+	cs.interrupts = C.ulonglong(s.Interrupts)
+	cs.run_ns = C.ulonglong(s.RunNs)
+	cs.last_in = C.ulonglong(s.LastIn)
+	cs.irq_ns = C.ulonglong(s.IrqNs)
+	cs.irq_start = C.ulonglong(s.IrqStart)
+	var clk [8]C.uint64_t
+	for i, v := range clock[:min(len(clock), 8)] {
+		clk[i] = C.uint64_t(v)
+	}
+	var chg [8]C.th_change
+	for i, c := range changes[:min(len(changes), 8)] {
+		chg[i] = C.th_change{attempt: C.int(c.Attempt), kind: C.int(c.Kind), a: C.uint64_t(c.A), b: C.uint64_t(c.B)}
+	}
+	var cr C.jp_ptt_reading
+	n := C.th_slot_read(&cs, &clk[0], C.int(max(1, min(len(clock), 8))), &chg[0], C.int(min(len(changes), 8)), &cr)
+	after = slotState{uint64(cs.seq), uint64(cs.dispatches), uint64(cs.interrupts), uint64(cs.run_ns),
+		uint64(cs.last_in), uint64(cs.irq_ns), uint64(cs.irq_start)}
+	return reading{uint64(cr.v[0]), uint64(cr.dispatches), uint64(cr.interrupts)}, int(n), after
+}
+
+// threadResult mirrors th_result.
+type threadResult struct {
+	Err, Fallback, Slot    int
+	PTT, CPU, IrqNs        uint64
+	Dispatches, Interrupts uint64
+	Pcount                 uint64
+	Reads, Backwards       uint64
+	First, Last            uint64
+}
+
+func fromC(r *C.th_result) threadResult {
+	return threadResult{int(r.err), int(r.fallback), int(r.slot), uint64(r.ptt), uint64(r.cpu), uint64(r.irq_ns),
+		uint64(r.dispatches), uint64(r.interrupts), uint64(r.pcount), uint64(r.reads), uint64(r.backwards), uint64(r.first), uint64(r.last)}
+}
+
+// The following run on the calling goroutine's OS thread for the whole
+// C call, registering and unregistering it.
+
+func busyThread(ms int) threadResult {
+	var r C.th_result
+	C.th_busy(C.long(ms), &r)
+	return fromC(&r)
+}
+
+func sleepThread(n int, us int) threadResult {
+	var r C.th_result
+	C.th_sleep(C.int(n), C.long(us), &r)
+	return fromC(&r)
+}
+
+func monotoneThread(n int) threadResult {
+	var r C.th_result
+	C.th_monotone(C.long(n), &r)
+	return fromC(&r)
+}
+
+// cycleThread registers and unregisters the calling thread n times.
+func cycleThread(n int) (fails, maxSlot int) {
+	var m C.int
+	f := C.th_cycle_one(C.int(n), &m)
+	return int(f), int(m)
+}
+
+func reregister() (err int, inUseMid, inUseEnd uint64) {
+	var mid, end C.uint64_t
+	e := C.th_reregister(&mid, &end)
+	return int(e), uint64(mid), uint64(end)
+}
+
+// poolRound starts n C threads that register at once, then fini.
+func poolRound(n int) (distinct, fallbacks int, inUse uint64) {
+	var d, f C.int
+	var u C.uint64_t
+	C.th_pool_round(C.int(n), &d, &f, &u)
+	return int(d), int(f), uint64(u)
+}
