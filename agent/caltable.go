@@ -35,7 +35,7 @@ func readJVMIdentity() jvmIdentity {
 func (a *agent) loadCalibration() error {
 	a.env = make([][]uint64, len(a.metrics))
 	var given []*calibration.Table
-	if a.opts.CalTable != "" {
+	if a.opts.CalTable != "" && a.opts.CalTable != "none" {
 		f, err := os.Open(a.opts.CalTable)
 		if err != nil {
 			return fmt.Errorf("CALTABLE: %w", err)
@@ -53,7 +53,9 @@ func (a *agent) loadCalibration() error {
 		}
 		var tab *calibration.Table
 		var source string
-		if a.opts.CalTable != "" {
+		if a.opts.CalTable == "none" {
+			// Asked for: minima from this run only.
+		} else if a.opts.CalTable != "" {
 			var errs []string
 			for _, t := range given {
 				err := t.Matches(a.jvm.name, a.jvm.version, m.String(), a.ptt.Backend.String())
@@ -73,6 +75,9 @@ func (a *agent) loadCalibration() error {
 		}
 		if tab == nil {
 			note := fmt.Sprintf("Calibration %s: no table for JVM %q %s and backend %s; minima found online in this run", m, a.jvm.name, a.jvm.version, a.ptt.Backend)
+			if a.opts.CalTable == "none" {
+				note = fmt.Sprintf("Calibration %s: CALTABLE=none: minima found online in this run", m)
+			}
 			a.notes = append(a.notes, note)
 			a.log.Info(note)
 		} else {

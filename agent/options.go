@@ -141,7 +141,7 @@ var optionSpecs = []optionSpec{
 		o.Calibrate = on
 		return nil
 	}},
-	{name: "CALTABLE", hasValue: true, help: "calibration table to start from (default: a built-in table matching this JVM, metric and backend)", set: func(o *Options, v string, on bool) error {
+	{name: "CALTABLE", hasValue: true, help: "calibration table to start from (default: a built-in table matching this JVM, metric and backend; none: minima from this run only)", set: func(o *Options, v string, on bool) error {
 		if !on {
 			o.CalTable = ""
 			return nil
