@@ -504,9 +504,10 @@ static inline void jp_event_inline(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread,
 		jp_ptt_read(&t->ptt, &early); /* Early Read */
 
 	/* Whether this event is calibrated: not when its delta has no real
-	 * previous Late Read (a restart), went backwards, or spans a dispatch
-	 * or an interrupt (it then holds kernel work or an interrupt-time
-	 * correction that is no part of the agent's constant overhead). Such
+	 * previous Late Read (a restart), went backwards or did not move, or
+	 * spans a dispatch or an interrupt (it then holds kernel work or an
+	 * interrupt-time correction that is no part of the agent's constant
+	 * overhead). Such
 	 * an event neither lowers a minimum nor has one removed; they are a
 	 * tiny fraction of events, and the agent, log-gen and jprof calibrate
 	 * all treat them the same way. */
@@ -557,8 +558,12 @@ static inline void jp_event_inline(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread,
 		for (int k = 0; k < jp.nmetrics; k++) {
 			d[k] = early.v[k] - t->last.v[k];
 			/* A reading never goes back; if a backend ever did,
-			 * count 0 rather than 2^64, and learn nothing from it. */
-			if ((int64_t)d[k] < 0) {
+			 * count 0 rather than 2^64, and learn nothing from it.
+			 * Nor from a delta of 0: the glue between two events
+			 * always runs, so 0 is a clock that did not tick (the
+			 * thread CPU clock does that, rarely, across a switch
+			 * the clock backend cannot see). */
+			if ((int64_t)d[k] <= 0) {
 				d[k] = 0;
 				clean = 0;
 			}
@@ -582,8 +587,12 @@ static inline void jp_event_inline(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread,
 		}
 		if (jp.loggen)
 			jp_gen_record(t, evnode, tr, clean ? key : key | JP_KEY_UNCLEAN, gen);
-		nd->ds += early.dispatches - t->last.dispatches;
-		nd->in += early.interrupts - t->last.interrupts;
+		/* clean implies the counts did not move; otherwise they only
+		 * ever grow within one registration. */
+		if (early.dispatches >= t->last.dispatches)
+			nd->ds += early.dispatches - t->last.dispatches;
+		if (early.interrupts >= t->last.interrupts)
+			nd->in += early.interrupts - t->last.interrupts;
 		if (jp.calibrate && clean)
 			jp_seq_count(t, cur, key);
 		t->prev_running = running;
@@ -767,10 +776,14 @@ static void JNICALL cb_thread_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 	jp_thread *t = jp_self;
 	if (t == NULL)
 		return;
-	/* The record stays in the list for the reports and stays this
-	 * thread's: a late event must not start a second tree for it. */
+	/* The record stays in the list for the reports, but no longer
+	 * belongs to this OS thread: the thread may be attached again (the
+	 * launcher's main thread comes back as DestroyJavaVM to run the
+	 * shutdown hooks), and that is a new Java thread with a tree and a
+	 * PTT registration of its own. Readings across fini would mix two
+	 * clocks. */
+	jp_self = NULL;
 	jp_ptt_thread_fini(&t->ptt);
-	t->ptt.fallback = 1;
 	if (t->gen != NULL && t->gen->used > 0) {
 		jp_gen_handover(t->gen);
 		t->gen = NULL;
