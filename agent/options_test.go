@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -107,5 +108,15 @@ func TestMetricPlan(t *testing.T) {
 		p := o.plan()
 		assert.Equal(t, c.want, p.want, c.opts)
 		assert.Equal(t, c.orElse, p.fallback, c.opts)
+	}
+}
+
+// The README's option reference lists every option the parser knows.
+func TestREADMEListsEveryOption(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	readme := string(b)
+	for _, s := range optionSpecs {
+		assert.Contains(t, readme, "`"+s.name, "README.md does not document %s", s.name)
 	}
 }
