@@ -162,7 +162,9 @@ func agentRun(ctx context.Context, cfg *Config, dir string) (*calibration.Table,
 		return nil, err
 	}
 	calout := filepath.Join(dir, "calout.cal")
-	opts := []string{"RTARCF", "START", "METRICS=" + cfg.Metric, "CALOUT=" + calout, "LOGPATH=" + dir}
+	// CALTABLE=none: each run's minima must come from that run alone, not
+	// from a table built into the agent (perhaps by an earlier training).
+	opts := []string{"RTARCF", "START", "NORTDRIVER", "CALTABLE=none", "METRICS=" + cfg.Metric, "CALOUT=" + calout, "LOGPATH=" + dir}
 	if cfg.Backend != "" {
 		opts = append(opts, "PTT="+cfg.Backend)
 	}
