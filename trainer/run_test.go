@@ -143,7 +143,7 @@ func TestRun(t *testing.T) {
 
 	calls := f.calls(t)
 	require.Len(t, calls, 4, "properties, two agent runs, env")
-	assert.Contains(t, calls[1], "-agentpath:/opt/libjprof.so=RTARCF,START,METRICS=PTT_TIME,CALOUT=")
+	assert.Contains(t, calls[1], "-agentpath:/opt/libjprof.so=RTARCF,START,NORTDRIVER,CALTABLE=none,METRICS=PTT_TIME,CALOUT=")
 	assert.Contains(t, calls[1], "-Djava.library.path=/opt/native -cp /opt/java Trainer --reps 100")
 	assert.Equal(t, "-Xint -Djava.library.path=/opt/native -cp /opt/java Trainer --env", calls[3])
 
