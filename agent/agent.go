@@ -17,15 +17,15 @@ import (
 // agent is the single instance of libjprof in this JVM. The JVMTI layer
 // holds it (through a cgo.Handle) for the life of the process.
 type agent struct {
-	opts    *Options
-	pid     int
-	log     *zap.Logger
+	opts     *Options
+	pid      int
+	log      *zap.Logger
 	closeLog func()
-	ptt     ptt.Status
-	metrics []ptt.Metric
-	jvm     jvmIdentity
-	env     [][]uint64 // environmental overhead per metric and key
-	notes   []string // header notes for every report
+	ptt      ptt.Status
+	metrics  []ptt.Metric
+	jvm      jvmIdentity
+	env      [][]uint64 // environmental overhead per metric and key
+	notes    []string   // header notes for every report
 
 	vm     jvmti.VMThread  // attached thread for JVMTI calls from Go
 	server *control.Server // nil until VMInit, or if no port was free

@@ -24,14 +24,13 @@ type jitWriter struct {
 	recs []jvmti.JITRecord
 	perf *bufio.Writer
 	pf   *os.File
-	stop chan struct{}
-	done chan struct{}
+	tick *drainer
 }
 
 const jitDrainEvery = 500 * time.Millisecond
 
 func (a *agent) startJIT() *jitWriter {
-	j := &jitWriter{a: a, stop: make(chan struct{}), done: make(chan struct{})}
+	j := &jitWriter{a: a}
 	if a.opts.PerfMap {
 		path := fmt.Sprintf("/tmp/perf-%d.map", a.pid)
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
@@ -43,22 +42,8 @@ func (a *agent) startJIT() *jitWriter {
 			a.log.Info("perf map", zap.String("file", path))
 		}
 	}
-	go j.loop()
+	j.tick = startDrainer(jitDrainEvery, j.drain)
 	return j
-}
-
-func (j *jitWriter) loop() {
-	defer close(j.done)
-	t := time.NewTicker(jitDrainEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-j.stop:
-			return
-		case <-t.C:
-			j.drain()
-		}
-	}
 }
 
 func (j *jitWriter) drain() {
@@ -87,8 +72,7 @@ func (j *jitWriter) drain() {
 
 // finish drains what is left and writes log-jita2n.
 func (j *jitWriter) finish() {
-	close(j.stop)
-	<-j.done
+	j.tick.Stop()
 	j.drain()
 	if j.pf != nil {
 		j.pf.Close()

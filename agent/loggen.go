@@ -27,8 +27,7 @@ type genWriter struct {
 	mu     sync.Mutex // one drain at a time
 	events uint64
 	err    error
-	stop   chan struct{}
-	done   chan struct{}
+	tick   *drainer
 }
 
 const genDrainEvery = 10 * time.Millisecond
@@ -58,25 +57,9 @@ func (a *agent) startLogGen() (*genWriter, error) {
 		w:       reports.NewLogGenWriter(tmp, a.pid, metrics, notes...),
 		drainer: jvmti.NewGenDrainer(),
 		log:     a.log,
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
 	}
-	go g.loop()
+	g.tick = startDrainer(genDrainEvery, func() { g.drain(false) })
 	return g, nil
-}
-
-func (g *genWriter) loop() {
-	defer close(g.done)
-	tick := time.NewTicker(genDrainEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-g.stop:
-			return
-		case <-tick.C:
-			g.drain(false)
-		}
-	}
 }
 
 // drain writes what the hot path handed over. A write error (disk full)
@@ -107,8 +90,7 @@ func (g *genWriter) drain(final bool) {
 // finish drains everything (method events must be off), and renames the
 // file into place.
 func (g *genWriter) finish() (string, uint64, error) {
-	close(g.stop)
-	<-g.done
+	g.tick.Stop()
 	g.drain(true)
 	err := g.err
 	if err == nil {

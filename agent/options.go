@@ -94,100 +94,39 @@ var optionSpecs = []optionSpec{
 	{name: "RTARCF", help: "call tree in log-rt with one metric (default instructions, else PTT_TIME)", set: setMode(ModeRTArcf)},
 	{name: "CALLFLOW", help: "call tree in log-rt with instructions and cycles (else PTT_TIME)", set: setMode(ModeCallFlow)},
 	{name: "METRICS", hasValue: true, help: "metrics to count, a+b+... (PTT_TIME, PTT_INSTS, PTT_CYCLES)", set: setMetrics},
-	{name: "START", help: "collect from VM start (default: wait for rtdriver start)", set: func(o *Options, _ string, on bool) error {
-		o.Start = on
-		return nil
-	}},
-	{name: "LOGPATH", hasValue: true, help: "directory for the output files (default: current directory)", set: func(o *Options, v string, on bool) error {
-		if !on {
-			o.LogPath = "."
-			return nil
-		}
-		if v == "" {
-			return fmt.Errorf("needs a directory")
-		}
-		o.LogPath = v
-		return nil
-	}},
-	{name: "LOGPREFIX", hasValue: true, help: "file name prefix (default log)", set: func(o *Options, v string, on bool) error {
-		if !on {
-			o.LogPrefix = "log"
-			return nil
-		}
-		if v == "" || strings.ContainsRune(v, '/') {
-			return fmt.Errorf("needs a file name prefix without '/'")
-		}
-		o.LogPrefix = v
-		return nil
-	}},
+	{name: "START", help: "collect from VM start (default: wait for rtdriver start)", set: boolOpt(func(o *Options) *bool { return &o.Start })},
+	{name: "LOGPATH", hasValue: true, help: "directory for the output files (default: current directory)",
+		set: stringOpt(func(o *Options) *string { return &o.LogPath }, ".", "a directory", nil)},
+	{name: "LOGPREFIX", hasValue: true, help: "file name prefix (default log)",
+		set: stringOpt(func(o *Options) *string { return &o.LogPrefix }, "log", "a file name prefix without '/'", func(v string) bool { return !strings.ContainsRune(v, '/') })},
 	{name: "PTT", hasValue: true, help: "force the PTT backend: bpf, perf or clock (default: best available)", set: func(o *Options, v string, on bool) error {
-		if !on || strings.EqualFold(v, "auto") {
+		if !on {
 			o.PTT = ptt.None
 			return nil
 		}
-		switch strings.ToLower(v) {
-		case "clock":
-			o.PTT = ptt.Clock
-		case "perf":
-			o.PTT = ptt.Perf
-		case "bpf":
-			o.PTT = ptt.BPF
-		default:
-			return fmt.Errorf("unknown backend %q (valid: bpf, perf, clock, auto)", v)
+		b, err := ptt.ParseBackend(v)
+		if err != nil {
+			return err
 		}
+		o.PTT = b
 		return nil
 	}},
-	{name: "CALIBRATE", help: "remove the profiler's own overhead from metrics (default on; NOCALIBRATE for raw values)", set: func(o *Options, _ string, on bool) error {
-		o.Calibrate = on
-		return nil
-	}},
-	{name: "CALTABLE", hasValue: true, help: "calibration table to start from (default: a built-in table matching this JVM, metric and backend; none: minima from this run only)", set: func(o *Options, v string, on bool) error {
-		if !on {
-			o.CalTable = ""
-			return nil
-		}
-		if v == "" {
-			return fmt.Errorf("needs a file")
-		}
-		o.CalTable = v
-		return nil
-	}},
-	{name: "CALOUT", hasValue: true, help: "write this run's calibration minima as a table at VM death (used by make train)", set: func(o *Options, v string, on bool) error {
-		if !on {
-			o.CalOut = ""
-			return nil
-		}
-		if v == "" {
-			return fmt.Errorf("needs a file")
-		}
-		o.CalOut = v
-		return nil
-	}},
-	{name: "GENERIC", help: "also write log-gen: one line per method event", set: setGeneric},
-	{name: "CALLTRACE", help: "same as GENERIC", set: setGeneric},
+	{name: "CALIBRATE", help: "remove the profiler's own overhead from metrics (default on; NOCALIBRATE for raw values)", set: boolOpt(func(o *Options) *bool { return &o.Calibrate })},
+	{name: "CALTABLE", hasValue: true, help: "calibration table to start from (default: a built-in table matching this JVM, metric and backend; none: minima from this run only)",
+		set: stringOpt(func(o *Options) *string { return &o.CalTable }, "", "a file", nil)},
+	{name: "CALOUT", hasValue: true, help: "write this run's calibration minima as a table at VM death (used by make train)",
+		set: stringOpt(func(o *Options) *string { return &o.CalOut }, "", "a file", nil)},
+	{name: "GENERIC", help: "also write log-gen: one line per method event", set: boolOpt(func(o *Options) *bool { return &o.Generic })},
+	{name: "CALLTRACE", help: "same as GENERIC", set: boolOpt(func(o *Options) *bool { return &o.Generic })},
 	{name: "RAWGEN", help: "log-gen with raw deltas and sequence keys, for jprof calibrate (implies GENERIC)", set: func(o *Options, _ string, on bool) error {
 		o.RawGen = on
-		if on {
-			o.Generic = true
-		}
+		o.Generic = o.Generic || on
 		return nil
 	}},
-	{name: "JITA2N", help: "write log-jita2n: JIT-compiled code addresses, sizes, inlining", set: func(o *Options, _ string, on bool) error {
-		o.JitA2N = on
-		return nil
-	}},
-	{name: "PERFMAP", help: "write /tmp/perf-<pid>.map so perf can name JIT-compiled Java frames", set: func(o *Options, _ string, on bool) error {
-		o.PerfMap = on
-		return nil
-	}},
-	{name: "THREADINFO", help: "write log-jtnm: thread ids, names, start and end times", set: func(o *Options, _ string, on bool) error {
-		o.ThreadInfo = on
-		return nil
-	}},
-	{name: "RTDRIVER", help: "listen for rtdriver commands (default on; NORTDRIVER: no socket)", set: func(o *Options, _ string, on bool) error {
-		o.RTDriver = on
-		return nil
-	}},
+	{name: "JITA2N", help: "write log-jita2n: JIT-compiled code addresses, sizes, inlining", set: boolOpt(func(o *Options) *bool { return &o.JitA2N })},
+	{name: "PERFMAP", help: "write /tmp/perf-<pid>.map so perf can name JIT-compiled Java frames", set: boolOpt(func(o *Options) *bool { return &o.PerfMap })},
+	{name: "THREADINFO", help: "write log-jtnm: thread ids, names, start and end times", set: boolOpt(func(o *Options) *bool { return &o.ThreadInfo })},
+	{name: "RTDRIVER", help: "listen for rtdriver commands (default on; NORTDRIVER: no socket)", set: boolOpt(func(o *Options) *bool { return &o.RTDriver })},
 	{name: "PORT", hasValue: true, help: "rtdriver TCP port (default: the first free of 8888-8895)", set: func(o *Options, v string, on bool) error {
 		if !on {
 			o.Port = 0
@@ -200,33 +139,34 @@ var optionSpecs = []optionSpec{
 		o.Port = p
 		return nil
 	}},
-	{name: "HOST", hasValue: true, help: "address the rtdriver socket listens on (default 127.0.0.1: loopback only)", set: func(o *Options, v string, on bool) error {
-		if !on {
-			o.Host = ""
-			return nil
-		}
-		if v == "" {
-			return fmt.Errorf("needs an address")
-		}
-		o.Host = v
-		return nil
-	}},
-	{name: "TOKEN", hasValue: true, help: "shared token every rtdriver command must carry (rtdriver -t)", set: func(o *Options, v string, on bool) error {
-		if !on {
-			o.Token = ""
-			return nil
-		}
-		if v == "" || strings.ContainsAny(v, " \t") {
-			return fmt.Errorf("needs a token without blanks")
-		}
-		o.Token = v
-		return nil
-	}},
+	{name: "HOST", hasValue: true, help: "address the rtdriver socket listens on (default 127.0.0.1: loopback only)",
+		set: stringOpt(func(o *Options) *string { return &o.Host }, "", "an address", nil)},
+	{name: "TOKEN", hasValue: true, help: "shared token every rtdriver command must carry (rtdriver -t)",
+		set: stringOpt(func(o *Options) *string { return &o.Token }, "", "a token without blanks", func(v string) bool { return !strings.ContainsAny(v, " \t") })},
 }
 
-func setGeneric(o *Options, _ string, on bool) error {
-	o.Generic = on
-	return nil
+// boolOpt sets a flag: NAME turns it on, NONAME off.
+func boolOpt(field func(*Options) *bool) func(*Options, string, bool) error {
+	return func(o *Options, _ string, on bool) error {
+		*field(o) = on
+		return nil
+	}
+}
+
+// stringOpt sets a string option to a non-empty value that passes ok (if
+// given); NONAME puts back def. what names the value in errors.
+func stringOpt(field func(*Options) *string, def, what string, ok func(string) bool) func(*Options, string, bool) error {
+	return func(o *Options, v string, on bool) error {
+		if !on {
+			*field(o) = def
+			return nil
+		}
+		if v == "" || (ok != nil && !ok(v)) {
+			return fmt.Errorf("needs %s", what)
+		}
+		*field(o) = v
+		return nil
+	}
 }
 
 func setMode(m Mode) func(*Options, string, bool) error {

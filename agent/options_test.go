@@ -67,7 +67,7 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"METRICS=PTT_TIME+PTT_TIME", "METRICS=PTT_TIME+PTT_TIME", "given twice"},
 		{"CALLTREE,RTARCF", "RTARCF", "conflicts with CALLTREE"},
 		{"CALLTREE,METRICS=PTT_TIME", "METRICS", "CALLTREE collects no metrics"},
-		{"PTT=magic", "PTT=magic", "unknown backend"},
+		{"PTT=magic", "PTT=magic", "unknown PTT backend"},
 		{"PORT=0", "PORT=0", "1-65535"},
 		{"PORT=http", "PORT=http", "1-65535"},
 		{"HOST=", "HOST=", "needs an address"},

@@ -28,6 +28,32 @@ static uint64_t jp_mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Lock-free lists of records whose first member is their next pointer
+ * (jp_thread, jp_genbuf, jp_jitrec): any thread pushes, one consumer
+ * takes the whole list at once. */
+static void jp_list_push(void *head, void *node)
+{
+	void **h = head;
+	void *old = __atomic_load_n(h, __ATOMIC_RELAXED);
+	do {
+		*(void **)node = old;
+	} while (!__atomic_compare_exchange_n(h, &old, node, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+}
+
+/* jp_list_take empties the list and returns it oldest first. */
+static void *jp_list_take(void *head)
+{
+	void *l = __atomic_exchange_n((void **)head, NULL, __ATOMIC_ACQUIRE);
+	void *rev = NULL;
+	while (l != NULL) {
+		void *next = *(void **)l;
+		*(void **)l = rev;
+		rev = l;
+		l = next;
+	}
+	return rev;
+}
+
 /* The calling thread's record. initial-exec: one pointer of static TLS,
  * so a read is a single %fs-relative load instead of __tls_get_addr. */
 static __thread jp_thread *jp_self __attribute__((tls_model("initial-exec")));
@@ -365,10 +391,7 @@ static jp_thread *jp_thread_new(jvmtiEnv *jvmti, jthread thread)
 	if (jp.nmetrics)
 		jp_ptt_read(&t->ptt, &t->last);
 
-	jp_thread *head = __atomic_load_n(&jp.threads, __ATOMIC_RELAXED);
-	do {
-		t->next = head;
-	} while (!__atomic_compare_exchange_n(&jp.threads, &head, t, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+	jp_list_push(&jp.threads, t);
 	jp_self = t;
 	return t;
 }
@@ -414,10 +437,7 @@ static inline uint32_t jp_exit(jp_thread *t, JNIEnv *jni, jmethodID mid, int exc
  * behind, the thread waits for it rather than drop events. */
 static void jp_gen_handover(jp_genbuf *b)
 {
-	jp_genbuf *head = __atomic_load_n(&jp.gen_full, __ATOMIC_RELAXED);
-	do {
-		b->next = head;
-	} while (!__atomic_compare_exchange_n(&jp.gen_full, &head, b, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+	jp_list_push(&jp.gen_full, b);
 	uint32_t pending = __atomic_add_fetch(&jp.gen_pending, 1, __ATOMIC_RELAXED);
 	if (pending > 4096 && !jp.dead) { /* 256 MiB waiting to be written */
 		__atomic_fetch_add(&jp.gen_waits, 1, __ATOMIC_RELAXED);
@@ -464,15 +484,7 @@ static void jp_gen_record(jp_thread *t, uint32_t node, int tr, uint32_t key, con
 
 jp_genbuf *jp_gen_take(void)
 {
-	jp_genbuf *l = __atomic_exchange_n(&jp.gen_full, NULL, __ATOMIC_ACQUIRE);
-	jp_genbuf *rev = NULL;
-	while (l != NULL) {
-		jp_genbuf *next = l->next;
-		l->next = rev;
-		rev = l;
-		l = next;
-	}
-	return rev;
+	return jp_list_take(&jp.gen_full);
 }
 
 void jp_gen_done(jp_genbuf *b)
@@ -612,23 +624,12 @@ void jp_event(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jmethodID mid, int t
 
 static void jp_jit_push(jp_jitrec *r)
 {
-	jp_jitrec *head = __atomic_load_n(&jp.jit_recs, __ATOMIC_RELAXED);
-	do {
-		r->next = head;
-	} while (!__atomic_compare_exchange_n(&jp.jit_recs, &head, r, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+	jp_list_push(&jp.jit_recs, r);
 }
 
 jp_jitrec *jp_jit_take(void)
 {
-	jp_jitrec *l = __atomic_exchange_n(&jp.jit_recs, NULL, __ATOMIC_ACQUIRE);
-	jp_jitrec *rev = NULL;
-	while (l != NULL) {
-		jp_jitrec *next = l->next;
-		l->next = rev;
-		rev = l;
-		l = next;
-	}
-	return rev;
+	return jp_list_take(&jp.jit_recs);
 }
 
 void jp_jit_free(jp_jitrec *r)

@@ -101,7 +101,7 @@ typedef struct jp_genrec {
 } jp_genrec;
 
 typedef struct jp_genbuf {
-	struct jp_genbuf *next;   /* in the handover list */
+	struct jp_genbuf *next;   /* in the handover list; first member (jp_list_push) */
 	struct jp_thread *thread; /* owner */
 	uint32_t used;            /* bytes of records, published with release */
 	uint32_t seq;             /* per-thread buffer number, for ordering */
@@ -116,7 +116,7 @@ enum jp_jit_kind {
 	JP_JIT_DYNAMIC = 2 /* DynamicCodeGenerated (stubs, interpreter) */
 };
 typedef struct jp_jitrec {
-	struct jp_jitrec *next;
+	struct jp_jitrec *next;   /* first member (jp_list_push) */
 	int kind;
 	uint64_t ts;      /* CLOCK_MONOTONIC ns */
 	uint64_t addr;
@@ -166,7 +166,7 @@ typedef struct jp_map {
 } jp_map;
 
 typedef struct jp_thread {
-	struct jp_thread *next; /* list of all threads, newest first */
+	struct jp_thread *next; /* list of all threads, newest first; first member (jp_list_push) */
 	int tid;
 	char *name;
 	volatile int ended;
