@@ -12,6 +12,7 @@ import (
 	"github.com/libjprof/libjprof/agent/control"
 	"github.com/libjprof/libjprof/jvmti"
 	"github.com/libjprof/libjprof/ptt"
+	"github.com/libjprof/libjprof/ptt/ptthelper"
 )
 
 // agent is the single instance of libjprof in this JVM. The JVMTI layer
@@ -90,7 +91,7 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 // thread time (with a warning) when an implied default cannot be counted.
 func (a *agent) setupPTT() error {
 	plan := a.opts.plan()
-	st, err := ptt.Setup(ptt.Config{Metrics: plan.want, Force: a.opts.PTT})
+	st, err := a.pttSetup(plan.want)
 	if err != nil && plan.fallback != nil {
 		msg := fmt.Sprintf("%s's default metrics %v cannot be counted here (%v); using %v instead",
 			a.opts.Mode, plan.want, err, plan.fallback)
@@ -98,7 +99,7 @@ func (a *agent) setupPTT() error {
 		a.log.Warn(msg)
 		a.notes = append(a.notes, "Warning: "+msg)
 		plan.want = plan.fallback
-		st, err = ptt.Setup(ptt.Config{Metrics: plan.want, Force: a.opts.PTT})
+		st, err = a.pttSetup(plan.want)
 	}
 	if err != nil {
 		return fmt.Errorf("metrics %v: %w", plan.want, err)
@@ -111,6 +112,51 @@ func (a *agent) setupPTT() error {
 	a.log.Info("PTT ready", zap.Stringer("backend", st.Backend), zap.Strings("notes", st.Notes),
 		zap.Stringers("metrics", plan.want))
 	return nil
+}
+
+// pttSetup configures the PTT for metrics. The eBPF work area comes from
+// a jprof pttd when PTTD= names one, or when this JVM cannot load the
+// programs itself and a pttd listens at the default socket; otherwise
+// ptt.Setup picks the best backend this process can have.
+func (a *agent) pttSetup(metrics []ptt.Metric) (ptt.Status, error) {
+	cfg := ptt.Config{Metrics: metrics, Force: a.opts.PTT}
+	wantBPF := len(metrics) > 0 && (cfg.Force == ptt.None || cfg.Force == ptt.BPF)
+	sock := a.opts.PTTD
+	if sock == "" {
+		st, err := ptt.Setup(cfg)
+		if err != nil || st.Backend == ptt.BPF || !wantBPF {
+			return st, err
+		}
+		if _, serr := os.Stat(ptthelper.DefaultSocket); serr != nil {
+			return st, nil
+		}
+		ptt.Close()
+		sock = ptthelper.DefaultSocket
+	}
+	if wantBPF {
+		st, err := a.pttFromHelper(cfg, sock)
+		if err == nil {
+			return st, nil
+		}
+		msg := fmt.Sprintf("PTT: jprof pttd at %s not usable (%v); using the best backend this JVM can load", sock, err)
+		fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
+		a.log.Warn(msg)
+		a.notes = append(a.notes, "Warning: "+msg)
+	}
+	return ptt.Setup(cfg)
+}
+
+func (a *agent) pttFromHelper(cfg ptt.Config, sock string) (ptt.Status, error) {
+	slots, tids, err := ptthelper.Fetch(sock)
+	if err != nil {
+		return ptt.Status{}, err
+	}
+	st, err := ptt.SetupFromFDs(cfg, slots, tids)
+	if err != nil {
+		return st, err
+	}
+	st.Notes = append(st.Notes, "PTT bpf work area from jprof pttd at "+sock)
+	return st, nil
 }
 
 // VMInit implements jvmti.Handler.

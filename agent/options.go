@@ -47,6 +47,8 @@ type Options struct {
 	LogPrefix string
 	// PTT forces a backend; ptt.None means choose the best available.
 	PTT ptt.Backend
+	// PTTD is the socket of a jprof pttd to ask for the eBPF work area.
+	PTTD string
 	// RTDriver listens for rtdriver commands on Host:Port (Port 0: the
 	// first free of 8888-8895), requiring Token when it is set.
 	RTDriver bool
@@ -111,6 +113,8 @@ var optionSpecs = []optionSpec{
 		o.PTT = b
 		return nil
 	}},
+	{name: "PTTD", hasValue: true, help: "socket of a jprof pttd to get the eBPF PTT from when the JVM cannot load it (default /run/libjprof-pttd.sock if present)",
+		set: stringOpt(func(o *Options) *string { return &o.PTTD }, "", "a socket path", nil)},
 	{name: "CALIBRATE", help: "remove the profiler's own overhead from metrics (default on; NOCALIBRATE for raw values)", set: boolOpt(func(o *Options) *bool { return &o.Calibrate })},
 	{name: "CALTABLE", hasValue: true, help: "calibration table to start from (default: a built-in table matching this JVM, metric and backend; none: minima from this run only)",
 		set: stringOpt(func(o *Options) *string { return &o.CalTable }, "", "a file", nil)},

@@ -21,6 +21,7 @@ const usage = `usage:
   jprof pprof FILE -o OUT.pb.gz
   jprof logrt LOGGEN [-o OUT]
   jprof calibrate LOGGEN [--table TABLE] [-o OUT]
+  jprof pttd [-socket PATH] [-mode 0660]
   jprof help
 
 FILE is a log-rt or a log-gen (told apart by its first line).
@@ -32,6 +33,8 @@ FILE is a log-rt or a log-gen (told apart by its first line).
   calibrate  calibrate a log-gen written with RAWGEN (raw deltas and
            sequence keys) with the final minima of the whole file, or a
            table's where lower; writes a calibrated log-gen
+  pttd     the privileged PTT helper: loads the eBPF programs once and
+           hands their maps to agents without CAP_BPF (agent option PTTD=)
 Output goes to standard output unless -o is given.
 `
 
@@ -87,6 +90,8 @@ func dispatch(args []string, stdout io.Writer) error {
 		return logrt(args, stdout)
 	case "calibrate":
 		return calibrate(args, stdout)
+	case "pttd":
+		return pttd(args, stdout)
 	}
 	return usagef("unknown command %q", cmd)
 }

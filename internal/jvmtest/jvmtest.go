@@ -54,6 +54,9 @@ type Run struct {
 	Options string   // agent options; LOGPATH is added unless it is set here. "-" runs without the agent.
 	Env     []string // extra environment, KEY=VALUE
 	JVMArgs []string // extra JVM arguments before the class
+	// Prefix runs java through another command (e.g. setpriv to drop
+	// capabilities): Prefix[0] is the program, the rest its arguments.
+	Prefix  []string
 	Timeout time.Duration
 }
 
@@ -113,7 +116,11 @@ func Launch(t testing.TB, r Run) *Proc {
 	}
 	p := &Proc{t: t, lines: make(chan string, 1024), res: &Result{Dir: dir}}
 	p.ctx, p.cancel = context.WithTimeout(context.Background(), timeout)
-	p.cmd = exec.CommandContext(p.ctx, "java", args...)
+	prog := "java"
+	if len(r.Prefix) > 0 {
+		prog, args = r.Prefix[0], append(append(append([]string(nil), r.Prefix[1:]...), "java"), args...)
+	}
+	p.cmd = exec.CommandContext(p.ctx, prog, args...)
 	p.cmd.Dir = dir
 	p.cmd.Env = append(os.Environ(), r.Env...)
 	p.cmd.Stderr = &p.stderr

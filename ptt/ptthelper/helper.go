@@ -20,6 +20,10 @@ import (
 	"github.com/libjprof/libjprof/ptt/pttbpf"
 )
 
+// DefaultSocket is where jprof pttd listens, and where an agent that
+// cannot load the eBPF programs itself looks for it.
+const DefaultSocket = "/run/libjprof-pttd.sock"
+
 // hello is the payload sent with the FDs; it versions the protocol.
 const hello = "JPPTT1"
 

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/libjprof/libjprof/internal/jvmtest"
+	"github.com/libjprof/libjprof/reports"
+)
+
+func checkHellop(t *testing.T, p *reports.Profile) {
+	t.Helper()
+	checkBalanced(t, p)
+	myA := jvmtest.Path(mainThread(t, p), "i:hellop.main([Ljava/lang/String;)V", "I:hellop.myA()V")
+	require.NotNil(t, myA)
+	assert.Equal(t, uint64(1000), myA.Calls)
+	myC := jvmtest.Path(myA, "I:hellop.myC()J")
+	require.NotNil(t, myC)
+	assert.Equal(t, uint64(1000), myC.Calls)
+	assert.Positive(t, myC.Base[0])
+}
+
+// Every PTT backend, forced, gives the right hellop tree and says in the
+// header which backend it is.
+func TestHellopWithEveryBackend(t *testing.T) {
+	for _, b := range []string{"bpf", "perf", "clock"} {
+		t.Run(b, func(t *testing.T) {
+			r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METRICS=PTT_TIME,START,NORTDRIVER,PTT=" + b})
+			if r.ExitCode != 0 && b == "bpf" && strings.Contains(r.Stderr, "operation not permitted") {
+				t.Skipf("no CAP_BPF here: %s", r.Stderr)
+			}
+			require.Equal(t, 0, r.ExitCode, r.Stderr)
+			p := r.LogRT(t, 1)
+			checkHellop(t, p)
+			assert.Contains(t, strings.Join(p.Notes, "\n"), "PTT backend "+b+":")
+		})
+	}
+}
+
+// A JVM without CAP_BPF falls back (and says why); given a jprof pttd it
+// gets the eBPF work area from it and counts with bpf after all.
+func TestPTTWithoutCapabilities(t *testing.T) {
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil || os.Geteuid() != 0 {
+		t.Skip("needs root and setpriv to run a JVM without CAP_BPF")
+	}
+	drop := []string{setpriv, "--bounding-set=-bpf,-perfmon,-sys_admin", "--inh-caps=-all", "--"}
+
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METRICS=PTT_TIME,START,NORTDRIVER", Prefix: drop})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	p := r.LogRT(t, 1)
+	checkHellop(t, p)
+	notes := strings.Join(p.Notes, "\n")
+	assert.Contains(t, notes, "PTT backend bpf unavailable")
+	assert.NotContains(t, notes, "PTT backend bpf:")
+
+	sock := filepath.Join(t.TempDir(), "pttd.sock")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	jvmtest.Build(t)
+	helper := exec.CommandContext(ctx, jvmtest.Tool("jprof"), "pttd", "-socket", sock)
+	out, err := helper.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, helper.Start())
+	defer func() { _ = helper.Process.Signal(os.Interrupt); _ = helper.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	require.Contains(t, line, "serving "+sock)
+
+	r = jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METRICS=PTT_TIME,START,NORTDRIVER,PTTD=" + sock, Prefix: drop})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	p = r.LogRT(t, 1)
+	checkHellop(t, p)
+	notes = strings.Join(p.Notes, "\n")
+	assert.Contains(t, notes, "PTT backend bpf:")
+	assert.Contains(t, notes, "from jprof pttd at "+sock)
+
+	// A PTTD that is not there: said, and the JVM runs on another backend.
+	r = jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METRICS=PTT_TIME,START,NORTDRIVER,PTTD=" + sock + ".missing", Prefix: drop})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.Contains(t, r.Stderr, "not usable")
+	checkHellop(t, r.LogRT(t, 1))
+}

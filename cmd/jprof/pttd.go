@@ -1,0 +1,53 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/libjprof/libjprof/ptt/pttbpf"
+	"github.com/libjprof/libjprof/ptt/ptthelper"
+)
+
+// pttd is the privileged PTT helper: it loads the eBPF programs once (it
+// needs CAP_BPF and CAP_PERFMON) and hands the work area's map FDs to
+// every agent that connects, so JVMs without those capabilities get the
+// bpf backend. Anyone who can connect can read and write every client's
+// slots: the socket's mode (-mode, default 0660) decides who may.
+func pttd(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("pttd", flag.ContinueOnError)
+	sock := fs.String("socket", ptthelper.DefaultSocket, "unix socket `path`")
+	mode := fs.Uint("mode", 0o660, "socket permission bits")
+	slots := fs.Int("slots", 0, "thread slots (default: pttbpf's)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usagef("pttd takes no arguments")
+	}
+	objs, err := pttbpf.Load(pttbpf.Options{Slots: *slots})
+	if err != nil {
+		return fmt.Errorf("pttd: loading the eBPF programs (needs CAP_BPF and CAP_PERFMON): %w", err)
+	}
+	defer objs.Close()
+	srv := &ptthelper.Server{Objects: objs}
+	if err := srv.Listen(*sock); err != nil {
+		return err
+	}
+	if err := os.Chmod(*sock, os.FileMode(*mode)); err != nil {
+		srv.Close()
+		return err
+	}
+	fmt.Fprintf(stdout, "jprof pttd: %d slots (%s), serving %s; agents use PTTD=%s\n", objs.NSlots, objs.Mode, *sock, *sock)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		<-sig
+		srv.Close()
+	}()
+	return srv.Serve()
+}
