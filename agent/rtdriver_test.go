@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -253,4 +254,59 @@ func TestRTDriverAbuse(t *testing.T) {
 		}
 	}
 	assert.Greater(t, n, 0)
+}
+
+// Flushes while several threads run flat out: every snapshot is a
+// well-formed log-rt whose counts never exceed the final ones, and the
+// final log-rt at VM death has the exact totals.
+func TestRTDriverFlushUnderLoad(t *testing.T) {
+	const threads, calls = 4, 300000
+	port := freePort(t)
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "Load", Args: []string{fmt.Sprint(threads), fmt.Sprint(calls)},
+		Options: fmt.Sprintf("CALLTREE,START,PORT=%d", port)})
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	var flushed []string
+	for i := 0; i < 100 && len(flushed) < 8; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		c, err := control.Dial(ctx, addr, "")
+		if err == nil {
+			replies, err := c.Do(ctx, "flush")
+			c.Close()
+			if err == nil && len(replies) == 1 && replies[0].OK {
+				flushed = append(flushed, replies[0].Detail)
+			}
+		}
+		cancel()
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.Expect("load: done")
+	r := p.Wait()
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	require.NotEmpty(t, flushed, "no flush got through while the program ran")
+
+	countWork := func(p *reports.Profile) (total uint64) {
+		for _, th := range jvmtest.Threads(p, "load-") {
+			jvmtest.Walk(th, func(n *reports.Node, d int) {
+				if n.Name == "i:Load.work(I)I" {
+					total += n.Calls
+				}
+			})
+		}
+		return total
+	}
+	// The last file is VM death's. A flush whose reply was lost under
+	// load still wrote its file, so count the files, not the replies.
+	files, err := filepath.Glob(filepath.Join(r.Dir, fmt.Sprintf("log-rt.*_%d", r.PID)))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(files), len(flushed)+1)
+	final := r.LogRT(t, len(files))
+	assert.Equal(t, uint64(threads*calls), countWork(final), "the final log-rt has every call")
+	var prev uint64
+	for i := 1; i < len(files); i++ {
+		snap := r.LogRT(t, i) // parsing checks CEE against the children
+		n := countWork(snap)
+		assert.LessOrEqual(t, prev, n, "flush %d went backwards", i)
+		assert.LessOrEqual(t, n, uint64(threads*calls))
+		prev = n
+	}
 }
