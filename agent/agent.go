@@ -34,7 +34,9 @@ type agent struct {
 	mu      sync.Mutex // serialises collection control and file writing
 	seq     int        // N of the last log-rt.N_<pid> written
 	started bool       // collection was on at some point
-	pending bool       // collected data not yet in a log-rt
+	// written is how many events (since the last reset) the last log-rt
+	// held: VM death writes a final one only if there are more now.
+	written uint64
 	dead    bool       // VM death has begun
 	shut    bool       // rtdriver shutdown: no more collection
 	base    baseline   // counts at the last reset, nil if none
@@ -163,7 +165,6 @@ func (a *agent) pttFromHelper(cfg ptt.Config, sock string) (ptt.Status, error) {
 func (a *agent) VMInit() {
 	a.mu.Lock()
 	a.started = a.opts.Start
-	a.pending = a.opts.Start
 	a.mu.Unlock()
 	a.log.Info("VM initialised", zap.Bool("collecting", jvmti.Collecting()))
 	if a.opts.RTDriver {
@@ -180,7 +181,10 @@ func (a *agent) VMDeath() {
 	defer a.mu.Unlock()
 	a.dead = true
 	// Method events are already off (the C callback turned them off).
-	if a.pending {
+	// Whether anything happened since the last log-rt is counted, not
+	// remembered: a flush racing VM death cannot tell whether collection
+	// is still on.
+	if a.started && a.eventsSinceReset() != a.written {
 		if path, err := a.writeLogRT(); err != nil {
 			fmt.Fprintf(os.Stderr, "libjprof: %v\n", err)
 			a.log.Error("final log-rt not written", zap.Error(err))

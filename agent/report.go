@@ -107,14 +107,32 @@ func (a *agent) writeLogRT() (string, error) {
 	if a.base != nil {
 		a.base.since(threads)
 	}
+	var events uint64
+	for _, t := range threads {
+		events += t.Events
+	}
 	p := a.buildProfile(threads, seq)
 	path := a.fileName("rt", seq)
 	if err := writeFileAtomic(path, func(w *bufio.Writer) error { return reports.WriteLogRT(w, p) }); err != nil {
 		return "", fmt.Errorf("writing log-rt: %w", err)
 	}
 	a.seq = seq
+	a.written = events
 	a.files = append(a.files, path)
 	return path, nil
+}
+
+// eventsSinceReset counts the events of every thread since the last reset.
+func (a *agent) eventsSinceReset() uint64 {
+	threads := jvmti.Snapshot()
+	if a.base != nil {
+		a.base.since(threads)
+	}
+	var n uint64
+	for _, t := range threads {
+		n += t.Events
+	}
+	return n
 }
 
 // writeFileAtomic writes a file under a temporary name in the same

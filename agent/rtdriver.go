@@ -78,7 +78,7 @@ func (a *agent) startLocked() error {
 	if err := a.vm.Do(func() error { return jvmti.SetMethodEvents(true) }); err != nil {
 		return err
 	}
-	a.started, a.pending = true, true
+	a.started = true
 	a.log.Info("collection started")
 	return nil
 }
@@ -110,7 +110,6 @@ func (a *agent) flushLocked() (string, error) {
 		a.log.Error("flush failed", zap.Error(err))
 		return "", err
 	}
-	a.pending = jvmti.Collecting()
 	a.log.Info("log-rt written", zap.String("file", path))
 	a.logThreadSummary()
 	return path, nil
@@ -129,7 +128,7 @@ func (a *agent) Reset() error {
 
 func (a *agent) resetLocked() {
 	a.base = newBaseline(jvmti.Snapshot())
-	a.pending = jvmti.Collecting()
+	a.written = 0
 	a.log.Info("counts reset")
 }
 

@@ -300,7 +300,12 @@ func TestRTDriverFlushUnderLoad(t *testing.T) {
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(files), len(flushed)+1)
 	final := r.LogRT(t, len(files))
-	assert.Equal(t, uint64(threads*calls), countWork(final), "the final log-rt has every call")
+	if !assert.Equal(t, uint64(threads*calls), countWork(final), "the final log-rt has every call") {
+		for i := 1; i <= len(files); i++ {
+			t.Logf("log-rt.%d: %d calls", i, countWork(r.LogRT(t, i)))
+		}
+		t.Logf("log-msg:\n%s", r.ReadFile(t, "msg"))
+	}
 	var prev uint64
 	for i := 1; i < len(files); i++ {
 		snap := r.LogRT(t, i) // parsing checks CEE against the children
