@@ -45,6 +45,9 @@ type agent struct {
 	jit     *jitWriter // nil without JITA2N or PERFMAP
 }
 
+// envGODEBUG is the GODEBUG the Go runtime saw.
+func envGODEBUG() string { return os.Getenv("GODEBUG") }
+
 func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 	opts, err := ParseOptions(agentOpts, envOpts)
 	if err != nil {
@@ -55,6 +58,11 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 	a.log.Info("libjprof loading", zap.String("options", agentOpts), zap.String("JPROFOPTS", envOpts),
 		zap.String("mode", opts.Mode.String()), zap.String("logpath", opts.LogPath))
 
+	if off, why := asyncPreemptOff(); !off {
+		msg := "Go asynchronous preemption is on: " + why + "; Java threads may receive SIGURG"
+		fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
+		a.log.Warn(msg)
+	}
 	if err := a.setupPTT(); err != nil {
 		a.log.Error("PTT setup failed", zap.Error(err))
 		a.closeLog()

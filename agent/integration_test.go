@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -288,4 +289,19 @@ func TestNoStartCollectsNothing(t *testing.T) {
 	for _, e := range entries {
 		assert.False(t, strings.Contains(e.Name(), ".tmp"), "temporary file left: %s", e.Name())
 	}
+}
+
+// The library is linked with Go's asynchronous preemption off, and says so
+// when it is not.
+func TestAsyncPreemptionOff(t *testing.T) {
+	jvmtest.Build(t)
+	out, err := exec.Command("go", "version", "-m", jvmtest.Agent()).CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.Contains(t, string(out), "-ldflags=-X=runtime.godebugDefault=asyncpreemptoff=1")
+
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "CALLTREE,NORTDRIVER"})
+	assert.NotContains(t, r.Stderr, "preemption")
+	r = jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "CALLTREE,NORTDRIVER", Env: []string{"GODEBUG=asyncpreemptoff=0"}})
+	assert.Equal(t, 0, r.ExitCode)
+	assert.Contains(t, r.Stderr, "Go asynchronous preemption is on")
 }
