@@ -319,7 +319,7 @@ static inline void jp_seq_count(jp_thread *t, uint32_t node, uint32_t key)
 		t->alloc_failures++;
 }
 
-static int jp_push(jp_thread *t, jmethodID mid, uint32_t node, uint32_t type)
+static int jp_push(jp_thread *t, jmethodID mid, uint32_t node, jp_node *np)
 {
 	if (t->depth + 1 >= t->stack_cap) {
 		uint32_t ncap = t->stack_cap * 2;
@@ -334,7 +334,8 @@ static int jp_push(jp_thread *t, jmethodID mid, uint32_t node, uint32_t type)
 	t->depth++;
 	t->stack[t->depth].mid = mid;
 	t->stack[t->depth].node = node;
-	t->stack[t->depth].type = type;
+	t->stack[t->depth].np = np;
+	t->stack[t->depth].type = np->type;
 	return 0;
 }
 
@@ -372,6 +373,7 @@ static jp_thread *jp_thread_new(jvmtiEnv *jvmti, jthread thread)
 	jp_node_at(t, 0)->type = JP_T_OTHER; /* the root is its own parent */
 	jp_arena_publish(&t->nodes, 0);
 	t->stack[0].type = JP_T_OTHER;
+	t->stack[0].np = jp_node_at(t, 0);
 	t->prev_running = JP_T_OTHER;
 	t->prev_tr = JP_TR_ENTRY;
 	t->tid = (int)syscall(SYS_gettid);
@@ -519,10 +521,9 @@ static inline void jp_event_inline(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread,
 	 * previous Late Read (a restart), went backwards or did not move, or
 	 * spans a dispatch or an interrupt (it then holds kernel work or an
 	 * interrupt-time correction that is no part of the agent's constant
-	 * overhead). Such
-	 * an event neither lowers a minimum nor has one removed; they are a
-	 * tiny fraction of events, and the agent, log-gen and jprof calibrate
-	 * all treat them the same way. */
+	 * overhead). Such an event neither lowers a minimum nor has one
+	 * removed; they are a tiny fraction of events, and the agent, log-gen
+	 * and jprof calibrate all treat them the same way. */
 	int clean = 1;
 	uint32_t epoch = __atomic_load_n(&jp.epoch, __ATOMIC_RELAXED);
 	if (__builtin_expect(t->epoch != epoch, 0)) {
@@ -540,6 +541,7 @@ static inline void jp_event_inline(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread,
 
 	/* The method that ran since the previous event. */
 	uint32_t cur = t->stack[t->depth].node;
+	jp_node *curp = t->stack[t->depth].np;
 	uint32_t running = t->stack[t->depth].type;
 
 	uint32_t evnode; /* the node entered or exited */
@@ -549,7 +551,7 @@ static inline void jp_event_inline(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread,
 		nd->calls++;
 		/* If the stack cannot grow (no memory), this frame's exit
 		 * will be recorded as unmatched: counted, never a crash. */
-		(void)jp_push(t, mid, evnode, nd->type);
+		(void)jp_push(t, mid, evnode, nd);
 	} else {
 		evnode = jp_exit(t, jni, mid, tr == JP_TR_EXCEPTION);
 	}
@@ -561,7 +563,7 @@ static inline void jp_event_inline(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread,
 		return;
 	}
 	{
-		jp_node *nd = jp_node_at(t, cur);
+		jp_node *nd = curp;
 		uint32_t key = jp_key(t->prev_running, t->prev_tr, running, (uint32_t)tr,
 				      t->stack[t->depth].type);
 		size_t kb = (size_t)key * (size_t)jp.nmetrics;

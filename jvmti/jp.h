@@ -58,10 +58,12 @@ typedef struct jp_node {
 	uint64_t base[]; /* [nmetrics]: metric spent running this method */
 } jp_node;
 
-/* Shadow-stack frame. The type is the node's, kept here so that the
- * calibration key needs no extra pointer chase. */
+/* Shadow-stack frame. The node's address (nodes never move) and type are
+ * kept here so that the event path needs no arena lookup for the method
+ * that was running. */
 typedef struct jp_frame {
 	jmethodID mid;
+	struct jp_node *np;
 	uint32_t node;
 	uint32_t type;
 } jp_frame;
