@@ -12,6 +12,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/libjprof/libjprof/calibration"
+	"github.com/libjprof/libjprof/internal/jvmtest"
 )
 
 // These tests run the real Java trainer. They compile it (and its native
@@ -119,25 +122,19 @@ func TestJavaTrainerEnv(t *testing.T) {
 	assert.Len(t, seen, want, "one line per pattern")
 }
 
-// With the agent in build/ (when it is built and knows CALOUT=), the whole
-// training: every target sequence is seen and no invalid one.
+// The whole training with the real agent: every target sequence is seen
+// and no invalid one; then a run loading the table starts from its minima
+// (none of the run's own minima is above the table's).
 func TestTrainWithAgent(t *testing.T) {
+	jvmtest.Build(t)
 	b := buildTrainer(t)
-	agent := filepath.Join(repoRoot(t), "build", "libjprof.so")
-	if _, err := os.Stat(agent); err != nil {
-		t.Skip("no build/libjprof.so")
-	}
 	if b.native == "" {
 		t.Skip("no native library")
 	}
 	tab, err := Run(context.Background(), Config{
-		Agent: agent, ClassPath: b.classes, LibPath: b.native,
+		Agent: jvmtest.Agent(), ClassPath: b.classes, LibPath: b.native,
 		Runs: 1, Reps: 20, SkipEnv: true,
 	})
-	if err != nil && strings.Contains(err.Error(), "CALOUT") &&
-		(strings.Contains(err.Error(), "invalid option") || strings.Contains(err.Error(), "not built")) {
-		t.Skipf("the agent does not write calibration tables yet: %v", err)
-	}
 	require.NoError(t, err)
 	seen, missing := Coverage(tab)
 	var names []string
@@ -151,5 +148,26 @@ func TestTrainWithAgent(t *testing.T) {
 	for _, k := range tab.Keys() {
 		e := tab.Entries[k]
 		assert.True(t, e.Seen() || e.Count == 0, k.String())
+	}
+
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "trained.cal"), filepath.Join(dir, "after.cal")
+	f, err := os.Create(in)
+	require.NoError(t, err)
+	require.NoError(t, tab.Write(f))
+	require.NoError(t, f.Close())
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop",
+		Options: "METRICS=PTT_TIME,START,NORTDRIVER,PTT=" + tab.Backend + ",CALTABLE=" + in + ",CALOUT=" + out})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.Contains(t, strings.Join(r.LogRT(t, 1).Notes, "\n"), "starting minima from table "+in)
+	g, err := os.Open(out)
+	require.NoError(t, err)
+	defer g.Close()
+	after, err := calibration.Parse(g)
+	require.NoError(t, err)
+	for _, k := range tab.Keys() {
+		if e := tab.Entries[k]; e.Seen() {
+			assert.LessOrEqual(t, after.Lookup(k).Min, e.Min, "run's minimum for %s above the table's", k)
+		}
 	}
 }
