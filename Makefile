@@ -15,7 +15,7 @@ GOLDFLAGS := -X=runtime.godebugDefault=asyncpreemptoff=1
 GO_SRC    := $(shell find agent jvmti ptt calibration reports trainer cmd -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.o' 2>/dev/null) go.mod go.sum
 JAVA_SRC  := $(wildcard java/src/*.java)
 
-.PHONY: all deps agent java cmds demo test bench train clean
+.PHONY: all deps agent java cmds demo test train clean
 
 all: agent java cmds
 
@@ -75,3 +75,6 @@ test: deps all
 
 clean:
 	rm -rf $(BUILD)
+
+# bench: the benchmark suite, writes BENCHMARKS.md (see bench/bench.mk).
+include bench/bench.mk

@@ -47,9 +47,9 @@ func (a *agent) calibrator() *calibrator {
 func (a *agent) envFor(k int) []uint64 { return a.env[k] }
 
 // apply moves the overhead of every counted event from BASE to DELTA.
-func (c *calibrator) apply(seqs []jvmti.SeqCount, nodes []*reports.Node) {
+func (c *calibrator) apply(seqs []jvmti.SeqCount, nodes []reports.Node) {
 	for _, s := range seqs {
-		n := nodes[s.Node]
+		n := &nodes[s.Node]
 		for k := range c.removed {
 			r := s.Count * c.removed[k][s.Key]
 			n.Base[k] -= r
@@ -58,7 +58,8 @@ func (c *calibrator) apply(seqs []jvmti.SeqCount, nodes []*reports.Node) {
 	}
 	// A concurrent snapshot of a running thread can see a count before
 	// the delta it belongs to: never let that show as a wrapped value.
-	for _, n := range nodes {
+	for i := range nodes {
+		n := &nodes[i]
 		for k := range n.Base {
 			if int64(n.Base[k]) < 0 {
 				n.Delta[k] += n.Base[k]

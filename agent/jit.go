@@ -110,7 +110,7 @@ func writeJitA2N(w io.Writer, pid int, recs []jvmti.JITRecord) error {
 // writeJtnm writes log-jtnm: thread ids, names, start and end times.
 func (a *agent) writeJtnm() {
 	path := a.fileName("jtnm", 0)
-	threads := jvmti.Snapshot()
+	threads := jvmti.ThreadCounters()
 	err := writeFileAtomic(path, func(w *bufio.Writer) error {
 		fmt.Fprintf(w, " libjprof log-jtnm\n Process_Number_ID=%d\n", a.pid)
 		fmt.Fprintf(w, " Format: <tid hex> <start ns> <end ns, - if running at VM death> <log-rt root name>; times are CLOCK_MONOTONIC\n")

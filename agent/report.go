@@ -33,42 +33,77 @@ func (a *agent) buildProfile(threads []jvmti.Thread, seq int) *reports.Profile {
 	} else if nm > 0 {
 		p.Notes = append(p.Notes, "Calibration: off (NOCALIBRATE): BASE is the raw metric between events")
 	}
+	names := nodeNames{}
 	for _, t := range threads {
 		keep := keptNodes(t)
 		if !keep[0] {
 			continue
 		}
-		nodes := make([]*reports.Node, len(t.Nodes))
+		// A tree can hold millions of nodes: one allocation each for the
+		// nodes, their metric values and their child lists, and one name
+		// string per method, not per node.
+		store := make([]reports.Node, len(t.Nodes))
+		vals := make([]uint64, 2*nm*len(t.Nodes))
+		nkids := make([]int, len(t.Nodes))
+		total := 0
+		for i := 1; i < len(t.Nodes); i++ {
+			if keep[i] {
+				nkids[t.Nodes[i].Parent]++
+				total++
+			}
+		}
+		kids := make([]*reports.Node, total)
 		for i, n := range t.Nodes {
 			if !keep[i] {
 				continue
 			}
-			rn := &reports.Node{Calls: n.Calls, DS: n.DS, IN: n.IN}
+			rn := &store[i]
+			rn.Calls, rn.DS, rn.IN = n.Calls, n.DS, n.IN
 			if i == 0 {
 				rn.Name = threadRootName(t)
 			} else {
-				rn.Name = string(n.Type) + ":" + n.Method
+				rn.Name = names.get(n.Type, n.Method)
 			}
 			if nm > 0 {
-				rn.Base = append([]uint64(nil), n.Base...)
-				rn.Delta = make([]uint64, nm)
+				v := vals[2*nm*i : 2*nm*(i+1)]
+				rn.Base, rn.Delta = v[:nm:nm], v[nm:]
+				copy(rn.Base, n.Base)
 			}
-			nodes[i] = rn
+			rn.Children, kids = kids[:0:nkids[i]], kids[nkids[i]:]
 			if i > 0 {
-				parent := nodes[n.Parent]
+				parent := &store[n.Parent]
 				parent.Children = append(parent.Children, rn)
 			}
 		}
 		if cal != nil {
-			cal.apply(t.Seqs, nodes)
+			cal.apply(t.Seqs, store)
 		}
 		if t.UnmatchedExits > 0 || t.MissedExits > 0 || t.AllocFailures > 0 {
 			p.Notes = append(p.Notes, fmt.Sprintf("Thread %s: %d exits without a seen entry (shown as O:), %d missed exits, %d allocation failures",
 				threadRootName(t), t.UnmatchedExits, t.MissedExits, t.AllocFailures))
 		}
-		p.Threads = append(p.Threads, nodes[0])
+		p.Threads = append(p.Threads, &store[0])
 	}
 	return p
+}
+
+// nodeName is a node's method, shown with its type letter.
+type nodeName struct {
+	typ    byte
+	method string
+}
+
+// nodeNames makes each prefixed name once.
+type nodeNames map[nodeName]string
+
+func (m nodeNames) get(typ byte, method string) string {
+	k := nodeName{typ, method}
+	name, ok := m[k]
+	if !ok {
+		name = string(typ) + ":" + method
+		m[k] = name
+	}
+	return name
 }
 
 // keptNodes says which nodes a report shows: those entered or charged
@@ -124,7 +159,7 @@ func (a *agent) writeLogRT() (string, error) {
 
 // eventsSinceReset counts the events of every thread since the last reset.
 func (a *agent) eventsSinceReset() uint64 {
-	threads := jvmti.Snapshot()
+	threads := jvmti.ThreadCounters()
 	if a.base != nil {
 		a.base.since(threads)
 	}

@@ -154,7 +154,7 @@ func (a *agent) End() (string, error) {
 func (a *agent) Status() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	threads := jvmti.Snapshot()
+	threads := jvmti.ThreadCounters()
 	var events uint64
 	live := 0
 	for _, t := range threads {

@@ -59,12 +59,21 @@ type SeqCount struct {
 // Snapshot copies every thread's tree. Threads keep running while it
 // reads: each node read is one that was fully published, but counters of
 // a running thread may be a few events apart from each other.
-func Snapshot() []Thread {
+func Snapshot() []Thread { return snapshot(true) }
+
+// ThreadCounters is Snapshot without the trees: thread ids, names, times
+// and counters, for callers that need no nodes (a tree can hold millions).
+func ThreadCounters() []Thread { return snapshot(false) }
+
+func snapshot(trees bool) []Thread {
 	names := map[*C.jp_method]string{}
 	nmetrics := int(C.jp.nmetrics)
 	var out []Thread
 	for t := C.jp_threads(); t != nil; t = t.next {
 		n := uint32(C.jp_arena_len(&t.nodes))
+		if !trees {
+			n = 0
+		}
 		th := Thread{
 			ID:             uintptr(unsafe.Pointer(t)),
 			StartNS:        uint64(t.start_ns),
@@ -109,6 +118,9 @@ func Snapshot() []Thread {
 			}
 		}
 		ns := uint32(C.jp_arena_len(&t.seqs))
+		if !trees {
+			ns = 0
+		}
 		th.Seqs = make([]SeqCount, ns)
 		for i := uint32(0); i < ns; i++ {
 			sc := C.jp_seq_at(t, C.uint32_t(i))

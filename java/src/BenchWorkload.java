@@ -3,11 +3,12 @@
  * method calls is known exactly, timed by the program itself so that the
  * harness (bench/) measures the phase and not JVM start-up.
  *
- *   java BenchWorkload <ops> [warm-up ops]
+ *   java BenchWorkload <ops> [warm-up ops] [repetitions]
  *
- * prints one line:
+ * runs the measured phase once per repetition (default 1) and prints one
+ * line for each:
  *
- *   calls=<n> events=<2n> ns=<phase time> cpu=<phase thread CPU time> ops=<ops> check=<value>
+ *   rep=<i> calls=<n> events=<2n> ns=<phase time> cpu=<phase thread CPU time> ops=<ops> check=<value>
  *
  * One op is CALLS_PER_OP calls:
  *   op()                        1  instance (I:)
@@ -17,11 +18,15 @@
  *   Object.hashCode             1  instance native (N:)
  *   unwind1 -> unwind2 -> unwind3  3  static, all three exit by exception
  * and the measured phase() adds 1: calls = 1 + ops * CALLS_PER_OP, and with
- * method events on, events = 2 * calls (every call has an entry and an exit).
+ * method events on, events = 2 * calls (every call has an entry and an exit),
+ * per repetition.
  *
  * ns is wall time (System.nanoTime); cpu is the thread's CPU time over the
  * same phase, which other processes competing for the CPU do not inflate
  * (the agent's per-event work runs on this thread, so it is in it).
+ *
+ * Repetitions let a harness on a shared machine keep the fastest one of a
+ * run: bursts of other work inflate some repetitions, never deflate one.
  *
  * The warm-up runs the same code through warmUp(), so that under a call-tree
  * profiler the measured phase is the subtree main -> phase alone.
@@ -87,16 +92,19 @@ public class BenchWorkload {
     public static void main(String[] args) {
         int ops = args.length > 0 ? Integer.parseInt(args[0]) : 10000;
         int warm = args.length > 1 ? Integer.parseInt(args[1]) : Math.max(ops / 4, 1);
+        int reps = args.length > 2 ? Integer.parseInt(args[2]) : 1;
         ThreadMXBean mx = ManagementFactory.getThreadMXBean();
         BenchWorkload w = new BenchWorkload();
         long check = warmUp(w, warm);
-        long c0 = mx.getCurrentThreadCpuTime();
-        long t0 = System.nanoTime();
-        check += phase(w, ops);
-        long t1 = System.nanoTime();
-        long c1 = mx.getCurrentThreadCpuTime();
         long calls = 1 + (long) ops * CALLS_PER_OP;
-        System.out.println("calls=" + calls + " events=" + 2 * calls + " ns=" + (t1 - t0)
-                + " cpu=" + (c1 - c0) + " ops=" + ops + " check=" + check);
+        for (int r = 0; r < reps; r++) {
+            long c0 = mx.getCurrentThreadCpuTime();
+            long t0 = System.nanoTime();
+            check += phase(w, ops);
+            long t1 = System.nanoTime();
+            long c1 = mx.getCurrentThreadCpuTime();
+            System.out.println("rep=" + r + " calls=" + calls + " events=" + 2 * calls + " ns=" + (t1 - t0)
+                    + " cpu=" + (c1 - c0) + " ops=" + ops + " check=" + check);
+        }
     }
 }

@@ -1,0 +1,28 @@
+# bench.mk: the benchmark suite. The main Makefile includes it
+# (include bench/bench.mk) and defines GO, BUILD, JAVA_HOME and CGO_CFLAGS.
+#
+#   make bench                           # all rounds, writes BENCHMARKS.md (~10 min on 2 cores)
+#   make bench BENCH_FLAGS='-rounds 3 -ops 2000 -javac-rounds 1 -out /tmp/B.md'
+#
+# The harness interleaves the configurations (see bench/doc.go); the eBPF
+# PTT backend needs root or CAP_BPF+CAP_PERFMON, and is skipped with the
+# reason in the report without them.
+
+BENCH_AGENTS := $(BUILD)/bench/empty.so $(BUILD)/bench/naive.so
+BENCH_FLAGS  ?=
+
+.PHONY: bench bench-agents bench-harness
+
+bench-agents: $(BENCH_AGENTS)
+
+# The reference agents: plain C against the JDK's jvmti.h, nothing else.
+$(BUILD)/bench/%.so: bench/agents/%.c
+	@mkdir -p $(dir $@)
+	gcc -O2 -Wall -Wextra -shared -fPIC $(CGO_CFLAGS) -o $@ $<
+
+bench-harness: $(BENCH_AGENTS)
+	@mkdir -p $(BUILD)/bin
+	$(GO) build -o $(BUILD)/bin/bench ./bench/cmd/bench
+
+bench: all bench-agents bench-harness
+	$(BUILD)/bin/bench -root $(CURDIR) -agents $(BUILD)/bench -go $(GO) -out BENCHMARKS.md $(BENCH_FLAGS)

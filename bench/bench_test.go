@@ -1,0 +1,95 @@
+package bench
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/libjprof/libjprof/internal/jvmtest"
+)
+
+// TestSmoke runs the whole suite at a tiny size, one round, and checks
+// that the report has every section and every configuration's row. It
+// checks no timing: numbers from such short runs mean nothing.
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs JVMs")
+	}
+	jvmtest.Build(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	agents := t.TempDir()
+	require.NoError(t, BuildAgents(ctx, jvmtest.Root(), agents))
+
+	s, err := Run(ctx, Options{
+		Root:          jvmtest.Root(),
+		Agents:        agents,
+		Ops:           20,
+		WarmOps:       5,
+		Reps:          2,
+		Rounds:        1,
+		JavacRounds:   1,
+		JavacArgs:     []string{"-version"}, // javac's start-up, not a compilation
+		ReadCostReads: 10000,
+		ReadCostReps:  1,
+		Seed:          1,
+		Timeout:       time.Minute,
+		Logf:          t.Logf,
+	}, DefaultParts())
+	require.NoError(t, err)
+
+	var md strings.Builder
+	require.NoError(t, s.WriteMarkdown(&md))
+	sections := splitSections(md.String())
+	for _, title := range []string{"Machine and settings", "Targets (SPEC §8)", "Per-event overhead: BenchWorkload",
+		"Real program: javac", "PTT read cost", "log-gen parse and tree build", "Calibration accuracy", "Notes"} {
+		assert.Contains(t, sections, title)
+	}
+	for _, c := range WorkloadConfigs() {
+		assert.Contains(t, sections["Per-event overhead: BenchWorkload"], "| "+c.Name+" |", c.Key)
+	}
+	for _, c := range JavacConfigs() {
+		assert.Contains(t, sections["Real program: javac"], "| "+c.Name, c.Key)
+	}
+	for _, name := range []string{ReadVDSO, ReadTSC, ReadCPU, ReadClock, ReadPerf, ReadBPF} {
+		assert.Contains(t, sections["PTT read cost"], "| "+name+" |", name)
+	}
+	assert.Contains(t, sections["Calibration accuracy"], "Pending")
+	assert.Len(t, s.Targets(), 5)
+
+	wl := part[*Workload](s)
+	require.NotNil(t, wl)
+	assert.Equal(t, int64(1+20*191), wl.Calls)
+	assert.NotEmpty(t, wl.Verified, "the CALLTREE log-rt matched the program's call count")
+	for _, r := range wl.Rows {
+		if r.Skipped != "" {
+			// Only a forced PTT backend may be missing on some machine.
+			assert.NotEmpty(t, r.Backend, "%s skipped: %s", r.Key, r.Skipped)
+			continue
+		}
+		assert.Len(t, r.Samples, 1, r.Key)
+	}
+	jc := part[*Javac](s)
+	require.NotNil(t, jc)
+	for _, r := range jc.Rows {
+		require.Len(t, r.Runs, 1, r.Key)
+		if r.Agent == LibJProf {
+			assert.Positive(t, r.Runs[0].Nodes, r.Key)
+			assert.Positive(t, r.Runs[0].Events, r.Key)
+		}
+	}
+}
+
+// splitSections maps "## Title" to the text under it.
+func splitSections(md string) map[string]string {
+	out := map[string]string{}
+	for _, sec := range strings.Split(md, "\n## ")[1:] {
+		title, body, _ := strings.Cut(sec, "\n")
+		out[title] = body
+	}
+	return out
+}

@@ -1,0 +1,121 @@
+// Command bench runs libjprof's benchmark suite and writes BENCHMARKS.md.
+//
+//	make bench                      # builds everything, then runs this
+//	go run ./bench/cmd/bench -rounds 3 -ops 2000 -out /tmp/B.md
+//
+// It needs `make all` to have been run (the agent and the Java classes),
+// gcc for the reference agents (built here if -agents lacks them), and
+// root or CAP_BPF+CAP_PERFMON for the eBPF PTT backend (skipped, with the
+// reason in the report, without them).
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"time"
+
+	"github.com/libjprof/libjprof/bench"
+)
+
+func main() {
+	var o bench.Options
+	var out string
+	flag.StringVar(&o.Root, "root", "", "repository top (default: the directory holding go.mod above the current one)")
+	flag.StringVar(&o.Agents, "agents", "", "directory of empty.so and naive.so (default <root>/build/bench; built if missing)")
+	flag.StringVar(&o.Java, "java", "java", "java binary")
+	flag.StringVar(&o.Go, "go", "go", "go binary, for the reports benchmark")
+	flag.StringVar(&out, "out", "", "report file (default <root>/BENCHMARKS.md; - for stdout)")
+	flag.IntVar(&o.Ops, "ops", 1500, "BenchWorkload ops in the measured phase (191 calls each)")
+	flag.IntVar(&o.Reps, "reps", 5, "repetitions of the measured phase per JVM (the fastest counts)")
+	flag.IntVar(&o.WarmOps, "warm", 0, "BenchWorkload warm-up ops (default ops/4)")
+	flag.IntVar(&o.Rounds, "rounds", 11, "interleaved rounds of the workload session")
+	flag.IntVar(&o.JavacRounds, "javac-rounds", 2, "rounds of the javac runs (0: skip)")
+	flag.IntVar(&o.ReadCostReads, "reads", 2_000_000, "PTT reads per read-cost measurement")
+	flag.IntVar(&o.ReadCostReps, "read-reps", 5, "read-cost measurements per backend")
+	flag.BoolVar(&o.GoBench, "gobench", true, "also run the reports package's BenchmarkLogGenBuild")
+	flag.Uint64Var(&o.Seed, "seed", 0, "shuffle seed (default: from the clock)")
+	flag.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "time limit per JVM run")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, o, out); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o bench.Options, out string) error {
+	if o.Root == "" {
+		root, err := findRoot()
+		if err != nil {
+			return err
+		}
+		o.Root = root
+	}
+	if o.Agents == "" {
+		o.Agents = filepath.Join(o.Root, "build", "bench")
+	}
+	if err := ensureAgents(ctx, o.Root, o.Agents); err != nil {
+		return err
+	}
+	if out == "" {
+		out = filepath.Join(o.Root, "BENCHMARKS.md")
+	}
+	s, runErr := bench.Run(ctx, o, bench.DefaultParts())
+	if s == nil {
+		return runErr
+	}
+	var buf bytes.Buffer
+	if err := s.WriteMarkdown(&buf); err != nil {
+		return errors.Join(runErr, err)
+	}
+	if out == "-" {
+		_, err := os.Stdout.Write(buf.Bytes())
+		return errors.Join(runErr, err)
+	}
+	// Written whole and renamed: an interrupted run leaves the previous
+	// report in place.
+	tmp := out + ".tmp"
+	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
+		return errors.Join(runErr, err)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return errors.Join(runErr, err)
+	}
+	fmt.Fprintf(os.Stderr, "bench: wrote %s\n", out)
+	return runErr
+}
+
+func ensureAgents(ctx context.Context, root, dir string) error {
+	for _, a := range bench.ReferenceAgents {
+		if _, err := os.Stat(filepath.Join(dir, a+".so")); err != nil {
+			return bench.BuildAgents(ctx, root, dir)
+		}
+	}
+	return nil
+}
+
+// findRoot walks up from the current directory to the one with go.mod.
+func findRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the current directory: pass -root")
+		}
+		dir = parent
+	}
+}

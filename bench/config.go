@@ -1,0 +1,95 @@
+package bench
+
+import "path/filepath"
+
+// AgentKind says which agent a configuration loads.
+type AgentKind int
+
+const (
+	NoAgent  AgentKind = iota
+	Empty              // bench/agents/empty.c: callbacks that do nothing
+	Naive              // bench/agents/naive.c: a thread-CPU-time syscall per event
+	LibJProf           // build/libjprof.so
+)
+
+// Config is one way of running a Java program: a row of a table.
+type Config struct {
+	Key  string // short stable id (tests, breakdown lookups)
+	Name string // row label in the report
+	// Agent and, for libjprof, its options before START,NORTDRIVER,LOGPATH.
+	Agent   AgentKind
+	Options string
+	JVMArgs []string
+	// Backend is the PTT backend libjprof must report in log-msg; a run
+	// where it chose another is a skipped configuration, not a number
+	// under the wrong label.
+	Backend string
+}
+
+// Keys of the workload configurations the breakdown and targets refer to.
+const (
+	KeyJIT         = "jit"
+	KeyXint        = "xint"
+	KeyEmpty       = "empty"
+	KeyNaive       = "naive"
+	KeyCallTree    = "calltree"
+	KeyBPF         = "rtarcf-bpf"
+	KeyBPFNoCal    = "rtarcf-bpf-nocal"
+	KeyPerf        = "rtarcf-perf"
+	KeyClock       = "rtarcf-clock"
+	KeyGeneric     = "generic"
+	KeyJavacNone   = "javac-none"
+	KeyJavacEmpty  = "javac-empty"
+	KeyJavacTree   = "javac-calltree"
+	KeyJavacRTArcf = "javac-rtarcf"
+)
+
+// rtarcf asks for the time metric explicitly: RTARCF's implied default is
+// instructions, which falls back to PTT_TIME (with a warning) without a PMU.
+const rtarcf = "RTARCF,METRICS=PTT_TIME"
+
+// WorkloadConfigs are the rows of the workload table, floor first.
+func WorkloadConfigs() []Config {
+	return []Config{
+		{Key: KeyJIT, Name: "no agent (JIT)"},
+		{Key: KeyXint, Name: "no agent, -Xint", JVMArgs: []string{"-Xint"}},
+		{Key: KeyEmpty, Name: "empty C agent (floor)", Agent: Empty},
+		{Key: KeyNaive, Name: "naive C agent (CLOCK_THREAD_CPUTIME_ID)", Agent: Naive},
+		{Key: KeyCallTree, Name: "libjprof CALLTREE", Agent: LibJProf, Options: "CALLTREE"},
+		{Key: KeyBPF, Name: "libjprof RTARCF PTT=bpf", Agent: LibJProf, Options: rtarcf + ",PTT=bpf", Backend: "bpf"},
+		{Key: KeyBPFNoCal, Name: "libjprof RTARCF PTT=bpf NOCALIBRATE", Agent: LibJProf, Options: rtarcf + ",PTT=bpf,NOCALIBRATE", Backend: "bpf"},
+		{Key: KeyPerf, Name: "libjprof RTARCF PTT=perf", Agent: LibJProf, Options: rtarcf + ",PTT=perf", Backend: "perf"},
+		{Key: KeyClock, Name: "libjprof RTARCF PTT=clock", Agent: LibJProf, Options: rtarcf + ",PTT=clock", Backend: "clock"},
+		{Key: KeyGeneric, Name: "libjprof CALLTREE GENERIC", Agent: LibJProf, Options: "CALLTREE,GENERIC"},
+	}
+}
+
+// JavacConfigs are the rows of the real-program table. The heap is fixed
+// and pre-touched in all of them so that peak RSS differences are the
+// agent's native memory, not the GC sizing the heap differently.
+func JavacConfigs() []Config {
+	heap := []string{"-Xms256m", "-Xmx256m", "-XX:+AlwaysPreTouch"}
+	return []Config{
+		{Key: KeyJavacNone, Name: "no agent (JIT)", JVMArgs: heap},
+		{Key: KeyJavacEmpty, Name: "empty C agent (floor)", Agent: Empty, JVMArgs: heap},
+		{Key: KeyJavacTree, Name: "libjprof CALLTREE", Agent: LibJProf, Options: "CALLTREE", JVMArgs: heap},
+		{Key: KeyJavacRTArcf, Name: "libjprof RTARCF (best PTT)", Agent: LibJProf, Options: rtarcf, JVMArgs: heap},
+	}
+}
+
+// run turns c into a jvmRun in dir (its LOGPATH) with the given main.
+func (c Config) run(o *Options, dir string, main ...string) jvmRun {
+	r := jvmRun{JVMArgs: c.JVMArgs, Main: main, Dir: dir}
+	switch c.Agent {
+	case Empty:
+		r.Agent = filepath.Join(o.Agents, "empty.so")
+	case Naive:
+		r.Agent = filepath.Join(o.Agents, "naive.so")
+	case LibJProf:
+		r.Agent = filepath.Join(o.Root, "build", "libjprof.so")
+		// NORTDRIVER: no control socket, and no port contention between
+		// runs; START: collect from VM start like the C agents.
+		r.Options = c.Options + ",START,NORTDRIVER,LOGPATH=" + dir
+	}
+	return r
+}

@@ -1,0 +1,269 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// agentLabel is the agent and options column of a configuration.
+func agentLabel(c Config) string {
+	var parts []string
+	switch c.Agent {
+	case Empty:
+		parts = append(parts, "`empty.so`")
+	case Naive:
+		parts = append(parts, "`naive.so`")
+	case LibJProf:
+		parts = append(parts, "`libjprof.so="+c.Options+",START,NORTDRIVER,LOGPATH=…`")
+	}
+	for _, a := range c.JVMArgs {
+		parts = append(parts, "`"+a+"`")
+	}
+	if len(parts) == 0 {
+		return "–"
+	}
+	return strings.Join(parts, " ")
+}
+
+func (w *Workload) Markdown(out io.Writer, s *Suite) error {
+	if len(w.Rows) == 0 {
+		_, err := fmt.Fprintln(out, "Not run.")
+		return err
+	}
+	jit, xint := w.Row(KeyJIT), w.Row(KeyXint)
+	fmt.Fprintf(out, "The measured phase of `BenchWorkload` (recursion, static and instance calls, two JDK natives, "+
+		"three exception exits per op; %s events), timed by the program itself, so JVM start-up, agent load "+
+		"and report writing are not in it: wall time (`System.nanoTime`) and the main thread's CPU time "+
+		"(`ThreadMXBean`), which other processes competing for the two cores inflate less; the agents' "+
+		"per-event work runs on that thread, so it is counted. Each JVM runs the phase %d times and a run "+
+		"counts its fastest repetition (bursts of other work lengthen repetitions, never shorten one). "+
+		"*Above floor* is the median over rounds of (t − t_empty) / events, pairing the runs of each round; "+
+		"× JIT and × -Xint divide wall medians.\n\n", group(w.Events()), s.Opts.Reps)
+	fmt.Fprintf(out, "| configuration | agent, options | wall ms: median | min–max | IQR | ns/event | above floor, ns/event: wall (min–max) | thread CPU (min–max) | × JIT | × -Xint | peak RSS MB |\n")
+	fmt.Fprintf(out, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, r := range w.Rows {
+		if r.Skipped != "" {
+			fmt.Fprintf(out, "| %s | %s | skipped: %s |||||||||\n", r.Name, agentLabel(r.Config), oneLine(r.Skipped))
+			continue
+		}
+		ph := r.Phase(Wall).Scale(1e-6)
+		above := [2]string{"–", "–"}
+		for i, m := range []Measure{Wall, CPU} {
+			switch {
+			case r.Agent == NoAgent:
+				// No events: a difference to the floor means nothing.
+			case r.Key == KeyEmpty:
+				above[i] = "0 (floor)"
+			default:
+				if d, ok := w.Diff(r.Key, KeyEmpty, m); ok {
+					above[i] = fmt.Sprintf("%.1f (%s)", d.Median, d.Range("%.1f"))
+				}
+			}
+		}
+		fmt.Fprintf(out, "| %s | %s | %.1f | %s | %s | %.1f | %s | %s | %s | %s | %.0f |\n",
+			r.Name, agentLabel(r.Config), ph.Median, ph.Range("%.1f"), ph.IQR("%.1f"),
+			r.Phase(Wall).Median/w.Events(), above[0], above[1], ratio(r, jit), ratio(r, xint), r.RSS().Median/(1<<20))
+	}
+	fmt.Fprintln(out)
+	for _, r := range w.Rows {
+		if len(r.Failed) > 0 {
+			fmt.Fprintf(out, "- %s: %d of its runs failed after the first succeeded: `%s`\n", r.Name, len(r.Failed), oneLine(r.Failed[0]))
+		}
+	}
+	if w.Verified != "" {
+		fmt.Fprintf(out, "Event count checked: %s (events = 2 × calls).\n\n", w.Verified)
+	}
+	w.breakdown(out, s)
+	return nil
+}
+
+func ratio(r, base *WorkloadRow) string {
+	if base == nil || len(base.Samples) == 0 || len(r.Samples) == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", r.Phase(Wall).Median/base.Phase(Wall).Median)
+}
+
+// breakdown splits the per-event cost by differences between
+// configurations: with no PMU in the VM, perf cannot attribute cycles,
+// but each configuration adds one piece of work to the one before it.
+func (w *Workload) breakdown(out io.Writer, s *Suite) {
+	rc := part[*ReadCost](s)
+	twice := func(name string) string {
+		if v, ok := rc.Best(name); ok {
+			return fmt.Sprintf("2 reads × %.1f ns = %.1f", v, 2*v)
+		}
+		return ""
+	}
+	perfMinusBPF := ""
+	if p, ok := rc.Best(ReadPerf); ok {
+		if b, ok := rc.Best(ReadBPF); ok {
+			perfMinusBPF = fmt.Sprintf("2 × (%.1f − %.1f) ns = %.1f", p, b, 2*(p-b))
+		}
+	}
+	lines := []struct{ what, a, b, expect string }{
+		{"JVMTI event path in interpreter-only mode (empty agent − -Xint)", KeyEmpty, KeyXint, "SPEC §2: ~90"},
+		{"call tree: thread lookup, child hash probe, counts, shadow stack (CALLTREE − empty)", KeyCallTree, KeyEmpty, "target ≤ 25"},
+		{"two PTT reads (Early, Late) + metric deltas, DS/IN (RTARCF bpf NOCALIBRATE − CALLTREE)", KeyBPFNoCal, KeyCallTree, twice(ReadBPF)},
+		{"calibration: sequence key, shared minima, per-node sequence counts (RTARCF bpf − NOCALIBRATE)", KeyBPF, KeyBPFNoCal, ""},
+		{"perf reads instead of bpf reads (RTARCF perf − RTARCF bpf)", KeyPerf, KeyBPF, perfMinusBPF},
+		{"clock reads, a syscall each, + metric work (RTARCF clock − CALLTREE)", KeyClock, KeyCallTree, twice(ReadCPU)},
+		{"log-gen records into per-thread buffers (GENERIC − CALLTREE; a Go thread formats them off the Java thread)", KeyGeneric, KeyCallTree, ""},
+		{"naive agent: a thread-CPU-time syscall per event (naive − empty)", KeyNaive, KeyEmpty, "SPEC §8: ~305"},
+	}
+	fmt.Fprintf(out, "### Where the time goes\n\n")
+	fmt.Fprintf(out, "Each line is the per-round difference of two configurations that differ by one piece of work, "+
+		"in ns per event (median over rounds, min–max); *expected* is from the read costs measured below or the SPEC.\n\n")
+	fmt.Fprintf(out, "| component | wall ns/event | min–max | thread CPU ns/event | min–max | expected |\n|---|--:|--:|--:|--:|--:|\n")
+	for _, l := range lines {
+		fmt.Fprintf(out, "| %s", l.what)
+		for _, m := range []Measure{Wall, CPU} {
+			if d, ok := w.Diff(l.a, l.b, m); ok {
+				fmt.Fprintf(out, " | %.1f | %s", d.Median, d.Range("%.1f"))
+			} else {
+				fmt.Fprintf(out, " | – | –")
+			}
+		}
+		fmt.Fprintf(out, " | %s |\n", l.expect)
+	}
+	fmt.Fprintln(out)
+
+	// The sentence the targets table points to.
+	for _, m := range []Measure{CPU, Wall} {
+		tree, ok1 := w.Diff(KeyCallTree, KeyEmpty, m)
+		reads, ok2 := w.Diff(KeyBPFNoCal, KeyCallTree, m)
+		cal, ok3 := w.Diff(KeyBPF, KeyBPFNoCal, m)
+		total, ok4 := w.Diff(KeyBPF, KeyEmpty, m)
+		if ok1 && ok2 && ok3 && ok4 {
+			fmt.Fprintf(out, "By %s, RTARCF with the eBPF PTT costs %.1f ns/event above the floor: %.1f for the call tree, "+
+				"%.1f for the two PTT reads and metric bookkeeping, %.1f for calibration (medians of differences do not add up exactly).\n\n",
+				[]string{"wall time", "thread CPU time"}[m], total.Median, tree.Median, reads.Median, cal.Median)
+		}
+	}
+}
+
+func (j *Javac) Markdown(out io.Writer, s *Suite) error {
+	if len(j.Rows) == 0 || s.Opts.JavacRounds == 0 {
+		_, err := fmt.Fprintln(out, "Not run.")
+		return err
+	}
+	none := j.Row(KeyJavacNone)
+	fmt.Fprintf(out, "`java [agent] -Xms256m -Xmx256m -XX:+AlwaysPreTouch -m jdk.compiler/com.sun.tools.javac.Main %s`, "+
+		"%d round(s) in a fixed order. Wall time is the whole JVM: start-up, the compilation (in interpreter-only mode "+
+		"under an agent), and libjprof building and writing its log-rt at VM death. Events are 2 × the sum of CALLS "+
+		"over the log-rt; nodes are its rows (thread roots included). Peak RSS is wait4's ru_maxrss; *RSS at end of "+
+		"compilation* is the highest VmRSS sampled every %v up to javac writing its last class file, before VM death. "+
+		"The heap is fixed and pre-touched in every configuration so that RSS differences are native memory, not the "+
+		"GC sizing the heap differently.\n\n",
+		strings.Join(j.Args, " "), s.Opts.JavacRounds, sampleEvery)
+	fmt.Fprintf(out, "| configuration | agent, options | wall s: median | min–max | × no agent | events | nodes | RSS at end of compilation MB | peak RSS MB: median | min–max |\n")
+	fmt.Fprintf(out, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, r := range j.Rows {
+		if r.Skipped != "" && len(r.Runs) == 0 {
+			fmt.Fprintf(out, "| %s | %s | failed: %s ||||||||\n", r.Name, agentLabel(r.Config), oneLine(r.Skipped))
+			continue
+		}
+		wall, rss := r.Wall(), r.RSS().Scale(1.0/(1<<20))
+		x := "–"
+		if none != nil && len(none.Runs) > 0 {
+			x = fmt.Sprintf("%.1f", wall.Median/none.Wall().Median)
+		}
+		ev, nodes := "–", "–"
+		if r.Agent == LibJProf {
+			ev, nodes = group(r.Events().Median), group(r.Nodes().Median)
+		}
+		compile := "–"
+		if c := r.CompileRSS().Median; c > 0 {
+			compile = fmt.Sprintf("%.0f", c/(1<<20))
+		}
+		name := r.Name
+		if r.Backend == "" && r.Seen != "" && r.Seen != "none" {
+			name += " — chose " + r.Seen
+		}
+		fmt.Fprintf(out, "| %s | %s | %.2f | %s | %s | %s | %s | %s | %.0f | %s |\n",
+			name, agentLabel(r.Config), wall.Median, wall.Range("%.2f"), x, ev, nodes, compile, rss.Median, rss.Range("%.0f"))
+	}
+	fmt.Fprintln(out)
+
+	fmt.Fprintf(out, "**Agent memory per call-tree node (estimates):** the difference in median RSS between a libjprof "+
+		"configuration and a configuration without libjprof, divided by the libjprof run's nodes.\n\n")
+	fmt.Fprintf(out, "| libjprof | RSS compared | bytes/node vs no agent | vs empty agent |\n|---|---|--:|--:|\n")
+	for _, k := range []struct{ key, name string }{{KeyJavacTree, "CALLTREE"}, {KeyJavacRTArcf, "RTARCF"}} {
+		for _, m := range []struct {
+			name string
+			rss  func(*JavacRow) Summary
+		}{{"at end of compilation (collecting)", AtCompileEnd}, {"peak (report built at VM death)", Peak}} {
+			fmt.Fprintf(out, "| %s | %s", k.name, m.name)
+			for _, base := range []string{KeyJavacNone, KeyJavacEmpty} {
+				if b, ok := j.BytesPerNode(k.key, base, m.rss); ok {
+					fmt.Fprintf(out, " | %.0f", b)
+				} else {
+					fmt.Fprintf(out, " | –")
+				}
+			}
+			fmt.Fprintf(out, " |\n")
+		}
+	}
+	fmt.Fprintf(out, "\nWhile collecting, a node costs its C record (48 bytes + 8 per metric), its slot in the per-thread "+
+		"child hash (kept at most half full) and, when calibrating, its per-node sequence counts; the estimate also "+
+		"holds whatever the JVM does differently under an agent, so it bounds the agent's cost from above. The peak "+
+		"adds the Go side building the report at VM death: the whole tree as Go objects, then the log-rt text. Both "+
+		"grow with the number of distinct calling contexts, not with the number of events.\n")
+	return nil
+}
+
+func (c *ReadCost) Markdown(out io.Writer, s *Suite) error {
+	fmt.Fprintf(out, "`ptt.MeasureReadCosts`: each backend set up in turn in this process, %s reads timed in one C loop "+
+		"(one cgo call), %d repetition(s). *Best* is the fastest repetition, the read's own cost (other work only "+
+		"slows a loop down); the targets and the expectations above use it. A PTT read is what the agent does "+
+		"twice per event (Early and Late Read).\n\n", group(float64(s.Opts.ReadCostReads)), s.Opts.ReadCostReps)
+	fmt.Fprintf(out, "| read | what it is | ns/read: best | median | max | best × vDSO best |\n|---|---|--:|--:|--:|--:|\n")
+	what := map[string]string{
+		ReadVDSO:  "`clock_gettime(CLOCK_MONOTONIC)` through the vDSO",
+		ReadTSC:   "`rdtsc`",
+		ReadCPU:   "`clock_gettime(CLOCK_THREAD_CPUTIME_ID)`, a syscall",
+		ReadClock: "PTT clock backend (the same syscall, through `jp_ptt_read`)",
+		ReadPerf:  "PTT perf backend: perf mmap page and switch records + vDSO clock",
+		ReadBPF:   "PTT bpf backend: eBPF work-area slot (seqlock) + vDSO clock",
+	}
+	vdso, hasVDSO := c.Best(ReadVDSO)
+	for _, r := range c.Rows {
+		if len(r.Ns) == 0 {
+			fmt.Fprintf(out, "| %s | %s | skipped: %s | | | |\n", r.Name, what[r.Name], oneLine(r.Skipped))
+			continue
+		}
+		sm := Summarize(r.Ns)
+		x := "–"
+		if hasVDSO && vdso > 0 {
+			x = fmt.Sprintf("%.2f", sm.Min/vdso)
+		}
+		fmt.Fprintf(out, "| %s | %s | %.1f | %.1f | %.1f | %s |\n", r.Name, what[r.Name], sm.Min, sm.Median, sm.Max, x)
+	}
+	return nil
+}
+
+func (l *LogGen) Markdown(out io.Writer, s *Suite) error {
+	if len(l.Wall) > 0 {
+		wall, cpu := l.Rates()
+		ws, cs := Summarize(wall), Summarize(cpu)
+		fmt.Fprintf(out, "`reports.BuildProfile` over a real log-gen (BenchWorkload %d ops × %d repetitions under `RTARCF,METRICS=PTT_TIME,GENERIC`, "+
+			"whole run: %s events, %.0f MB, %s tree nodes), from memory, GOMAXPROCS=1, %d repetitions. *Best* is the "+
+			"fastest repetition (the target uses it: other work only slows a run down).\n\n",
+			s.Opts.Ops, s.Opts.Reps, group(float64(l.Events)), float64(l.Bytes)/(1<<20), group(float64(l.Nodes)), len(l.Wall))
+		fmt.Fprintf(out, "| input | M events/CPU-s: best | median | slowest | M events/s (wall): best | MB/s (wall): best |\n|---|--:|--:|--:|--:|--:|\n")
+		fmt.Fprintf(out, "| real log-gen | %.1f | %.1f | %.1f | %.1f | %.0f |\n",
+			cs.Max/1e6, cs.Median/1e6, cs.Min/1e6, ws.Max/1e6, ws.Max*float64(l.Bytes)/float64(l.Events)/(1<<20))
+	}
+	for _, g := range l.GoBench {
+		fmt.Fprintf(out, "| `%s` (synthetic) | %.1f | | | %.1f | %.0f |\n", strings.TrimPrefix(g.Name, "Benchmark"),
+			g.Metrics["events/cpu-s"]/1e6, g.Metrics["events/s"]/1e6, g.Metrics["MB/s"])
+	}
+	if len(l.GoBench) > 0 {
+		fmt.Fprintf(out, "\nThe synthetic lines are the best of `go test -run '^$' -bench BenchmarkLogGenBuild -cpu 1 "+
+			"-benchtime 5x -count %d ./reports/`.\n", goBenchCount)
+	} else if l.GoBenchErr != "" {
+		fmt.Fprintf(out, "\n`go test -bench BenchmarkLogGenBuild` failed: `%s`\n", oneLine(l.GoBenchErr))
+	}
+	return nil
+}

@@ -1,0 +1,113 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCountLogRT(t *testing.T) {
+	const head = " libjprof log-rt\n Process_Number_ID=1\n\n Column Labels:\n : LV = Level\n\n  LV      CALLS        CEE  NAME\n"
+	for _, tc := range []struct {
+		name         string
+		in           string
+		calls, rows  int64
+		errSubstring string
+	}{
+		{
+			name:  "two threads, trailer",
+			in:    head + "   0          0          3  00000001_main\n   1          3          0  I:A.b()V\n   0          0          0  00000002_other thread\n End of log-rt: 3 rows\n",
+			calls: 3, rows: 3,
+		},
+		{
+			name:  "no trailer",
+			in:    head + "   0          0          1  00000001_main\n   1          1          0  I:A.b()V\n",
+			calls: 1, rows: 2,
+		},
+		{name: "trailer disagrees", in: head + "   0          0          0  00000001_main\n End of log-rt: 2 rows\n", errSubstring: "trailer says 2"},
+		{name: "no header", in: " libjprof log-rt\n", errSubstring: "no LV CALLS"},
+		{name: "bad CALLS", in: head + "   1          x          0  I:A.b()V\n", errSubstring: "CALLS"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls, rows, err := countLogRT(strings.NewReader(tc.in))
+			if tc.errSubstring != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.errSubstring)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.calls, calls)
+			assert.Equal(t, tc.rows, rows)
+		})
+	}
+}
+
+func TestCountEvents(t *testing.T) {
+	in := " libjprof log-gen\n Units :: PTT_TIME\n1 > I:A.b()V 00000001_main\n2 < I:A.b()V 00000001_main\n3 <! I:A.c()V 00000001_main thread"
+	assert.Equal(t, int64(3), countEvents([]byte(in)), "the last line may lack its newline")
+	assert.Zero(t, countEvents(nil))
+}
+
+func TestParseGoBench(t *testing.T) {
+	out := `goos: linux
+BenchmarkLogGenBuild/steady/1_metric         	       5	  84000000 ns/op	 650.00 MB/s	     1234 nodes	  12500000 events/cpu-s	  12480000 events/s	 1000 B/op	 10 allocs/op
+BenchmarkLogGenBuild/growing/1_metric-2      	       5	  90000000 ns/op
+PASS
+ok  	github.com/libjprof/libjprof/reports	5.1s
+`
+	got := parseGoBench(out)
+	require.Len(t, got, 2)
+	assert.Equal(t, "BenchmarkLogGenBuild/steady/1_metric", got[0].Name)
+	assert.Equal(t, map[string]float64{"ns/op": 84e6, "MB/s": 650, "nodes": 1234, "events/cpu-s": 12.5e6,
+		"events/s": 12.48e6, "B/op": 1000, "allocs/op": 10}, got[0].Metrics)
+	assert.Equal(t, map[string]float64{"ns/op": 90e6}, got[1].Metrics)
+}
+
+func TestParsePhases(t *testing.T) {
+	line := func(rep int, calls, ns, cpu string) string {
+		return fmt.Sprintf("rep=%d calls=%s events=0 ns=%s cpu=%s ops=1 check=7\n", rep, calls, ns, cpu)
+	}
+	for _, tc := range []struct {
+		name         string
+		out          string
+		reps         int
+		calls        int64
+		ns, cpu      float64
+		errSubstring string
+	}{
+		{name: "one", out: line(0, "191001", "140824222", "130000000"), reps: 1, calls: 191001, ns: 140824222, cpu: 130000000},
+		{
+			name: "fastest of each measure, separately",
+			out:  "noise\n" + line(0, "5", "300", "90") + line(1, "5", "100", "95") + line(2, "5", "200", "80"),
+			reps: 3, calls: 5, ns: 100, cpu: 80,
+		},
+		{name: "a repetition missing", out: line(0, "5", "1", "1"), reps: 2, errSubstring: "want 2"},
+		{name: "calls differ", out: line(0, "5", "1", "1") + line(1, "6", "1", "1"), reps: 2, errSubstring: "made 6 calls"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls, ns, cpu, err := parsePhases(tc.out, tc.reps)
+			if tc.errSubstring != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.errSubstring)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.calls, calls)
+			assert.Equal(t, tc.ns, ns)
+			assert.Equal(t, tc.cpu, cpu)
+		})
+	}
+}
+
+func TestBestGoBench(t *testing.T) {
+	in := []GoBenchResult{
+		{Name: "a", Metrics: map[string]float64{"events/cpu-s": 1}},
+		{Name: "b", Metrics: map[string]float64{"events/cpu-s": 5}},
+		{Name: "a", Metrics: map[string]float64{"events/cpu-s": 3}},
+		{Name: "b", Metrics: map[string]float64{"events/cpu-s": 4}},
+	}
+	assert.Equal(t, []GoBenchResult{in[2], in[1]}, bestGoBench(in, "events/cpu-s"))
+}

@@ -1,0 +1,65 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Summary describes a sample of measurements.
+type Summary struct {
+	N                int
+	Median, Min, Max float64
+	Q1, Q3           float64 // quartiles (linear interpolation)
+}
+
+// Summarize returns the Summary of xs; the zero Summary for no data.
+func Summarize(xs []float64) Summary {
+	if len(xs) == 0 {
+		return Summary{}
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return Summary{
+		N:      len(s),
+		Median: quantile(s, 0.5),
+		Min:    s[0],
+		Max:    s[len(s)-1],
+		Q1:     quantile(s, 0.25),
+		Q3:     quantile(s, 0.75),
+	}
+}
+
+// quantile of sorted s, interpolating between order statistics (R's type 7,
+// the usual default), so that the median of an even count is the mean of
+// the middle two.
+func quantile(s []float64, q float64) float64 {
+	pos := q * float64(len(s)-1)
+	lo := int(math.Floor(pos))
+	hi := int(math.Ceil(pos))
+	return s[lo] + (s[hi]-s[lo])*(pos-float64(lo))
+}
+
+// Scale returns s with every value multiplied by f (for unit changes).
+func (s Summary) Scale(f float64) Summary {
+	if f < 0 {
+		s.Min, s.Max = s.Max, s.Min
+		s.Q1, s.Q3 = s.Q3, s.Q1
+	}
+	s.Median *= f
+	s.Min *= f
+	s.Max *= f
+	s.Q1 *= f
+	s.Q3 *= f
+	return s
+}
+
+// Range formats min–max with the given verb, e.g. "%.1f".
+func (s Summary) Range(verb string) string {
+	return fmt.Sprintf(verb+"–"+verb, s.Min, s.Max)
+}
+
+// IQR formats Q1–Q3 with the given verb.
+func (s Summary) IQR(verb string) string {
+	return fmt.Sprintf(verb+"–"+verb, s.Q1, s.Q3)
+}

@@ -1,0 +1,171 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Options configure a suite run. Zero values take the defaults of
+// (*Options).defaults, sized for `make bench` on a 2-core machine,
+// except JavacRounds: 0 skips javac.
+type Options struct {
+	Root   string // repository top; `make all` must have been run
+	Agents string // directory holding empty.so and naive.so
+	Java   string // java binary (default "java")
+	Go     string // go binary for GoBench (default "go")
+
+	Ops     int // BenchWorkload ops in the measured phase (191 calls each)
+	WarmOps int // ops in the warm-up before it (default Ops/4)
+	Reps    int // repetitions of the phase per JVM; the fastest counts
+	Rounds  int // interleaved rounds of the workload session
+
+	JavacRounds int // rounds of the javac runs; 0 skips them
+	// JavacArgs replace the default javac arguments (-d <tmp> and a
+	// snapshot of java/src/*.java); the smoke test passes -version.
+	JavacArgs []string
+
+	ReadCostReads int // reads per measurement
+	ReadCostReps  int // measurements per backend (median reported)
+
+	// GoBench also runs the reports package's BenchmarkLogGenBuild with
+	// `go test` (compiling it takes a while: off in the smoke test).
+	GoBench bool
+
+	Seed    uint64        // shuffle seed; 0: from the clock
+	Timeout time.Duration // per JVM run
+	Logf    func(format string, args ...any)
+}
+
+func (o *Options) defaults() {
+	if o.Java == "" {
+		o.Java = "java"
+	}
+	if o.Go == "" {
+		o.Go = "go"
+	}
+	if o.Agents == "" {
+		o.Agents = filepath.Join(o.Root, "build", "bench")
+	}
+	if o.Ops <= 0 {
+		o.Ops = 1500
+	}
+	if o.Reps <= 0 {
+		o.Reps = 5
+	}
+	if o.WarmOps <= 0 {
+		o.WarmOps = max(o.Ops/4, 1)
+	}
+	if o.Rounds <= 0 {
+		o.Rounds = 11
+	}
+	if o.JavacRounds < 0 {
+		o.JavacRounds = 0
+	}
+	if o.ReadCostReads <= 0 {
+		o.ReadCostReads = 2_000_000
+	}
+	if o.ReadCostReps <= 0 {
+		o.ReadCostReps = 5
+	}
+	if o.Seed == 0 {
+		o.Seed = uint64(time.Now().UnixNano())
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Minute
+	}
+	if o.Logf == nil {
+		o.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...) }
+	}
+}
+
+// A Part is one measured section of the report. To add a measurement
+// (the calibration accuracy table, for one), implement Part and add it to
+// DefaultParts.
+type Part interface {
+	Title() string
+	// Run measures; tmp is a directory of the part's own, removed after.
+	Run(ctx context.Context, s *Suite, tmp string) error
+	// Markdown writes the section's body (the title is written for it).
+	Markdown(w io.Writer, s *Suite) error
+}
+
+// DefaultParts are the sections of BENCHMARKS.md in order.
+func DefaultParts() []Part {
+	return []Part{&Workload{}, &Javac{}, &ReadCost{}, &LogGen{}, &Calibration{}}
+}
+
+// Suite is one run of the benchmark: options, machine, parts and their
+// errors.
+type Suite struct {
+	Opts     Options
+	Machine  Machine
+	Parts    []Part
+	Errs     map[Part]error // a failed part keeps its section, with the error
+	Started  time.Time
+	Finished time.Time
+}
+
+// Run measures every part in turn. A part that fails does not stop the
+// others; the joined errors are returned with the suite, whose report
+// shows what was measured and what failed.
+func Run(ctx context.Context, opts Options, parts []Part) (*Suite, error) {
+	if opts.Root == "" {
+		return nil, errors.New("bench: Options.Root is not set")
+	}
+	opts.defaults()
+	// The JVMs run in temporary directories: -agentpath and -cp must
+	// not be relative.
+	for _, p := range []*string{&opts.Root, &opts.Agents} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		*p = abs
+	}
+	s := &Suite{Opts: opts, Parts: parts, Errs: map[Part]error{}, Started: time.Now()}
+	s.Machine = probeMachine(ctx, opts.Java)
+	s.Machine.LoadBefore = loadAvg()
+	tmp, err := os.MkdirTemp("", "jprof-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+
+	var errs []error
+	for i, p := range parts {
+		dir := filepath.Join(tmp, fmt.Sprintf("part%d", i))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		opts.Logf("%s", p.Title())
+		if err := p.Run(ctx, s, dir); err != nil {
+			err = fmt.Errorf("%s: %w", p.Title(), err)
+			s.Errs[p] = err
+			errs = append(errs, err)
+			opts.Logf("%v", err)
+		}
+		os.RemoveAll(dir) // the logs of a big run are hundreds of MB
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	s.Machine.LoadAfter = loadAvg()
+	s.Finished = time.Now()
+	return s, errors.Join(errs...)
+}
+
+// part returns the suite's first part of type T, or nil.
+func part[T Part](s *Suite) T {
+	for _, p := range s.Parts {
+		if t, ok := p.(T); ok {
+			return t
+		}
+	}
+	var zero T
+	return zero
+}
