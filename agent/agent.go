@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/libjprof/libjprof/agent/control"
+	"github.com/libjprof/libjprof/calibration"
 	"github.com/libjprof/libjprof/jvmti"
 	"github.com/libjprof/libjprof/ptt"
 	"github.com/libjprof/libjprof/ptt/ptthelper"
@@ -25,8 +26,9 @@ type agent struct {
 	ptt      ptt.Status
 	metrics  []ptt.Metric
 	jvm      jvmIdentity
-	env      [][]uint64 // environmental overhead per metric and key
-	notes    []string   // header notes for every report
+	env      [][]uint64           // environmental overhead per metric and key
+	tables   []*calibration.Table // calibration table per metric, nil without
+	notes    []string             // header notes for every report
 
 	vm     jvmti.VMThread  // attached thread for JVMTI calls from Go
 	server *control.Server // nil until VMInit, or if no port was free

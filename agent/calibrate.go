@@ -1,8 +1,7 @@
 package main
 
 import (
-	"math"
-
+	"github.com/libjprof/libjprof/calibration"
 	"github.com/libjprof/libjprof/jvmti"
 	"github.com/libjprof/libjprof/reports"
 )
@@ -18,24 +17,38 @@ type calibrator struct {
 }
 
 // calibrator returns nil when not calibrating.
-func (a *agent) calibrator() *calibrator {
+func (a *agent) calibrator(threads []jvmti.Thread) *calibrator {
 	mins := jvmti.Minima()
 	if mins == nil || !jvmti.Calibrating() {
 		return nil
 	}
+	counts := make([]uint64, jvmti.NKeys)
+	for _, t := range threads {
+		for _, s := range t.Seqs {
+			counts[s.Key] += s.Count
+		}
+	}
+	return newCalibrator(mins, counts, a.tables, a.env)
+}
+
+// newCalibrator works out what to remove per metric and key from the
+// run's minima and event counts, the calibration tables (nil entries for
+// metrics without one; see calibration.FinalMinimum) and the
+// environmental overheads.
+func newCalibrator(mins [][]uint64, counts []uint64, tables []*calibration.Table, env [][]uint64) *calibrator {
 	c := &calibrator{removed: make([][]uint64, len(mins))}
 	for k, mk := range mins {
-		env := a.envFor(k)
 		c.removed[k] = make([]uint64, len(mk))
+		var tab *calibration.Table
+		if k < len(tables) {
+			tab = tables[k]
+		}
 		for key, m := range mk {
-			if m == math.MaxUint64 {
+			m = calibration.FinalMinimum(m, counts[key], tab, calibration.Key(key))
+			if m == calibration.Unseen {
 				continue
 			}
-			e := env[key]
-			if e > m {
-				e = m
-			}
-			c.removed[k][key] = m - e
+			c.removed[k][key] = m - min(env[k][key], m)
 		}
 	}
 	return c

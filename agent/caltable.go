@@ -27,13 +27,16 @@ func readJVMIdentity() jvmIdentity {
 	}
 }
 
-// loadCalibration seeds the hot path's minima and environmental values,
-// per metric, from CALTABLE= or else from a built-in table that matches
-// this JVM, metric and PTT backend; without one, minima start empty and
-// are found online. A CALTABLE that does not match is refused: applying
-// another JVM's or backend's minima would remove the wrong amounts.
+// loadCalibration reads, per metric, the minima and environmental values
+// of CALTABLE= or else of a built-in table that matches this JVM, metric
+// and PTT backend; without one, minima come from the run alone. The
+// environmental values go to the hot path (for log-gen); the minima serve
+// the keys this run sees too rarely (newCalibrator). A CALTABLE that does
+// not match is refused: another JVM's or backend's numbers would remove
+// the wrong amounts.
 func (a *agent) loadCalibration() error {
 	a.env = make([][]uint64, len(a.metrics))
+	a.tables = make([]*calibration.Table, len(a.metrics))
 	var given []*calibration.Table
 	if a.opts.CalTable != "" && a.opts.CalTable != "none" {
 		f, err := os.Open(a.opts.CalTable)
@@ -81,12 +84,10 @@ func (a *agent) loadCalibration() error {
 			a.notes = append(a.notes, note)
 			a.log.Info(note)
 		} else {
-			if err := jvmti.SeedMinima(k, tab.Minima()); err != nil {
-				return err
-			}
+			a.tables[k] = tab
 			a.env[k] = tab.Envs()
-			note := fmt.Sprintf("Calibration %s: starting minima from %s (JVM %s %s, backend %s, %d runs, %s, env %s)",
-				m, source, tab.JVM, tab.JVMVersion, tab.Backend, tab.Runs, tab.Date.Format("2006-01-02"), tab.EnvSource)
+			note := fmt.Sprintf("Calibration %s: minima of keys seen fewer than %d times in this run from %s (JVM %s %s, backend %s, %d runs, %s); environmental overhead from it (%s)",
+				m, calibration.OwnMinimumEvents, source, tab.JVM, tab.JVMVersion, tab.Backend, tab.Runs, tab.Date.Format("2006-01-02"), tab.EnvSource)
 			a.notes = append(a.notes, note)
 			a.log.Info(note)
 		}

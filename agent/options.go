@@ -116,7 +116,7 @@ var optionSpecs = []optionSpec{
 	{name: "PTTD", hasValue: true, help: "socket of a jprof pttd to get the eBPF PTT from when the JVM cannot load it (default /run/libjprof-pttd.sock if present)",
 		set: stringOpt(func(o *Options) *string { return &o.PTTD }, "", "a socket path", nil)},
 	{name: "CALIBRATE", help: "remove the profiler's own overhead from metrics (default on; NOCALIBRATE for raw values)", set: boolOpt(func(o *Options) *bool { return &o.Calibrate })},
-	{name: "CALTABLE", hasValue: true, help: "calibration table to start from (default: a built-in table matching this JVM, metric and backend; none: minima from this run only)",
+	{name: "CALTABLE", hasValue: true, help: "calibration table for the environmental overhead and the minima of rarely seen keys (default: a built-in table matching this JVM, metric and backend; none: minima from this run only)",
 		set: stringOpt(func(o *Options) *string { return &o.CalTable }, "", "a file", nil)},
 	{name: "CALOUT", hasValue: true, help: "write this run's calibration minima as a table at VM death (used by make train)",
 		set: stringOpt(func(o *Options) *string { return &o.CalOut }, "", "a file", nil)},

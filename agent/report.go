@@ -24,7 +24,7 @@ func (a *agent) buildProfile(threads []jvmti.Thread, seq int) *reports.Profile {
 		p.Metrics = append(p.Metrics, reports.Metric{Name: m.String(), Unit: m.Unit()})
 	}
 	nm := len(a.metrics)
-	cal := a.calibrator()
+	cal := a.calibrator(threads)
 	for i := range p.Metrics {
 		p.Metrics[i].Calibrated = cal != nil
 	}

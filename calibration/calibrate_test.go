@@ -288,3 +288,26 @@ func TestRecalibrate(t *testing.T) {
 	_, _, err = Recalibrate(keys[:1], deltas, tab)
 	assert.Error(t, err)
 }
+
+func TestFinalMinimum(t *testing.T) {
+	tab := NewTable(Provenance{Metric: "PTT_TIME"})
+	tab.Entries[Key(1)] = Entry{Min: 100}
+	for _, c := range []struct {
+		name          string
+		runMin, count uint64
+		table         *Table
+		key           Key
+		want          uint64
+	}{
+		{"no table", 300, 5, nil, 1, 300},
+		{"often seen: own minimum", 300, OwnMinimumEvents, tab, 1, 300},
+		{"rarely seen: table's, lower", 300, OwnMinimumEvents - 1, tab, 1, 100},
+		{"rarely seen: own, lower", 50, 3, tab, 1, 50},
+		{"never seen: table's", Unseen, 0, tab, 1, 100},
+		{"in neither", Unseen, 0, tab, 2, Unseen},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, FinalMinimum(c.runMin, c.count, c.table, c.key))
+		})
+	}
+}

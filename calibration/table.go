@@ -157,3 +157,22 @@ func (t *Table) Clone() *Table {
 	}
 	return c
 }
+
+// OwnMinimumEvents is how many events of a key a run must have seen for
+// its own minimum to be trusted; below that, a table's minimum is used
+// where lower (see FinalMinimum).
+const OwnMinimumEvents = 100
+
+// FinalMinimum is the minimum calibration uses for key k at the end of a
+// run that saw it runCount times with minimum runMin: the run's own when
+// it saw the key often enough, else the lower of the run's and the
+// table's (t may be nil). Training exists for keys with too few events
+// (seed 000 §4); for the others the run's own minimum is better, because
+// the trainer's tight loops keep caches and branch predictors warmer than
+// real code does, so its minima understate a real program's glue.
+func FinalMinimum(runMin, runCount uint64, t *Table, k Key) uint64 {
+	if t == nil || runCount >= OwnMinimumEvents {
+		return runMin
+	}
+	return min(runMin, t.Lookup(k).Min)
+}

@@ -6,7 +6,6 @@ package jvmti
 import "C"
 
 import (
-	"fmt"
 	"sync/atomic"
 	"unsafe"
 )
@@ -155,24 +154,6 @@ func Minima() [][]uint64 {
 		}
 	}
 	return out
-}
-
-// SeedMinima sets starting minima for metric k (from a calibration
-// table); call it before method events are on. Values of
-// math.MaxUint64 mean "not seen".
-func SeedMinima(k int, mins []uint64) error {
-	nm := int(C.jp.nmetrics)
-	if C.jp.minima == nil || k < 0 || k >= nm {
-		return fmt.Errorf("jvmti: no calibration minima for metric %d", k)
-	}
-	if len(mins) != NKeys {
-		return fmt.Errorf("jvmti: %d minima given, want %d", len(mins), NKeys)
-	}
-	all := unsafe.Slice((*uint64)(unsafe.Pointer(C.jp.minima)), NKeys*nm)
-	for key, v := range mins {
-		all[key*nm+k] = v
-	}
-	return nil
 }
 
 // Calibrating says whether the hot path keeps minima and sequence counts.

@@ -19,7 +19,7 @@ import (
 func calibrate(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("calibrate", flag.ContinueOnError)
 	out := fs.String("o", "", "output `file`")
-	tablePath := fs.String("table", "", "calibration `table` whose minima and environmental values to start from")
+	tablePath := fs.String("table", "", "calibration `table` for the environmental values, and the minima of keys the file has few events of")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -52,18 +52,16 @@ func calibrate(args []string, stdout io.Writer) error {
 		if len(metrics) == 0 {
 			return fmt.Errorf("%s has no metrics to calibrate", in)
 		}
+		tabs := make([]*calibration.Table, len(metrics))
 		mins := make([][]uint64, len(metrics))
-		envs := make([][]uint64, len(metrics))
 		for k, m := range metrics {
-			t := pickTable(tables, m.Name)
-			if *tablePath != "" && t == nil {
+			tabs[k] = pickTable(tables, m.Name)
+			if *tablePath != "" && tabs[k] == nil {
 				return fmt.Errorf("%s has no table for metric %s", *tablePath, m.Name)
 			}
-			if t == nil {
-				t = calibration.NewTable(calibration.Provenance{Metric: m.Name})
-			}
-			mins[k], envs[k] = t.Minima(), t.Envs()
+			mins[k] = calibration.NewTable(calibration.Provenance{}).Minima() // all unseen
 		}
+		counts := make([]uint64, calibration.NKeys)
 		for r.Next() {
 			ev := r.Event()
 			if !ev.HasKey {
@@ -72,15 +70,24 @@ func calibrate(args []string, stdout io.Writer) error {
 			if ev.Unclean {
 				continue // calibrated, but not learnt from: as the agent does
 			}
+			counts[ev.Key]++
 			for k, v := range ev.Values {
 				mins[k][ev.Key] = min(mins[k][ev.Key], v)
 			}
 		}
+		// The agent's rule: a key's own minimum when the file has enough
+		// of its events, else the table's where lower.
 		over = make([][]uint64, len(metrics))
-		for k := range metrics {
+		for k, m := range metrics {
 			over[k] = make([]uint64, calibration.NKeys)
-			for key, mn := range mins[k] {
-				e := calibration.Entry{Min: mn, Env: envs[k][key]}
+			for key := range over[k] {
+				e := calibration.Entry{
+					Min: calibration.FinalMinimum(mins[k][key], counts[key], tabs[k], calibration.Key(key)),
+					Env: calibration.DefaultEnv(m.Name),
+				}
+				if tabs[k] != nil {
+					e.Env = tabs[k].Lookup(calibration.Key(key)).Env
+				}
 				over[k][key] = e.Overhead()
 			}
 		}
@@ -97,7 +104,7 @@ func calibrate(args []string, stdout io.Writer) error {
 	}
 	source := "the minima of this file"
 	if *tablePath != "" {
-		source += " and of table " + filepath.Base(*tablePath)
+		source += fmt.Sprintf(" (table %s for keys seen fewer than %d times)", filepath.Base(*tablePath), calibration.OwnMinimumEvents)
 	}
 	notes = append(notes, fmt.Sprintf("Calibration: post-processed by jprof calibrate from %s with %s", filepath.Base(in), source))
 	return output(*out, stdout, func(w io.Writer) error {
