@@ -21,7 +21,7 @@ import (
 
 func mainThread(t *testing.T, p *reports.Profile) *reports.Node {
 	t.Helper()
-	m := jvmtest.Thread(p, "main")
+	m := p.Thread("main")
 	require.NotNil(t, m, "no main thread in log-rt")
 	return m
 }
@@ -34,7 +34,7 @@ func checkBalanced(t *testing.T, p *reports.Profile) {
 	t.Helper()
 	for _, th := range p.Threads {
 		assert.Zero(t, th.Calls, "thread root %s", th.Name)
-		jvmtest.Walk(th, func(n *reports.Node, d int) {
+		th.Walk(func(n *reports.Node, d int) {
 			if d > 0 {
 				assert.NotZero(t, n.Calls, "node %s under %s has no calls", n.Name, th.Name)
 				assert.Regexp(t, `^[iIjJnNCO]:`, n.Name)
@@ -59,13 +59,13 @@ func TestHellop(t *testing.T) {
 			checkBalanced(t, p)
 			mainRoot := mainThread(t, p)
 			assert.Regexp(t, `^[0-9a-f]{8}_main$`, mainRoot.Name)
-			hmain := jvmtest.Path(mainRoot, "i:hellop.main([Ljava/lang/String;)V")
+			hmain := mainRoot.Path("i:hellop.main([Ljava/lang/String;)V")
 			require.NotNil(t, hmain)
 			assert.Equal(t, uint64(1), hmain.Calls)
-			myA := jvmtest.Path(hmain, "I:hellop.myA()V")
+			myA := hmain.Path("I:hellop.myA()V")
 			require.NotNil(t, myA)
 			assert.Equal(t, uint64(1000), myA.Calls)
-			myC := jvmtest.Path(myA, "I:hellop.myC()J")
+			myC := myA.Path("I:hellop.myC()J")
 			require.NotNil(t, myC)
 			assert.Equal(t, uint64(1000), myC.Calls)
 			assert.Equal(t, uint64(1000), myA.Callees())
@@ -100,13 +100,13 @@ func TestFibRecursion(t *testing.T) {
 	assert.Equal(t, "fib(15)=610\n", r.Stdout)
 	p := r.LogRT(t, 1)
 	checkBalanced(t, p)
-	fmain := jvmtest.Path(mainThread(t, p), "i:Fib.main([Ljava/lang/String;)V")
+	fmain := mainThread(t, p).Path("i:Fib.main([Ljava/lang/String;)V")
 	require.NotNil(t, fmain)
-	top := jvmtest.Path(fmain, "i:Fib.fib(I)I")
+	top := fmain.Path("i:Fib.fib(I)I")
 	require.NotNil(t, top)
 	var total uint64
 	maxDepth := 0
-	jvmtest.Walk(top, func(n *reports.Node, d int) {
+	top.Walk(func(n *reports.Node, d int) {
 		require.Equal(t, "i:Fib.fib(I)I", n.Name, "only fib below fib")
 		total += n.Calls
 		maxDepth = max(maxDepth, d)
@@ -122,14 +122,14 @@ func TestExceptionsUnwindThreeFrames(t *testing.T) {
 	assert.Equal(t, "caught=100\n", r.Stdout)
 	p := r.LogRT(t, 1)
 	checkBalanced(t, p)
-	run := jvmtest.Path(mainThread(t, p), "i:Exceptions.main([Ljava/lang/String;)V", "i:Exceptions.run()I")
+	run := mainThread(t, p).Path("i:Exceptions.main([Ljava/lang/String;)V", "i:Exceptions.run()I")
 	require.NotNil(t, run)
-	l3 := jvmtest.Path(run, "i:Exceptions.level1(I)V", "i:Exceptions.level2(I)V", "i:Exceptions.level3(I)V")
+	l3 := run.Path("i:Exceptions.level1(I)V", "i:Exceptions.level2(I)V", "i:Exceptions.level3(I)V")
 	require.NotNil(t, l3)
 	assert.Equal(t, uint64(100), l3.Calls)
 	// After three frames unwound by the exception, the stack is back in
 	// run(): after() is run's child, not level3's.
-	after := jvmtest.Path(run, "i:Exceptions.after()V")
+	after := run.Path("i:Exceptions.after()V")
 	require.NotNil(t, after)
 	assert.Equal(t, uint64(100), after.Calls)
 	assert.Len(t, run.Children, 2, "run calls level1 and after only")
@@ -144,7 +144,7 @@ func TestNatives(t *testing.T) {
 	r := jvmtest.Start(t, jvmtest.Run{Class: "Natives", Options: "CALLTREE,START"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	assert.Equal(t, "natives: sum=100700\n", r.Stdout)
-	nm := jvmtest.Path(mainThread(t, r.LogRT(t, 1)),
+	nm := mainThread(t, r.LogRT(t, 1)).Path(
 		"i:Natives.main([Ljava/lang/String;)V")
 	require.NotNil(t, nm)
 	for _, c := range []struct {
@@ -155,12 +155,12 @@ func TestNatives(t *testing.T) {
 		{"N:Natives.instanceNative(I)I", 200},
 		{"N:Natives.callsBack(I)I", 200},
 	} {
-		n := jvmtest.Path(nm, c.name)
+		n := nm.Path(c.name)
 		if assert.NotNil(t, n, c.name) {
 			assert.Equal(t, c.calls, n.Calls, c.name)
 		}
 	}
-	cb := jvmtest.Path(nm, "N:Natives.callsBack(I)I", "I:Natives.callback(I)I")
+	cb := nm.Path("N:Natives.callsBack(I)I", "I:Natives.callback(I)I")
 	require.NotNil(t, cb, "Java called back from a native method nests under it")
 	assert.Equal(t, uint64(200), cb.Calls)
 }
@@ -168,10 +168,10 @@ func TestNatives(t *testing.T) {
 func TestStaticAndInstance(t *testing.T) {
 	r := jvmtest.Start(t, jvmtest.Run{Class: "StaticInstance", Options: "CALLTREE,START"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
-	sm := jvmtest.Path(mainThread(t, r.LogRT(t, 1)), "i:StaticInstance.main([Ljava/lang/String;)V")
+	sm := mainThread(t, r.LogRT(t, 1)).Path("i:StaticInstance.main([Ljava/lang/String;)V")
 	require.NotNil(t, sm)
-	s := jvmtest.Path(sm, "i:StaticInstance.sMethod(I)I")
-	i := jvmtest.Path(sm, "I:StaticInstance.iMethod(I)I")
+	s := sm.Path("i:StaticInstance.sMethod(I)I")
+	i := sm.Path("I:StaticInstance.iMethod(I)I")
 	require.NotNil(t, s)
 	require.NotNil(t, i)
 	assert.Equal(t, uint64(300), s.Calls)
@@ -187,19 +187,19 @@ func TestManyThreads(t *testing.T) {
 	workers := jvmtest.Threads(p, "worker-")
 	require.Len(t, workers, 8)
 	for _, w := range workers {
-		run := jvmtest.Path(w, "I:Threads$Worker.run()V")
+		run := w.Path("I:Threads$Worker.run()V")
 		require.NotNil(t, run, w.Name)
-		work := jvmtest.Path(run, "i:Threads.work(I)I")
+		work := run.Path("i:Threads.work(I)I")
 		require.NotNil(t, work, w.Name)
 		assert.Equal(t, uint64(5000), work.Calls, w.Name)
-		leaf := jvmtest.Path(work, "i:Threads.leaf(I)I")
+		leaf := work.Path("i:Threads.leaf(I)I")
 		require.NotNil(t, leaf, w.Name)
 		assert.Equal(t, uint64(5000), leaf.Calls, w.Name)
 	}
 	briefs := jvmtest.Threads(p, "brief-")
 	require.Len(t, briefs, 20)
 	for _, b := range briefs {
-		n := jvmtest.Path(b, "I:Threads$Brief.run()V", "i:Threads.brief(I)I")
+		n := b.Path("I:Threads$Brief.run()V", "i:Threads.brief(I)I")
 		require.NotNil(t, n, b.Name)
 		assert.Equal(t, uint64(10), n.Calls, b.Name)
 	}
@@ -221,7 +221,7 @@ func TestExitsWithoutEntries(t *testing.T) {
 	checkBalanced(t, p)
 	var others int
 	for _, th := range p.Threads {
-		jvmtest.Walk(th, func(n *reports.Node, d int) {
+		th.Walk(func(n *reports.Node, d int) {
 			if strings.HasPrefix(n.Name, "O:") {
 				others++
 			}

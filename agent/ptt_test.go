@@ -20,10 +20,10 @@ import (
 func checkHellop(t *testing.T, p *reports.Profile) {
 	t.Helper()
 	checkBalanced(t, p)
-	myA := jvmtest.Path(mainThread(t, p), "i:hellop.main([Ljava/lang/String;)V", "I:hellop.myA()V")
+	myA := mainThread(t, p).Path("i:hellop.main([Ljava/lang/String;)V", "I:hellop.myA()V")
 	require.NotNil(t, myA)
 	assert.Equal(t, uint64(1000), myA.Calls)
-	myC := jvmtest.Path(myA, "I:hellop.myC()J")
+	myC := myA.Path("I:hellop.myC()J")
 	require.NotNil(t, myC)
 	assert.Equal(t, uint64(1000), myC.Calls)
 	assert.Positive(t, myC.Base[0])

@@ -142,10 +142,7 @@ func (a *agent) writeLogRT() (string, error) {
 	if a.base != nil {
 		a.base.since(threads)
 	}
-	var events uint64
-	for _, t := range threads {
-		events += t.Events
-	}
+	events := totalEvents(threads)
 	p := a.buildProfile(threads, seq)
 	path := a.fileName("rt", seq)
 	if err := writeFileAtomic(path, func(w *bufio.Writer) error { return reports.WriteLogRT(w, p) }); err != nil {
@@ -163,7 +160,10 @@ func (a *agent) eventsSinceReset() uint64 {
 	if a.base != nil {
 		a.base.since(threads)
 	}
-	var n uint64
+	return totalEvents(threads)
+}
+
+func totalEvents(threads []jvmti.Thread) (n uint64) {
 	for _, t := range threads {
 		n += t.Events
 	}

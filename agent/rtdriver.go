@@ -155,10 +155,9 @@ func (a *agent) Status() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	threads := jvmti.ThreadCounters()
-	var events uint64
+	events := totalEvents(threads)
 	live := 0
 	for _, t := range threads {
-		events += t.Events
 		if !t.Ended {
 			live++
 		}

@@ -64,7 +64,7 @@ func workCalls(t *testing.T, p *reports.Profile) uint64 {
 	t.Helper()
 	var n uint64
 	m := mainThread(t, p)
-	jvmtest.Walk(m, func(n2 *reports.Node, d int) {
+	m.Walk(func(n2 *reports.Node, d int) {
 		if n2.Name == "i:Driven.work(I)J" {
 			n += n2.Calls
 		}
@@ -286,7 +286,7 @@ func TestRTDriverFlushUnderLoad(t *testing.T) {
 
 	countWork := func(p *reports.Profile) (total uint64) {
 		for _, th := range jvmtest.Threads(p, "load-") {
-			jvmtest.Walk(th, func(n *reports.Node, d int) {
+			th.Walk(func(n *reports.Node, d int) {
 				if n.Name == "i:Load.work(I)I" {
 					total += n.Calls
 				}

@@ -91,7 +91,7 @@ func (l *LogGen) build(data []byte) error {
 		l.CPU = append(l.CPU, cpu)
 		l.Nodes = 0
 		for _, th := range p.Threads {
-			walk(th, func(*reports.Node) { l.Nodes++ })
+			th.Walk(func(*reports.Node, int) { l.Nodes++ })
 		}
 	}
 	return nil

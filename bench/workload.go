@@ -163,60 +163,18 @@ func (w *Workload) verify(res *jvmResult, calls int64, reps int) error {
 	if err != nil {
 		return fmt.Errorf("verify: %s: %w", f.Name(), err)
 	}
-	phase := findPath(p, "main", "i:BenchWorkload.main([Ljava/lang/String;)V", "i:BenchWorkload.phase(LBenchWorkload;I)J")
+	phase := p.Thread("main").Path("i:BenchWorkload.main([Ljava/lang/String;)V", "i:BenchWorkload.phase(LBenchWorkload;I)J")
 	if phase == nil {
 		return fmt.Errorf("verify: no main -> BenchWorkload.phase in %s", f.Name())
 	}
 	var sum int64
-	walk(phase, func(n *reports.Node) { sum += int64(n.Calls) })
+	phase.Walk(func(n *reports.Node, _ int) { sum += int64(n.Calls) })
 	if want := int64(reps) * calls; sum != want {
 		return fmt.Errorf("verify: log-rt has %d calls under phase, the program says %d × %d", sum, reps, calls)
 	}
 	w.Verified = fmt.Sprintf("the CALLTREE log-rt's subtree main → BenchWorkload.phase holds exactly %s calls, "+
 		"the program's count (%s per repetition × %d)", group(float64(sum)), group(float64(calls)), reps)
 	return nil
-}
-
-// findPath follows children by name from the root of the named thread.
-func findPath(p *reports.Profile, thread string, names ...string) *reports.Node {
-	for _, th := range p.Threads {
-		if rootThreadName(th.Name) != thread {
-			continue
-		}
-		n := th
-		for _, name := range names {
-			var next *reports.Node
-			for _, c := range n.Children {
-				if c.Name == name {
-					next = c
-					break
-				}
-			}
-			if next == nil {
-				return nil
-			}
-			n = next
-		}
-		return n
-	}
-	return nil
-}
-
-// rootThreadName strips the "0000b718_" tid prefix of a thread root.
-func rootThreadName(s string) string {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '_' {
-			return s[i+1:]
-		}
-	}
-	return s
-}
-
-func walk(n *reports.Node, f func(*reports.Node)) {
-	f(n)
-	for _, c := range n.Children {
-		walk(c, f)
-	}
 }
 
 // Row returns the row of the configuration key, or nil.

@@ -1,5 +1,7 @@
 package reports
 
+import "strings"
+
 // Metric describes one metric column of a profile.
 type Metric struct {
 	Name string // option name, e.g. "PTT_TIME"
@@ -43,4 +45,55 @@ func (n *Node) Callees() uint64 {
 		c += ch.Calls
 	}
 	return c
+}
+
+// Path follows children by name from n: nil if n is nil or a step is
+// missing.
+func (n *Node) Path(names ...string) *Node {
+	for _, name := range names {
+		if n == nil {
+			return nil
+		}
+		var next *Node
+		for _, c := range n.Children {
+			if c.Name == name {
+				next = c
+				break
+			}
+		}
+		n = next
+	}
+	return n
+}
+
+// Walk calls f for n and every node below it, with its depth below n.
+func (n *Node) Walk(f func(n *Node, depth int)) {
+	var walk func(*Node, int)
+	walk = func(n *Node, d int) {
+		f(n, d)
+		for _, c := range n.Children {
+			walk(c, d+1)
+		}
+	}
+	walk(n, 0)
+}
+
+// ThreadName is a thread root's name without its tid: "main" for
+// "0000b718_main".
+func ThreadName(root string) string {
+	if _, name, ok := strings.Cut(root, "_"); ok {
+		return name
+	}
+	return root
+}
+
+// Thread returns the root of the first thread named name (see
+// ThreadName), or nil.
+func (p *Profile) Thread(name string) *Node {
+	for _, th := range p.Threads {
+		if ThreadName(th.Name) == name {
+			return th
+		}
+	}
+	return nil
 }

@@ -4,8 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"io"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -237,55 +237,15 @@ func (r *Result) LogRT(t testing.TB, seq int) *reports.Profile {
 	return p
 }
 
-// Thread finds the root of the first thread whose name (after the tid) is name.
-func Thread(p *reports.Profile, name string) *reports.Node {
-	for _, th := range p.Threads {
-		if _, n, ok := strings.Cut(th.Name, "_"); ok && n == name {
-			return th
-		}
-	}
-	return nil
-}
-
 // Threads finds the roots of all threads whose name starts with prefix.
 func Threads(p *reports.Profile, prefix string) []*reports.Node {
 	var out []*reports.Node
 	for _, th := range p.Threads {
-		if _, n, ok := strings.Cut(th.Name, "_"); ok && strings.HasPrefix(n, prefix) {
+		if strings.HasPrefix(reports.ThreadName(th.Name), prefix) {
 			out = append(out, th)
 		}
 	}
 	return out
-}
-
-// Path follows children by name from n; nil if any step is missing.
-func Path(n *reports.Node, names ...string) *reports.Node {
-	for _, name := range names {
-		var next *reports.Node
-		for _, c := range n.Children {
-			if c.Name == name {
-				next = c
-				break
-			}
-		}
-		if next == nil {
-			return nil
-		}
-		n = next
-	}
-	return n
-}
-
-// Walk calls f for n and every node below it, with its depth below n.
-func Walk(n *reports.Node, f func(n *reports.Node, depth int)) {
-	var walk func(*reports.Node, int)
-	walk = func(n *reports.Node, d int) {
-		f(n, d)
-		for _, c := range n.Children {
-			walk(c, d+1)
-		}
-	}
-	walk(n, 0)
 }
 
 // Tool is the path of a built command, e.g. Tool("jprof").
