@@ -59,6 +59,7 @@ func TestSmoke(t *testing.T) {
 		assert.Contains(t, sections["PTT read cost"], "| "+name+" |", name)
 	}
 	assert.Contains(t, sections["Calibration accuracy"], "calibrated error")
+	assert.Contains(t, sections["Calibration accuracy"], "Why small methods keep a residual")
 	assert.Len(t, s.Targets(), 5)
 
 	wl := part[*Workload](s)
