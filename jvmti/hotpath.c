@@ -737,15 +737,6 @@ static void JNICALL cb_dynamic_code(jvmtiEnv *jvmti, const char *name, const voi
 	jp_jit_push(r);
 }
 
-int jp_jit_replay(void)
-{
-	jvmtiEnv *jvmti = jp.jvmti;
-	jvmtiError e = (*jvmti)->GenerateEvents(jvmti, JVMTI_EVENT_COMPILED_METHOD_LOAD);
-	if (e == JVMTI_ERROR_NONE)
-		e = (*jvmti)->GenerateEvents(jvmti, JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
-	return (int)e;
-}
-
 /* ---------------------------------------------------------------------
  * JVMTI callbacks.
  */

@@ -5,10 +5,7 @@ package jvmti
 */
 import "C"
 
-import (
-	"fmt"
-	"unsafe"
-)
+import "unsafe"
 
 // JITKind says what a JIT record is.
 type JITKind int
@@ -51,14 +48,4 @@ func TakeJIT() []JITRecord {
 		r = next
 	}
 	return out
-}
-
-// ReplayJIT asks the JVM to send load events for code compiled before
-// the JIT events were on (GenerateEvents). The caller must be a thread
-// attached to the VM.
-func ReplayJIT() error {
-	if e := C.jp_jit_replay(); e != 0 {
-		return fmt.Errorf("GenerateEvents: JVMTI error %d", int(e))
-	}
-	return nil
 }

@@ -236,9 +236,6 @@ int jp_setup(JavaVM *vm, uintptr_t go_handle, int start_at_init, int calibrate, 
 /* jp_jit_take takes the JIT records made so far, oldest first. */
 jp_jitrec *jp_jit_take(void);
 void jp_jit_free(jp_jitrec *r);
-/* jp_jit_replay asks the JVM to replay CompiledMethodLoad and
- * DynamicCodeGenerated for code made before now (GenerateEvents). */
-int jp_jit_replay(void);
 /* jp_gen_take takes the list of full log-gen buffers, oldest first. */
 jp_genbuf *jp_gen_take(void);
 /* jp_gen_done frees a buffer the writer has written. */

@@ -10,7 +10,6 @@ package jvmti
 import "C"
 
 import (
-	"errors"
 	"fmt"
 	"runtime/cgo"
 	"unsafe"
@@ -98,9 +97,6 @@ func ForceGC() error {
 	}
 	return nil
 }
-
-// ErrNotSetUp is returned by reads before Setup.
-var ErrNotSetUp = errors.New("jvmti: agent not set up")
 
 func cbool(b bool) C.int {
 	if b {

@@ -16,11 +16,11 @@ type GenRecord struct {
 	Thread *C.jp_thread // identifies the thread; see GenDrainer.ThreadName
 	Kind   int          // 0 entry, 1 exit, 2 exit by exception
 	Name   string       // type letter + ":" + class.method(sig), as in log-rt
-	Key    int      // calibration key
+	Key    int          // calibration key
 	// Unclean: the event lowered no minimum (its delta spans a dispatch,
 	// an interrupt or a restart, or went backwards).
 	Unclean bool
-	Values []uint64 // per metric; reused between calls
+	Values  []uint64 // per metric; reused between calls
 }
 
 // GenDrainer hands the log-gen records the hot path recorded to a Go
