@@ -16,7 +16,7 @@ BENCH_FLAGS  ?=
 bench-agents: $(BENCH_AGENTS)
 
 # The reference agents: plain C against the JDK's jvmti.h, nothing else.
-$(BUILD)/bench/%.so: bench/agents/%.c
+$(BUILD)/bench/%.so: bench/agents/%.c bench/agents/refagent.h
 	@mkdir -p $(dir $@)
 	gcc -O2 -Wall -Wextra -shared -fPIC $(CGO_CFLAGS) -o $@ $<
 

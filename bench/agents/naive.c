@@ -18,6 +18,8 @@
 #include <time.h>
 #include <jvmti.h>
 
+#include "refagent.h"
+
 #define MAX_DEPTH 4096
 #define TAB_BITS 14 /* methods per thread before the table is full */
 
@@ -128,9 +130,7 @@ static void JNICALL on_method_exit(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread,
 static void JNICALL on_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 {
 	(void)jni, (void)thread;
-	if ((*jvmti)->SetEventNotificationMode(jvmti, JVMTI_ENABLE, JVMTI_EVENT_METHOD_ENTRY, NULL) != JVMTI_ERROR_NONE ||
-	    (*jvmti)->SetEventNotificationMode(jvmti, JVMTI_ENABLE, JVMTI_EVENT_METHOD_EXIT, NULL) != JVMTI_ERROR_NONE)
-		fprintf(stderr, "naive agent: cannot enable method events\n");
+	ref_enable_method_events(jvmti, "naive agent");
 }
 
 static void JNICALL on_vm_death(jvmtiEnv *jvmti, JNIEnv *jni)
@@ -157,32 +157,12 @@ static void JNICALL on_vm_death(jvmtiEnv *jvmti, JNIEnv *jni)
 
 JNIEXPORT jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *reserved)
 {
-	jvmtiEnv *jvmti = NULL;
-	jvmtiCapabilities caps;
-	jvmtiEventCallbacks cb;
+	jvmtiEventCallbacks cb = { 0 };
 
 	(void)options, (void)reserved;
-	if ((*vm)->GetEnv(vm, (void **)&jvmti, JVMTI_VERSION_1_2) != JNI_OK) {
-		fprintf(stderr, "naive agent: no JVMTI 1.2\n");
-		return JNI_ERR;
-	}
-	memset(&caps, 0, sizeof caps);
-	caps.can_generate_method_entry_events = 1;
-	caps.can_generate_method_exit_events = 1;
-	if ((*jvmti)->AddCapabilities(jvmti, &caps) != JVMTI_ERROR_NONE) {
-		fprintf(stderr, "naive agent: AddCapabilities failed\n");
-		return JNI_ERR;
-	}
-	memset(&cb, 0, sizeof cb);
 	cb.MethodEntry = on_method_entry;
 	cb.MethodExit = on_method_exit;
 	cb.VMInit = on_vm_init;
 	cb.VMDeath = on_vm_death;
-	if ((*jvmti)->SetEventCallbacks(jvmti, &cb, (jint)sizeof cb) != JVMTI_ERROR_NONE ||
-	    (*jvmti)->SetEventNotificationMode(jvmti, JVMTI_ENABLE, JVMTI_EVENT_VM_INIT, NULL) != JVMTI_ERROR_NONE ||
-	    (*jvmti)->SetEventNotificationMode(jvmti, JVMTI_ENABLE, JVMTI_EVENT_VM_DEATH, NULL) != JVMTI_ERROR_NONE) {
-		fprintf(stderr, "naive agent: cannot set callbacks\n");
-		return JNI_ERR;
-	}
-	return JNI_OK;
+	return ref_agent_load(vm, "naive agent", &cb);
 }
