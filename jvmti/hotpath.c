@@ -290,6 +290,7 @@ static uint32_t jp_child(jp_thread *t, JNIEnv *jni, uint32_t parent, jmethodID m
 	jp_node *nd = jp_node_at(t, n);
 	nd->parent = parent;
 	nd->type = (uint8_t)(other ? JP_T_OTHER : m->type);
+	nd->seqkey = JP_NOKEY;
 	nd->m = m;
 	jp_arena_publish(&t->nodes, n);
 	if (jp_map_put(&t->children, s, k1, parent, n) != 0)
@@ -298,25 +299,33 @@ static uint32_t jp_child(jp_thread *t, JNIEnv *jni, uint32_t parent, jmethodID m
 }
 
 /* jp_seq_count counts one event of key attributed to node. */
-static inline void jp_seq_count(jp_thread *t, uint32_t node, uint32_t key)
+static inline void jp_seq_count(jp_thread *t, jp_node *np, uint32_t node, uint32_t key)
 {
+	if (__builtin_expect(np->seqkey == key, 1)) {
+		np->seq->count++;
+		return;
+	}
+	jp_seqcount *sc;
 	jp_slot *s = jp_map_find(&t->seqmap, (uintptr_t)key + 1, node);
-	if (__builtin_expect(s->k1 != 0, 1)) {
-		jp_seq_at(t, s->val)->count++;
-		return;
+	if (s->k1 != 0) {
+		sc = jp_seq_at(t, s->val);
+		sc->count++;
+	} else {
+		uint32_t i = jp_arena_push(&t->seqs);
+		if (i == UINT32_MAX) {
+			t->alloc_failures++;
+			return;
+		}
+		sc = jp_seq_at(t, i);
+		sc->node = node;
+		sc->key = key;
+		sc->count = 1;
+		jp_arena_publish(&t->seqs, i);
+		if (jp_map_put(&t->seqmap, s, (uintptr_t)key + 1, node, i) != 0)
+			t->alloc_failures++;
 	}
-	uint32_t i = jp_arena_push(&t->seqs);
-	if (i == UINT32_MAX) {
-		t->alloc_failures++;
-		return;
-	}
-	jp_seqcount *sc = jp_seq_at(t, i);
-	sc->node = node;
-	sc->key = key;
-	sc->count = 1;
-	jp_arena_publish(&t->seqs, i);
-	if (jp_map_put(&t->seqmap, s, (uintptr_t)key + 1, node, i) != 0)
-		t->alloc_failures++;
+	np->seqkey = (uint16_t)key;
+	np->seq = sc;
 }
 
 static int jp_push(jp_thread *t, jmethodID mid, uint32_t node, jp_node *np)
@@ -371,6 +380,7 @@ static jp_thread *jp_thread_new(jvmtiEnv *jvmti, jthread thread)
 		return NULL;
 	}
 	jp_node_at(t, 0)->type = JP_T_OTHER; /* the root is its own parent */
+	jp_node_at(t, 0)->seqkey = JP_NOKEY;
 	jp_arena_publish(&t->nodes, 0);
 	t->stack[0].type = JP_T_OTHER;
 	t->stack[0].np = jp_node_at(t, 0);
@@ -608,7 +618,7 @@ static inline void jp_event_inline(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread,
 		if (early.interrupts >= t->last.interrupts)
 			nd->in += early.interrupts - t->last.interrupts;
 		if (jp.calibrate && clean)
-			jp_seq_count(t, cur, key);
+			jp_seq_count(t, nd, cur, key);
 		t->prev_running = running;
 		t->prev_tr = (uint32_t)tr;
 		jp_ptt_read(&t->ptt, &t->last); /* Late Read */

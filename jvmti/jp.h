@@ -49,8 +49,10 @@ typedef struct jp_method {
 typedef struct jp_node {
 	uint32_t parent; /* index of the caller's node; the root is its own parent */
 	uint8_t type;    /* enum jp_type as seen in this context */
-	uint8_t pad[3];
+	uint8_t pad;
+	uint16_t seqkey; /* key of *seq, the last sequence counted here; JP_NOKEY if none */
 	jp_method *m;    /* NULL for the thread root */
+	struct jp_seqcount *seq; /* owner-only cache: most events of a node repeat its last key */
 	uint64_t calls;  /* entries into this context */
 	uint64_t excs;   /* exits from it by exception */
 	uint64_t ds;     /* dispatches while this was the running method */
@@ -73,6 +75,7 @@ typedef struct jp_frame {
  * runs next), 8*3*8*3*8 keys. Package calibration uses the same code. */
 #define JP_NKEYS (JP_NTYPES * JP_NTRANSITIONS * JP_NTYPES * JP_NTRANSITIONS * JP_NTYPES)
 #define JP_KEY_UNCLEAN 0x8000
+#define JP_NOKEY 0xffff
 static inline uint32_t jp_key(uint32_t a, uint32_t t1, uint32_t b, uint32_t t2, uint32_t c)
 {
 	return (((a * JP_NTRANSITIONS + t1) * JP_NTYPES + b) * JP_NTRANSITIONS + t2) * JP_NTYPES + c;
