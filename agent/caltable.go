@@ -1,8 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strings"
@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/libjprof/libjprof/calibration"
+	"github.com/libjprof/libjprof/internal/atomicfile"
 	"github.com/libjprof/libjprof/jvmti"
 )
 
@@ -127,7 +128,7 @@ func (a *agent) writeCalOut(threads []jvmti.Thread) {
 		}
 		tabs = append(tabs, t)
 	}
-	err := writeFileAtomic(a.opts.CalOut, func(w *bufio.Writer) error { return calibration.WriteAll(w, tabs...) })
+	err := atomicfile.Write(a.opts.CalOut, func(w io.Writer) error { return calibration.WriteAll(w, tabs...) })
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "libjprof: CALOUT: %v\n", err)
 		a.log.Error("CALOUT not written", zap.Error(err))

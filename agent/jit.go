@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/libjprof/libjprof/internal/atomicfile"
 	"github.com/libjprof/libjprof/jvmti"
 )
 
@@ -81,7 +82,7 @@ func (j *jitWriter) finish() {
 		return
 	}
 	path := j.a.fileName("jita2n", 0)
-	err := writeFileAtomic(path, func(w *bufio.Writer) error { return writeJitA2N(w, j.a.pid, j.recs) })
+	err := atomicfile.Write(path, func(w io.Writer) error { return writeJitA2N(w, j.a.pid, j.recs) })
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "libjprof: log-jita2n: %v\n", err)
 		j.a.log.Error("log-jita2n not written", zap.Error(err))
@@ -111,7 +112,7 @@ func writeJitA2N(w io.Writer, pid int, recs []jvmti.JITRecord) error {
 func (a *agent) writeJtnm() {
 	path := a.fileName("jtnm", 0)
 	threads := jvmti.ThreadCounters()
-	err := writeFileAtomic(path, func(w *bufio.Writer) error {
+	err := atomicfile.Write(path, func(w io.Writer) error {
 		fmt.Fprintf(w, " libjprof log-jtnm\n Process_Number_ID=%d\n", a.pid)
 		fmt.Fprintf(w, " Format: <tid hex> <start ns> <end ns, - if running at VM death> <log-rt root name>; times are CLOCK_MONOTONIC\n")
 		for _, t := range threads {

@@ -2,13 +2,12 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/libjprof/libjprof/internal/atomicfile"
 	"github.com/libjprof/libjprof/jvmti"
 	"github.com/libjprof/libjprof/reports"
 )
@@ -19,7 +18,7 @@ import (
 type genWriter struct {
 	path    string
 	raw     bool // lines carry sequence keys
-	tmp     *os.File
+	tmp     *atomicfile.File
 	w       *reports.LogGenWriter
 	drainer *jvmti.GenDrainer
 	log     *zap.Logger
@@ -34,7 +33,7 @@ const genDrainEvery = 10 * time.Millisecond
 
 func (a *agent) startLogGen() (*genWriter, error) {
 	path := a.fileName("gen", 0)
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	tmp, err := atomicfile.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("log-gen: %w", err)
 	}
@@ -97,16 +96,10 @@ func (g *genWriter) finish() (string, uint64, error) {
 		err = g.w.Flush()
 	}
 	if err == nil {
-		err = g.tmp.Chmod(0o644)
-	}
-	if cerr := g.tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(g.tmp.Name(), g.path)
+		err = g.tmp.Commit()
 	}
 	if err != nil {
-		os.Remove(g.tmp.Name())
+		g.tmp.Abort()
 		return "", g.events, fmt.Errorf("log-gen: %w", err)
 	}
 	return g.path, g.events, nil

@@ -1,11 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io"
 
+	"github.com/libjprof/libjprof/internal/atomicfile"
 	"github.com/libjprof/libjprof/jvmti"
 	"github.com/libjprof/libjprof/reports"
 )
@@ -145,7 +144,7 @@ func (a *agent) writeLogRT() (string, error) {
 	events := totalEvents(threads)
 	p := a.buildProfile(threads, seq)
 	path := a.fileName("rt", seq)
-	if err := writeFileAtomic(path, func(w *bufio.Writer) error { return reports.WriteLogRT(w, p) }); err != nil {
+	if err := atomicfile.Write(path, func(w io.Writer) error { return reports.WriteLogRT(w, p) }); err != nil {
 		return "", fmt.Errorf("writing log-rt: %w", err)
 	}
 	a.seq = seq
@@ -168,41 +167,4 @@ func totalEvents(threads []jvmti.Thread) (n uint64) {
 		n += t.Events
 	}
 	return n
-}
-
-// writeFileAtomic writes a file under a temporary name in the same
-// directory and renames it into place, so that a reader never sees a
-// partial file: it appears complete or not at all.
-func writeFileAtomic(path string, write func(*bufio.Writer) error) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	w := bufio.NewWriterSize(f, 1<<16)
-	if err = write(w); err != nil {
-		return err
-	}
-	if err = w.Flush(); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

@@ -11,8 +11,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
+	"github.com/libjprof/libjprof/internal/atomicfile"
 	"github.com/libjprof/libjprof/reports"
 )
 
@@ -207,32 +207,14 @@ func load(path string) (*reports.Profile, reports.Format, error) {
 	return p, format, nil
 }
 
-// output writes with write to path, or to stdout if path is empty. A file
-// is written under a temporary name and renamed, so that it appears
-// complete or not at all.
+// output writes with write to path (complete or not at all: see
+// atomicfile), or to stdout if path is empty.
 func output(path string, stdout io.Writer, write func(io.Writer) error) error {
 	if path == "" {
 		return write(stdout)
 	}
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+strings.TrimPrefix(base, ".")+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename, a no-op
-	if err := write(tmp); err != nil {
-		tmp.Close()
+	if err := atomicfile.Write(path, write); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return os.Rename(tmp.Name(), path)
+	return nil
 }

@@ -15,12 +15,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"time"
 
 	"github.com/libjprof/libjprof/bench"
+	"github.com/libjprof/libjprof/internal/atomicfile"
 )
 
 func main() {
@@ -82,11 +84,10 @@ func run(ctx context.Context, o bench.Options, out string) error {
 	}
 	// Written whole and renamed: an interrupted run leaves the previous
 	// report in place.
-	tmp := out + ".tmp"
-	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
-		return errors.Join(runErr, err)
-	}
-	if err := os.Rename(tmp, out); err != nil {
+	if err := atomicfile.Write(out, func(w io.Writer) error {
+		_, err := w.Write(buf.Bytes())
+		return err
+	}); err != nil {
 		return errors.Join(runErr, err)
 	}
 	fmt.Fprintf(os.Stderr, "bench: wrote %s\n", out)

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 
 	"github.com/libjprof/libjprof/calibration"
+	"github.com/libjprof/libjprof/internal/atomicfile"
 	"github.com/libjprof/libjprof/trainer"
 )
 
@@ -85,23 +86,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return writeFile(*out, tab)
 }
 
-// writeFile writes the table to a temporary name and renames it, so that a
-// table file is either complete or absent.
+// writeFile writes the table so that the file is either complete or
+// absent.
 func writeFile(path string, tab *calibration.Table) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".train-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tab.Write(tmp); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, tab.Write)
 }

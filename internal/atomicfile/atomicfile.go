@@ -1,0 +1,85 @@
+// Package atomicfile writes files that appear complete or not at all: the
+// content goes to a temporary name in the target's directory, is synced,
+// and is renamed into place only when everything was written. A reader
+// (a person, jprof, a test) never sees half a report; a failed write
+// leaves whatever was there before.
+package atomicfile
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// File is a file being written; nothing is visible at its path until
+// Commit.
+type File struct {
+	path string
+	f    *os.File
+	w    *bufio.Writer
+	done bool
+}
+
+// Create starts writing path.
+func Create(path string) (*File, error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp*")
+	if err != nil {
+		return nil, err
+	}
+	return &File{path: path, f: f, w: bufio.NewWriterSize(f, 1<<16)}, nil
+}
+
+// Write buffers p.
+func (f *File) Write(p []byte) (int, error) { return f.w.Write(p) }
+
+// Commit flushes, syncs and renames the file into place (mode 0644). On
+// error the temporary file is removed and nothing appears.
+func (f *File) Commit() error {
+	err := f.w.Flush()
+	if err == nil {
+		err = f.f.Sync()
+	}
+	if err == nil {
+		err = f.f.Chmod(0o644)
+	}
+	if cerr := f.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.f.Name(), f.path)
+	}
+	f.done = true
+	if err != nil {
+		os.Remove(f.f.Name())
+	}
+	return err
+}
+
+// Abort discards the file; after Commit it does nothing, so it can be
+// deferred.
+func (f *File) Abort() {
+	if f.done {
+		return
+	}
+	f.done = true
+	f.f.Close()
+	os.Remove(f.f.Name())
+}
+
+// Write writes path whole with write.
+func Write(path string, write func(io.Writer) error) error {
+	f, err := Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Abort()
+	if err := write(f); err != nil {
+		return err
+	}
+	return f.Commit()
+}
