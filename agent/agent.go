@@ -33,9 +33,8 @@ type agent struct {
 	vm     jvmti.VMThread  // attached thread for JVMTI calls from Go
 	server *control.Server // nil until VMInit, or if no port was free
 
-	mu      sync.Mutex // serialises collection control and file writing
-	seq     int        // N of the last log-rt.N_<pid> written
-	started bool       // collection was on at some point
+	mu  sync.Mutex // serialises collection control and file writing
+	seq int        // N of the last log-rt.N_<pid> written
 	// written is how many events (since the last reset) the last log-rt
 	// held: VM death writes a final one only if there are more now.
 	written uint64
@@ -173,9 +172,6 @@ func (a *agent) pttFromHelper(cfg ptt.Config, sock string) (ptt.Status, error) {
 
 // VMInit implements jvmti.Handler.
 func (a *agent) VMInit() {
-	a.mu.Lock()
-	a.started = a.opts.Start
-	a.mu.Unlock()
 	a.log.Info("VM initialised", zap.Bool("collecting", jvmti.Collecting()))
 	if a.opts.RTDriver {
 		a.startServer()
@@ -193,8 +189,8 @@ func (a *agent) VMDeath() {
 	// Method events are already off (the C callback turned them off).
 	// Whether anything happened since the last log-rt is counted, not
 	// remembered: a flush racing VM death cannot tell whether collection
-	// is still on.
-	if a.started && a.eventsSinceReset() != a.written {
+	// is still on. A JVM that never collected has no events: no file.
+	if a.eventsSinceReset() != a.written {
 		if path, err := a.writeLogRT(); err != nil {
 			fmt.Fprintf(os.Stderr, "libjprof: %v\n", err)
 			a.log.Error("final log-rt not written", zap.Error(err))

@@ -54,11 +54,6 @@ func newCalibrator(mins [][]uint64, counts []uint64, tables []*calibration.Table
 	return c
 }
 
-// envFor is the environmental overhead per key for metric k: the part of
-// the glue that runs without profiling too and so belongs to the program
-// (from the calibration table, else calibration.DefaultEnv).
-func (a *agent) envFor(k int) []uint64 { return a.env[k] }
-
 // apply moves the overhead of every counted event from BASE to DELTA.
 func (c *calibrator) apply(seqs []jvmti.SeqCount, nodes []reports.Node) {
 	for _, s := range seqs {

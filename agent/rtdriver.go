@@ -78,7 +78,6 @@ func (a *agent) startLocked() error {
 	if err := a.vm.Do(func() error { return jvmti.SetMethodEvents(true) }); err != nil {
 		return err
 	}
-	a.started = true
 	a.log.Info("collection started")
 	return nil
 }
