@@ -4,14 +4,18 @@ package jvmti
 #include <stdlib.h>
 #include "jp.h"
 
-// jp_test_arena_slot says where element i of an arena lives: which chunk
-// and at which element offset in it.
+// jp_test_arena_slot says where the hot path's jp_arena_at puts element
+// i: which chunk, at which element offset. The chunk pointers of the fake
+// arena are never dereferenced; each is its chunk number in the bits
+// above 40, so the address jp_arena_at returns spells both out.
 static void jp_test_arena_slot(uint32_t i, int *chunk, uint64_t *off)
 {
-	uint64_t j = (uint64_t)i + (1u << JP_CHUNK0_SHIFT);
-	int k = 63 - __builtin_clzll(j);
-	*chunk = k - JP_CHUNK0_SHIFT;
-	*off = j - (1ull << k);
+	jp_arena a = { .n = 0, .stride = 1 };
+	for (int k = 0; k < JP_NCHUNKS; k++)
+		a.chunks[k] = (char *)((uintptr_t)(k + 1) << 40);
+	uintptr_t p = (uintptr_t)jp_arena_at(&a, i);
+	*chunk = (int)(p >> 40) - 1;
+	*off = p & ((1ull << 40) - 1);
 }
 */
 import "C"
