@@ -247,7 +247,7 @@ func (a *agent) logThreadSummary() {
 			in += n.IN
 		}
 		fields := []zap.Field{
-			zap.String("thread", threadRootName(t)), zap.Uint64("events", t.Events),
+			zap.String("thread", t.RootName()), zap.Uint64("events", t.Events),
 			zap.Uint64("exceptionExits", t.ExceptionExits), zap.Int("nodes", len(t.Nodes)),
 			zap.Uint64("unmatchedExits", t.UnmatchedExits), zap.Uint64("missedExits", t.MissedExits),
 			zap.Uint64("allocFailures", t.AllocFailures), zap.Bool("ended", t.Ended),

@@ -120,7 +120,7 @@ func (a *agent) writeJtnm() {
 			if t.EndNS != 0 {
 				end = fmt.Sprint(t.EndNS)
 			}
-			fmt.Fprintf(w, "%08x %d %s %s\n", t.TID, t.StartNS, end, threadRootName(t))
+			fmt.Fprintf(w, "%08x %d %s %s\n", t.TID, t.StartNS, end, t.RootName())
 		}
 		return nil
 	})

@@ -9,12 +9,6 @@ import (
 	"github.com/libjprof/libjprof/reports"
 )
 
-// threadRootName is the log-rt name of a thread's root: tid in hex, then
-// the thread's name, as JProf wrote it ("0000b718_main").
-func threadRootName(t jvmti.Thread) string {
-	return fmt.Sprintf("%08x_%s", t.TID, t.Name)
-}
-
 // buildProfile turns a snapshot of the C trees into the report model.
 // Threads that never ran a profiled method are left out.
 func (a *agent) buildProfile(threads []jvmti.Thread, seq int) *reports.Profile {
@@ -59,7 +53,7 @@ func (a *agent) buildProfile(threads []jvmti.Thread, seq int) *reports.Profile {
 			rn := &store[i]
 			rn.Calls, rn.DS, rn.IN = n.Calls, n.DS, n.IN
 			if i == 0 {
-				rn.Name = threadRootName(t)
+				rn.Name = t.RootName()
 			} else {
 				rn.Name = names.get(n.Type, n.Method)
 			}
@@ -79,7 +73,7 @@ func (a *agent) buildProfile(threads []jvmti.Thread, seq int) *reports.Profile {
 		}
 		if t.UnmatchedExits > 0 || t.MissedExits > 0 || t.AllocFailures > 0 {
 			p.Notes = append(p.Notes, fmt.Sprintf("Thread %s: %d exits without a seen entry (shown as O:), %d missed exits, %d allocation failures",
-				threadRootName(t), t.UnmatchedExits, t.MissedExits, t.AllocFailures))
+				t.RootName(), t.UnmatchedExits, t.MissedExits, t.AllocFailures))
 		}
 		p.Threads = append(p.Threads, &store[0])
 	}

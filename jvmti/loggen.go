@@ -50,7 +50,7 @@ func (d *GenDrainer) ThreadName(t *C.jp_thread) string {
 	if n, ok := d.threads[t]; ok {
 		return n
 	}
-	n := fmt.Sprintf("%08x_%s", int(t.tid), C.GoString(t.name))
+	n := RootName(int(t.tid), C.GoString(t.name))
 	d.threads[t] = n
 	return n
 }

@@ -6,6 +6,7 @@ package jvmti
 import "C"
 
 import (
+	"fmt"
 	"sync/atomic"
 	"unsafe"
 )
@@ -47,6 +48,14 @@ type Thread struct {
 	// was attributed to that node (only when calibrating).
 	Seqs []SeqCount
 }
+
+// RootName is the name of a thread's root in log-rt and log-gen: the
+// thread id in hex, then the thread's name, as JProf wrote it
+// ("0000b718_main").
+func RootName(tid int, name string) string { return fmt.Sprintf("%08x_%s", tid, name) }
+
+// RootName is t's root name (see the function RootName).
+func (t Thread) RootName() string { return RootName(t.TID, t.Name) }
 
 // SeqCount is how many events of one calibration key went to one node.
 type SeqCount struct {
