@@ -1,16 +1,15 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/libjprof/libjprof/reports"
 )
 
 // Javac runs a real program nobody here wrote, the JDK's javac compiling
@@ -169,49 +168,19 @@ func (c *compileRSS) sample(pid int, out string) {
 	}
 }
 
-// countLogRT sums the CALLS column and counts the rows of a log-rt by
-// streaming it: javac's is over a million rows, more than worth building
-// a tree for. Rows are the lines after the column header whose first
-// field is a level; a trailer (" End of log-rt: N rows") is checked when
-// present.
+// countLogRT sums the CALLS of every node of a log-rt and counts its
+// rows (nodes, thread roots included), with the reports package's parser:
+// the harness's own memory is not what the benchmark measures.
 func countLogRT(r io.Reader) (calls, rows int64, err error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	inRows := false
-	trailer := int64(-1)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if !inRows {
-			inRows = len(f) > 2 && f[0] == "LV" && f[1] == "CALLS"
-			continue
-		}
-		if len(f) >= 5 && f[0] == "End" && f[2] == "log-rt:" {
-			if trailer, err = strconv.ParseInt(f[3], 10, 64); err != nil {
-				return 0, 0, fmt.Errorf("trailer: %w", err)
-			}
-			continue
-		}
-		if len(f) < 3 {
-			continue
-		}
-		if _, err := strconv.Atoi(f[0]); err != nil {
-			continue
-		}
-		n, err := strconv.ParseInt(f[1], 10, 64)
-		if err != nil {
-			return 0, 0, fmt.Errorf("row %d: CALLS %q: %w", rows+1, f[1], err)
-		}
-		calls += n
-		rows++
-	}
-	if err := sc.Err(); err != nil {
+	p, err := reports.ParseLogRT(r)
+	if err != nil {
 		return 0, 0, err
 	}
-	if !inRows {
-		return 0, 0, fmt.Errorf("no LV CALLS header row")
-	}
-	if trailer >= 0 && trailer != rows {
-		return 0, 0, fmt.Errorf("%d rows, the trailer says %d", rows, trailer)
+	for _, th := range p.Threads {
+		th.Walk(func(n *reports.Node, _ int) {
+			calls += int64(n.Calls)
+			rows++
+		})
 	}
 	return calls, rows, nil
 }
