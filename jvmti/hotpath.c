@@ -699,20 +699,31 @@ static void jp_jit_inlined(jvmtiEnv *jvmti, jp_jitrec *r, jmethodID self, const 
 	}
 }
 
+/* jp_jit_new makes a record of kind stamped now; name is taken over. */
+static jp_jitrec *jp_jit_new(int kind, const void *addr, uint64_t size, char *name)
+{
+	jp_jitrec *r = calloc(1, sizeof(*r));
+	if (r == NULL) {
+		free(name);
+		return NULL;
+	}
+	r->kind = kind;
+	r->ts = jp_mono_ns();
+	r->addr = (uint64_t)(uintptr_t)addr;
+	r->size = size;
+	r->name = name;
+	return r;
+}
+
 static void JNICALL cb_compiled_method_load(jvmtiEnv *jvmti, jmethodID method, jint code_size,
 					    const void *code_addr, jint map_length,
 					    const jvmtiAddrLocationMap *map, const void *compile_info)
 {
 	(void)map_length;
 	(void)map;
-	jp_jitrec *r = calloc(1, sizeof(*r));
+	jp_jitrec *r = jp_jit_new(JP_JIT_LOAD, code_addr, (uint64_t)code_size, jp_method_name(jvmti, NULL, method));
 	if (r == NULL)
 		return;
-	r->kind = JP_JIT_LOAD;
-	r->ts = jp_mono_ns();
-	r->addr = (uint64_t)(uintptr_t)code_addr;
-	r->size = (uint64_t)code_size;
-	r->name = jp_method_name(jvmti, NULL, method);
 	if (compile_info != NULL)
 		jp_jit_inlined(jvmti, r, method, compile_info);
 	jp_jit_push(r);
@@ -720,31 +731,20 @@ static void JNICALL cb_compiled_method_load(jvmtiEnv *jvmti, jmethodID method, j
 
 static void JNICALL cb_compiled_method_unload(jvmtiEnv *jvmti, jmethodID method, const void *code_addr)
 {
-	jp_jitrec *r = calloc(1, sizeof(*r));
-	if (r == NULL)
-		return;
-	r->kind = JP_JIT_UNLOAD;
-	r->ts = jp_mono_ns();
-	r->addr = (uint64_t)(uintptr_t)code_addr;
+	(void)jvmti;
 	/* The method may already be gone: use the table only if it is there. */
 	jp_method *m = jp_mtab_find(method);
-	r->name = strdup(m != NULL ? m->name : "?unloaded");
-	(void)jvmti;
-	jp_jit_push(r);
+	jp_jitrec *r = jp_jit_new(JP_JIT_UNLOAD, code_addr, 0, strdup(m != NULL ? m->name : "?unloaded"));
+	if (r != NULL)
+		jp_jit_push(r);
 }
 
 static void JNICALL cb_dynamic_code(jvmtiEnv *jvmti, const char *name, const void *address, jint length)
 {
 	(void)jvmti;
-	jp_jitrec *r = calloc(1, sizeof(*r));
-	if (r == NULL)
-		return;
-	r->kind = JP_JIT_DYNAMIC;
-	r->ts = jp_mono_ns();
-	r->addr = (uint64_t)(uintptr_t)address;
-	r->size = (uint64_t)length;
-	r->name = strdup(name != NULL ? name : "?");
-	jp_jit_push(r);
+	jp_jitrec *r = jp_jit_new(JP_JIT_DYNAMIC, address, (uint64_t)length, strdup(name != NULL ? name : "?"));
+	if (r != NULL)
+		jp_jit_push(r);
 }
 
 /* ---------------------------------------------------------------------
