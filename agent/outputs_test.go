@@ -110,11 +110,7 @@ func TestPostProcessingCalibration(t *testing.T) {
 	require.NoError(t, err, string(out))
 	out, err = exec.Command(jvmtest.Tool("jprof"), "logrt", cal, "-o", rebuilt).CombinedOutput()
 	require.NoError(t, err, string(out))
-	f, err := os.Open(rebuilt)
-	require.NoError(t, err)
-	defer f.Close()
-	got, err := reports.ParseLogRT(f)
-	require.NoError(t, err)
+	got := jvmtest.ParseLogRT(t, rebuilt)
 	own := r.LogRT(t, 1)
 	for _, p := range []*reports.Profile{own, got} {
 		sort.Slice(p.Threads, func(i, j int) bool { return p.Threads[i].Name < p.Threads[j].Name })
@@ -124,10 +120,6 @@ func TestPostProcessingCalibration(t *testing.T) {
 	raw := r.Dir + "/raw.rt"
 	out, err = exec.Command(jvmtest.Tool("jprof"), "logrt", r.File("gen"), "-o", raw).CombinedOutput()
 	require.NoError(t, err, string(out))
-	rf, err := os.Open(raw)
-	require.NoError(t, err)
-	defer rf.Close()
-	rawp, err := reports.ParseLogRT(rf)
-	require.NoError(t, err)
+	rawp := jvmtest.ParseLogRT(t, raw)
 	assert.Error(t, reports.Compare(own, rawp, reports.CompareOptions{IgnoreHeader: true, IgnoreDelta: true, IgnoreDSIN: true}))
 }

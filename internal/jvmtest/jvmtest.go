@@ -225,14 +225,20 @@ func (r *Result) ReadFile(t testing.TB, kind string) string {
 // LogRT parses log-rt.<seq>_<pid>.
 func (r *Result) LogRT(t testing.TB, seq int) *reports.Profile {
 	t.Helper()
-	f, err := os.Open(r.File(fmt.Sprintf("rt.%d", seq)))
+	return ParseLogRT(t, r.File(fmt.Sprintf("rt.%d", seq)))
+}
+
+// ParseLogRT parses the log-rt file at path, failing the test if it cannot.
+func ParseLogRT(t testing.TB, path string) *reports.Profile {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
-		t.Fatalf("%v\nstderr:\n%s", err, r.Stderr)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	p, err := reports.ParseLogRT(f)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", path, err)
 	}
 	return p
 }
