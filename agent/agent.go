@@ -209,8 +209,11 @@ func (a *agent) VMDeath() {
 				zap.Uint64("writerWaits", jvmti.GenWaits()))
 		}
 	}
+	// One copy of the trees (they can be large) for the table and the
+	// summary; method events are off, so it is final.
+	threads := jvmti.Snapshot()
 	if a.opts.CalOut != "" {
-		a.writeCalOut(jvmti.Snapshot())
+		a.writeCalOut(threads)
 	}
 	if a.jit != nil {
 		a.jit.finish()
@@ -218,7 +221,7 @@ func (a *agent) VMDeath() {
 	if a.opts.ThreadInfo {
 		a.writeJtnm()
 	}
-	a.logThreadSummary()
+	a.logThreadSummary(threads)
 	a.log.Info("VM death")
 	a.closeLog()
 }
@@ -235,8 +238,8 @@ func (a *agent) fileName(kind string, seq int) string {
 // logThreadSummary writes the per-thread summary to log-msg: events,
 // exits, and the PTT view of the thread (metric totals over its tree,
 // dispatches and interrupts observed, and the backend).
-func (a *agent) logThreadSummary() {
-	for _, t := range jvmti.Snapshot() {
+func (a *agent) logThreadSummary(threads []jvmti.Thread) {
+	for _, t := range threads {
 		totals := make([]uint64, len(a.metrics))
 		var ds, in uint64
 		for _, n := range t.Nodes {

@@ -110,7 +110,7 @@ func (a *agent) flushLocked() (string, error) {
 		return "", err
 	}
 	a.log.Info("log-rt written", zap.String("file", path))
-	a.logThreadSummary()
+	a.logThreadSummary(jvmti.Snapshot())
 	return path, nil
 }
 
