@@ -12,7 +12,7 @@ export CGO_CFLAGS := -O2 -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
 # threads: turn it off in the library's default GODEBUG.
 GOLDFLAGS := -X=runtime.godebugDefault=asyncpreemptoff=1
 
-GO_SRC    := $(shell find agent jvmti ptt calibration reports trainer cmd -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.o' 2>/dev/null) go.mod go.sum
+GO_SRC    := $(shell find agent engine jvmti ptt calibration reports trainer cmd -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.o' 2>/dev/null) go.mod go.sum
 JAVA_SRC  := $(wildcard java/src/*.java)
 
 .PHONY: all deps agent java cmds demo test train clean

@@ -11,6 +11,7 @@ import (
 
 	"github.com/libjprof/libjprof/agent/control"
 	"github.com/libjprof/libjprof/calibration"
+	"github.com/libjprof/libjprof/engine"
 	"github.com/libjprof/libjprof/jvmti"
 	"github.com/libjprof/libjprof/ptt"
 	"github.com/libjprof/libjprof/ptt/ptthelper"
@@ -32,6 +33,7 @@ type agent struct {
 
 	vm     jvmti.VMThread  // attached thread for JVMTI calls from Go
 	server *control.Server // nil until VMInit, or if no port was free
+	source source          // the event source that feeds the engine
 
 	mu  sync.Mutex // serialises collection control and file writing
 	seq int        // N of the last log-rt.N_<pid> written
@@ -44,6 +46,19 @@ type agent struct {
 	files   []string   // files written, for status and log-msg
 	gen     *genWriter // nil without GENERIC
 	jit     *jitWriter // nil without JITA2N or PERFMAP
+	// pending is a delayed start not yet fired (start=N), nil if none.
+	pending *pendingStart
+	// retired keeps the log-jtnm line of threads freed before VM death.
+	retired []string
+	reaper  *drainer
+}
+
+// source is an event source as the agent drives it: START and rtdriver
+// start and stop the source, never a JVM event switch directly.
+type source interface {
+	Name() string
+	Start() error
+	Stop() error
 }
 
 // envGODEBUG is the GODEBUG the Go runtime saw.
@@ -69,7 +84,9 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 		a.closeLog()
 		return nil, err
 	}
-	if err := jvmti.Setup(vm, a, opts.Start, opts.Calibrate, opts.genMode(), opts.JitA2N || opts.PerfMap); err != nil {
+	a.source = jvmti.MethodEvents{}
+	if err := jvmti.Setup(vm, a, jvmti.Config{Start: opts.Start, Calibrate: opts.Calibrate, LogGen: opts.genMode(),
+		JIT: opts.JitA2N || opts.PerfMap, MaxMethods: opts.MaxMethods, EagerThreads: opts.ThreadInfo}); err != nil {
 		a.log.Error("JVMTI setup failed", zap.Error(err))
 		a.closeLog()
 		return nil, err
@@ -172,10 +189,11 @@ func (a *agent) pttFromHelper(cfg ptt.Config, sock string) (ptt.Status, error) {
 
 // VMInit implements jvmti.Handler.
 func (a *agent) VMInit() {
-	a.log.Info("VM initialised", zap.Bool("collecting", jvmti.Collecting()))
+	a.log.Info("VM initialised", zap.Bool("collecting", engine.Collecting()), zap.String("source", a.source.Name()))
 	if a.opts.RTDriver {
 		a.startServer()
 	}
+	a.reaper = startDrainer(retireEvery, a.retire)
 }
 
 // VMDeath implements jvmti.Handler: the final log-rt.
@@ -183,15 +201,22 @@ func (a *agent) VMDeath() {
 	if a.server != nil {
 		a.server.Close()
 	}
+	if a.reaper != nil {
+		a.reaper.Stop()
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.dead = true
+	a.cancelPending()
 	// Method events are already off (the C callback turned them off).
 	// Whether anything happened since the last log-rt is counted, not
 	// remembered: a flush racing VM death cannot tell whether collection
 	// is still on. A JVM that never collected has no events: no file.
+	var totals []threadTotals
 	if a.eventsSinceReset() != a.written {
-		if path, err := a.writeLogRT(); err != nil {
+		path, tt, err := a.writeLogRT()
+		totals = tt
+		if err != nil {
 			fmt.Fprintf(os.Stderr, "libjprof: %v\n", err)
 			a.log.Error("final log-rt not written", zap.Error(err))
 		} else {
@@ -206,14 +231,11 @@ func (a *agent) VMDeath() {
 		} else {
 			a.files = append(a.files, path)
 			a.log.Info("log-gen written", zap.String("file", path), zap.Uint64("events", n),
-				zap.Uint64("writerWaits", jvmti.GenWaits()))
+				zap.Uint64("writerWaits", engine.GenWaits()))
 		}
 	}
-	// One copy of the trees (they can be large) for the table and the
-	// summary; method events are off, so it is final.
-	threads := jvmti.Snapshot()
 	if a.opts.CalOut != "" {
-		a.writeCalOut(threads)
+		a.writeCalOut()
 	}
 	if a.jit != nil {
 		a.jit.finish()
@@ -221,7 +243,7 @@ func (a *agent) VMDeath() {
 	if a.opts.ThreadInfo {
 		a.writeJtnm()
 	}
-	a.logThreadSummary(threads)
+	a.logThreadSummary(totals)
 	a.log.Info("VM death")
 	a.closeLog()
 }
@@ -235,39 +257,58 @@ func (a *agent) fileName(kind string, seq int) string {
 	return filepath.Join(a.opts.LogPath, fmt.Sprintf("%s_%d", name, a.pid))
 }
 
-// logThreadSummary writes the per-thread summary to log-msg: events,
-// exits, and the PTT view of the thread (metric totals over its tree,
-// dispatches and interrupts observed, and the backend).
-func (a *agent) logThreadSummary(threads []jvmti.Thread) {
-	for _, t := range threads {
-		totals := make([]uint64, len(a.metrics))
-		var ds, in uint64
-		for _, n := range t.Nodes {
-			for k, v := range n.Base {
-				totals[k] += v
-			}
-			ds += n.DS
-			in += n.IN
-		}
-		fields := []zap.Field{
-			zap.String("thread", t.RootName()), zap.Uint64("events", t.Events),
-			zap.Uint64("exceptionExits", t.ExceptionExits), zap.Int("nodes", len(t.Nodes)),
-			zap.Uint64("unmatchedExits", t.UnmatchedExits), zap.Uint64("missedExits", t.MissedExits),
-			zap.Uint64("allocFailures", t.AllocFailures), zap.Bool("ended", t.Ended),
-		}
+// endedThreadLines is how many ended threads get a log-msg line of their
+// own; the rest (there can be tens of thousands) are summed in one.
+const endedThreadLines = 32
+
+// logThreadSummary writes what the last report learnt of each thread to
+// log-msg: live threads one line each, the first ended threads one line
+// each and the others summed into one line, then the PTT's counters.
+func (a *agent) logThreadSummary(totals []threadTotals) {
+	ended := threadTotals{root: "other ended threads", metrics: make([]uint64, len(a.metrics))}
+	nended, summed := 0, 0
+	line := func(t threadTotals, extra ...zap.Field) {
+		fields := append([]zap.Field{zap.String("thread", t.root), zap.Uint64("events", t.counters.Events),
+			zap.Uint64("exceptionExits", t.excs),
+			zap.Int("nodes", t.nodes), zap.Uint64("unmatchedExits", t.counters.UnmatchedExits),
+			zap.Uint64("missedExits", t.counters.MissedExits), zap.Uint64("allocFailures", t.counters.AllocFailures)}, extra...)
 		if len(a.metrics) > 0 {
 			for k, m := range a.metrics {
-				fields = append(fields, zap.Uint64(m.String(), totals[k]))
+				fields = append(fields, zap.Uint64(m.String(), t.metrics[k]))
 			}
-			fields = append(fields, zap.Stringer("backend", a.ptt.Backend))
 			if a.ptt.HasDispatches {
-				fields = append(fields, zap.Uint64("dispatches", ds))
+				fields = append(fields, zap.Uint64("dispatches", t.ds))
 			}
 			if a.ptt.HasInterrupts {
-				fields = append(fields, zap.Uint64("interrupts", in))
+				fields = append(fields, zap.Uint64("interrupts", t.in))
 			}
 		}
 		a.log.Info("thread summary", fields...)
+	}
+	for _, t := range totals {
+		if !t.ended {
+			line(t)
+			continue
+		}
+		if nended++; nended <= endedThreadLines {
+			line(t, zap.Bool("ended", true))
+			continue
+		}
+		summed++
+		ended.excs += t.excs
+		ended.counters.Events += t.counters.Events
+		ended.counters.UnmatchedExits += t.counters.UnmatchedExits
+		ended.counters.MissedExits += t.counters.MissedExits
+		ended.counters.AllocFailures += t.counters.AllocFailures
+		ended.nodes += t.nodes
+		for k := range ended.metrics {
+			ended.metrics[k] += t.metrics[k]
+		}
+		ended.ds += t.ds
+		ended.in += t.in
+	}
+	if summed > 0 {
+		line(ended, zap.Int("threads", summed))
 	}
 	if len(a.metrics) > 0 {
 		c := ptt.ReadCounters()
@@ -275,7 +316,6 @@ func (a *agent) logThreadSummary(threads []jvmti.Thread) {
 			zap.Uint64("noSlot", c.NoSlot), zap.Uint64("slotsInUse", c.SlotsInUse), zap.Uint64("slots", c.Slots),
 			zap.Any("bpfCounters", c.BPF))
 	}
-	if n := jvmti.MethodOverflow(); n > 0 {
-		a.log.Warn("method table overflow: some methods are reported as ?unknown", zap.Uint64("lookups", n))
-	}
+	a.log.Info("method registry", zap.Int("methods", engine.Methods()), zap.Int("limit", engine.MaxMethods()),
+		zap.Uint64("refused", engine.MethodsOver()))
 }

@@ -2,11 +2,10 @@ package main
 
 import (
 	"github.com/libjprof/libjprof/calibration"
-	"github.com/libjprof/libjprof/jvmti"
-	"github.com/libjprof/libjprof/reports"
+	"github.com/libjprof/libjprof/engine"
 )
 
-// calibrator removes the profiler's overhead from a snapshot's metrics
+// calibrator removes the profiler's overhead from the trees' metrics
 // with the final minima: an event of key s had delta d ≥ min[s] (the
 // minimum is over every event, this one included), so its calibrated
 // value d − (min[s] − env[s]) is never negative, and a node's calibrated
@@ -16,19 +15,27 @@ type calibrator struct {
 	removed [][]uint64
 }
 
-// calibrator returns nil when not calibrating.
-func (a *agent) calibrator(threads []jvmti.Thread) *calibrator {
-	mins := jvmti.Minima()
-	if mins == nil || !jvmti.Calibrating() {
-		return nil
-	}
-	counts := make([]uint64, jvmti.NKeys)
-	for _, t := range threads {
-		for _, s := range t.Seqs {
-			counts[s.Key] += s.Count
+// keyCounts sums, per calibration key, the events of every thread since
+// the baseline (b may be nil).
+func keyCounts(ts []engine.Thread, b baseline) []uint64 {
+	counts := make([]uint64, engine.NKeys)
+	for _, t := range ts {
+		tb := b[t.ID()]
+		for i, n := 0, t.NSeqs(); i < n; i++ {
+			_, key, c := t.Seq(i)
+			counts[key] += c - tb.seq(i)
 		}
 	}
-	return newCalibrator(mins, counts, a.tables, a.env)
+	return counts
+}
+
+// calibrator returns nil when not calibrating.
+func (a *agent) calibrator(ts []engine.Thread) *calibrator {
+	mins := engine.Minima()
+	if mins == nil || !engine.Calibrating() {
+		return nil
+	}
+	return newCalibrator(mins, keyCounts(ts, a.base), a.tables, a.env)
 }
 
 // newCalibrator works out what to remove per metric and key from the
@@ -45,34 +52,8 @@ func newCalibrator(mins [][]uint64, counts []uint64, tables []*calibration.Table
 		}
 		for key, m := range mk {
 			m = calibration.FinalMinimum(m, counts[key], tab, calibration.Key(key))
-			if m == calibration.Unseen {
-				continue
-			}
-			c.removed[k][key] = m - min(env[k][key], m)
+			c.removed[k][key] = calibration.Overhead(m, env[k][key])
 		}
 	}
 	return c
-}
-
-// apply moves the overhead of every counted event from BASE to DELTA.
-func (c *calibrator) apply(seqs []jvmti.SeqCount, nodes []reports.Node) {
-	for _, s := range seqs {
-		n := &nodes[s.Node]
-		for k := range c.removed {
-			r := s.Count * c.removed[k][s.Key]
-			n.Base[k] -= r
-			n.Delta[k] += r
-		}
-	}
-	// A concurrent snapshot of a running thread can see a count before
-	// the delta it belongs to: never let that show as a wrapped value.
-	for i := range nodes {
-		n := &nodes[i]
-		for k := range n.Base {
-			if int64(n.Base[k]) < 0 {
-				n.Delta[k] += n.Base[k]
-				n.Base[k] = 0
-			}
-		}
-	}
 }

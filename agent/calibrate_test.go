@@ -6,8 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/libjprof/libjprof/calibration"
-	"github.com/libjprof/libjprof/jvmti"
-	"github.com/libjprof/libjprof/reports"
+	"github.com/libjprof/libjprof/engine"
 )
 
 const unseen = calibration.Unseen
@@ -15,14 +14,14 @@ const unseen = calibration.Unseen
 func TestNewCalibrator(t *testing.T) {
 	// Keys 0..3 of one metric; the run saw keys 0 and 3 often, key 1
 	// rarely, key 2 never.
-	runMins := make([]uint64, jvmti.NKeys)
+	runMins := make([]uint64, engine.NKeys)
 	for i := range runMins {
 		runMins[i] = unseen
 	}
 	copy(runMins, []uint64{300, 250, unseen, 200})
-	counts := make([]uint64, jvmti.NKeys)
+	counts := make([]uint64, engine.NKeys)
 	copy(counts, []uint64{5000, 10, 0, 5000})
-	envOf := func(v ...uint64) []uint64 { out := make([]uint64, jvmti.NKeys); copy(out, v); return out }
+	envOf := func(v ...uint64) []uint64 { out := make([]uint64, engine.NKeys); copy(out, v); return out }
 
 	for _, c := range []struct {
 		name  string
@@ -52,16 +51,4 @@ func TestNewCalibrator(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestCalibratorApply(t *testing.T) {
-	cal := &calibrator{removed: [][]uint64{make([]uint64, jvmti.NKeys)}}
-	cal.removed[0][7] = 100
-	nodes := []reports.Node{{Base: []uint64{1000}, Delta: []uint64{0}}, {Base: []uint64{50}, Delta: []uint64{0}}}
-	cal.apply([]jvmti.SeqCount{{Node: 0, Key: 7, Count: 3}, {Node: 1, Key: 7, Count: 1}}, nodes)
-	assert.Equal(t, uint64(700), nodes[0].Base[0])
-	assert.Equal(t, uint64(300), nodes[0].Delta[0])
-	// Never below zero: what cannot be removed is not.
-	assert.Equal(t, uint64(0), nodes[1].Base[0])
-	assert.Equal(t, uint64(50), nodes[1].Delta[0])
 }

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/libjprof/libjprof/calibration"
+	"github.com/libjprof/libjprof/engine"
 	"github.com/libjprof/libjprof/internal/atomicfile"
 	"github.com/libjprof/libjprof/jvmti"
 )
@@ -51,7 +52,7 @@ func (a *agent) loadCalibration() error {
 		}
 	}
 	for k, m := range a.metrics {
-		a.env[k] = make([]uint64, jvmti.NKeys)
+		a.env[k] = make([]uint64, engine.NKeys)
 		for i := range a.env[k] {
 			a.env[k][i] = calibration.DefaultEnv(m.String())
 		}
@@ -92,7 +93,7 @@ func (a *agent) loadCalibration() error {
 			a.notes = append(a.notes, note)
 			a.log.Info(note)
 		}
-		if err := jvmti.SetEnv(k, a.env[k]); err != nil {
+		if err := engine.SetEnv(k, a.env[k]); err != nil {
 			return err
 		}
 	}
@@ -101,18 +102,14 @@ func (a *agent) loadCalibration() error {
 
 // writeCalOut writes the run's minima as calibration tables (CALOUT=),
 // one per metric, for the trainer to merge.
-func (a *agent) writeCalOut(threads []jvmti.Thread) {
-	mins := jvmti.Minima()
+func (a *agent) writeCalOut() {
+	mins := engine.Minima()
 	if mins == nil {
 		a.log.Warn("CALOUT: nothing to write (no metrics, or NOCALIBRATE)")
 		return
 	}
-	counts := make([]uint64, jvmti.NKeys)
-	for _, t := range threads {
-		for _, s := range t.Seqs {
-			counts[s.Key] += s.Count
-		}
-	}
+	var counts []uint64
+	engine.WithThreads(func(ts []engine.Thread) { counts = keyCounts(ts, nil) })
 	var tabs []*calibration.Table
 	for k, m := range a.metrics {
 		t := calibration.NewTable(calibration.Provenance{

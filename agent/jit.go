@@ -10,25 +10,32 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/libjprof/libjprof/engine"
 	"github.com/libjprof/libjprof/internal/atomicfile"
 	"github.com/libjprof/libjprof/jvmti"
 )
 
-// jitWriter collects JIT code records (JITA2N, PERFMAP). JIT events are on
-// from Agent_OnLoad, before any code is compiled, so nothing needs
-// replaying with GenerateEvents. The perf map is appended as code appears,
-// as perf expects of a live process; log-jita2n is written whole at VM
-// death.
+// jitWriter writes the JIT code records (JITA2N, PERFMAP) as they come:
+// JIT events are on from Agent_OnLoad, before any code is compiled, so
+// nothing needs replaying with GenerateEvents. The perf map is appended
+// as perf expects of a live process; log-jita2n is written under a
+// temporary name and renamed into place at VM death, so no record is
+// held in memory longer than one drain.
 type jitWriter struct {
-	a    *agent
-	mu   sync.Mutex
-	recs []jvmti.JITRecord
-	perf *bufio.Writer
-	pf   *os.File
-	tick *drainer
+	a       *agent
+	mu      sync.Mutex
+	perf    *bufio.Writer
+	pf      *os.File
+	a2n     *bufio.Writer
+	tmp     *atomicfile.File
+	records int
+	err     error
+	tick    *drainer
 }
 
 const jitDrainEvery = 500 * time.Millisecond
+
+var jitKinds = map[jvmti.JITKind]string{jvmti.JITLoad: "LOAD", jvmti.JITUnload: "UNLOAD", jvmti.JITDynamic: "DYNAMIC"}
 
 func (a *agent) startJIT() *jitWriter {
 	j := &jitWriter{a: a}
@@ -43,6 +50,16 @@ func (a *agent) startJIT() *jitWriter {
 			a.log.Info("perf map", zap.String("file", path))
 		}
 	}
+	if a.opts.JitA2N {
+		tmp, err := atomicfile.Create(a.fileName("jita2n", 0))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "libjprof: log-jita2n: %v\n", err)
+			a.log.Error("log-jita2n not written", zap.Error(err))
+		} else {
+			j.tmp, j.a2n = tmp, bufio.NewWriterSize(tmp, 64<<10)
+			writeJitA2NHeader(j.a2n, a.pid)
+		}
+	}
 	j.tick = startDrainer(jitDrainEvery, j.drain)
 	return j
 }
@@ -51,8 +68,11 @@ func (j *jitWriter) drain() {
 	recs := jvmti.TakeJIT()
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.a.opts.JitA2N {
-		j.recs = append(j.recs, recs...)
+	if j.a2n != nil && j.err == nil {
+		for _, r := range recs {
+			writeJitA2NRecord(j.a2n, r)
+		}
+		j.records += len(recs)
 	}
 	if j.perf == nil {
 		return
@@ -71,56 +91,61 @@ func (j *jitWriter) drain() {
 	}
 }
 
-// finish drains what is left and writes log-jita2n.
+// finish drains what is left and puts log-jita2n in place.
 func (j *jitWriter) finish() {
 	j.tick.Stop()
 	j.drain()
 	if j.pf != nil {
 		j.pf.Close()
 	}
-	if !j.a.opts.JitA2N {
+	if j.tmp == nil {
 		return
 	}
-	path := j.a.fileName("jita2n", 0)
-	err := atomicfile.Write(path, func(w io.Writer) error { return writeJitA2N(w, j.a.pid, j.recs) })
+	err := j.a2n.Flush()
+	if err == nil {
+		err = j.tmp.Commit()
+	}
 	if err != nil {
+		j.tmp.Abort()
 		fmt.Fprintf(os.Stderr, "libjprof: log-jita2n: %v\n", err)
 		j.a.log.Error("log-jita2n not written", zap.Error(err))
 		return
 	}
+	path := j.a.fileName("jita2n", 0)
 	j.a.files = append(j.a.files, path)
-	j.a.log.Info("log-jita2n written", zap.String("file", path), zap.Int("records", len(j.recs)))
+	j.a.log.Info("log-jita2n written", zap.String("file", path), zap.Int("records", j.records))
 }
 
-// writeJitA2N writes JProf's log-jita2n: one record per piece of code,
-// its timestamp as two 32-bit hex words as JProf wrote them.
-func writeJitA2N(w io.Writer, pid int, recs []jvmti.JITRecord) error {
+// writeJitA2NHeader and writeJitA2NRecord write JProf's log-jita2n: one
+// record per piece of code, its timestamp as two 32-bit hex words as
+// JProf wrote them.
+func writeJitA2NHeader(w io.Writer, pid int) {
 	fmt.Fprintf(w, " JitA2N\n BINARY DATA IN PRINTABLE HEX\n Process_Number_ID=%d\n", pid)
 	fmt.Fprintf(w, " Format: <time high> <time low> <code address> <size> <kind> <name>; time is CLOCK_MONOTONIC ns;\n")
 	fmt.Fprintf(w, "         kind LOAD (compiled method), UNLOAD, DYNAMIC (VM-generated code); \"  INLINED m\" lines follow a LOAD\n")
-	kinds := map[jvmti.JITKind]string{jvmti.JITLoad: "LOAD", jvmti.JITUnload: "UNLOAD", jvmti.JITDynamic: "DYNAMIC"}
-	for _, r := range recs {
-		fmt.Fprintf(w, "%08x %08x %016x %08x %s %s\n", r.TS>>32, r.TS&0xffffffff, r.Addr, r.Size, kinds[r.Kind], r.Name)
-		for _, in := range r.Inlined {
-			fmt.Fprintf(w, "  INLINED %s\n", in)
-		}
+}
+
+func writeJitA2NRecord(w io.Writer, r jvmti.JITRecord) {
+	fmt.Fprintf(w, "%08x %08x %016x %08x %s %s\n", r.TS>>32, r.TS&0xffffffff, r.Addr, r.Size, jitKinds[r.Kind], r.Name)
+	for _, in := range r.Inlined {
+		fmt.Fprintf(w, "  INLINED %s\n", in)
 	}
-	return nil
 }
 
 // writeJtnm writes log-jtnm: thread ids, names, start and end times.
 func (a *agent) writeJtnm() {
 	path := a.fileName("jtnm", 0)
-	threads := jvmti.ThreadCounters()
+	lines := append([]string(nil), a.retired...)
+	engine.WithThreads(func(ts []engine.Thread) {
+		for _, t := range ts {
+			lines = append(lines, jtnmLine(t))
+		}
+	})
 	err := atomicfile.Write(path, func(w io.Writer) error {
 		fmt.Fprintf(w, " libjprof log-jtnm\n Process_Number_ID=%d\n", a.pid)
 		fmt.Fprintf(w, " Format: <tid hex> <start ns> <end ns, - if running at VM death> <log-rt root name>; times are CLOCK_MONOTONIC\n")
-		for _, t := range threads {
-			end := "-"
-			if t.EndNS != 0 {
-				end = fmt.Sprint(t.EndNS)
-			}
-			fmt.Fprintf(w, "%08x %d %s %s\n", t.TID, t.StartNS, end, t.RootName())
+		for _, l := range lines {
+			fmt.Fprintln(w, l)
 		}
 		return nil
 	})
@@ -130,5 +155,5 @@ func (a *agent) writeJtnm() {
 		return
 	}
 	a.files = append(a.files, path)
-	a.log.Info("log-jtnm written", zap.String("file", path), zap.Int("threads", len(threads)))
+	a.log.Info("log-jtnm written", zap.String("file", path), zap.Int("threads", len(lines)))
 }

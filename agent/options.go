@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/libjprof/libjprof/engine"
 	"github.com/libjprof/libjprof/jvmti"
 	"github.com/libjprof/libjprof/ptt"
 )
@@ -66,6 +67,12 @@ type Options struct {
 	// CalTable is a calibration table to start from; CalOut is where to
 	// write this run's minima.
 	CalTable, CalOut string
+	// GenText writes log-gen as JProf's text lines instead of the
+	// compact binary records; GenMax bounds its size (0: no bound).
+	GenText bool
+	GenMax  int64
+	// MaxMethods bounds the method registry.
+	MaxMethods int
 }
 
 // OptionError is a bad option: the JVM must not start.
@@ -125,6 +132,41 @@ var optionSpecs = []optionSpec{
 	{name: "RAWGEN", help: "log-gen with raw deltas and sequence keys, for jprof calibrate (implies GENERIC)", set: func(o *Options, _ string, on bool) error {
 		o.RawGen = on
 		o.Generic = o.Generic || on
+		return nil
+	}},
+	{name: "GENFORMAT", hasValue: true, help: "log-gen format: binary (compact records; jprof reads and converts them, the default) or text (JProf's lines)", set: func(o *Options, v string, on bool) error {
+		switch strings.ToLower(v) {
+		case "binary", "":
+			o.GenText = false
+		case "text":
+			o.GenText = on
+		default:
+			return fmt.Errorf("needs binary or text")
+		}
+		return nil
+	}},
+	{name: "GENMAX", hasValue: true, help: "stop writing log-gen past this size (e.g. 500m, 2g; default no limit); events past it are counted and the file says so", set: func(o *Options, v string, on bool) error {
+		if !on {
+			o.GenMax = 0
+			return nil
+		}
+		n, err := parseSize(v)
+		if err != nil {
+			return err
+		}
+		o.GenMax = n
+		return nil
+	}},
+	{name: "MAXMETHODS", hasValue: true, help: "method registry limit (default 4194304); methods past it are reported as <method limit reached> and the log-rt header says how many", set: func(o *Options, v string, on bool) error {
+		if !on {
+			o.MaxMethods = engine.DefaultMaxMethods
+			return nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1<<31 {
+			return fmt.Errorf("needs a number of methods 1-%d", 1<<31)
+		}
+		o.MaxMethods = n
 		return nil
 	}},
 	{name: "JITA2N", help: "write log-jita2n: JIT-compiled code addresses, sizes, inlining", set: boolOpt(func(o *Options) *bool { return &o.JitA2N })},
@@ -249,7 +291,7 @@ func OptionHelp() string {
 // JPROFOPTS (either may be empty). Options are comma-separated and
 // case-insensitive; later options override earlier ones.
 func ParseOptions(agentOpts, envOpts string) (*Options, error) {
-	o := &Options{LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}
+	o := &Options{LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true, MaxMethods: engine.DefaultMaxMethods}
 	all := agentOpts
 	if envOpts != "" {
 		if all != "" {
@@ -346,4 +388,24 @@ func (o *Options) plan() metricPlan {
 	default:
 		return metricPlan{want: []ptt.Metric{ptt.Insts}, fallback: []ptt.Metric{ptt.Time}}
 	}
+}
+
+// parseSize reads a byte count with an optional k, m or g suffix (powers
+// of 1024).
+func parseSize(v string) (int64, error) {
+	s := strings.ToLower(strings.TrimSpace(v))
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(s, "k"):
+		mult, s = 1<<10, s[:len(s)-1]
+	case strings.HasSuffix(s, "m"):
+		mult, s = 1<<20, s[:len(s)-1]
+	case strings.HasSuffix(s, "g"):
+		mult, s = 1<<30, s[:len(s)-1]
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 1 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("needs a size such as 500m or 2g")
+	}
+	return n * mult, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/libjprof/libjprof/engine"
 	"github.com/libjprof/libjprof/ptt"
 )
 
@@ -43,6 +44,9 @@ func TestParseOptions(t *testing.T) {
 			require.NoError(t, err)
 			want := c.want
 			want.LogPath, _ = filepath.Abs(want.LogPath)
+			if want.MaxMethods == 0 {
+				want.MaxMethods = engine.DefaultMaxMethods
+			}
 			assert.Equal(t, want, *o)
 		})
 	}

@@ -46,7 +46,7 @@ func TestLogGenRebuildsLogRT(t *testing.T) {
 }
 
 func TestLogGenFormat(t *testing.T) {
-	r := jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "RTARCF,GENERIC,START,NORTDRIVER"})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "RTARCF,GENERIC,GENFORMAT=text,START,NORTDRIVER"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	gen := r.ReadFile(t, "gen")
 	assert.Contains(t, gen, " Units :: PTT_TIME\n")
@@ -98,12 +98,20 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // jprof with the final minima of the whole file rebuilds exactly the
 // agent's own calibrated log-rt, which used the same final minima.
 func TestPostProcessingCalibration(t *testing.T) {
+	for _, format := range []string{"text", "binary"} {
+		t.Run(format, func(t *testing.T) { postProcessingCalibration(t, format) })
+	}
+}
+
+func postProcessingCalibration(t *testing.T, format string) {
 	// CALTABLE=none: jprof calibrate below learns its minima from the file
 	// alone, so the agent must not start from a built-in table.
-	r := jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "METRICS=PTT_TIME,RAWGEN,START,NORTDRIVER,PTT=clock,CALTABLE=none"})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "METRICS=PTT_TIME,RAWGEN,GENFORMAT=" + format + ",START,NORTDRIVER,PTT=clock,CALTABLE=none"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
-	gen := r.ReadFile(t, "gen")
-	assert.Regexp(t, `(?m)^\d+ s\d+ > i:Exceptions\.level1\(I\)V `, gen)
+	if format == "text" {
+		gen := r.ReadFile(t, "gen")
+		assert.Regexp(t, `(?m)^\d+ s\d+ > i:Exceptions\.level1\(I\)V `, gen)
+	}
 	cal := r.Dir + "/cal.gen"
 	rebuilt := r.Dir + "/rebuilt.rt"
 	out, err := exec.Command(jvmtest.Tool("jprof"), "calibrate", r.File("gen"), "-o", cal).CombinedOutput()

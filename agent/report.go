@@ -3,162 +3,283 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
+	"github.com/libjprof/libjprof/engine"
 	"github.com/libjprof/libjprof/internal/atomicfile"
-	"github.com/libjprof/libjprof/jvmti"
 	"github.com/libjprof/libjprof/reports"
 )
 
-// buildProfile turns a snapshot of the C trees into the report model.
-// Threads that never ran a profiled method are left out.
-func (a *agent) buildProfile(threads []jvmti.Thread, seq int) *reports.Profile {
+// Reports are written straight from the C trees, thread by thread, never
+// from a copy of them: besides the trees themselves, writing a log-rt
+// holds per node of the thread being written 1 byte (kept?), 8 bytes
+// (first child, next sibling) and 8 bytes per metric (the calibration
+// removed), all freed when the thread is done.
+
+// threadTotals is what a report learnt of one thread, for log-msg.
+type threadTotals struct {
+	root     string
+	ended    bool
+	counters engine.Counters
+	nodes    int
+	excs     uint64 // exits by exception
+	metrics  []uint64
+	ds, in   uint64
+}
+
+// report is one log-rt being written.
+type report struct {
+	a      *agent
+	nm     int
+	cal    *calibrator
+	names  map[uint64]string // "T:class.method(sig)" per type and method
+	totals []threadTotals
+	// per-thread scratch, reused
+	keep        []bool
+	first, next []int32
+	delta       []uint64
+	calls       []uint64
+}
+
+// header is the log-rt header of a report on ts: notes, metrics, the
+// threads' trouble and the registry's limit.
+func (r *report) header(ts []engine.Thread, seq int) *reports.Profile {
+	a := r.a
 	p := &reports.Profile{PID: a.pid, Seq: seq, Notes: append([]string(nil), a.notes...)}
 	for _, m := range a.metrics {
-		p.Metrics = append(p.Metrics, reports.Metric{Name: m.String(), Unit: m.Unit()})
+		p.Metrics = append(p.Metrics, reports.Metric{Name: m.String(), Unit: m.Unit(), Calibrated: r.cal != nil})
 	}
-	nm := len(a.metrics)
-	cal := a.calibrator(threads)
-	for i := range p.Metrics {
-		p.Metrics[i].Calibrated = cal != nil
-	}
-	if cal != nil {
+	p.Notes = append(p.Notes, fmt.Sprintf("Event source: %s", engine.SourceName()))
+	if r.cal != nil {
 		p.Notes = append(p.Notes, "Calibration: final minima (every event calibrated with the minimum over the whole run, per type/transition sequence)")
-	} else if nm > 0 {
+	} else if r.nm > 0 {
 		p.Notes = append(p.Notes, "Calibration: off (NOCALIBRATE): BASE is the raw metric between events")
 	}
-	names := nodeNames{}
-	for _, t := range threads {
-		keep := keptNodes(t)
-		if !keep[0] {
-			continue
-		}
-		// A tree can hold millions of nodes: one allocation each for the
-		// nodes, their metric values and their child lists, and one name
-		// string per method, not per node.
-		store := make([]reports.Node, len(t.Nodes))
-		vals := make([]uint64, 2*nm*len(t.Nodes))
-		nkids := make([]int, len(t.Nodes))
-		total := 0
-		for i := 1; i < len(t.Nodes); i++ {
-			if keep[i] {
-				nkids[t.Nodes[i].Parent]++
-				total++
-			}
-		}
-		kids := make([]*reports.Node, total)
-		for i, n := range t.Nodes {
-			if !keep[i] {
-				continue
-			}
-			rn := &store[i]
-			rn.Calls, rn.DS, rn.IN = n.Calls, n.DS, n.IN
-			if i == 0 {
-				rn.Name = t.RootName()
-			} else {
-				rn.Name = names.get(n.Type, n.Method)
-			}
-			if nm > 0 {
-				v := vals[2*nm*i : 2*nm*(i+1)]
-				rn.Base, rn.Delta = v[:nm:nm], v[nm:]
-				copy(rn.Base, n.Base)
-			}
-			rn.Children, kids = kids[:0:nkids[i]], kids[nkids[i]:]
-			if i > 0 {
-				parent := &store[n.Parent]
-				parent.Children = append(parent.Children, rn)
-			}
-		}
-		if cal != nil {
-			cal.apply(t.Seqs, store)
-		}
-		if t.UnmatchedExits > 0 || t.MissedExits > 0 || t.AllocFailures > 0 {
+	if over := engine.MethodsOver(); over > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("Warning: method registry full at %d methods (MAXMETHODS=): %d method lookups are reported as <method limit reached>",
+			engine.MaxMethods(), over))
+	}
+	for _, t := range ts {
+		c := a.base.counters(t)
+		if c.UnmatchedExits > 0 || c.MissedExits > 0 || c.AllocFailures > 0 {
 			p.Notes = append(p.Notes, fmt.Sprintf("Thread %s: %d exits without a seen entry (shown as O:), %d missed exits, %d allocation failures",
-				t.RootName(), t.UnmatchedExits, t.MissedExits, t.AllocFailures))
+				rootName(t), c.UnmatchedExits, c.MissedExits, c.AllocFailures))
 		}
-		p.Threads = append(p.Threads, &store[0])
 	}
 	return p
 }
 
-// nodeName is a node's method, shown with its type letter.
-type nodeName struct {
-	typ    byte
-	method string
-}
+func rootName(t engine.Thread) string { return reports.RootName(t.TID(), t.Name()) }
 
-// nodeNames makes each prefixed name once.
-type nodeNames map[nodeName]string
-
-func (m nodeNames) get(typ byte, method string) string {
-	k := nodeName{typ, method}
-	name, ok := m[k]
+// name is a node's method with its type letter, made once per method.
+func (r *report) name(nd engine.Node) string {
+	k := uint64(nd.Type())<<32 | uint64(nd.Method())
+	s, ok := r.names[k]
 	if !ok {
-		name = string(typ) + ":" + method
-		m[k] = name
+		s = string(nd.Type()) + ":" + string(engine.MethodName(nd.Method()))
+		r.names[k] = s
 	}
-	return name
+	return s
 }
 
-// keptNodes says which nodes a report shows: those entered or charged
-// with a metric since the last reset, and the frames above them (a frame
-// open at the reset shows with no calls of its own). The root stays if
-// anything below it does. Parents come before children, so one backward
-// pass suffices.
-func keptNodes(t jvmti.Thread) []bool {
-	keep := make([]bool, len(t.Nodes))
-	for i := len(t.Nodes) - 1; i > 0; i-- {
-		n := t.Nodes[i]
-		if n.Calls > 0 || anyNonZero(n.Base) {
+// thread writes one thread's tree: the nodes entered or charged since the
+// last reset and the frames above them (a frame open at the reset shows
+// with no calls of its own), depth-first, children in first-call order.
+func (r *report) thread(lw *reports.LogRTWriter, t engine.Thread) error {
+	nm := r.nm
+	tb := r.a.base[t.ID()]
+	// Sequence counts before node values: a count read first never
+	// covers an event whose delta the values read later miss, so
+	// calibration never removes more than was added.
+	ns := t.NSeqs()
+	n := t.Len()
+	tot := threadTotals{root: rootName(t), ended: t.Ended(), counters: r.a.base.counters(t), metrics: make([]uint64, nm)}
+	delta := grow(r.delta, n*nm)
+	if r.cal != nil {
+		for i := 0; i < ns; i++ {
+			node, key, c := t.Seq(i)
+			if node >= n {
+				continue
+			}
+			c -= tb.seq(i)
+			for k := 0; k < nm; k++ {
+				delta[node*nm+k] += c * r.cal.removed[k][key]
+			}
+		}
+	}
+	// Each node's calls are read once: its row and its parent's CEE must
+	// agree while the thread runs on.
+	keep := growBool(r.keep, n)
+	calls := grow(r.calls, n)
+	r.calls = calls
+	for i := n - 1; i > 0; i-- {
+		nd := t.Node(i)
+		old := tb.node(i, nm)
+		calls[i] = nd.Calls() - at(old, 0)
+		if calls[i] > 0 {
 			keep[i] = true
 		}
+		for k := 0; k < nm && !keep[i]; k++ {
+			keep[i] = nd.Base(k) > at(old, 4+k)
+		}
 		if keep[i] {
-			keep[n.Parent] = true
+			keep[nd.Parent()] = true
 		}
 	}
-	return keep
-}
-
-func anyNonZero(v []uint64) bool {
-	for _, x := range v {
-		if x != 0 {
-			return true
+	r.keep, r.delta = keep, delta
+	if n == 0 || !keep[0] {
+		return nil
+	}
+	// Children lists as first-child / next-sibling links, built
+	// backwards so that siblings come out in creation order.
+	first, next := growInt32(r.first, n), growInt32(r.next, n)
+	r.first, r.next = first, next
+	for i := n - 1; i > 0; i-- {
+		if keep[i] {
+			p := t.Node(i).Parent()
+			next[i] = first[p]
+			first[p] = int32(i)
 		}
 	}
-	return false
+	base := make([]uint64, nm)
+	dl := make([]uint64, nm)
+	type frame struct{ node, level int }
+	stack := []frame{{0, 0}}
+	for len(stack) > 0 {
+		f := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		nd := t.Node(f.node)
+		old := tb.node(f.node, nm)
+		row := reports.Row{Level: f.level, Calls: calls[f.node], DS: nd.DS() - at(old, 2), IN: nd.IN() - at(old, 3)}
+		tot.excs += nd.Excs() - at(old, 1)
+		if f.node == 0 {
+			row.Name = tot.root
+		} else {
+			row.Name = r.name(nd)
+		}
+		for k := 0; k < nm; k++ {
+			raw := nd.Base(k) - at(old, 4+k)
+			d := delta[f.node*nm+k]
+			// A live thread's count can be read before the delta it
+			// belongs to lands: never show a wrapped value.
+			d = min(d, raw)
+			base[k], dl[k] = raw-d, d
+			tot.metrics[k] += base[k]
+		}
+		if nm > 0 {
+			row.Base, row.Delta = base, dl
+		}
+		tot.ds += row.DS
+		tot.in += row.IN
+		tot.nodes++
+		// Children, pushed in reverse so the first comes out first.
+		mark := len(stack)
+		for c := first[f.node]; c != 0; c = next[c] {
+			row.Callees += calls[c]
+			stack = append(stack, frame{int(c), f.level + 1})
+		}
+		for i, j := mark, len(stack)-1; i < j; i, j = i+1, j-1 {
+			stack[i], stack[j] = stack[j], stack[i]
+		}
+		if err := lw.Row(row); err != nil {
+			return err
+		}
+	}
+	r.totals = append(r.totals, tot)
+	return nil
 }
 
-// writeLogRT writes the next log-rt.N_<pid> from a snapshot of the trees,
-// less the counts at the last reset. The caller holds a.mu.
-func (a *agent) writeLogRT() (string, error) {
+func at(v []uint64, i int) uint64 {
+	if i < len(v) {
+		return v[i]
+	}
+	return 0
+}
+
+func grow(s []uint64, n int) []uint64 {
+	if cap(s) < n {
+		return make([]uint64, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+func growBool(s []bool, n int) []bool {
+	if cap(s) < n {
+		return make([]bool, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+func growInt32(s []int32, n int) []int32 {
+	if cap(s) < n {
+		return make([]int32, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// writeLogRT writes the next log-rt.N_<pid> from the live trees, less
+// the counts at the last reset, and returns what it learnt of each
+// thread. The caller holds a.mu.
+func (a *agent) writeLogRT() (string, []threadTotals, error) {
 	seq := a.seq + 1
-	threads := jvmti.Snapshot()
-	if a.base != nil {
-		a.base.since(threads)
-	}
-	events := totalEvents(threads)
-	p := a.buildProfile(threads, seq)
 	path := a.fileName("rt", seq)
-	if err := atomicfile.Write(path, func(w io.Writer) error { return reports.WriteLogRT(w, p) }); err != nil {
-		return "", fmt.Errorf("writing log-rt: %w", err)
+	var r *report
+	var events uint64
+	var err error
+	engine.WithThreads(func(ts []engine.Thread) {
+		r = &report{a: a, nm: len(a.metrics), names: map[uint64]string{}}
+		r.cal = a.calibrator(ts)
+		p := r.header(ts, seq)
+		for _, t := range ts {
+			events += a.base.counters(t).Events
+		}
+		err = atomicfile.Write(path, func(w io.Writer) error {
+			lw, err := reports.NewLogRTWriter(w, p)
+			if err != nil {
+				return err
+			}
+			for _, t := range ts {
+				if err := r.thread(lw, t); err != nil {
+					return err
+				}
+			}
+			return lw.Close()
+		})
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("writing log-rt: %w", err)
 	}
 	a.seq = seq
 	a.written = events
 	a.files = append(a.files, path)
-	return path, nil
+	return path, r.totals, nil
 }
 
 // eventsSinceReset counts the events of every thread since the last reset.
 func (a *agent) eventsSinceReset() uint64 {
-	threads := jvmti.ThreadCounters()
-	if a.base != nil {
-		a.base.since(threads)
-	}
-	return totalEvents(threads)
+	var n uint64
+	engine.WithThreads(func(ts []engine.Thread) {
+		for _, t := range ts {
+			n += a.base.counters(t).Events
+		}
+	})
+	return n
 }
 
-func totalEvents(threads []jvmti.Thread) (n uint64) {
-	for _, t := range threads {
-		n += t.Events
+// metricNames is "PTT_TIME+PTT_INSTS", or "none".
+func (a *agent) metricNames() string {
+	var names []string
+	for _, m := range a.metrics {
+		names = append(names, m.String())
 	}
-	return n
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, "+")
 }

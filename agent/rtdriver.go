@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/libjprof/libjprof/agent/control"
+	"github.com/libjprof/libjprof/engine"
 	"github.com/libjprof/libjprof/jvmti"
 )
 
@@ -43,50 +43,77 @@ func (a *agent) startServer() {
 	}()
 }
 
+// pendingStart is a start=N waiting to fire.
+type pendingStart struct {
+	timer *time.Timer
+	at    time.Time
+}
+
+// cancelPending drops a delayed start that has not fired. The caller
+// holds a.mu.
+func (a *agent) cancelPending() {
+	if a.pending != nil {
+		a.pending.timer.Stop()
+		a.pending = nil
+		a.log.Info("pending start cancelled")
+	}
+}
+
 // Start implements control.Controller.
 func (a *agent) Start(delay time.Duration) error {
-	if delay > 0 {
-		a.mu.Lock()
-		dead := a.dead
-		a.mu.Unlock()
-		if dead {
-			return errVMDead
-		}
-		time.AfterFunc(delay, func() {
-			if err := a.Start(0); err != nil {
-				a.log.Error("delayed start failed", zap.Error(err))
-			}
-		})
-		a.log.Info("start scheduled", zap.Duration("delay", delay))
-		return nil
-	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.startLocked()
+	if delay <= 0 {
+		a.cancelPending()
+		return a.startLocked()
+	}
+	if a.dead || engine.Dead() {
+		return errVMDead
+	}
+	a.cancelPending()
+	p := &pendingStart{at: time.Now().Add(delay)}
+	p.timer = time.AfterFunc(delay, func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.pending != p {
+			return // cancelled or replaced
+		}
+		a.pending = nil
+		if err := a.startLocked(); err != nil {
+			a.log.Error("delayed start failed", zap.Error(err))
+		}
+	})
+	a.pending = p
+	a.log.Info("start scheduled", zap.Duration("delay", delay))
+	return nil
 }
 
 func (a *agent) startLocked() error {
-	if a.dead {
+	if a.dead || engine.Dead() {
 		return errVMDead
 	}
 	if a.shut {
 		return errors.New("profiling was shut down")
 	}
-	if jvmti.Collecting() {
+	if engine.Collecting() {
 		return nil
 	}
-	if err := a.vm.Do(func() error { return jvmti.SetMethodEvents(true) }); err != nil {
+	if err := a.vm.Do(a.source.Start); err != nil {
+		if errors.Is(err, jvmti.ErrDead) {
+			return errVMDead
+		}
 		return err
 	}
-	a.log.Info("collection started")
+	a.log.Info("collection started", zap.String("source", a.source.Name()))
 	return nil
 }
 
 func (a *agent) stopLocked() error {
-	if !jvmti.Collecting() {
+	a.cancelPending()
+	if !engine.Collecting() {
 		return nil
 	}
-	if err := a.vm.Do(func() error { return jvmti.SetMethodEvents(false) }); err != nil {
+	if err := a.vm.Do(a.source.Stop); err != nil {
 		return err
 	}
 	a.log.Info("collection stopped")
@@ -104,13 +131,13 @@ func (a *agent) Flush() (string, error) {
 }
 
 func (a *agent) flushLocked() (string, error) {
-	path, err := a.writeLogRT()
+	path, totals, err := a.writeLogRT()
 	if err != nil {
 		a.log.Error("flush failed", zap.Error(err))
 		return "", err
 	}
 	a.log.Info("log-rt written", zap.String("file", path))
-	a.logThreadSummary(jvmti.Snapshot())
+	a.logThreadSummary(totals)
 	return path, nil
 }
 
@@ -126,9 +153,13 @@ func (a *agent) Reset() error {
 }
 
 func (a *agent) resetLocked() {
-	a.base = newBaseline(jvmti.Snapshot())
+	engine.WithThreads(func(ts []engine.Thread) {
+		a.base = newBaseline(ts, len(a.metrics))
+	})
 	a.written = 0
-	a.log.Info("counts reset")
+	// Threads that have ended can add nothing to a later report.
+	freed := a.retireLocked()
+	a.log.Info("counts reset", zap.Int("endedThreadsFreed", freed))
 }
 
 // End implements control.Controller: stop, flush, reset.
@@ -153,37 +184,36 @@ func (a *agent) End() (string, error) {
 func (a *agent) Status() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	threads := jvmti.ThreadCounters()
-	events := totalEvents(threads)
-	live := 0
-	for _, t := range threads {
-		if !t.Ended {
-			live++
+	var events uint64
+	threads, live := 0, 0
+	engine.WithThreads(func(ts []engine.Thread) {
+		threads = len(ts)
+		for _, t := range ts {
+			events += a.base.counters(t).Events
+			if !t.Ended() {
+				live++
+			}
 		}
-	}
+	})
 	state := "stopped"
 	switch {
 	case a.dead:
 		state = "vm-dead"
 	case a.shut:
 		state = "shut-down"
-	case jvmti.Collecting():
+	case engine.Collecting():
 		state = "collecting"
-	}
-	var names []string
-	for _, m := range a.metrics {
-		names = append(names, m.String())
-	}
-	metrics := "none"
-	if len(names) > 0 {
-		metrics = strings.Join(names, "+")
 	}
 	last := "-"
 	if len(a.files) > 0 {
 		last = a.files[len(a.files)-1]
 	}
-	return fmt.Sprintf("state=%s mode=%s metrics=%s backend=%s threads=%d live=%d events=%d files=%d last=%s",
-		state, a.opts.Mode, metrics, a.ptt.Backend, len(threads), live, events, len(a.files), last)
+	pending := "-"
+	if a.pending != nil {
+		pending = fmt.Sprintf("%.0fs", time.Until(a.pending.at).Seconds())
+	}
+	return fmt.Sprintf("state=%s mode=%s source=%s metrics=%s backend=%s threads=%d live=%d events=%d methods=%d files=%d last=%s pending-start=%s",
+		state, a.opts.Mode, a.source.Name(), a.metricNames(), a.ptt.Backend, threads, live, events, engine.Methods(), len(a.files), last, pending)
 }
 
 // ForceGC implements control.Controller.

@@ -80,11 +80,7 @@ func (c *Calibrator) Observe(k Key, delta []uint64) {
 // or env is not below the minimum.
 func (c *Calibrator) Overhead(k Key, m int) uint64 {
 	i := int(k)*c.nm + m
-	mn, env := c.min[i], c.env[i]
-	if mn == Unseen || env >= mn {
-		return 0
-	}
-	return mn - env
+	return Overhead(c.min[i], c.env[i])
 }
 
 // Adjust writes into out (grown if needed, and returned) the calibrated

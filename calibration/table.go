@@ -38,11 +38,17 @@ func (e Entry) Seen() bool { return e.Min != Unseen }
 // Overhead is the amount calibration removes from each delta of the key:
 // Min − Env, or nothing when the key was never seen. An Env above Min (a
 // noisy measurement) removes nothing rather than adding to the program.
-func (e Entry) Overhead() uint64 {
-	if e.Min == Unseen || e.Env >= e.Min {
+func (e Entry) Overhead() uint64 { return Overhead(e.Min, e.Env) }
+
+// Overhead is the one rule for what calibration removes from an event:
+// the key's minimum less its environmental overhead, nothing for a key
+// never seen or an Env above the minimum. The agent's C event path has
+// the same rule (jp_overhead) for log-gen's online values.
+func Overhead(min, env uint64) uint64 {
+	if min == Unseen || env >= min {
 		return 0
 	}
-	return e.Min - e.Env
+	return min - env
 }
 
 // Provenance says where a table's numbers come from. Minima are only

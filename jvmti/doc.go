@@ -1,9 +1,10 @@
-// Package jvmti is libjprof's binding to the JVM Tool Interface and its
-// per-event hot path.
+// Package jvmti is libjprof's binding to the JVM Tool Interface and the
+// event sources built on it.
 //
-// The hot path (hotpath.c) is C: MethodEntry and MethodExit callbacks
-// update a per-thread call tree reached through a __thread pointer, read
-// the PTT metrics first and last (Early and Late Read), and never call Go.
-// Go (this package's exported functions) sets the agent up, turns method
-// events on and off, and reads the trees back for the reports.
+// binding.c sets up the JVMTI environment and the lifecycle callbacks;
+// methodevents.c is the method-event source, which hands every
+// MethodEntry and MethodExit to the engine (package engine) keyed by
+// jmethodID; methodids.c names those methods in the engine's registry;
+// jit.c records compiled code. Go sets the binding up, switches the
+// source, and takes the JIT records.
 package jvmti

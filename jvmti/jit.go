@@ -1,7 +1,7 @@
 package jvmti
 
 /*
-#include "jp.h"
+#include "jvmtiagent.h"
 */
 import "C"
 

@@ -1,40 +1,33 @@
 package jvmti
 
 /*
-#cgo CFLAGS: -O2 -Wall -I${SRCDIR}/../ptt
+#cgo CFLAGS: -O2 -Wall -I${SRCDIR}/../engine -I${SRCDIR}/../ptt
 #cgo CFLAGS: -I/usr/lib/jvm/java-17-openjdk-amd64/include -I/usr/lib/jvm/java-17-openjdk-amd64/include/linux
 #cgo CFLAGS: -I/usr/lib/jvm/default-java/include -I/usr/lib/jvm/default-java/include/linux
 #include <stdlib.h>
-#include "jp.h"
+#include "jvmtiagent.h"
 */
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"runtime/cgo"
 	"unsafe"
 
-	_ "github.com/libjprof/libjprof/ptt" // defines the C jp_ptt configuration the hot path reads
+	_ "github.com/libjprof/libjprof/engine" // the C engine the sources feed
 )
 
 // Handler receives the VM lifecycle events the agent acts on in Go. Both
 // run on a Java thread that is inside a JVMTI callback.
 type Handler interface {
-	// VMInit runs once the VM is initialised (method events are already
-	// on if collection starts at VM start).
+	// VMInit runs once the VM is initialised.
 	VMInit()
-	// VMDeath runs at VM death after method events are off: the last
-	// chance to write reports.
+	// VMDeath runs at VM death after the source is off for good: the
+	// last chance to write reports.
 	VMDeath()
 }
 
-// Setup attaches the agent to the JVM: JVMTI environment, capabilities,
-// callbacks, lifecycle events. vm is the JavaVM* given to Agent_OnLoad.
-// The PTT (package ptt) must be configured before Setup. With
-// startAtInit, method events are turned on at VMInit; with calibrate (and
-// at least one metric) the hot path keeps per-sequence minima and counts;
-// with loggen it records every event for log-gen (see GenDrainer); with
-// jit it records compiled code (see TakeJIT).
 // LogGen says what log-gen records hold.
 type LogGen int
 
@@ -44,19 +37,30 @@ const (
 	GenRaw    LogGen = 2 // raw deltas, for post-processing calibration
 )
 
-func Setup(vm unsafe.Pointer, h Handler, startAtInit, calibrate bool, loggen LogGen, jit bool) error {
+// Config is what Setup needs besides the VM.
+type Config struct {
+	Start      bool // method events from Agent_OnLoad on (START)
+	Calibrate  bool // keep per-sequence minima and counts (with metrics)
+	LogGen     LogGen
+	JIT        bool // record compiled code (see TakeJIT)
+	MaxMethods int  // method registry limit
+	// EagerThreads makes every thread's record at its start, not at its
+	// first event (for log-jtnm).
+	EagerThreads bool
+}
+
+// Setup attaches the agent to the JVM: JVMTI environment, capabilities,
+// callbacks, lifecycle events, and the engine with the method-event
+// source. vm is the JavaVM* given to Agent_OnLoad. The PTT (package ptt)
+// must be configured before Setup.
+func Setup(vm unsafe.Pointer, h Handler, c Config) error {
 	handle := cgo.NewHandle(h)
 	var errbuf [256]C.char
-	start := C.int(0)
-	if startAtInit {
-		start = 1
+	if c.MaxMethods <= 0 || c.MaxMethods > 1<<31 {
+		return fmt.Errorf("jvmti setup: method limit %d out of range", c.MaxMethods)
 	}
-	cal := C.int(0)
-	if calibrate {
-		cal = 1
-	}
-	gen := C.int(loggen)
-	if C.jp_setup((*C.JavaVM)(vm), C.uintptr_t(handle), start, cal, gen, cbool(jit), &errbuf[0], C.int(len(errbuf))) != 0 {
+	if C.jp_vm_setup((*C.JavaVM)(vm), C.uintptr_t(handle), cbool(c.Start), cbool(c.Calibrate), C.int(c.LogGen),
+		cbool(c.JIT), C.uint32_t(c.MaxMethods), cbool(c.EagerThreads), &errbuf[0], C.int(len(errbuf))) != 0 {
 		handle.Delete()
 		return fmt.Errorf("jvmti setup: %s", C.GoString(&errbuf[0]))
 	}
@@ -73,21 +77,32 @@ func jpGoVMDeath(h C.uintptr_t) {
 	cgo.Handle(h).Value().(Handler).VMDeath()
 }
 
-// SetMethodEvents turns MethodEntry/MethodExit on or off for every thread.
-// JVMTI requires the caller to be a thread attached to the VM.
-func SetMethodEvents(on bool) error {
-	v := C.int(0)
-	if on {
-		v = 1
-	}
-	if e := C.jp_set_method_events(v); e != 0 {
+// ErrDead is returned when a source is started after VM death began.
+var ErrDead = errors.New("the VM is shutting down")
+
+// MethodEvents is the JVMTI method-event source: exact, interpreter-only
+// while on. Start and Stop need a thread attached to the VM (VMThread).
+type MethodEvents struct{}
+
+// Name implements the agent's source interface.
+func (MethodEvents) Name() string { return "jvmti-method-events" }
+
+// Start turns MethodEntry/MethodExit on for every thread, starting a new
+// collection epoch.
+func (MethodEvents) Start() error { return setMethodEvents(true) }
+
+// Stop turns them off.
+func (MethodEvents) Stop() error { return setMethodEvents(false) }
+
+func setMethodEvents(on bool) error {
+	switch e := C.jp_methodevents_set(cbool(on)); {
+	case e == -1:
+		return ErrDead
+	case e != 0:
 		return fmt.Errorf("SetEventNotificationMode(method events, %v): JVMTI error %d", on, int(e))
 	}
 	return nil
 }
-
-// Collecting says whether method events are on.
-func Collecting() bool { return C.jp.collecting != 0 }
 
 // ForceGC runs a garbage collection (JVMTI ForceGarbageCollection).
 // The caller must be a thread attached to the VM.

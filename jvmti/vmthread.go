@@ -2,7 +2,7 @@ package jvmti
 
 /*
 #include <stdlib.h>
-#include "jp.h"
+#include "jvmtiagent.h"
 */
 import "C"
 

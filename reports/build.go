@@ -234,6 +234,14 @@ func BuildProfile(r io.Reader) (*Profile, error) {
 	}
 	b := NewBuilder(lr.PID(), lr.Metrics(), lr.Notes()...)
 	b.in = lr.in
+	if lr.bin != nil {
+		for lr.Next() {
+			if err := b.Add(lr.Event()); err != nil {
+				return nil, err
+			}
+		}
+		return b.Profile(), lr.Err()
+	}
 	// This is LogGenReader.Next and Builder.add fused: most events are
 	// the exit of the top node or the entry of one of its few children,
 	// which a byte comparison settles without interning the name.

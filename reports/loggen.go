@@ -209,6 +209,8 @@ type LogGenReader struct {
 
 	lastThr []byte // last thread name seen, to skip its lookup
 	err     error
+	bin     *binState // nil for the text format
+	frames  int
 }
 
 // interner maps names to dense ids; lookups by []byte do not allocate.
@@ -300,7 +302,11 @@ func (lr *LogGenReader) readHeader() error {
 	if err != nil {
 		return err
 	}
-	if string(line) != logGenTitle {
+	switch string(line) {
+	case logGenTitle:
+	case logGenBinTitle:
+		lr.bin = &binState{methods: map[uint64]string{}, names: map[uint64]int32{}, threads: map[uint64]int32{}}
+	default:
 		return fmt.Errorf("not a libjprof log-gen file: expected %q, got %q", logGenTitle, line)
 	}
 	if line, err = next(strconv.Quote(pidPrefix + "N")); err != nil {
@@ -353,11 +359,19 @@ func (lr *LogGenReader) readHeader() error {
 		}
 		lr.metrics[i] = m
 	}
+	lr.vals = make([]uint64, len(lr.metrics))
+	if lr.bin != nil {
+		lr.bin.rec.Values = make([]uint64, len(lr.metrics))
+		if b, _ := lr.br.Peek(len(keysLine) + 1); string(b) == keysLine+"\n" {
+			lr.readLine()
+			lr.bin.keyed = true
+		}
+		return nil
+	}
 	if lr.peekHeader() {
 		line, _ := lr.readLine()
 		return fmt.Errorf("expected an event, got %q", line)
 	}
-	lr.vals = make([]uint64, len(lr.metrics))
 	return nil
 }
 
@@ -366,6 +380,17 @@ func (lr *LogGenReader) readHeader() error {
 func (lr *LogGenReader) Next() bool {
 	if lr.err != nil {
 		return false
+	}
+	if lr.bin != nil {
+		if err := lr.nextBinary(); err != nil {
+			if err != io.EOF {
+				lr.err = fmt.Errorf("binary log-gen frame %d: %w", lr.frames, err)
+			} else {
+				lr.err = io.EOF
+			}
+			return false
+		}
+		return true
 	}
 	line, err := lr.readLine()
 	if err == nil {

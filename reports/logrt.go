@@ -150,12 +150,59 @@ func checkMetric(m Metric) error {
 // written. Names must be non-empty and on one line, else nothing is
 // written past the header and an error says which node is at fault.
 func WriteLogRT(w io.Writer, p *Profile) error {
+	lw, err := NewLogRTWriter(w, p)
+	if err != nil {
+		return err
+	}
+	var walk func(n *Node, level int) error
+	walk = func(n *Node, level int) error {
+		if err := lw.Row(Row{Level: level, Calls: n.Calls, Callees: n.Callees(), Base: n.Base, Delta: n.Delta,
+			DS: n.DS, IN: n.IN, Name: n.Name}); err != nil {
+			return err
+		}
+		for _, c := range n.Children {
+			if err := walk(c, level+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, t := range p.Threads {
+		if err := walk(t, 0); err != nil {
+			return err
+		}
+	}
+	return lw.Close()
+}
+
+// Row is one row of a log-rt: a node at a level of its thread's tree,
+// with the calls of its children (CEE).
+type Row struct {
+	Level          int
+	Calls, Callees uint64
+	Base, Delta    []uint64
+	DS, IN         uint64
+	Name           string
+}
+
+// LogRTWriter streams a log-rt row by row, depth-first, so that a writer
+// of a large tree need not build a Profile of it first.
+type LogRTWriter struct {
+	bw   *bufio.Writer
+	k    int
+	buf  []byte
+	rows int
+}
+
+// NewLogRTWriter writes the header of p (its threads are ignored) and
+// returns a writer for the rows.
+func NewLogRTWriter(w io.Writer, p *Profile) (*LogRTWriter, error) {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	k := len(p.Metrics)
 	fmt.Fprintf(bw, "%s\n%s%d\n%s%d\n", logRTTitle, pidPrefix, p.PID, seqPrefix, p.Seq)
 	for _, n := range p.Notes {
 		if strings.ContainsAny(n, "\r\n") {
-			return fmt.Errorf("log-rt: note %q has a line break", n)
+			return nil, fmt.Errorf("log-rt: note %q has a line break", n)
 		}
 		fmt.Fprintf(bw, "%s%s\n", notePrefix, n)
 	}
@@ -165,7 +212,7 @@ func WriteLogRT(w io.Writer, p *Profile) error {
 	}
 	for i, m := range p.Metrics {
 		if err := checkMetric(m); err != nil {
-			return fmt.Errorf("log-rt: %w", err)
+			return nil, fmt.Errorf("log-rt: %w", err)
 		}
 		fmt.Fprintf(bw, "%s\n", metricLine(i+1, m))
 	}
@@ -174,58 +221,42 @@ func WriteLogRT(w io.Writer, p *Profile) error {
 		fmt.Fprintf(bw, "%s\n", l)
 	}
 	fmt.Fprintf(bw, "\n%s\n", logRTHeaderRow(k))
-
-	rw := rowWriter{w: bw, k: k}
-	for _, t := range p.Threads {
-		if err := rw.write(t, 0); err != nil {
-			return fmt.Errorf("log-rt: %w", err)
-		}
-	}
-	fmt.Fprintf(bw, "%s%d rows\n", logRTEnd, rw.rows)
-	return bw.Flush()
+	return &LogRTWriter{bw: bw, k: k}, nil
 }
 
-type rowWriter struct {
-	w    *bufio.Writer
-	k    int
-	buf  []byte
-	rows int
-}
-
-// write writes n and its subtree. It formats with strconv into one reused
-// buffer because a profile can have millions of nodes.
-func (rw *rowWriter) write(n *Node, level int) error {
-	if n.Name == "" || strings.ContainsAny(n.Name, "\r\n") {
-		return fmt.Errorf("node %q at level %d: a name must be non-empty and on one line", n.Name, level)
+// Row writes one row. It formats with strconv into one reused buffer
+// because a profile can have millions of nodes.
+func (lw *LogRTWriter) Row(r Row) error {
+	if r.Name == "" || strings.ContainsAny(r.Name, "\r\n") {
+		return fmt.Errorf("log-rt: node %q at level %d: a name must be non-empty and on one line", r.Name, r.Level)
 	}
-	if len(n.Base) > rw.k || len(n.Delta) > rw.k {
-		return fmt.Errorf("node %q has %d base and %d delta values for %d metrics", n.Name, len(n.Base), len(n.Delta), rw.k)
+	if len(r.Base) > lw.k || len(r.Delta) > lw.k {
+		return fmt.Errorf("log-rt: node %q has %d base and %d delta values for %d metrics", r.Name, len(r.Base), len(r.Delta), lw.k)
 	}
-	b := padUint(rw.buf[:0], uint64(level), 4)
-	b = padUint(append(b, ' '), n.Calls, 10)
-	b = padUint(append(b, ' '), n.Callees(), 10)
-	if rw.k > 0 {
-		for i := range rw.k {
-			b = padUint(append(b, ' '), at0(n.Base, i), 10)
-			b = padUint(append(b, ' '), at0(n.Delta, i), 10)
+	b := padUint(lw.buf[:0], uint64(r.Level), 4)
+	b = padUint(append(b, ' '), r.Calls, 10)
+	b = padUint(append(b, ' '), r.Callees, 10)
+	if lw.k > 0 {
+		for i := range lw.k {
+			b = padUint(append(b, ' '), at0(r.Base, i), 10)
+			b = padUint(append(b, ' '), at0(r.Delta, i), 10)
 		}
-		b = padUint(append(b, ' '), n.DS, 10)
-		b = padUint(append(b, ' '), n.IN, 10)
+		b = padUint(append(b, ' '), r.DS, 10)
+		b = padUint(append(b, ' '), r.IN, 10)
 	}
 	b = append(b, "  "...)
-	b = append(b, n.Name...)
+	b = append(b, r.Name...)
 	b = append(b, '\n')
-	rw.buf = b
-	rw.rows++
-	if _, err := rw.w.Write(b); err != nil {
-		return err
-	}
-	for _, c := range n.Children {
-		if err := rw.write(c, level+1); err != nil {
-			return err
-		}
-	}
-	return nil
+	lw.buf = b
+	lw.rows++
+	_, err := lw.bw.Write(b)
+	return err
+}
+
+// Close writes the end line and flushes.
+func (lw *LogRTWriter) Close() error {
+	fmt.Fprintf(lw.bw, "%s%d rows\n", logRTEnd, lw.rows)
+	return lw.bw.Flush()
 }
 
 // padUint appends v right-aligned in width columns.
@@ -504,3 +535,8 @@ func parseRow(line []byte, vals []uint64) (level int, name string, err error) {
 	}
 	return int(lv), string(rest), nil
 }
+
+// RootName is the name of a thread's root in log-rt and log-gen: the
+// thread id in hex, then the thread's name, as JProf wrote it
+// ("0000b718_main").
+func RootName(tid int, name string) string { return fmt.Sprintf("%08x_%s", tid, name) }

@@ -38,7 +38,7 @@ func ReadProfile(r io.Reader) (*Profile, Format, error) {
 	case bytes.HasPrefix(head, []byte(logRTTitle+"\n")):
 		p, err := ParseLogRT(br)
 		return p, FormatLogRT, err
-	case bytes.HasPrefix(head, []byte(logGenTitle+"\n")):
+	case bytes.HasPrefix(head, []byte(logGenTitle+"\n")), bytes.HasPrefix(head, []byte(logGenBinTitle+"\n")):
 		p, err := BuildProfile(br)
 		return p, FormatLogGen, err
 	case len(head) == 0:

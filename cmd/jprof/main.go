@@ -20,6 +20,7 @@ const usage = `usage:
   jprof report xtree|xarc|xprof [--prune PCT] [-o OUT] FILE
   jprof pprof FILE -o OUT.pb.gz
   jprof logrt LOGGEN [-o OUT]
+  jprof loggen LOGGEN [-o OUT]
   jprof calibrate LOGGEN [--table TABLE] [-o OUT]
   jprof pttd [-socket PATH] [-mode 0660]
   jprof help
@@ -30,6 +31,8 @@ FILE is a log-rt or a log-gen (told apart by its first line).
            folds subtrees below PCT percent of the total into <pruned>
   pprof    a profile.proto for go tool pprof (top lists, flame graphs)
   logrt    rebuild the call tree of a log-gen and write it as a log-rt
+  loggen   write a log-gen (the agent's compact binary one, or text) as
+           JProf's text lines
   calibrate  calibrate a log-gen written with RAWGEN (raw deltas and
            sequence keys) with the final minima of the whole file, or a
            table's where lower; writes a calibrated log-gen
@@ -90,6 +93,8 @@ func dispatch(args []string, stdout io.Writer) error {
 		return logrt(args, stdout)
 	case "calibrate":
 		return calibrate(args, stdout)
+	case "loggen":
+		return loggen(args, stdout)
 	case "pttd":
 		return pttd(args, stdout)
 	}

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"flag"
+	"io"
+
+	"github.com/libjprof/libjprof/reports"
+)
+
+// loggen converts a log-gen, binary or text, to JProf's text format. A
+// binary file cut at GENMAX says so in its header notes, which are kept.
+func loggen(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("loggen", flag.ContinueOnError)
+	out := fs.String("o", "", "output `file`")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("loggen needs one log-gen file")
+	}
+	return output(*out, stdout, func(w io.Writer) error {
+		return readLogGen(pos[0], func(r *reports.LogGenReader) error {
+			notes := r.Notes()
+			lw := reports.NewLogGenWriter(w, r.PID(), r.Metrics(), notes...)
+			for r.Next() {
+				if err := lw.Write(r.Event()); err != nil {
+					return err
+				}
+			}
+			if err := r.Err(); err != nil {
+				return err
+			}
+			return lw.Flush()
+		})
+	})
+}

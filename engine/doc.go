@@ -1,0 +1,12 @@
+// Package engine is libjprof's profiling core: per-thread call trees,
+// the method registry, PTT readings around each event, calibration
+// minima and per-node sequence counts, and the log-gen record buffers.
+//
+// Event sources (JVMTI method events today; injected bytecode calls and
+// samples later) feed it from C through jp_event (engine.h): the
+// per-event path is C because a C->Go transition per event would cost
+// more than the whole event. This package's Go side sets the engine up
+// and reads it back without stopping the threads that write it: thread
+// views for the reports (walked in place, never copied whole), the
+// minima, and the log-gen buffers.
+package engine

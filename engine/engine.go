@@ -1,0 +1,93 @@
+package engine
+
+/*
+#cgo CFLAGS: -O2 -Wall -I${SRCDIR}/../ptt
+#include <stdlib.h>
+#include "engine.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	_ "github.com/libjprof/libjprof/ptt" // defines the C jp_ptt configuration the event path reads
+)
+
+// TypeLetters are JProf's method-type letters, indexed by method type:
+// interpreted, JIT-compiled, native (lower case static), Compiling, Other.
+const TypeLetters = "iIjJnNCO"
+
+// NKeys is the number of calibration keys (sequences of method types and
+// transitions); package calibration uses the same encoding.
+const NKeys = C.JP_NKEYS
+
+// DefaultMaxMethods bounds the method registry unless an option says
+// otherwise: each method costs its name and 16 bytes.
+const DefaultMaxMethods = 4 << 20
+
+// NMetrics is the number of metrics the engine collects.
+func NMetrics() int { return int(C.jp.nmetrics) }
+
+// Calibrating says whether the event path keeps minima and sequence counts.
+func Calibrating() bool { return C.jp.calibrate != 0 }
+
+// Collecting says whether the source delivers events.
+func Collecting() bool { return atomic.LoadInt32((*int32)(unsafe.Pointer(&C.jp.collecting))) != 0 }
+
+// Dead says whether VM death has begun.
+func Dead() bool { return atomic.LoadInt32((*int32)(unsafe.Pointer(&C.jp.dead))) != 0 }
+
+// SourceName names the event source feeding the engine.
+func SourceName() string {
+	if C.jp.source == nil {
+		return "none"
+	}
+	return C.GoString(C.jp.source.name)
+}
+
+// Methods is the number of methods in the registry.
+func Methods() int { return int(C.jp_methods_len()) }
+
+// MaxMethods is the registry's limit.
+func MaxMethods() int { return int(C.jp.max_methods) }
+
+// MethodsOver counts registrations refused at the limit (or for lack of
+// memory): their methods are reported as "<method limit reached>".
+func MethodsOver() uint64 { return atomic.LoadUint64((*uint64)(unsafe.Pointer(&C.jp.methods_over))) }
+
+// GenWaits is how many times a thread waited for the log-gen writer.
+func GenWaits() uint64 { return atomic.LoadUint64((*uint64)(unsafe.Pointer(&C.jp.gen_waits))) }
+
+// Minima copies the calibration minima: [metric][key], math.MaxUint64
+// where a key was never seen. Nil when not calibrating.
+func Minima() [][]uint64 {
+	nm := NMetrics()
+	if C.jp.minima == nil || nm == 0 {
+		return nil
+	}
+	all := unsafe.Slice((*uint64)(unsafe.Pointer(C.jp.minima)), NKeys*nm)
+	out := make([][]uint64, nm)
+	for k := range out {
+		out[k] = make([]uint64, NKeys)
+		for key := 0; key < NKeys; key++ {
+			out[k][key] = atomic.LoadUint64(&all[key*nm+k])
+		}
+	}
+	return out
+}
+
+// SetEnv sets the environmental overhead per key for metric k, used by
+// the online-calibrated values of log-gen. Call before events are on.
+func SetEnv(k int, env []uint64) error {
+	nm := NMetrics()
+	if C.jp.env == nil || k < 0 || k >= nm || len(env) != NKeys {
+		return fmt.Errorf("engine: cannot set environmental overhead for metric %d", k)
+	}
+	all := unsafe.Slice((*uint64)(unsafe.Pointer(C.jp.env)), NKeys*nm)
+	for key, v := range env {
+		all[key*nm+k] = v
+	}
+	return nil
+}

@@ -1,0 +1,325 @@
+/*
+ * engine.h: the profiling engine that every event source feeds.
+ *
+ * The engine keeps, per thread, a call tree of calling contexts, the
+ * shadow stack that places each event in it, the PTT readings around each
+ * event and the calibration state (per-key minima and per-node key
+ * counts), plus the log-gen buffers. It does not know where events come
+ * from: an event source (JVMTI method events, injected bytecode calls,
+ * samples) turns its own method identifiers into engine events.
+ *
+ * Methods: the engine's method registry gives every method a handle (a
+ * dense uint32 index) with its name and type. A source also has a cheap
+ * key of its own for a method (a jmethodID, or the handle itself); the
+ * per-thread child lookup and the shadow stack use that key, so that an
+ * event needs no registry lookup, and the source's resolve function turns
+ * a key into a handle only the first time a calling context is seen.
+ *
+ * Ownership: a jp_thread and its nodes are written only by the thread it
+ * belongs to. Go reads them while that thread may still be running, so
+ * storage never moves while the thread lives: nodes live in chunks that
+ * double in size, and a node becomes visible to readers only when the
+ * arena's count is published with a release store after it is written.
+ */
+#ifndef JP_ENGINE_H
+#define JP_ENGINE_H
+
+#include <stdint.h>
+#include "ptt.h"
+
+/* Method types, JProf's letters "iIjJnNCO" (lower case: static). */
+enum jp_type {
+	JP_T_INTERP_STATIC = 0, /* i */
+	JP_T_INTERP = 1,        /* I */
+	JP_T_JIT_STATIC = 2,    /* j */
+	JP_T_JIT = 3,           /* J */
+	JP_T_NATIVE_STATIC = 4, /* n */
+	JP_T_NATIVE = 5,        /* N */
+	JP_T_COMPILING = 6,     /* C */
+	JP_T_OTHER = 7,         /* O: kind unknown, entry never seen */
+	JP_NTYPES = 8,
+};
+
+/* Transitions. */
+enum jp_transition {
+	JP_TR_ENTRY = 0,
+	JP_TR_EXIT = 1,
+	JP_TR_EXCEPTION = 2, /* exit by exception */
+	JP_NTRANSITIONS = 3,
+};
+
+/* ---------------------------------------------------------------------
+ * Method registry.
+ */
+
+/* One method, registered once and never freed. */
+typedef struct jp_method {
+	uint8_t type;  /* enum jp_type, from the modifiers */
+	char *name;    /* "java/lang/String.valueOf(I)Ljava/lang/String;" */
+} jp_method;
+
+/* Handles past the registry's limit all name the overflow method of
+ * their type, so that the type letter stays true. */
+#define JP_METHOD_OVERFLOW(type) (UINT32_MAX - JP_NTYPES + (type))
+#define JP_IS_OVERFLOW(h) ((h) >= UINT32_MAX - JP_NTYPES)
+
+/* jp_method_register adds a method (name is copied) and returns its
+ * handle; past the limit, or without memory, the overflow handle of its
+ * type (counted in jp.methods_over). Any thread; takes a lock. */
+uint32_t jp_method_register(const char *name, int type);
+/* jp_method_at returns a registered method (or an overflow method). */
+const jp_method *jp_method_at(uint32_t h);
+uint32_t jp_methods_len(void);
+/* The registry's storage, for readers that address it themselves. */
+const struct jp_arena *jp_methods_arena(void);
+
+/* ---------------------------------------------------------------------
+ * Append-only storage: elements never move, so Go can read element
+ * i < n (n loaded with acquire) while the owner appends. Chunk k holds
+ * 8<<k elements: small threads stay small. An ended thread's arena may
+ * be compacted into one exact block (flat), read the same way.
+ */
+#define JP_CHUNK0_SHIFT 3
+#define JP_NCHUNKS 29 /* up to 2^32 elements */
+typedef struct jp_arena {
+	uint32_t n;      /* published with release ordering */
+	uint32_t stride; /* element size in bytes */
+	char *flat;      /* all n elements, once compacted */
+	char *chunks[JP_NCHUNKS];
+} jp_arena;
+
+static inline void *jp_arena_at(const jp_arena *a, uint32_t i)
+{
+	if (a->flat != NULL)
+		return a->flat + (uint64_t)i * a->stride;
+	uint64_t j = (uint64_t)i + (1u << JP_CHUNK0_SHIFT);
+	int k = 63 - __builtin_clzll(j); /* j in [2^k, 2^(k+1)) */
+	uint64_t off = j - (1ull << k);
+	return a->chunks[k - JP_CHUNK0_SHIFT] + off * a->stride;
+}
+
+static inline uint32_t jp_arena_len(const jp_arena *a)
+{
+	return __atomic_load_n(&a->n, __ATOMIC_ACQUIRE);
+}
+
+/* Owner-only hash map (k1, k2) -> val, open addressing; k1 == 0 marks
+ * an empty slot. */
+typedef struct jp_slot {
+	uintptr_t k1;
+	uint32_t k2;
+	uint32_t val;
+} jp_slot;
+
+typedef struct jp_map {
+	jp_slot *slots;
+	uint32_t mask;
+	uint32_t used;
+} jp_map;
+
+/* ---------------------------------------------------------------------
+ * Per-thread call tree.
+ */
+
+/* One calling context. The metric arrays follow the fixed part; a node's
+ * size (jp.node_stride) depends on how many metrics are collected. */
+typedef struct jp_node {
+	uint32_t parent; /* index of the caller's node; the root is its own parent */
+	uint8_t type;    /* enum jp_type as seen in this context */
+	uint8_t pad;
+	uint16_t seqkey; /* key of *seq, the last sequence counted here; JP_NOKEY if none */
+	uint32_t method; /* registry handle; unused for the root */
+	uint32_t pad2;
+	struct jp_seqcount *seq; /* owner-only cache: most events of a node repeat its last key */
+	uint64_t calls;  /* entries into this context */
+	uint64_t excs;   /* exits from it by exception */
+	uint64_t ds;     /* dispatches while this was the running method */
+	uint64_t in;     /* interrupts while this was the running method */
+	uint64_t base[]; /* [nmetrics]: metric spent running this method */
+} jp_node;
+
+/* Shadow-stack frame. The node's address and type are kept here so that
+ * the event path needs no arena lookup for the method that was running. */
+typedef struct jp_frame {
+	uintptr_t key;   /* the source's key of the method */
+	struct jp_node *np;
+	uint32_t node;
+	uint32_t type;
+} jp_frame;
+
+/* Calibration keys: the sequence (running type of the previous event,
+ * its transition, running type of this event, this transition, type that
+ * runs next), 8*3*8*3*8 keys. Package calibration uses the same code. */
+#define JP_NKEYS (JP_NTYPES * JP_NTRANSITIONS * JP_NTYPES * JP_NTRANSITIONS * JP_NTYPES)
+#define JP_KEY_UNCLEAN 0x8000
+#define JP_NOKEY 0xffff
+static inline uint32_t jp_key(uint32_t a, uint32_t t1, uint32_t b, uint32_t t2, uint32_t c)
+{
+	return (((a * JP_NTRANSITIONS + t1) * JP_NTYPES + b) * JP_NTRANSITIONS + t2) * JP_NTYPES + c;
+}
+
+/* jp_overhead is what calibration removes for an event of a key: the
+ * minimum delta less the environmental overhead (the glue that runs
+ * without profiling too), never below zero. The Go side has the same
+ * rule (calibration.Overhead). */
+static inline uint64_t jp_overhead(uint64_t min, uint64_t env)
+{
+	return min > env ? min - env : 0;
+}
+
+/* How many events of one key were attributed to one node: what lets the
+ * reports calibrate with the final minima instead of those current when
+ * each event happened. */
+typedef struct jp_seqcount {
+	uint32_t node;
+	uint32_t key;
+	uint64_t count;
+} jp_seqcount;
+
+/* log-gen: the hot path encodes each event into the thread's buffer
+ * (loggen.c has the record format); a full buffer is handed to the Go
+ * writer through a lock-free list. None is ever dropped: the hot path
+ * waits if the writer falls far behind. */
+#define JP_GENBUF_BYTES (64 * 1024)
+typedef struct jp_genbuf {
+	struct jp_genbuf *next;   /* in the handover list; first member (jp_list_push) */
+	uint32_t thread;          /* owner's jp_thread.id */
+	uint32_t used;            /* bytes of records, published with release */
+	char data[];
+} jp_genbuf;
+
+typedef struct jp_thread {
+	struct jp_thread *next; /* list of all threads, newest first; first member (jp_list_push) */
+	uint32_t id;     /* dense, in creation order: names the thread in log-gen */
+	int tid;
+	char *name;      /* may be replaced (atomically) once the VM can tell it */
+	volatile int ended;
+	uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC, for log-jtnm */
+	jp_arena nodes;   /* jp_node, stride jp.node_stride */
+	jp_arena seqs;    /* jp_seqcount, when calibrating */
+
+	/* Owner-only state below, freed at thread end. */
+	volatile int busy; /* inside an event: the final drain waits for 0 */
+	jp_frame *stack;  /* stack[0] is the thread root */
+	uint32_t depth;   /* index of the top frame */
+	uint32_t stack_cap;
+	uint32_t lost;    /* frames entered that could not be recorded (no memory) */
+	jp_map children;  /* (source key, parent) -> node; the Other context of a key has its low bit set */
+	jp_map seqmap;    /* (key+1, node) -> index in seqs */
+	uint32_t prev_running; /* type that ran before the previous event */
+	uint32_t prev_tr;      /* transition of the previous event */
+	uint32_t epoch;  /* last jp.epoch seen; a change resets the stack */
+	jp_ptt_thread ptt;
+	jp_ptt_reading last; /* Late Read of the previous event */
+	jp_genbuf *gen;      /* current log-gen buffer, NULL until needed */
+
+	/* Counters for log-msg, written by the owner. */
+	uint64_t events;
+	uint64_t unmatched_exits; /* exits whose entry was never seen */
+	uint64_t missed_exits;    /* frames popped without their own exit */
+	uint64_t alloc_failures;
+} jp_thread;
+
+/* An event source's hooks. resolve turns the source's key of a method
+ * into a registry handle; it runs on the event's thread the first time
+ * a calling context is seen, and may take locks and call the VM. */
+typedef struct jp_source {
+	const char *name;
+	uint32_t (*resolve)(uintptr_t key);
+} jp_source;
+
+/* Process-wide engine state (one instance). */
+typedef struct jp_state {
+	const jp_source *source;  /* the source feeding the engine */
+	int nmetrics;             /* copy of jp_ptt.nmetrics */
+	uint32_t node_stride;     /* sizeof(jp_node) + 8*nmetrics */
+	volatile uint32_t epoch;  /* bumped when collection (re)starts */
+	jp_thread *threads;       /* list head, pushed with CAS; unlinked only by Go */
+	uint32_t nthreads;        /* ids given out */
+	volatile int collecting;  /* the source delivers events */
+	volatile int dead;        /* VM death seen: no more collection */
+	uint32_t max_methods;     /* registry limit */
+	uint64_t methods_over;    /* registrations refused: limit or memory */
+	/* Calibration: minimum delta per key and metric, [key*nmetrics+k],
+	 * shared by all threads, lowered with CAS; UINT64_MAX = never seen. */
+	uint64_t *minima;
+	/* Environmental overhead per key and metric (same layout), for the
+	 * online-calibrated values of log-gen. */
+	uint64_t *env;
+	int calibrate;
+	/* log-gen */
+	int loggen;
+	int genraw;                      /* raw deltas, for post-processing */
+	jp_genbuf *gen_full;             /* handover list, newest first */
+	volatile uint32_t gen_pending;   /* buffers handed over, not yet freed */
+	uint64_t gen_waits;              /* times a thread waited for the writer */
+} jp_state;
+
+extern jp_state jp;
+
+/* jp_engine_init sets the engine up before any event: metrics come from
+ * the PTT configuration (jp_ptt). Returns 0, or -1 with err filled. */
+int jp_engine_init(const jp_source *src, int calibrate, int loggen, uint32_t max_methods, char *err, int errlen);
+
+/* The calling thread's record, NULL if it has none. initial-exec: one
+ * pointer of static TLS, so a read is a single %fs-relative load. */
+extern __thread jp_thread *jp_self __attribute__((tls_model("initial-exec")));
+static inline jp_thread *jp_thread_self(void)
+{
+	return jp_self;
+}
+/* jp_thread_attach makes the calling thread's record (name copied);
+ * jp_thread_detach ends it: what only the owner used is freed, the tree
+ * stays for the reports until Go retires it. */
+jp_thread *jp_thread_attach(const char *name);
+void jp_thread_detach(void);
+/* jp_thread_rename replaces a record's name (owner thread only). */
+void jp_thread_rename(jp_thread *t, const char *name);
+/* Go, with its thread-list lock held: jp_thread_compact packs an ended
+ * thread's arenas into exact blocks; jp_thread_retire unlinks and frees
+ * an ended thread (prev is its predecessor in the list, NULL at the
+ * head). */
+void jp_thread_compact(jp_thread *t);
+void jp_thread_retire(jp_thread *t, jp_thread *prev);
+
+/* jp_event records one event of the calling thread, t being its record
+ * (jp_thread_self(), or jp_thread_attach() for its first). key is the
+ * source's key of the method entered or exited; tr an enum jp_transition.
+ * Sources call it first thing: it makes the Early Read. */
+void jp_event(jp_thread *t, uintptr_t key, int tr);
+
+/* jp_collect turns collection on or off in the engine: on starts a new
+ * epoch, so stacks left from an earlier period are discarded at each
+ * thread's next event. The source's own switch is the caller's. */
+void jp_collect(int on);
+
+/* log-gen, for the Go writer. */
+jp_genbuf *jp_gen_take(void);
+void jp_gen_done(jp_genbuf *b);
+/* jp_gen_take_partial takes a thread's partly filled buffer once no
+ * event can be running on it (collection off, t->busy clear). */
+jp_genbuf *jp_gen_take_partial(jp_thread *t);
+
+static inline jp_node *jp_node_at(const jp_thread *t, uint32_t i)
+{
+	return (jp_node *)jp_arena_at(&t->nodes, i);
+}
+
+static inline jp_seqcount *jp_seq_at(const jp_thread *t, uint32_t i)
+{
+	return (jp_seqcount *)jp_arena_at(&t->seqs, i);
+}
+
+static inline jp_thread *jp_threads(void)
+{
+	return __atomic_load_n(&jp.threads, __ATOMIC_ACQUIRE);
+}
+
+/* Lock-free lists of records whose first member is their next pointer:
+ * any thread pushes, one consumer takes the whole list at once. */
+void jp_list_push(void *head, void *node);
+void *jp_list_take(void *head);
+
+uint64_t jp_mono_ns(void);
+
+#endif /* JP_ENGINE_H */

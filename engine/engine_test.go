@@ -1,0 +1,81 @@
+package engine
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/libjprof/libjprof/calibration"
+	"github.com/libjprof/libjprof/engine/internal/ctest"
+)
+
+// The C event path and package calibration must encode sequences the
+// same way: tables written by one are read by the other.
+func TestKeyEncodingMatchesCalibration(t *testing.T) {
+	require.Equal(t, calibration.NKeys, NKeys)
+	require.Equal(t, len(calibration.TypeLetters), ctest.NTypes)
+	require.Equal(t, TypeLetters, calibration.TypeLetters)
+	seen := map[int]bool{}
+	for a := 0; a < ctest.NTypes; a++ {
+		for t1 := 0; t1 < ctest.NTrans; t1++ {
+			for b := 0; b < ctest.NTypes; b++ {
+				for t2 := 0; t2 < ctest.NTrans; t2++ {
+					for c := 0; c < ctest.NTypes; c++ {
+						k := ctest.Key(a, t1, b, t2, c)
+						want := calibration.MakeKey(calibration.Type(a), calibration.Transition(t1),
+							calibration.Type(b), calibration.Transition(t2), calibration.Type(c))
+						require.Equal(t, int(want), k)
+						require.False(t, seen[k])
+						seen[k] = true
+					}
+				}
+			}
+		}
+	}
+	assert.Len(t, seen, NKeys)
+}
+
+// The C and Go rules for what calibration removes agree.
+func TestOverheadMatchesCalibration(t *testing.T) {
+	for _, c := range [][2]uint64{{300, 100}, {100, 300}, {100, 100}, {0, 0}, {math.MaxUint64, 5}} {
+		want := calibration.Overhead(c[0], c[1])
+		if c[0] == math.MaxUint64 {
+			want = c[0] - c[1] // C never sees Unseen: only minima of events
+		}
+		assert.Equal(t, want, ctest.Overhead(c[0], c[1]), "min %d env %d", c[0], c[1])
+	}
+}
+
+// Arena chunks double in size and never move: element i is in exactly
+// one chunk, consecutive elements fill each chunk from 0, the chunks
+// cover 2^32 elements, and the Go readers address them as C does.
+func TestArenaAddressing(t *testing.T) {
+	last := uint32(math.MaxUint32 - 1<<ctest.Chunk0Shift)
+	chunk, off := ctest.ArenaSlot(last)
+	assert.Equal(t, ctest.NChunks-1, chunk)
+	assert.Equal(t, uint64(1)<<(ctest.NChunks-1+ctest.Chunk0Shift)-1, off)
+	prevChunk, prevOff := 0, uint64(0)
+	check := func(i uint32) {
+		chunk, off := ctest.ArenaSlot(i)
+		gc, goff := arenaSlot(i)
+		require.Equal(t, chunk, gc, "element %d", i)
+		require.Equal(t, off, goff, "element %d", i)
+	}
+	for i := uint32(1); i < 100000; i++ {
+		check(i)
+		chunk, off := ctest.ArenaSlot(i)
+		if chunk == prevChunk {
+			require.Equal(t, prevOff+1, off)
+		} else {
+			require.Equal(t, prevChunk+1, chunk)
+			require.Equal(t, uint64(1)<<(prevChunk+ctest.Chunk0Shift)-1, prevOff, "chunk %d full", prevChunk)
+			require.Zero(t, off)
+		}
+		prevChunk, prevOff = chunk, off
+	}
+	for _, i := range []uint32{last, 1 << 31, 1<<32 - 1 - 1<<ctest.Chunk0Shift} {
+		check(i)
+	}
+}

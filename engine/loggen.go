@@ -1,0 +1,53 @@
+package engine
+
+/*
+#include "engine.h"
+*/
+import "C"
+
+import "unsafe"
+
+// GenBlock is one buffer of encoded log-gen records of one thread, in
+// the format of loggen.c (read back by package reports).
+type GenBlock struct {
+	Thread uint32 // Thread.ID of the writer
+	Data   []byte // valid until the emit callback returns
+}
+
+// DrainGen passes every log-gen buffer handed over so far to emit, in
+// per-thread order, and frees it. With final (collection must be off)
+// it also takes each thread's partly filled buffer, once no event runs
+// on that thread. emit may look threads up (WithThreads): a thread is
+// listed until Retire, which callers run only after draining.
+func DrainGen(final bool, emit func(GenBlock) error) error {
+	var firstErr error
+	put := func(b *C.jp_genbuf) {
+		data := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(b), C.sizeof_jp_genbuf)), int(b.used))
+		if err := emit(GenBlock{Thread: uint32(b.thread), Data: data}); err != nil && firstErr == nil {
+			firstErr = err
+		}
+		C.jp_gen_done(b)
+	}
+	for b := (*C.jp_genbuf)(C.jp_gen_take()); b != nil; {
+		next := b.next
+		put(b)
+		b = next
+	}
+	if final {
+		var partial []*C.jp_genbuf
+		WithThreads(func(ts []Thread) {
+			for _, t := range ts {
+				if !waitIdle(t.t) {
+					continue // still in an event after a second: leave it be
+				}
+				if b := C.jp_gen_take_partial(t.t); b != nil {
+					partial = append(partial, b)
+				}
+			}
+		})
+		for _, b := range partial {
+			put(b)
+		}
+	}
+	return firstErr
+}

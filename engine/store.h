@@ -1,0 +1,109 @@
+/*
+ * store.h: the engine's owner-only storage, inlined into the event path:
+ * append-only arenas and open-addressing maps.
+ */
+#ifndef JP_STORE_H
+#define JP_STORE_H
+
+#include <stdlib.h>
+#include "engine.h"
+
+static inline uint64_t jp_mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return x;
+}
+
+/* jp_arena_push makes room for one more zeroed element and returns its
+ * index without publishing it (jp_arena_publish does, once it is filled
+ * in), or UINT32_MAX when memory runs out. */
+static inline uint32_t jp_arena_push(jp_arena *a)
+{
+	uint32_t i = a->n;
+	uint64_t j = (uint64_t)i + (1u << JP_CHUNK0_SHIFT);
+	int k = 63 - __builtin_clzll(j) - JP_CHUNK0_SHIFT;
+	if (k >= JP_NCHUNKS)
+		return UINT32_MAX;
+	if (a->chunks[k] == NULL) {
+		char *c = calloc((size_t)1 << (k + JP_CHUNK0_SHIFT), a->stride);
+		if (c == NULL)
+			return UINT32_MAX;
+		a->chunks[k] = c;
+	}
+	return i;
+}
+
+static inline void jp_arena_publish(jp_arena *a, uint32_t i)
+{
+	__atomic_store_n(&a->n, i + 1, __ATOMIC_RELEASE);
+}
+
+static inline void jp_arena_free(jp_arena *a)
+{
+	for (int k = 0; k < JP_NCHUNKS; k++) {
+		free(a->chunks[k]);
+		a->chunks[k] = NULL;
+	}
+	free(a->flat);
+	a->flat = NULL;
+}
+
+static inline uint32_t jp_map_hash(uintptr_t k1, uint32_t k2)
+{
+	return (uint32_t)jp_mix((uint64_t)k1 ^ ((uint64_t)k2 << 43));
+}
+
+/* jp_map_find returns the slot of (k1, k2): either the one holding it or
+ * the empty slot where it belongs. A map always keeps empty slots
+ * (jp_map_put), so the probe ends. */
+static inline jp_slot *jp_map_find(const jp_map *m, uintptr_t k1, uint32_t k2)
+{
+	uint32_t h = jp_map_hash(k1, k2) & m->mask;
+	for (;;) {
+		jp_slot *s = &m->slots[h];
+		if ((s->k1 == k1 && s->k2 == k2) || s->k1 == 0)
+			return s;
+		h = (h + 1) & m->mask;
+	}
+}
+
+static inline int jp_map_init(jp_map *m, uint32_t cap)
+{
+	m->slots = calloc(cap, sizeof(jp_slot));
+	m->mask = cap - 1;
+	m->used = 0;
+	return m->slots ? 0 : -1;
+}
+
+/* jp_map_put stores (k1, k2) -> val in the empty slot s found by
+ * jp_map_find, growing the map at half load. If it cannot grow (no
+ * memory) it still takes entries up to 3/4 load, then refuses them
+ * (returns -1, nothing stored) so that probes always end. */
+static inline int jp_map_put(jp_map *m, jp_slot *s, uintptr_t k1, uint32_t k2, uint32_t val)
+{
+	if ((uint64_t)(m->used + 1) * 2 > (uint64_t)m->mask + 1) {
+		jp_map bigger;
+		if (jp_map_init(&bigger, (m->mask + 1) * 2) == 0) {
+			for (uint32_t i = 0; i <= m->mask; i++) {
+				jp_slot *o = &m->slots[i];
+				if (o->k1 != 0)
+					*jp_map_find(&bigger, o->k1, o->k2) = *o;
+			}
+			bigger.used = m->used;
+			free(m->slots);
+			*m = bigger;
+			s = jp_map_find(m, k1, k2);
+		} else if ((uint64_t)(m->used + 1) * 4 > ((uint64_t)m->mask + 1) * 3) {
+			return -1;
+		}
+	}
+	s->k1 = k1;
+	s->k2 = k2;
+	s->val = val;
+	m->used++;
+	return 0;
+}
+
+#endif /* JP_STORE_H */

@@ -1,0 +1,175 @@
+/*
+ * binding.c: libjprof's JVMTI environment: capabilities, the lifecycle
+ * callbacks (VM init and death, thread end) and the few JVMTI services Go
+ * asks for (system properties, GC, attaching a thread).
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+
+#include "jvmtiagent.h"
+
+jp_vm jpvm;
+
+extern void jpGoVMInit(uintptr_t h);
+extern void jpGoVMDeath(uintptr_t h);
+void jp_methodevents_die(void);
+
+/* With THREADINFO every thread gets its record at start, so that
+ * log-jtnm lists threads that never ran a collected method. */
+static void JNICALL cb_thread_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
+{
+	(void)jni;
+	if (jp_thread_self() == NULL)
+		jp_vm_thread(jvmti, thread);
+}
+
+static void JNICALL cb_thread_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
+{
+	(void)jvmti;
+	(void)jni;
+	(void)thread;
+	jp_thread_detach();
+}
+
+static void JNICALL cb_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
+{
+	(void)jni;
+	/* Events before VM init came from this thread before the VM could
+	 * name it. */
+	jp_thread *t = jp_thread_self();
+	if (t != NULL && strcmp(t->name, "unknown") == 0) {
+		jvmtiThreadInfo info;
+		memset(&info, 0, sizeof info);
+		if ((*jvmti)->GetThreadInfo(jvmti, thread, &info) == JVMTI_ERROR_NONE && info.name) {
+			jp_thread_rename(t, info.name);
+			(*jvmti)->Deallocate(jvmti, (unsigned char *)info.name);
+		}
+	}
+	jpGoVMInit(jpvm.go_handle);
+}
+
+static void JNICALL cb_vm_death(jvmtiEnv *jvmti, JNIEnv *jni)
+{
+	(void)jvmti;
+	(void)jni;
+	jp_methodevents_die();
+	jpGoVMDeath(jpvm.go_handle);
+}
+
+int jp_attach_current(char *name)
+{
+	JNIEnv *env = NULL;
+	JavaVMAttachArgs args = { JNI_VERSION_1_8, name, NULL };
+	return (int)(*jpvm.vm)->AttachCurrentThreadAsDaemon(jpvm.vm, (void **)&env, &args);
+}
+
+char *jp_sysprop(const char *name)
+{
+	char *v = NULL;
+	if ((*jpvm.jvmti)->GetSystemProperty(jpvm.jvmti, name, &v) != JVMTI_ERROR_NONE)
+		return NULL;
+	return v;
+}
+
+void jp_dealloc(char *p)
+{
+	(*jpvm.jvmti)->Deallocate(jpvm.jvmti, (unsigned char *)p);
+}
+
+int jp_force_gc(void)
+{
+	return (int)(*jpvm.jvmti)->ForceGarbageCollection(jpvm.jvmti);
+}
+
+static int jp_enable(jvmtiEnv *jvmti, const jvmtiEvent *evs, size_t n, char *err, int errlen)
+{
+	for (size_t i = 0; i < n; i++) {
+		jvmtiError e = (*jvmti)->SetEventNotificationMode(jvmti, JVMTI_ENABLE, evs[i], NULL);
+		if (e != JVMTI_ERROR_NONE) {
+			snprintf(err, errlen, "enabling JVMTI event %d failed: JVMTI error %d", (int)evs[i], (int)e);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int loggen, int jit,
+		uint32_t max_methods, int eager_threads, char *err, int errlen)
+{
+	jvmtiEnv *jvmti = NULL;
+	if ((*vm)->GetEnv(vm, (void **)&jvmti, JVMTI_VERSION_1_2) != JNI_OK || jvmti == NULL) {
+		snprintf(err, errlen, "GetEnv(JVMTI 1.2) failed");
+		return -1;
+	}
+	jpvm.vm = vm;
+	jpvm.jvmti = jvmti;
+	jpvm.go_handle = go_handle;
+	jpvm.jit = jit;
+	if (jp_engine_init(&jp_methodevents, calibrate, loggen, max_methods, err, errlen) != 0)
+		return -1;
+	if (jp_mid_init() != 0) {
+		snprintf(err, errlen, "no memory for the method id table");
+		return -1;
+	}
+
+	jvmtiCapabilities caps;
+	memset(&caps, 0, sizeof caps);
+	caps.can_generate_method_entry_events = 1;
+	caps.can_generate_method_exit_events = 1;
+	jvmtiError e = (*jvmti)->AddCapabilities(jvmti, &caps);
+	if (e != JVMTI_ERROR_NONE) {
+		snprintf(err, errlen, "AddCapabilities(method entry/exit events) failed: JVMTI error %d", (int)e);
+		return -1;
+	}
+	if (jit) {
+		memset(&caps, 0, sizeof caps);
+		caps.can_generate_compiled_method_load_events = 1;
+		e = (*jvmti)->AddCapabilities(jvmti, &caps);
+		if (e != JVMTI_ERROR_NONE) {
+			snprintf(err, errlen, "AddCapabilities(compiled method load events) failed: JVMTI error %d", (int)e);
+			return -1;
+		}
+	}
+
+	jvmtiEventCallbacks cb;
+	memset(&cb, 0, sizeof cb);
+	cb.MethodEntry = jp_cb_method_entry;
+	cb.MethodExit = jp_cb_method_exit;
+	cb.ThreadStart = cb_thread_start;
+	cb.ThreadEnd = cb_thread_end;
+	cb.VMInit = cb_vm_init;
+	cb.VMDeath = cb_vm_death;
+	cb.CompiledMethodLoad = jp_cb_compiled_method_load;
+	cb.CompiledMethodUnload = jp_cb_compiled_method_unload;
+	cb.DynamicCodeGenerated = jp_cb_dynamic_code;
+	e = (*jvmti)->SetEventCallbacks(jvmti, &cb, (jint)sizeof cb);
+	if (e != JVMTI_ERROR_NONE) {
+		snprintf(err, errlen, "SetEventCallbacks failed: JVMTI error %d", (int)e);
+		return -1;
+	}
+	const jvmtiEvent life[] = { JVMTI_EVENT_VM_INIT, JVMTI_EVENT_VM_DEATH, JVMTI_EVENT_THREAD_END };
+	if (jp_enable(jvmti, life, sizeof life / sizeof life[0], err, errlen) != 0)
+		return -1;
+	if (eager_threads) {
+		const jvmtiEvent ts[] = { JVMTI_EVENT_THREAD_START };
+		if (jp_enable(jvmti, ts, 1, err, errlen) != 0)
+			return -1;
+	}
+	if (jit) {
+		const jvmtiEvent jevs[] = { JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
+					    JVMTI_EVENT_DYNAMIC_CODE_GENERATED };
+		if (jp_enable(jvmti, jevs, sizeof jevs / sizeof jevs[0], err, errlen) != 0)
+			return -1;
+	}
+	/* START: from the first Java method, not from VM init: the VM runs
+	 * Java code (System.initPhase3, the system class loader) before it. */
+	if (start) {
+		int rc = jp_methodevents_set(1);
+		if (rc != 0) {
+			snprintf(err, errlen, "enabling method events failed: JVMTI error %d", rc);
+			return -1;
+		}
+	}
+	return 0;
+}

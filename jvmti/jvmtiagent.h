@@ -1,0 +1,74 @@
+/*
+ * jvmtiagent.h: libjprof's JVMTI binding, shared by its C files: the
+ * environment, the lifecycle callbacks, the method-event source and the
+ * JIT code records.
+ */
+#ifndef JP_JVMTIAGENT_H
+#define JP_JVMTIAGENT_H
+
+#include <jvmti.h>
+#include "engine.h"
+
+typedef struct jp_vm {
+	JavaVM *vm;
+	jvmtiEnv *jvmti;
+	uintptr_t go_handle; /* cgo.Handle of the Go agent */
+	int start_at_load;   /* method events from Agent_OnLoad on */
+	int jit;             /* JIT records wanted */
+} jp_vm;
+
+extern jp_vm jpvm;
+
+/* Setup and control, called from Go. */
+int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int loggen, int jit,
+		uint32_t max_methods, int eager_threads, char *err, int errlen);
+/* jp_methodevents_set turns the method-event source on or off; refused
+ * (-1) once the VM is dying. */
+int jp_methodevents_set(int on);
+int jp_attach_current(char *name);
+int jp_force_gc(void);
+char *jp_sysprop(const char *name);
+void jp_dealloc(char *p);
+
+/* Method ids -> registry handles (methodids.c). */
+uint32_t jp_mid_resolve(uintptr_t mid);
+/* jp_mid_find returns the handle of a method seen before, or UINT32_MAX. */
+uint32_t jp_mid_find(jmethodID mid);
+int jp_mid_init(void);
+
+/* The calling Java thread's engine record, made on its first event. */
+jp_thread *jp_vm_thread(jvmtiEnv *jvmti, jthread thread);
+
+/* JIT code records (jit.c): made by the compiler threads' callbacks,
+ * handed to Go through a lock-free list, freed by Go. */
+enum jp_jit_kind {
+	JP_JIT_LOAD = 0,   /* CompiledMethodLoad */
+	JP_JIT_UNLOAD = 1, /* CompiledMethodUnload */
+	JP_JIT_DYNAMIC = 2 /* DynamicCodeGenerated (stubs, interpreter) */
+};
+typedef struct jp_jitrec {
+	struct jp_jitrec *next;   /* first member (jp_list_push) */
+	int kind;
+	uint64_t ts;      /* CLOCK_MONOTONIC ns */
+	uint64_t addr;
+	uint64_t size;
+	char *name;       /* class.method(sig) or the stub's name; malloc'd */
+	int ninlined;
+	char **inlined;   /* distinct methods inlined into this code */
+} jp_jitrec;
+
+jp_jitrec *jp_jit_take(void);
+void jp_jit_free(jp_jitrec *r);
+void JNICALL jp_cb_compiled_method_load(jvmtiEnv *jvmti, jmethodID method, jint code_size,
+					const void *code_addr, jint map_length,
+					const jvmtiAddrLocationMap *map, const void *compile_info);
+void JNICALL jp_cb_compiled_method_unload(jvmtiEnv *jvmti, jmethodID method, const void *code_addr);
+void JNICALL jp_cb_dynamic_code(jvmtiEnv *jvmti, const char *name, const void *address, jint length);
+
+/* The method-event source's callbacks (methodevents.c). */
+void JNICALL jp_cb_method_entry(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jmethodID mid);
+void JNICALL jp_cb_method_exit(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jmethodID mid,
+			       jboolean by_exception, jvalue rv);
+extern const jp_source jp_methodevents;
+
+#endif /* JP_JVMTIAGENT_H */

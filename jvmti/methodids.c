@@ -1,0 +1,159 @@
+/*
+ * methodids.c: jmethodID -> registry handle, for the sources that name
+ * methods by jmethodID (method events, JIT records). Lookups are
+ * lock-free; an insert, once per method, takes a mutex. The table grows
+ * by copying into one twice the size and publishing it; an old table is
+ * kept (readers may still be probing it), which bounds the waste at the
+ * size of the current one.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jvmtiagent.h"
+#include "store.h"
+
+typedef struct jp_midslot {
+	jmethodID mid; /* published with release after h */
+	uint32_t h;
+} jp_midslot;
+
+typedef struct jp_midtab {
+	struct jp_midtab *older;
+	uint32_t mask;
+	uint32_t used;
+	jp_midslot slots[];
+} jp_midtab;
+
+static jp_midtab *jp_mids;
+static pthread_mutex_t jp_mids_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static jp_midtab *jp_midtab_new(uint32_t cap)
+{
+	jp_midtab *t = calloc(1, sizeof(jp_midtab) + (size_t)cap * sizeof(jp_midslot));
+	if (t != NULL)
+		t->mask = cap - 1;
+	return t;
+}
+
+int jp_mid_init(void)
+{
+	jp_mids = jp_midtab_new(1u << 14);
+	return jp_mids != NULL ? 0 : -1;
+}
+
+static uint32_t jp_midtab_find(const jp_midtab *t, jmethodID mid)
+{
+	uint32_t i = (uint32_t)jp_mix((uint64_t)(uintptr_t)mid) & t->mask;
+	for (;;) {
+		jmethodID m = __atomic_load_n(&t->slots[i].mid, __ATOMIC_ACQUIRE);
+		if (m == mid)
+			return t->slots[i].h;
+		if (m == NULL)
+			return UINT32_MAX;
+		i = (i + 1) & t->mask;
+	}
+}
+
+uint32_t jp_mid_find(jmethodID mid)
+{
+	return jp_midtab_find(__atomic_load_n(&jp_mids, __ATOMIC_ACQUIRE), mid);
+}
+
+static void jp_midtab_put(jp_midtab *t, jmethodID mid, uint32_t h)
+{
+	uint32_t i = (uint32_t)jp_mix((uint64_t)(uintptr_t)mid) & t->mask;
+	while (t->slots[i].mid != NULL)
+		i = (i + 1) & t->mask;
+	t->slots[i].h = h;
+	__atomic_store_n(&t->slots[i].mid, mid, __ATOMIC_RELEASE);
+	t->used++;
+}
+
+/* jp_class_name turns a class signature "Ljava/lang/String;" into
+ * "java/lang/String" (malloc'd); array and primitive signatures stay as
+ * they are. */
+static char *jp_class_name(const char *sig)
+{
+	size_t len = strlen(sig);
+	if (len >= 2 && sig[0] == 'L' && sig[len - 1] == ';')
+		return strndup(sig + 1, len - 2);
+	return strdup(sig);
+}
+
+/* jp_mid_register asks the VM for a method's name and type and registers
+ * it with the engine. */
+static uint32_t jp_mid_register(jmethodID mid)
+{
+	jvmtiEnv *jvmti = jpvm.jvmti;
+	char *mname = NULL, *msig = NULL, *csig = NULL, *cname = NULL;
+	jclass klass = NULL;
+	jint mods = 0;
+	jboolean native = JNI_FALSE;
+
+	if ((*jvmti)->GetMethodName(jvmti, mid, &mname, &msig, NULL) != JVMTI_ERROR_NONE)
+		mname = msig = NULL;
+	if ((*jvmti)->GetMethodDeclaringClass(jvmti, mid, &klass) == JVMTI_ERROR_NONE &&
+	    (*jvmti)->GetClassSignature(jvmti, klass, &csig, NULL) == JVMTI_ERROR_NONE)
+		cname = jp_class_name(csig);
+	(*jvmti)->GetMethodModifiers(jvmti, mid, &mods);
+	(*jvmti)->IsMethodNative(jvmti, mid, &native);
+
+	int is_static = (mods & 0x0008) != 0; /* ACC_STATIC */
+	int type = native ? (is_static ? JP_T_NATIVE_STATIC : JP_T_NATIVE)
+			  : (is_static ? JP_T_INTERP_STATIC : JP_T_INTERP);
+	char *name = NULL;
+	if (asprintf(&name, "%s.%s%s", cname ? cname : "?", mname ? mname : "?", msig ? msig : "") < 0)
+		name = NULL;
+	uint32_t h = jp_method_register(name != NULL ? name : "?", type);
+
+	free(name);
+	free(cname);
+	if (mname)
+		(*jvmti)->Deallocate(jvmti, (unsigned char *)mname);
+	if (msig)
+		(*jvmti)->Deallocate(jvmti, (unsigned char *)msig);
+	if (csig)
+		(*jvmti)->Deallocate(jvmti, (unsigned char *)csig);
+	return h;
+}
+
+uint32_t jp_mid_resolve(uintptr_t key)
+{
+	jmethodID mid = (jmethodID)key;
+	uint32_t h = jp_mid_find(mid);
+	if (h != UINT32_MAX)
+		return h;
+	/* Resolve outside the lock: JVMTI calls can take microseconds. Two
+	 * threads racing on one method register it twice; the loser's handle
+	 * is never used. */
+	uint32_t fresh = jp_mid_register(mid);
+	pthread_mutex_lock(&jp_mids_lock);
+	jp_midtab *t = jp_mids;
+	h = jp_midtab_find(t, mid);
+	if (h == UINT32_MAX) {
+		h = fresh;
+		if (JP_IS_OVERFLOW(h)) {
+			/* not cached: a later call may find room (it never does
+			 * with a fixed limit, but costs only the lookup) */
+		} else {
+			if ((uint64_t)(t->used + 1) * 2 > (uint64_t)t->mask + 1) {
+				jp_midtab *n = jp_midtab_new((t->mask + 1) * 2);
+				if (n != NULL) {
+					for (uint32_t i = 0; i <= t->mask; i++)
+						if (t->slots[i].mid != NULL)
+							jp_midtab_put(n, t->slots[i].mid, t->slots[i].h);
+					n->older = t;
+					__atomic_store_n(&jp_mids, n, __ATOMIC_RELEASE);
+					t = n;
+				}
+			}
+			if ((uint64_t)(t->used + 1) * 4 <= ((uint64_t)t->mask + 1) * 3)
+				jp_midtab_put(t, mid, h);
+		}
+	}
+	pthread_mutex_unlock(&jp_mids_lock);
+	return h;
+}
