@@ -13,12 +13,12 @@ import (
 // tenth of the bytes, written by the agent without formatting. It starts
 // with the text header under its own title,
 //
-//	 libjprof log-gen binary 1
-//	 Process_Number_ID=4242
-//	 Note: ...
-//	 Units :: PTT_TIME
-//	 : 1 = PTT_TIME (ns, calibrated)
-//	 Keys: yes
+//	libjprof log-gen binary 1
+//	Process_Number_ID=4242
+//	Note: ...
+//	Units :: PTT_TIME
+//	: 1 = PTT_TIME (ns, calibrated)
+//	Keys: yes
 //
 // (" Keys: yes" when records carry calibration keys, RAWGEN) followed by
 // frames, each a tag byte and unsigned LEB128 varints:
@@ -41,14 +41,14 @@ const (
 
 // GenRecord is one decoded binary log-gen record.
 type GenRecord struct {
-	Kind     EventKind
-	Type     byte // JProf type letter
-	Method   uint64
-	Lost     bool // the method was not recorded (no memory)
-	Key      int
-	HasKey   bool
-	Unclean  bool
-	Values   []uint64 // len = metrics; reused
+	Kind    EventKind
+	Type    byte // JProf type letter
+	Method  uint64
+	Lost    bool // the method was not recorded (no memory)
+	Key     int
+	HasKey  bool
+	Unclean bool
+	Values  []uint64 // len = metrics; reused
 }
 
 const genTypeLetters = "iIjJnNCO"
