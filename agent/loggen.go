@@ -31,17 +31,18 @@ type genWriter struct {
 	pid   int
 	notes []string
 
-	mu         sync.Mutex // one drain at a time
-	methods    int        // registry handles defined in the file so far
-	threads    map[uint32]string
-	events     uint64
-	notWritten uint64 // events past GENMAX
-	full       bool
-	err        error
-	rec        reports.GenRecord
-	names      map[uint64]string // text: "T:name" per type and handle
-	counted    *countingWriter
-	tick       *drainer
+	mu          sync.Mutex      // one drain at a time
+	defined     []bool          // registry handles whose names the file has
+	definedHigh map[uint64]bool // the same for the overflow handles
+	threads     map[uint32]string
+	events      uint64
+	notWritten  uint64 // events past GENMAX
+	full        bool
+	err         error
+	rec         reports.GenRecord
+	names       map[uint64]string // text: "T:name" per type and handle
+	counted     *countingWriter
+	tick        *drainer
 }
 
 // countingWriter counts the bytes of the text format, for GENMAX.
@@ -121,11 +122,16 @@ func (g *genWriter) drain(final bool) {
 			g.notWritten += n
 			return nil
 		}
-		if g.max > 0 && g.size()+int64(len(b.Data)) > g.max {
+		if g.max > 0 && g.size()+int64(len(b.Data))+frameSlack > g.max {
+			// Write the records that fit, then nothing more.
+			keep, kept := g.fit(b.Data, g.max-g.size()-frameSlack)
 			g.full = true
-			g.notWritten += n
+			g.notWritten += n - kept
 			g.log.Warn("log-gen reached its size limit (GENMAX): later events are counted, not written", zap.Int64("bytes", g.size()))
-			return nil
+			if kept == 0 {
+				return nil
+			}
+			b.Data = b.Data[:keep]
 		}
 		if err := g.write(b); err != nil {
 			g.err = err
@@ -133,6 +139,60 @@ func (g *genWriter) drain(final bool) {
 		}
 		return nil
 	})
+}
+
+// frameSlack is room kept for a frame's header and the names of new
+// methods when a block is cut to fit GENMAX.
+const frameSlack = 64
+
+// isDefined says whether the file has method h's name, growing the set.
+func (g *genWriter) isDefined(h uint64) bool {
+	if h < uint64(len(g.defined)) {
+		return g.defined[h]
+	}
+	if h >= 1<<31 { // the overflow handles, just below 2^32
+		if g.definedHigh == nil {
+			g.definedHigh = map[uint64]bool{}
+		}
+		return g.definedHigh[h]
+	}
+	g.defined = append(g.defined, make([]bool, int(h)+1-len(g.defined)+len(g.defined)/2)...)
+	return false
+}
+
+func (g *genWriter) markDefined(h uint64) {
+	if h >= 1<<31 {
+		g.definedHigh[h] = true
+	} else {
+		g.defined[h] = true
+	}
+}
+
+// fit returns how many bytes of data's records fit in room together
+// with the names of their methods new to the file, and how many records
+// that is.
+func (g *genWriter) fit(data []byte, room int64) (int, uint64) {
+	off, n := 0, uint64(0)
+	used := int64(0)
+	seen := map[uint64]bool{}
+	for off < len(data) {
+		l, err := reports.DecodeGenRecord(data[off:], g.raw, &g.rec)
+		if err != nil {
+			break
+		}
+		need := int64(l)
+		if h := g.rec.Method; !g.rec.Lost && !g.isDefined(h) && !seen[h] {
+			need += int64(len(engine.MethodName(uint32(h)))) + 12
+			seen[h] = true
+		}
+		if used+need > room {
+			break
+		}
+		used += need
+		off += l
+		n++
+	}
+	return off, n
 }
 
 // count counts a block's records.
@@ -174,11 +234,18 @@ func (g *genWriter) threadName(id uint32) string {
 func (g *genWriter) write(b engine.GenBlock) error {
 	thread := g.threadName(b.Thread)
 	if g.bin != nil {
-		// Names of methods registered since the last block: every
-		// handle in this block was registered before it was handed over.
-		for n := engine.Methods(); g.methods < n; g.methods++ {
-			if err := g.bin.Method(uint64(g.methods), engine.MethodName(uint32(g.methods))); err != nil {
+		// The names of the block's methods new to the file go first.
+		for data := b.Data; len(data) > 0; {
+			l, err := reports.DecodeGenRecord(data, g.raw, &g.rec)
+			if err != nil {
 				return err
+			}
+			data = data[l:]
+			if h := g.rec.Method; !g.rec.Lost && !g.isDefined(h) {
+				g.markDefined(h)
+				if err := g.bin.Method(h, engine.MethodName(uint32(h))); err != nil {
+					return err
+				}
 			}
 		}
 		return g.bin.Block(uint64(b.Thread), b.Data)
@@ -199,7 +266,7 @@ func (g *genWriter) write(b engine.GenBlock) error {
 		name, ok := g.names[k]
 		if !ok {
 			if r.Lost {
-				name = string(r.Type) + ":<not recorded: out of memory>"
+				name = string(r.Type) + ":<not-recorded:out-of-memory>"
 			} else {
 				name = string(r.Type) + ":" + string(engine.MethodName(uint32(r.Method)))
 			}

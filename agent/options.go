@@ -157,7 +157,7 @@ var optionSpecs = []optionSpec{
 		o.GenMax = n
 		return nil
 	}},
-	{name: "MAXMETHODS", hasValue: true, help: "method registry limit (default 4194304); methods past it are reported as <method limit reached> and the log-rt header says how many", set: func(o *Options, v string, on bool) error {
+	{name: "MAXMETHODS", hasValue: true, help: "method registry limit (default 4194304); methods past it are reported as <method-limit-reached> and the log-rt header says how many", set: func(o *Options, v string, on bool) error {
 		if !on {
 			o.MaxMethods = engine.DefaultMaxMethods
 			return nil

@@ -56,7 +56,7 @@ func (r *report) header(ts []engine.Thread, seq int) *reports.Profile {
 		p.Notes = append(p.Notes, "Calibration: off (NOCALIBRATE): BASE is the raw metric between events")
 	}
 	if over := engine.MethodsOver(); over > 0 {
-		p.Notes = append(p.Notes, fmt.Sprintf("Warning: method registry full at %d methods (MAXMETHODS=): %d method lookups are reported as <method limit reached>",
+		p.Notes = append(p.Notes, fmt.Sprintf("Warning: method registry full at %d methods (MAXMETHODS=): %d method lookups are reported as <method-limit-reached>",
 			engine.MaxMethods(), over))
 	}
 	for _, t := range ts {

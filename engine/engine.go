@@ -54,7 +54,7 @@ func Methods() int { return int(C.jp_methods_len()) }
 func MaxMethods() int { return int(C.jp.max_methods) }
 
 // MethodsOver counts registrations refused at the limit (or for lack of
-// memory): their methods are reported as "<method limit reached>".
+// memory): their methods are reported as "<method-limit-reached>".
 func MethodsOver() uint64 { return atomic.LoadUint64((*uint64)(unsafe.Pointer(&C.jp.methods_over))) }
 
 // GenWaits is how many times a thread waited for the log-gen writer.

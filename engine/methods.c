@@ -17,9 +17,9 @@ static jp_arena jp_registry = { .stride = sizeof(jp_method) };
 static pthread_mutex_t jp_registry_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static jp_method jp_overflow[JP_NTYPES] = {
-	{ 0, "<method limit reached>" }, { 1, "<method limit reached>" }, { 2, "<method limit reached>" },
-	{ 3, "<method limit reached>" }, { 4, "<method limit reached>" }, { 5, "<method limit reached>" },
-	{ 6, "<method limit reached>" }, { 7, "<method limit reached>" },
+	{ 0, "<method-limit-reached>" }, { 1, "<method-limit-reached>" }, { 2, "<method-limit-reached>" },
+	{ 3, "<method-limit-reached>" }, { 4, "<method-limit-reached>" }, { 5, "<method-limit-reached>" },
+	{ 6, "<method-limit-reached>" }, { 7, "<method-limit-reached>" },
 };
 
 uint32_t jp_method_register(const char *name, int type)

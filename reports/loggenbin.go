@@ -36,7 +36,7 @@ import (
 const (
 	logGenBinTitle = " libjprof log-gen binary 1"
 	keysLine       = " Keys: yes"
-	notRecorded    = "<not recorded: out of memory>"
+	notRecorded    = "<not-recorded:out-of-memory>"
 )
 
 // GenRecord is one decoded binary log-gen record.

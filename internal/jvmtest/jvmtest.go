@@ -256,3 +256,67 @@ func Threads(p *reports.Profile, prefix string) []*reports.Node {
 
 // Tool is the path of a built command, e.g. Tool("jprof").
 func Tool(name string) string { return filepath.Join(Root(), "build", "bin", name) }
+
+var (
+	countOnce sync.Once
+	countSO   string
+	countErr  error
+)
+
+// CountAgent builds the independent counting agent (countagent/count.c)
+// once per process and returns its path: "-agentpath:<path>=<out file>"
+// writes "<calls> <method>" lines at VM death.
+func CountAgent(t testing.TB) string {
+	t.Helper()
+	countOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "jprof-countagent-")
+		if err != nil {
+			countErr = err
+			return
+		}
+		jh := filepath.Dir(filepath.Dir(javaBin()))
+		countSO = filepath.Join(dir, "count.so")
+		out, err := exec.Command("gcc", "-O2", "-shared", "-fPIC", "-I"+filepath.Join(jh, "include"),
+			"-I"+filepath.Join(jh, "include", "linux"), "-o", countSO,
+			filepath.Join(Root(), "internal", "jvmtest", "countagent", "count.c"), "-lpthread").CombinedOutput()
+		if err != nil {
+			countErr = fmt.Errorf("building the counting agent: %v\n%s", err, out)
+		}
+	})
+	if countErr != nil {
+		t.Fatal(countErr)
+	}
+	return countSO
+}
+
+// javaBin is the real path of the java on PATH.
+func javaBin() string {
+	p, err := exec.LookPath("java")
+	if err != nil {
+		return "/usr/lib/jvm/default-java/bin/java"
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+// Counts reads the counting agent's output: calls per method name.
+func Counts(t testing.TB, path string) map[string]uint64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]uint64{}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		n, name, ok := strings.Cut(l, " ")
+		if !ok {
+			continue
+		}
+		var c uint64
+		fmt.Sscan(n, &c)
+		out[name] += c
+	}
+	return out
+}
