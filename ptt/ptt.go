@@ -236,6 +236,13 @@ func setupClock(cfg Config) (Status, error) {
 	}}, nil
 }
 
+// Configured returns the backend Setup configured (None when none).
+func Configured() Backend {
+	state.Lock()
+	defer state.Unlock()
+	return state.backend
+}
+
 // Close detaches the backend and returns the C side to no metrics.
 // Threads must have called jp_ptt_thread_fini first: a bpf work area
 // still in use is left mapped (not unmapped under its readers).
@@ -267,7 +274,12 @@ type Counters struct {
 	// NoSlot counts bpf registrations refused because all Slots were
 	// in use (included in Fallbacks).
 	NoSlot uint64
-	// SlotsInUse and Slots describe the bpf work area.
+	// Unresolved counts bpf registrations of threads in a PID namespace
+	// whose global tid the BPF side never resolved (no context switch
+	// seen; included in Fallbacks).
+	Unresolved uint64
+	// SlotsInUse (held by this process) and Slots describe the bpf
+	// work area.
 	SlotsInUse, Slots uint64
 	// BPF are the eBPF programs' counters (zero unless this process
 	// loaded them).
@@ -279,6 +291,7 @@ func ReadCounters() Counters {
 	c := Counters{
 		Fallbacks:  uint64(C.jp_ptt_fallbacks_load()),
 		NoSlot:     uint64(C.jp_ptt_bpf_no_slot()),
+		Unresolved: uint64(C.jp_ptt_bpf_unresolved()),
 		SlotsInUse: uint64(C.jp_ptt_bpf_in_use()),
 		Slots:      uint64(C.jp_ptt_bpf_nslots()),
 	}

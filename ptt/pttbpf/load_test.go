@@ -33,7 +33,7 @@ func TestLoad(t *testing.T) {
 			assert.Equal(t, 64, o.NSlots)
 			assert.Contains(t, o.Points, "softirq")
 			assert.EqualValues(t, 65, o.Slots.MaxEntries())
-			assert.EqualValues(t, 64, o.Tids.MaxEntries())
+			assert.EqualValues(t, 128, o.Tids.MaxEntries(), "room for a pending key beside each slot's tid")
 			assert.True(t, o.Healer, "sched_exit_tp is on this kernel (6.18)")
 			st, err := o.Stats()
 			require.NoError(t, err)

@@ -33,7 +33,7 @@ type pttJpPttSlot struct {
 	IrqNs      uint64
 	IrqStart   uint64
 	Tid        uint32
-	Flags      uint32
+	Owner      uint32
 }
 
 // Names of all BPF objects in the ELF.
