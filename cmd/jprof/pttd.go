@@ -39,8 +39,8 @@ func pttd(args []string, stdout io.Writer) error {
 	srv := &ptthelper.Server{Objects: objs, Reclaimed: func(owner uint32, n int, err error) {
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "jprof pttd: client %d left; freeing its slots failed: %v\n", owner, err)
-		} else if n > 0 {
-			fmt.Fprintf(stdout, "jprof pttd: client %d left %d slots in use; freed\n", owner, n)
+		} else {
+			fmt.Fprintf(stdout, "jprof pttd: client %d left; %d slots it still held freed\n", owner, n)
 		}
 	}}
 	if err := srv.Listen(*sock); err != nil {
