@@ -146,7 +146,11 @@ func TestPTTSeveralJVMsOnOnePttd(t *testing.T) {
 			sock, lines := startPttd(t)
 			procs := make([]*jvmtest.Proc, n)
 			for i := range procs {
-				procs[i] = jvmtest.Launch(t, jvmtest.Run{Class: "PTTCheck", Args: pttCheckArgs,
+				args := pttCheckArgs
+				if i%2 == 1 { // each JVM's spinner beside another's sleeper
+					args = append(args[:len(args):len(args)], "sleeper-first")
+				}
+				procs[i] = jvmtest.Launch(t, jvmtest.Run{Class: "PTTCheck", Args: args,
 					Options: "METRICS=PTT_TIME,START,NORTDRIVER,PTTD=" + sock})
 			}
 			results := make([]*jvmtest.Result, n)

@@ -4,7 +4,9 @@ import java.lang.management.ThreadMXBean;
 /** Two threads whose CPU time the JVM itself measures, to check the PTT
  *  against: "spinner" spins for args[0] ms of its own CPU time, "sleeper"
  *  sleeps args[1] times args[2] ms. Each prints the CPU time its work()
- *  took by the JVM's thread CPU clock: "<name> cpu=<ns>". */
+ *  took by the JVM's thread CPU clock: "<name> cpu=<ns>". An optional
+ *  args[3] "sleeper-first" starts the sleeper first, so that JVMs sharing
+ *  one PTT work area do not start their threads in the same order. */
 public class PTTCheck {
     static final ThreadMXBean MX = ManagementFactory.getThreadMXBean();
     static volatile long sink;
@@ -39,8 +41,9 @@ public class PTTCheck {
         Thread sleeper = worker("sleeper", () -> {
             try { nap(naps, napMs); } catch (InterruptedException e) { throw new RuntimeException(e); }
         });
-        spinner.start();
-        sleeper.start();
+        boolean sleeperFirst = args.length > 3 && args[3].equals("sleeper-first");
+        (sleeperFirst ? sleeper : spinner).start();
+        (sleeperFirst ? spinner : sleeper).start();
         spinner.join();
         sleeper.join();
     }
