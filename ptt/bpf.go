@@ -60,6 +60,10 @@ func setupBPF(cfg Config) (Status, error) {
 	st.Notes = append(st.Notes, fmt.Sprintf(
 		"PTT bpf: %s programs on sched_switch and interrupt points %s%s.",
 		objs.Mode, strings.Join(objs.Points, ", "), missing(objs.Missing)))
+	if !objs.RenameTrigger {
+		st.Notes = append(st.Notes, "PTT bpf: no task_rename tracepoint on this kernel: "+
+			"in a PID namespace each thread blocks until its next switch-in at its start.")
+	}
 	if !objs.Healer {
 		st.Notes = append(st.Notes, "PTT bpf: no sched_exit_tp on this kernel: "+
 			"a switch-in sched_switch does not trace loses that time slice.")
@@ -124,8 +128,9 @@ func attachBPF(cfg Config, slotsFD, tidsFD int, owner uint32) (Status, error) {
 	var ns []string
 	if ino := uint32(C.jp_ptt_bpf_pidns()); ino != 0 {
 		ns = []string{fmt.Sprintf("PTT bpf: this process runs in a PID namespace (pid:[%d]); each thread registers "+
-			"under its namespace tid and blocks a few microseconds at its start while the eBPF programs resolve "+
-			"its global tid at its context switch (threads never resolved use the clock backend, counted in log-msg).", ino)}
+			"under its namespace tid and, at its start, renames itself to its own name so that the eBPF programs "+
+			"(task_rename, else its next switch-in) fill in its global tid "+
+			"(threads never resolved use the clock backend, counted in log-msg).", ino)}
 	}
 	return Status{Backend: BPF, HasDispatches: true, HasInterrupts: true, Notes: append([]string{
 		"PTT backend bpf: eBPF work area mapped into the process; dispatch and interrupt counts; " +

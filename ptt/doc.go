@@ -56,7 +56,9 @@
 // process in another PID namespace (a container) cannot learn that tid,
 // so its threads register under (namespace inode, namespace tid) and the
 // programs, which compute that pair from the task, fill in the global
-// tid at the thread's next switch-in while the thread blocks briefly.
+// tid when the thread renames itself to its own name (task_rename; or
+// at its next switch-in, the thread blocking briefly, on kernels
+// without that tracepoint).
 // Setup checks it all on one thread first (a dispatch seen across a
 // 5 ms sleep, the sleep not charged) and otherwise does not use bpf.
 //

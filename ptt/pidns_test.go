@@ -1,6 +1,7 @@
 package ptt_test
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/libjprof/libjprof/internal/ptttest"
 	"github.com/libjprof/libjprof/ptt"
+	"github.com/libjprof/libjprof/ptt/pttbpf"
 )
 
 // checkCounts runs a busy and a sleeping thread on the configured bpf
@@ -38,8 +40,10 @@ func checkCounts(t *testing.T) {
 // The registration path of a process in a PID namespace (pending key,
 // resolved by the BPF side), taken here in the initial namespace.
 func TestBPFNamespacePath(t *testing.T) {
-	ptttest.ForceNamespacePath(true)
-	defer ptttest.ForceNamespacePath(false)
+	ino, err := ptttest.OwnPIDNamespace()
+	require.NoError(t, err)
+	ptttest.ForcePIDNamespace(ino)
+	defer ptttest.ForcePIDNamespace(0)
 	st := setupOrSkip(t, ptt.Config{Force: ptt.BPF, Slots: 8})
 	assert.Contains(t, strings.Join(st.Notes, "\n"), "runs in a PID namespace")
 	checkCounts(t)
@@ -47,6 +51,26 @@ func TestBPFNamespacePath(t *testing.T) {
 	res := onThread(func() [2]int { f, m := ptttest.CycleThread(24); return [2]int{f, m} })
 	assert.Zero(t, res[0], "registrations failed")
 	assert.Zero(t, ptt.ReadCounters().SlotsInUse)
+}
+
+// Without the task_rename trigger (a kernel without that tracepoint) a
+// registration is resolved at the thread's next switch-in instead.
+func TestBPFNamespacePathWithoutRenameTrigger(t *testing.T) {
+	objs, err := pttbpf.Load(pttbpf.Options{Slots: 8, NoRenameTrigger: true})
+	if errors.Is(err, os.ErrPermission) {
+		t.Skipf("cannot load eBPF here (needs CAP_BPF+CAP_PERFMON): %v", err)
+	}
+	require.NoError(t, err)
+	defer objs.Close()
+	require.False(t, objs.RenameTrigger)
+	ino, err := ptttest.OwnPIDNamespace()
+	require.NoError(t, err)
+	ptttest.ForcePIDNamespace(ino)
+	defer ptttest.ForcePIDNamespace(0)
+	_, err = ptt.SetupFromFDs(ptt.Config{Metrics: []ptt.Metric{ptt.Time}}, objs.Slots.FD(), objs.Tids.FD(), 2)
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, ptt.Close()) }()
+	checkCounts(t)
 }
 
 // This test binary, run again inside a new PID namespace (as in any
@@ -72,4 +96,22 @@ func TestBPFInPIDNamespace(t *testing.T) {
 	t.Logf("in a new PID namespace:\n%s", out)
 	require.NoError(t, err)
 	require.Contains(t, string(out), "--- PASS: TestBPFInPIDNamespace")
+}
+
+// When the BPF side never sees the registering thread (here: a PID
+// namespace that is not ours, so no task ever has the pending key), the
+// set-up self-test fails and Setup falls back to perf, saying why.
+func TestBPFSelfTestFallsBack(t *testing.T) {
+	ptttest.ForcePIDNamespace(12345)
+	defer ptttest.ForcePIDNamespace(0)
+	st := setupOrSkip(t, ptt.Config{})
+	notes := strings.Join(st.Notes, "\n")
+	t.Log(notes)
+	if !strings.Contains(notes, "self-test") && strings.Contains(notes, "operation not permitted") {
+		t.Skip("bpf not loadable here")
+	}
+	assert.Equal(t, ptt.Perf, st.Backend)
+	assert.Contains(t, notes, "PTT backend bpf unavailable: ptt: eBPF self-test failed: registering a thread failed")
+	assert.Contains(t, notes, "no context switch of the thread was seen")
+	assert.EqualValues(t, 1, ptt.ReadCounters().Unresolved)
 }

@@ -31,9 +31,10 @@ static uint64_t in_use;  /* slots this process holds */
 static uint64_t no_slot; /* registrations refused: all slots in use */
 static uint64_t unresolved; /* registrations the BPF side never resolved */
 
-/* Test hook: register through the pending path even in the initial
- * PID namespace (ptttest.ForceNamespacePath). */
-int jp_ptt_bpf_force_ns;
+/* Test hook (ptttest.ForcePIDNamespace): when non-zero, the next attach
+ * registers threads through the pending path as if this process were
+ * in the PID namespace with this inode. */
+uint32_t jp_ptt_bpf_force_pidns;
 
 static long sys_bpf(int cmd, union bpf_attr *attr)
 {
@@ -86,9 +87,11 @@ static int64_t our_pidns(void)
 {
 	struct stat st;
 
+	if (jp_ptt_bpf_force_pidns)
+		return jp_ptt_bpf_force_pidns;
 	if (stat("/proc/self/ns/pid", &st))
 		return -errno;
-	if (st.st_ino == JP_PTT_INIT_PIDNS && !jp_ptt_bpf_force_ns)
+	if (st.st_ino == JP_PTT_INIT_PIDNS)
 		return 0;
 	return (int64_t)(uint32_t)st.st_ino;
 }
@@ -222,24 +225,35 @@ static void block_briefly(long ns)
  * register_pending registers a thread of a PID namespace (see
  * ptt_slot.h): its gettid() is not the tid the BPF programs see, and
  * /proc inside a container does not show the global one. The thread
- * inserts its pending key and blocks briefly; at its switch-in the BPF
- * side, which can compute that key from the task, inserts the global
- * tid and writes it into the slot. Returns the global tid, or 0 when
- * no switch-in resolved it (then the registration is withdrawn).
+ * inserts its pending key and renames itself to its own name; the BPF
+ * side's task_rename program (or, without it, the thread's next
+ * switch-in, which it waits for by blocking briefly), which can compute
+ * that key from the task, inserts the global tid and writes it into the
+ * slot. Returns the global tid, or 0 when nothing resolved it (then the
+ * registration is withdrawn).
  */
 static uint32_t register_pending(struct jp_ptt_slot *s, uint32_t idx, uint32_t ns_tid)
 {
-	static const long waits[] = {1000, 1000000, 10000000}; /* 1 µs, 1 ms, 10 ms */
+	/* Short sleeps may return before the thread was ever switched out;
+	 * escalate (about 20 ms in all before giving up). */
+	static const long waits[] = {1000, 5000, 20000, 50000, 100000, 200000, 500000,
+				     1000000, 2000000, 5000000, 10000000};
 	uint64_t key = JP_PTT_PENDING_KEY(pidns, ns_tid);
 	uint32_t gtid = 0, zero = 0;
 
 	__atomic_fetch_add(&hdr()->pending, 1, __ATOMIC_SEQ_CST);
 	if (map_update(key, idx, BPF_ANY) == 0) {
-		for (size_t i = 0; i < sizeof(waits) / sizeof(waits[0]); i++) {
+		/* The trigger: renaming the thread to its own name runs the
+		 * task_rename program in its context (a few µs). */
+		char name[16] = {0};
+
+		if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0)
+			prctl(PR_SET_NAME, name, 0, 0, 0);
+		gtid = __atomic_load_n(&s->tid, __ATOMIC_ACQUIRE);
+		/* Else (no task_rename program): its next switch-in. */
+		for (size_t i = 0; !gtid && i < sizeof(waits) / sizeof(waits[0]); i++) {
 			block_briefly(waits[i]);
 			gtid = __atomic_load_n(&s->tid, __ATOMIC_ACQUIRE);
-			if (gtid)
-				break;
 		}
 		map_delete(key);
 	}

@@ -12,7 +12,7 @@ extern uint64_t jp_ptt_fallbacks;
 uint64_t jp_ptt_fallbacks_load(void);
 
 /* bpf backend (ptt_bpf.c) */
-extern int jp_ptt_bpf_force_ns;
+extern uint32_t jp_ptt_bpf_force_pidns;
 int jp_ptt_bpf_attach(int slots_fd, int tids_fd, uint32_t owner);
 int jp_ptt_bpf_detach(void);
 int jp_ptt_bpf_register(jp_ptt_thread *t);

@@ -22,9 +22,9 @@
  *   container) only knows its namespace-local tid. Such a thread
  *   registers under a pending key, (namespace inode << 32 | local tid),
  *   and the BPF side, which can compute that key for any task from
- *   task->thread_pid, resolves it at the thread's next context switch:
- *   it inserts the global tid and writes it into the slot's tid. See
- *   ptt_bpf.c and ptt.bpf.c.
+ *   task->thread_pid, resolves it when the thread renames itself (or at
+ *   its next switch-in): it inserts the global tid and writes it into
+ *   the slot's tid. See ptt_bpf.c and ptt.bpf.c.
  *
  * Plain C types only: this header is compiled both for the host and for
  * the BPF target, where <stdint.h> is not available.

@@ -319,26 +319,33 @@ static int th_pool_round(int n, int *distinct, int *fallbacks, int *clocks, uint
 	return 0;
 }
 
-static void th_force_ns(int on) { jp_ptt_bpf_force_ns = on; }
+static void th_force_pidns(uint32_t ino) { jp_ptt_bpf_force_pidns = ino; }
 */
 import "C"
 
 import (
 	// The C side of package ptt (jp_ptt, the backends' registration)
 	// is what these helpers call into.
+	"golang.org/x/sys/unix"
+
 	"github.com/libjprof/libjprof/ptt"
 )
 
-// ForceNamespacePath makes bpf registrations after the next
-// ptt.Setup or ptt.SetupFromFDs take the path of a process in a PID
-// namespace (a pending key resolved by the BPF side) even in the
-// initial namespace, so that path is tested without a container.
-func ForceNamespacePath(on bool) {
-	v := 0
-	if on {
-		v = 1
+// ForcePIDNamespace makes the next ptt.Setup or ptt.SetupFromFDs
+// register threads as a process in the PID namespace with inode ino
+// would (a pending key the BPF side resolves), even in the initial
+// namespace; 0 restores the real namespace. With the inode of the real
+// one (OwnPIDNamespace) the BPF side resolves every thread; with any
+// other, none.
+func ForcePIDNamespace(ino uint32) { C.th_force_pidns(C.uint32_t(ino)) }
+
+// OwnPIDNamespace is the inode of this process's PID namespace.
+func OwnPIDNamespace() (uint32, error) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/pid", &st); err != nil {
+		return 0, err
 	}
-	C.th_force_ns(C.int(v))
+	return uint32(st.Ino), nil
 }
 
 // SlotState mirrors struct jp_ptt_slot for the retry-loop tests.

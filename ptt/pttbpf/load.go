@@ -51,6 +51,9 @@ type Options struct {
 	Slots int
 	// Mode forces "tp_btf" or "raw_tp"; empty tries tp_btf, then raw_tp.
 	Mode string
+	// NoRenameTrigger leaves the task_rename program out, as on a
+	// kernel without that tracepoint (for tests of the fallback).
+	NoRenameTrigger bool
 }
 
 // Objects are the loaded and attached programs and their maps.
@@ -72,6 +75,10 @@ type Objects struct {
 	// back on CPU a thread whose switch-in sched_switch did not trace
 	// (kernel 6.15+).
 	Healer bool
+	// RenameTrigger says the task_rename program is attached, which
+	// resolves a PID-namespace thread's registration as soon as the
+	// thread renames itself (otherwise at its next switch-in).
+	RenameTrigger bool
 
 	coll  *ebpf.Collection
 	links []link.Link
@@ -97,6 +104,11 @@ func Load(opts Options) (*Objects, error) {
 	spec.Maps["ptt_slots"].MaxEntries = uint32(n + 1)
 	spec.Maps["ptt_tids"].MaxEntries = uint32(2 * n)
 
+	if opts.NoRenameTrigger {
+		for _, mode := range []string{"tp_btf", "raw_tp"} {
+			delete(spec.Programs, progName(mode, renameTP))
+		}
+	}
 	var o *Objects
 	switch opts.Mode {
 	case "tp_btf", "raw_tp":
@@ -131,8 +143,14 @@ func progName(mode, tp string) string {
 	return strings.ReplaceAll(mode, "_", "") + "_" + tp
 }
 
-// healerTP is the optional switch-in healer's tracepoint.
-const healerTP = "sched_exit_tp"
+// Optional tracepoints: the switch-in healer's, and the registration
+// trigger's.
+const (
+	healerTP = "sched_exit_tp"
+	renameTP = "task_rename"
+)
+
+func optional(tp string) bool { return tp == healerTP || tp == renameTP }
 
 // tracepoints lists the tracepoints to attach, exits before entries
 // before sched_switch: an exit whose entry was missed is ignored by the
@@ -146,7 +164,7 @@ func tracepoints() []string {
 	for _, p := range IRQPoints {
 		tps = append(tps, p+"_entry")
 	}
-	return append(tps, "sched_switch", healerTP)
+	return append(tps, "sched_switch", healerTP, renameTP)
 }
 
 func load(spec *ebpf.CollectionSpec, mode string) (*Objects, error) {
@@ -177,8 +195,10 @@ func load(spec *ebpf.CollectionSpec, mode string) (*Objects, error) {
 				o.Missing = append(o.Missing, p)
 			}
 		}
-		if _, err := kspec.AnyTypeByName("btf_trace_" + healerTP); err != nil {
-			delete(s.Programs, progName(mode, healerTP))
+		for _, tp := range []string{healerTP, renameTP} {
+			if _, err := kspec.AnyTypeByName("btf_trace_" + tp); err != nil {
+				delete(s.Programs, progName(mode, tp))
+			}
 		}
 	}
 	coll, err := ebpf.NewCollection(s)
@@ -213,7 +233,7 @@ func (o *Objects) attach(spec *ebpf.CollectionSpec) error {
 			continue
 		}
 		prog := o.coll.Programs[progName(o.Mode, tp)]
-		if prog == nil && tp == healerTP {
+		if prog == nil && optional(tp) {
 			continue // dropped at load: not on this kernel
 		}
 		if prog == nil {
@@ -226,8 +246,8 @@ func (o *Objects) attach(spec *ebpf.CollectionSpec) error {
 		} else {
 			l, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: tp, Program: prog})
 		}
-		if err != nil && tp == healerTP {
-			continue // optional
+		if err != nil && optional(tp) {
+			continue
 		}
 		if err != nil {
 			if tp != "sched_switch" && o.Mode == "raw_tp" && errors.Is(err, os.ErrNotExist) {
@@ -241,8 +261,11 @@ func (o *Objects) attach(spec *ebpf.CollectionSpec) error {
 		}
 		o.links = append(o.links, l)
 		attached[stem]++
-		if tp == healerTP {
+		switch tp {
+		case healerTP:
 			o.Healer = true
+		case renameTP:
+			o.RenameTrigger = true
 		}
 	}
 	for _, p := range IRQPoints {

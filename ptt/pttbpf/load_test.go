@@ -35,6 +35,7 @@ func TestLoad(t *testing.T) {
 			assert.EqualValues(t, 65, o.Slots.MaxEntries())
 			assert.EqualValues(t, 128, o.Tids.MaxEntries(), "room for a pending key beside each slot's tid")
 			assert.True(t, o.Healer, "sched_exit_tp is on this kernel (6.18)")
+			assert.True(t, o.RenameTrigger, "task_rename is on this kernel")
 			st, err := o.Stats()
 			require.NoError(t, err)
 			t.Logf("mode %s points %v missing %v healer %v stats %+v", o.Mode, o.Points, o.Missing, o.Healer, st)

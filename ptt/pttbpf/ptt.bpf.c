@@ -363,6 +363,22 @@ static __always_inline int on_sched_exit(int is_switch)
 }
 
 /*
+ * Registration trigger: a thread of a PID namespace that has inserted its
+ * pending key renames itself to its own name (prctl PR_SET_NAME), which
+ * runs this at once in its own context, so its registration is resolved
+ * without waiting for a context switch. Renames are rare, and cost one
+ * header load here while no registration is pending.
+ */
+static __always_inline int on_rename(struct task_struct *t, __u32 tid)
+{
+	struct cpu_state *st = cpu();
+
+	if (st && tid && !slot_of(st, tid))
+		resolve(t, tid);
+	return 0;
+}
+
+/*
  * Interrupt entry. Only the outermost entry charges: depth is bumped
  * first (atomically, since a hard interrupt can preempt this program
  * while it runs for a soft interrupt), so a nested entry always sees a
@@ -433,6 +449,15 @@ int tpbtf_sched_exit_tp(unsigned long long *ctx)
 	return on_sched_exit((int)(ctx[0] & 1));
 }
 
+SEC("tp_btf/task_rename")
+int tpbtf_task_rename(unsigned long long *ctx)
+{
+	/* TP_PROTO(struct task_struct *task, const char *comm) */
+	struct task_struct *t = (struct task_struct *)ctx[0];
+
+	return on_rename(t, t->pid);
+}
+
 #define TPBTF_PAIR(name)                                  \
 	SEC("tp_btf/" #name "_entry")                     \
 	int tpbtf_##name##_entry(void *ctx) { return on_irq_entry(); } \
@@ -454,6 +479,14 @@ SEC("raw_tp/sched_exit_tp")
 int rawtp_sched_exit_tp(struct bpf_raw_tracepoint_args *ctx)
 {
 	return on_sched_exit((int)(ctx->args[0] & 1));
+}
+
+SEC("raw_tp/task_rename")
+int rawtp_task_rename(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *t = (struct task_struct *)ctx->args[0];
+
+	return on_rename(t, BPF_CORE_READ(t, pid));
 }
 
 #define RAWTP_PAIR(name)                                  \
