@@ -116,6 +116,10 @@ func (a *agent) setupPTT() error {
 	if err != nil {
 		return fmt.Errorf("metrics %v: %w", plan.want, err)
 	}
+	for _, w := range st.Warnings {
+		fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", w)
+		a.log.Warn(w)
+	}
 	a.ptt = st
 	a.metrics = plan.want
 	if len(plan.want) > 0 {

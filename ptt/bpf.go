@@ -120,7 +120,7 @@ func attachBPF(cfg Config, slotsFD, tidsFD int, owner uint32) (Status, error) {
 	why := make([]byte, 256)
 	if r := C.jp_ptt_bpf_selftest((*C.char)(unsafe.Pointer(&why[0])), C.size_t(len(why))); r != 0 {
 		C.jp_ptt_bpf_detach()
-		return Status{}, fmt.Errorf("ptt: eBPF self-test failed: %s", C.GoString((*C.char)(unsafe.Pointer(&why[0]))))
+		return Status{}, fmt.Errorf("ptt: %w: %s", ErrSelfTest, C.GoString((*C.char)(unsafe.Pointer(&why[0]))))
 	}
 	state.bpf = &bpfState{}
 	publish(BPF, cfg, true, true)

@@ -113,5 +113,7 @@ func TestBPFSelfTestFallsBack(t *testing.T) {
 	assert.Equal(t, ptt.Perf, st.Backend)
 	assert.Contains(t, notes, "PTT backend bpf unavailable: ptt: eBPF self-test failed: registering a thread failed")
 	assert.Contains(t, notes, "no context switch of the thread was seen")
+	require.Len(t, st.Warnings, 1, "a failed self-test is worth a warning")
+	assert.Contains(t, st.Warnings[0], "self-test failed")
 	assert.EqualValues(t, 1, ptt.ReadCounters().Unresolved)
 }

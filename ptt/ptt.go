@@ -131,7 +131,14 @@ type Status struct {
 	HasDispatches bool
 	HasInterrupts bool
 	Notes         []string // limitations and fallbacks, for log-msg and report headers
+	// Warnings repeat the Notes a user must not miss (stderr): a
+	// backend that loaded but failed its set-up self-test.
+	Warnings []string
 }
+
+// ErrSelfTest is wrapped by the error of a bpf set-up whose self-test
+// failed: the programs loaded but do not count this process's threads.
+var ErrSelfTest = errors.New("eBPF self-test failed")
 
 // state is the process-wide backend state behind the C globals.
 var state struct {
@@ -175,17 +182,22 @@ func Setup(cfg Config) (Status, error) {
 		order = []Backend{BPF, Perf, Clock}
 	}
 
-	var notes []string
+	var notes, warnings []string
 	for i, b := range order {
 		st, err := setupLocked(b, cfg)
 		if err == nil {
 			st.Notes = append(notes, st.Notes...)
+			st.Warnings = append(warnings, st.Warnings...)
 			return st, nil
 		}
 		if i == len(order)-1 {
 			return Status{}, err
 		}
-		notes = append(notes, fmt.Sprintf("PTT backend %s unavailable: %v.", b, err))
+		note := fmt.Sprintf("PTT backend %s unavailable: %v.", b, err)
+		notes = append(notes, note)
+		if errors.Is(err, ErrSelfTest) {
+			warnings = append(warnings, note)
+		}
 	}
 	panic("unreachable")
 }
