@@ -25,6 +25,7 @@ type agent struct {
 	log      *zap.Logger
 	closeLog func()
 	ptt      ptt.Status
+	pttLease *ptthelper.Lease // jprof pttd's work area: held open for the life of the process
 	metrics  []ptt.Metric
 	jvm      jvmIdentity
 	env      [][]uint64           // environmental overhead per metric and key
@@ -132,6 +133,10 @@ func (a *agent) setupPTT() error {
 	if err != nil {
 		return fmt.Errorf("metrics %v: %w", plan.want, err)
 	}
+	for _, w := range st.Warnings {
+		fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", w)
+		a.log.Warn(w)
+	}
 	a.ptt = st
 	a.metrics = plan.want
 	if len(plan.want) > 0 {
@@ -175,14 +180,16 @@ func (a *agent) pttSetup(metrics []ptt.Metric) (ptt.Status, error) {
 }
 
 func (a *agent) pttFromHelper(cfg ptt.Config, sock string) (ptt.Status, error) {
-	slots, tids, err := ptthelper.Fetch(sock)
+	lease, err := ptthelper.Fetch(sock)
 	if err != nil {
 		return ptt.Status{}, err
 	}
-	st, err := ptt.SetupFromFDs(cfg, slots, tids)
+	st, err := ptt.SetupFromFDs(cfg, lease.SlotsFD, lease.TidsFD, lease.Owner)
 	if err != nil {
+		lease.Close()
 		return st, err
 	}
+	a.pttLease = lease
 	st.Notes = append(st.Notes, "PTT bpf work area from jprof pttd at "+sock)
 	return st, nil
 }
@@ -313,7 +320,7 @@ func (a *agent) logThreadSummary(totals []threadTotals) {
 	if len(a.metrics) > 0 {
 		c := ptt.ReadCounters()
 		a.log.Info("PTT summary", zap.Stringer("backend", a.ptt.Backend), zap.Uint64("fallbackThreads", c.Fallbacks),
-			zap.Uint64("noSlot", c.NoSlot), zap.Uint64("slotsInUse", c.SlotsInUse), zap.Uint64("slots", c.Slots),
+			zap.Uint64("noSlot", c.NoSlot), zap.Uint64("unresolved", c.Unresolved), zap.Uint64("slotsInUse", c.SlotsInUse), zap.Uint64("slots", c.Slots),
 			zap.Any("bpfCounters", c.BPF))
 	}
 	a.log.Info("method registry", zap.Int("methods", engine.Methods()), zap.Int("limit", engine.MaxMethods()),

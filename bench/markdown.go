@@ -214,7 +214,7 @@ func (j *Javac) Markdown(out io.Writer, s *Suite) error {
 }
 
 func (c *ReadCost) Markdown(out io.Writer, s *Suite) error {
-	fmt.Fprintf(out, "`ptt.MeasureReadCosts`: each backend set up in turn in this process, %s reads timed in one C loop "+
+	fmt.Fprintf(out, "`ptttest.MeasureReadCosts`: each backend set up in turn in this process, %s reads timed in one C loop "+
 		"(one cgo call), %d repetition(s). *Best* is the fastest repetition, the read's own cost (other work only "+
 		"slows a loop down); the targets and the expectations above use it. A PTT read is what the agent does "+
 		"twice per event (Early and Late Read).\n\n", group(float64(s.Opts.ReadCostReads)), s.Opts.ReadCostReps)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/libjprof/libjprof/ptt"
+	"github.com/libjprof/libjprof/internal/ptttest"
 )
 
 // ReadCost measures one PTT read of each backend beside bare clock reads,
@@ -38,7 +38,7 @@ func (c *ReadCost) Run(ctx context.Context, s *Suite, _ string) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		for _, m := range ptt.MeasureReadCosts(s.Opts.ReadCostReads) {
+		for _, m := range ptttest.MeasureReadCosts(s.Opts.ReadCostReads) {
 			r := rows[m.Name]
 			if r == nil {
 				r = &ReadCostRow{Name: m.Name}

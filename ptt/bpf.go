@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"github.com/libjprof/libjprof/ptt/pttbpf"
 )
@@ -50,7 +51,7 @@ func setupBPF(cfg Config) (Status, error) {
 	if err != nil {
 		return Status{}, fmt.Errorf("ptt: load eBPF programs: %w", err)
 	}
-	st, err := attachBPF(cfg, objs.Slots.FD(), objs.Tids.FD())
+	st, err := attachBPF(cfg, objs.Slots.FD(), objs.Tids.FD(), C.JP_PTT_OWNER_SELF)
 	if err != nil {
 		objs.Close()
 		return Status{}, err
@@ -59,6 +60,10 @@ func setupBPF(cfg Config) (Status, error) {
 	st.Notes = append(st.Notes, fmt.Sprintf(
 		"PTT bpf: %s programs on sched_switch and interrupt points %s%s.",
 		objs.Mode, strings.Join(objs.Points, ", "), missing(objs.Missing)))
+	if !objs.RenameTrigger {
+		st.Notes = append(st.Notes, "PTT bpf: no task_rename tracepoint on this kernel: "+
+			"in a PID namespace each thread blocks until its next switch-in at its start.")
+	}
 	if !objs.Healer {
 		st.Notes = append(st.Notes, "PTT bpf: no sched_exit_tp on this kernel: "+
 			"a switch-in sched_switch does not trace loses that time slice.")
@@ -78,7 +83,11 @@ func missing(m []string) string {
 // unix socket: the work area (slotsFD, BPF_F_MMAPABLE, header filled in)
 // and the tid->slot hash (tidsFD). Holding the FDs needs no privilege.
 // The FDs stay owned by the caller and must stay open until Close.
-func SetupFromFDs(cfg Config, slotsFD, tidsFD int) (Status, error) {
+//
+// owner is the token this process claims work-area slots under; it must
+// be non-zero and differ from that of every other process sharing the
+// area (jprof pttd hands one to each client: ptthelper.Lease.Owner).
+func SetupFromFDs(cfg Config, slotsFD, tidsFD int, owner uint32) (Status, error) {
 	if len(cfg.Metrics) > MaxMetrics {
 		return Status{}, fmt.Errorf("ptt: %d metrics asked, at most %d", len(cfg.Metrics), MaxMetrics)
 	}
@@ -88,26 +97,48 @@ func SetupFromFDs(cfg Config, slotsFD, tidsFD int) (Status, error) {
 	state.Lock()
 	defer state.Unlock()
 	closeLocked()
-	return attachBPF(cfg, slotsFD, tidsFD)
+	if owner == 0 {
+		return Status{}, errors.New("ptt: owner token 0 is reserved for free slots")
+	}
+	return attachBPF(cfg, slotsFD, tidsFD, owner)
 }
 
-func attachBPF(cfg Config, slotsFD, tidsFD int) (Status, error) {
-	if r := C.jp_ptt_bpf_attach(C.int(slotsFD), C.int(tidsFD)); r != 0 {
+func attachBPF(cfg Config, slotsFD, tidsFD int, owner uint32) (Status, error) {
+	if r := C.jp_ptt_bpf_attach(C.int(slotsFD), C.int(tidsFD), C.uint32_t(owner)); r != 0 {
 		err := syscall.Errno(-r)
 		if err == syscall.EINVAL {
 			return Status{}, fmt.Errorf("ptt: map FD %d is not a PTT work area (bad header)", slotsFD)
 		}
+		if err == syscall.ENOENT {
+			return Status{}, fmt.Errorf("ptt: /proc/self/ns/pid: %w (the PID namespace must be known to register threads)", err)
+		}
 		return Status{}, fmt.Errorf("ptt: map the bpf work area: %w", err)
+	}
+	// The set-up self-test: before any thread relies on the work area,
+	// check on this thread that the programs really count for this
+	// process (a dispatch seen, a sleep not charged).
+	why := make([]byte, 256)
+	if r := C.jp_ptt_bpf_selftest((*C.char)(unsafe.Pointer(&why[0])), C.size_t(len(why))); r != 0 {
+		C.jp_ptt_bpf_detach()
+		return Status{}, fmt.Errorf("ptt: %w: %s", ErrSelfTest, C.GoString((*C.char)(unsafe.Pointer(&why[0]))))
 	}
 	state.bpf = &bpfState{}
 	publish(BPF, cfg, true, true)
 	n := uint64(C.jp_ptt_bpf_nslots())
-	return Status{Backend: BPF, HasDispatches: true, HasInterrupts: true, Notes: []string{
+	var ns []string
+	if ino := uint32(C.jp_ptt_bpf_pidns()); ino != 0 {
+		ns = []string{fmt.Sprintf("PTT bpf: this process runs in a PID namespace (pid:[%d]); each thread registers "+
+			"under its namespace tid and, at its start, renames itself to its own name so that the eBPF programs "+
+			"(task_rename, else its next switch-in) fill in its global tid "+
+			"(threads never resolved use the clock backend, counted in log-msg).", ino)}
+	}
+	return Status{Backend: BPF, HasDispatches: true, HasInterrupts: true, Notes: append([]string{
 		"PTT backend bpf: eBPF work area mapped into the process; dispatch and interrupt counts; " +
 			"asynchronous interrupt time (hard IRQs, softirqs, timer and IPI vectors) factored out; " +
 			"a read is a vDSO CLOCK_MONOTONIC read and a few loads, no syscall; " +
 			"time a hypervisor steals from the vCPU while the thread is on it counts as thread time.",
 		fmt.Sprintf("PTT bpf: %d thread slots; threads beyond that fall back to the clock backend (counted in log-msg); "+
 			"softirqs run in a thread's own context (local_bh_enable) count as interrupts.", n),
-	}}, nil
+		"PTT bpf: set-up self-test passed (a registered thread's 5 ms sleep was seen as a dispatch and not charged).",
+	}, ns...)}, nil
 }

@@ -32,23 +32,35 @@
 // # The work area (bpf)
 //
 // See ptt_slot.h. Element 0 of the array is a header (magic, a generation
-// counter, the slot count); elements 1..n are 64-byte slots, one per
-// registered thread: seq, dispatches, interrupts, run_ns (on-CPU time of
-// finished dispatches), last_in (switch-in time of the current dispatch,
-// 0 when off CPU), irq_ns (interrupt time taken on CPU), irq_start
-// (interrupt in progress), tid. The BPF side brackets every slot update
-// with two increments of seq; the reader (jp_ptt_bpf_slot_read) is the
-// seed's retry loop: read seq and the counts, the clock and the slot,
-// re-read seq, retry while it changed or was odd, then
+// counter, the slot count, the pending registrations); elements 1..n are
+// 64-byte slots, one per registered thread: seq, dispatches, interrupts,
+// run_ns (on-CPU time of finished dispatches), last_in (switch-in time
+// of the current dispatch, 0 when off CPU), irq_ns (interrupt time taken
+// on CPU), irq_start (interrupt in progress), tid, owner. The BPF side
+// brackets every slot update with two increments of seq; the reader
+// (jp_ptt_bpf_slot_read) is the seed's retry loop: read seq and the
+// counts, the clock and the slot, re-read seq, retry while it changed or
+// was odd, then
 //
 //	time = run_ns + (now - last_in) - irq_ns - (now - irq_start)
 //
 // (the terms in parentheses only when last_in or irq_start is set).
 //
-// jp_ptt_thread_init on the thread claims a slot from a lock-free bitmap,
-// inserts tid->slot with one bpf(2) call and starts the clock;
-// jp_ptt_thread_fini deletes the entry and frees the slot. A thread that
-// finds no free slot falls back to the clock (ReadCounters().NoSlot).
+// jp_ptt_thread_init on the thread claims a slot with a compare-and-swap
+// of its owner word in the shared area (processes sharing one jprof pttd
+// each claim under their own owner token), registers the thread's tid
+// for it and starts the clock; jp_ptt_thread_fini undoes that. A thread
+// that finds no free slot falls back to the clock (ReadCounters().NoSlot).
+//
+// The programs know a thread by its tid in the initial PID namespace. A
+// process in another PID namespace (a container) cannot learn that tid,
+// so its threads register under (namespace inode, namespace tid) and the
+// programs, which compute that pair from the task, fill in the global
+// tid when the thread renames itself to its own name (task_rename; or
+// at its next switch-in, the thread blocking briefly, on kernels
+// without that tracepoint).
+// Setup checks it all on one thread first (a dispatch seen across a
+// 5 ms sleep, the sleep not charged) and otherwise does not use bpf.
 //
 // # Limits
 //
@@ -62,7 +74,7 @@
 //
 // # Measuring
 //
-// ReadCost, BaselineCost and MeasureReadCosts time N reads in one C loop
-// (so cgo is paid once) beside bare vDSO and rdtsc reads; BenchmarkRead
-// reports them as ns/read.
+// internal/ptttest times N reads in one C loop (so cgo is paid once)
+// beside bare vDSO and rdtsc reads, for the tests and bench; it is not
+// part of this package so that the agent does not link it.
 package ptt

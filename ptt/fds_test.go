@@ -1,4 +1,4 @@
-package ptt
+package ptt_test
 
 import (
 	"errors"
@@ -12,6 +12,9 @@ import (
 	"github.com/libjprof/libjprof/ptt/ptthelper"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/libjprof/libjprof/internal/ptttest"
+	"github.com/libjprof/libjprof/ptt"
 )
 
 // Programs loaded by someone else (here: this test, as a privileged
@@ -27,14 +30,14 @@ func TestSetupFromFDs(t *testing.T) {
 			require.NoError(t, err)
 			defer objs.Close()
 
-			st, err := SetupFromFDs(Config{Metrics: []Metric{Time}}, objs.Slots.FD(), objs.Tids.FD())
+			st, err := ptt.SetupFromFDs(ptt.Config{Metrics: []ptt.Metric{ptt.Time}}, objs.Slots.FD(), objs.Tids.FD(), 2)
 			require.NoError(t, err)
-			defer func() { assert.NoError(t, Close()) }()
-			assert.Equal(t, BPF, st.Backend)
-			assert.EqualValues(t, 8, ReadCounters().Slots)
+			defer func() { assert.NoError(t, ptt.Close()) }()
+			assert.Equal(t, ptt.BPF, st.Backend)
+			assert.EqualValues(t, 8, ptt.ReadCounters().Slots)
 
 			s0 := stealTicks(t)
-			r := onThread(func() threadResult { return busyThread(100) })
+			r := onThread(func() ptttest.ThreadResult { return ptttest.BusyThread(100) })
 			steal := stealBound(s0, stealTicks(t))
 			require.Zero(t, r.Err)
 			require.Zero(t, r.Fallback)
@@ -42,7 +45,7 @@ func TestSetupFromFDs(t *testing.T) {
 			assertTracks(t, r, steal)
 			assert.Greater(t, r.Interrupts, uint64(0))
 
-			s := onThread(func() threadResult { return sleepThread(20, 1000) })
+			s := onThread(func() ptttest.ThreadResult { return ptttest.SleepThread(20, 1000) })
 			assert.GreaterOrEqual(t, s.Dispatches, uint64(20))
 		})
 	}
@@ -57,13 +60,15 @@ func TestSetupFromFDsRejects(t *testing.T) {
 	defer objs.Close()
 
 	// The hash map is not mmapable; a closed FD is not a map.
-	_, err = SetupFromFDs(Config{Metrics: []Metric{Time}}, objs.Tids.FD(), objs.Tids.FD())
+	_, err = ptt.SetupFromFDs(ptt.Config{Metrics: []ptt.Metric{ptt.Time}}, objs.Tids.FD(), objs.Tids.FD(), 2)
 	assert.Error(t, err)
-	_, err = SetupFromFDs(Config{Metrics: []Metric{Time}}, 1<<20, objs.Tids.FD())
+	_, err = ptt.SetupFromFDs(ptt.Config{Metrics: []ptt.Metric{ptt.Time}}, 1<<20, objs.Tids.FD(), 2)
 	assert.Error(t, err)
-	_, err = SetupFromFDs(Config{Metrics: []Metric{Cycles}}, objs.Slots.FD(), objs.Tids.FD())
+	_, err = ptt.SetupFromFDs(ptt.Config{Metrics: []ptt.Metric{ptt.Cycles}}, objs.Slots.FD(), objs.Tids.FD(), 2)
 	assert.ErrorContains(t, err, "counts only PTT_TIME")
-	require.NoError(t, Close())
+	_, err = ptt.SetupFromFDs(ptt.Config{Metrics: []ptt.Metric{ptt.Time}}, objs.Slots.FD(), objs.Tids.FD(), 0)
+	assert.ErrorContains(t, err, "owner token 0")
+	require.NoError(t, ptt.Close())
 }
 
 // The unprivileged path end to end: a helper serves the FDs over a unix
@@ -81,16 +86,18 @@ func TestSetupFromHelper(t *testing.T) {
 	go srv.Serve()
 	defer srv.Close()
 
-	slots, tids, err := ptthelper.Fetch(path)
+	lease, err := ptthelper.Fetch(path)
 	require.NoError(t, err)
-	defer unix.Close(slots)
-	defer unix.Close(tids)
-	st, err := SetupFromFDs(Config{Metrics: []Metric{Time}}, slots, tids)
+	defer unix.Close(lease.SlotsFD)
+	defer unix.Close(lease.TidsFD)
+	defer lease.Close()
+	assert.GreaterOrEqual(t, lease.Owner, uint32(2), "0 is free, 1 a private area")
+	st, err := ptt.SetupFromFDs(ptt.Config{Metrics: []ptt.Metric{ptt.Time}}, lease.SlotsFD, lease.TidsFD, lease.Owner)
 	require.NoError(t, err)
-	defer func() { assert.NoError(t, Close()) }()
-	assert.Equal(t, BPF, st.Backend)
+	defer func() { assert.NoError(t, ptt.Close()) }()
+	assert.Equal(t, ptt.BPF, st.Backend)
 
-	r := onThread(func() threadResult { return sleepThread(20, 1000) })
+	r := onThread(func() ptttest.ThreadResult { return ptttest.SleepThread(20, 1000) })
 	require.Zero(t, r.Fallback)
 	assert.GreaterOrEqual(t, r.Dispatches, uint64(20))
 }

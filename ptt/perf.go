@@ -62,17 +62,34 @@ func setupPerf(cfg Config) (Status, error) {
 		}
 	}
 	C.jp_ptt_perf_exclude_kernel = cbool(excl)
-	publish(Perf, cfg, true, false)
+	dispatches := perfCountsDispatches(cfg.Metrics)
+	publish(Perf, cfg, dispatches, false)
 
 	ut := "cap_user_time is 0 here, which the record-based read does not need"
 	if C.jp_ptt_perf_user_time() == 1 {
 		ut = "cap_user_time is available but not needed"
 	}
-	return Status{Backend: Perf, HasDispatches: true, Notes: append([]string{
+	ds := "dispatch counts from the switch records"
+	if !dispatches {
+		ds = "no dispatch counts (they come with PTT_TIME, which is not asked)"
+	}
+	return Status{Backend: Perf, HasDispatches: dispatches, Notes: append([]string{
 		"PTT backend perf: thread time from each thread's SW_DUMMY event (time_running at the last switch-in plus " +
 			"CLOCK_MONOTONIC since its PERF_RECORD_SWITCH), " + ut + "; " +
-			"dispatch counts from the switch records; interrupts not counted; interrupt time not factored out.",
+			ds + "; interrupts not counted; interrupt time not factored out.",
 		"PTT perf: one FD and two mmapped pages per thread; threads whose mmap is refused " +
 			"(perf_event_mlock_kb) fall back to the clock backend (counted in log-msg).",
 	}, notes...)}, nil
+}
+
+// perfCountsDispatches says whether the perf backend makes dispatch
+// counts for metrics: jp_ptt_perf_read takes them from the switch
+// records of the PTT_TIME column, so hardware metrics alone have none.
+func perfCountsDispatches(metrics []Metric) bool {
+	for _, m := range metrics {
+		if m == Time {
+			return true
+		}
+	}
+	return false
 }

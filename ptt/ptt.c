@@ -21,6 +21,8 @@ int jp_ptt_thread_init(jp_ptt_thread *t)
 	t->perf_page = NULL;
 	t->perf_fd = -1;
 	t->fallback = 0;
+	t->backend = jp_ptt.backend;
+	t->bpf_tid = 0;
 	t->bpf_slot = NULL;
 	t->perf_ring = NULL;
 	t->perf_ring_mask = 0;
@@ -41,6 +43,7 @@ int jp_ptt_thread_init(jp_ptt_thread *t)
 	}
 	if (err) {
 		t->fallback = 1;
+		t->backend = JP_PTT_CLOCK;
 		__atomic_fetch_add(&jp_ptt_fallbacks, 1, __ATOMIC_RELAXED);
 	}
 	return err;
@@ -52,6 +55,8 @@ void jp_ptt_thread_fini(jp_ptt_thread *t)
 		jp_ptt_bpf_unregister(t);
 	if (t->perf_page || t->perf_fd >= 0)
 		jp_ptt_perf_unregister(t);
+	if (t->backend != JP_PTT_NONE)
+		t->backend = JP_PTT_CLOCK;
 }
 
 uint64_t jp_ptt_fallbacks_load(void)

@@ -131,7 +131,14 @@ type Status struct {
 	HasDispatches bool
 	HasInterrupts bool
 	Notes         []string // limitations and fallbacks, for log-msg and report headers
+	// Warnings repeat the Notes a user must not miss (stderr): a
+	// backend that loaded but failed its set-up self-test.
+	Warnings []string
 }
+
+// ErrSelfTest is wrapped by the error of a bpf set-up whose self-test
+// failed: the programs loaded but do not count this process's threads.
+var ErrSelfTest = errors.New("eBPF self-test failed")
 
 // state is the process-wide backend state behind the C globals.
 var state struct {
@@ -175,17 +182,22 @@ func Setup(cfg Config) (Status, error) {
 		order = []Backend{BPF, Perf, Clock}
 	}
 
-	var notes []string
+	var notes, warnings []string
 	for i, b := range order {
 		st, err := setupLocked(b, cfg)
 		if err == nil {
 			st.Notes = append(notes, st.Notes...)
+			st.Warnings = append(warnings, st.Warnings...)
 			return st, nil
 		}
 		if i == len(order)-1 {
 			return Status{}, err
 		}
-		notes = append(notes, fmt.Sprintf("PTT backend %s unavailable: %v.", b, err))
+		note := fmt.Sprintf("PTT backend %s unavailable: %v.", b, err)
+		notes = append(notes, note)
+		if errors.Is(err, ErrSelfTest) {
+			warnings = append(warnings, note)
+		}
 	}
 	panic("unreachable")
 }
@@ -236,6 +248,13 @@ func setupClock(cfg Config) (Status, error) {
 	}}, nil
 }
 
+// Configured returns the backend Setup configured (None when none).
+func Configured() Backend {
+	state.Lock()
+	defer state.Unlock()
+	return state.backend
+}
+
 // Close detaches the backend and returns the C side to no metrics.
 // Threads must have called jp_ptt_thread_fini first: a bpf work area
 // still in use is left mapped (not unmapped under its readers).
@@ -267,7 +286,12 @@ type Counters struct {
 	// NoSlot counts bpf registrations refused because all Slots were
 	// in use (included in Fallbacks).
 	NoSlot uint64
-	// SlotsInUse and Slots describe the bpf work area.
+	// Unresolved counts bpf registrations of threads in a PID namespace
+	// whose global tid the BPF side never resolved (no context switch
+	// seen; included in Fallbacks).
+	Unresolved uint64
+	// SlotsInUse (held by this process) and Slots describe the bpf
+	// work area.
 	SlotsInUse, Slots uint64
 	// BPF are the eBPF programs' counters (zero unless this process
 	// loaded them).
@@ -279,6 +303,7 @@ func ReadCounters() Counters {
 	c := Counters{
 		Fallbacks:  uint64(C.jp_ptt_fallbacks_load()),
 		NoSlot:     uint64(C.jp_ptt_bpf_no_slot()),
+		Unresolved: uint64(C.jp_ptt_bpf_unresolved()),
 		SlotsInUse: uint64(C.jp_ptt_bpf_in_use()),
 		Slots:      uint64(C.jp_ptt_bpf_nslots()),
 	}

@@ -50,11 +50,18 @@ typedef struct jp_ptt_reading {
  * initialised on the thread itself by jp_ptt_thread_init(). Only that
  * thread may read through it. */
 typedef struct jp_ptt_thread {
-	int tid;
+	int tid;          /* gettid(): in the process's own PID namespace */
 	int slot;         /* BPF work-area slot index, -1 if none */
 	void *perf_page;  /* perf mmap (control page + ring), NULL if none */
 	int perf_fd;
 	int fallback;     /* 1 when this thread could not use jp_ptt.backend */
+	/* The backend this thread's reads really use (enum jp_ptt_backend):
+	 * jp_ptt.backend, or JP_PTT_CLOCK for a thread that fell back (no
+	 * free slot, perf mmap refused, ...) or has called fini. Clock
+	 * readings carry a syscall's overhead and no dispatch counts, so
+	 * the engine must not mix their minima with the fast backend's. */
+	int backend;
+	unsigned int bpf_tid; /* bpf: the tid the BPF programs know (init PID namespace) */
 
 	/* bpf: &work_area[slot], NULL when the thread has no slot. */
 	const volatile struct jp_ptt_slot *bpf_slot;

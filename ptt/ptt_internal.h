@@ -12,13 +12,17 @@ extern uint64_t jp_ptt_fallbacks;
 uint64_t jp_ptt_fallbacks_load(void);
 
 /* bpf backend (ptt_bpf.c) */
-int jp_ptt_bpf_attach(int slots_fd, int tids_fd);
+extern uint32_t jp_ptt_bpf_force_pidns;
+int jp_ptt_bpf_attach(int slots_fd, int tids_fd, uint32_t owner);
 int jp_ptt_bpf_detach(void);
 int jp_ptt_bpf_register(jp_ptt_thread *t);
 void jp_ptt_bpf_unregister(jp_ptt_thread *t);
 uint64_t jp_ptt_bpf_nslots(void);
 uint64_t jp_ptt_bpf_in_use(void);
 uint64_t jp_ptt_bpf_no_slot(void);
+uint64_t jp_ptt_bpf_unresolved(void);
+uint32_t jp_ptt_bpf_pidns(void);
+int jp_ptt_bpf_selftest(char *why, size_t n);
 
 /* perf backend (ptt_perf.c) */
 extern int jp_ptt_perf_exclude_kernel;

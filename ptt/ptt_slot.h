@@ -6,7 +6,25 @@
  * Element 0 is a header (jp_ptt_hdr); elements 1..nslots are per-thread
  * slots (jp_ptt_slot), one 64-byte cache line each so that threads on
  * different CPUs never share a line. A tid->slot hash map says which
- * thread owns which slot.
+ * thread a slot is counting for.
+ *
+ * Several processes can share one work area (jprof pttd hands the same
+ * maps to every JVM), so a slot is claimed in the area itself: a
+ * compare-and-swap of its owner word from 0 to the claimant's owner
+ * token (pttd gives each client connection its own; a process that
+ * loaded the programs itself uses JP_PTT_OWNER_SELF). pttd frees the
+ * slots of a client whose connection closed (pttbpf.Objects.Reclaim).
+ *
+ * Thread ids
+ *
+ *   The BPF programs know a thread by its pid in the initial PID
+ *   namespace (task->pid). A thread inside a PID namespace (a
+ *   container) only knows its namespace-local tid. Such a thread
+ *   registers under a pending key, (namespace inode << 32 | local tid),
+ *   and the BPF side, which can compute that key for any task from
+ *   task->thread_pid, resolves it when the thread renames itself (or at
+ *   its next switch-in): it inserts the global tid and writes it into
+ *   the slot's tid. See ptt_bpf.c and ptt.bpf.c.
  *
  * Plain C types only: this header is compiled both for the host and for
  * the BPF target, where <stdint.h> is not available.
@@ -15,9 +33,10 @@
  *
  *   The BPF programs write a slot only on the CPU where its thread runs,
  *   and only while the thread is not executing (switched out, switching
- *   in, or interrupted). User space writes a slot only when registering
- *   it (before the tid->slot entry exists), with one compare-and-swap
- *   of last_in right after, and when it clears tid at fini (see
+ *   in, or interrupted), and tid once when it resolves a pending
+ *   registration. User space writes a slot only when registering it
+ *   (before the tid->slot entry exists), with one compare-and-swap of
+ *   last_in right after, and when it clears tid and owner at fini (see
  *   ptt_bpf.c).
  *
  * Update protocol (BPF side)
@@ -58,16 +77,28 @@ struct jp_ptt_slot {
 	unsigned long long last_in;    /* time of the current dispatch's switch-in; 0 = off CPU */
 	unsigned long long irq_ns;     /* ns of completed interrupts taken while on CPU */
 	unsigned long long irq_start;  /* start of the interrupt in progress; 0 = none */
-	unsigned int tid;              /* owner, set by user space at registration */
-	unsigned int flags;            /* reserved, 0 */
+	unsigned int tid;              /* thread (init-namespace tid) counted here; 0 = none or pending */
+	unsigned int owner;            /* owner token of the process holding the slot; 0 = free */
 };
+
+/* Owner token of a process that loaded the programs itself (its work
+ * area is its own); jprof pttd hands out tokens from 2 up. */
+#define JP_PTT_OWNER_SELF 1u
+
+/* The initial PID namespace's inode number (PROC_PID_INIT_INO): a
+ * process whose /proc/self/ns/pid has it knows its global tids. */
+#define JP_PTT_INIT_PIDNS 0xEFFFFFFCu
+
+/* tid->slot keys: a global tid, or a pending registration. */
+#define JP_PTT_PENDING_KEY(ns_ino, ns_tid) ((unsigned long long)(ns_ino) << 32 | (unsigned int)(ns_tid))
 
 /* Element 0 of the work area. */
 struct jp_ptt_hdr {
 	unsigned long long magic;  /* JP_PTT_HDR_MAGIC, written by the loader */
 	unsigned long long gen;    /* bumped by user space after each tid->slot insert/delete */
 	unsigned long long nslots; /* usable slots (elements 1..nslots) */
-	unsigned long long pad[5];
+	unsigned long long pending; /* pending registrations: the BPF side resolves while > 0 */
+	unsigned long long pad[4];
 };
 
 #endif /* JP_PTT_SLOT_H */

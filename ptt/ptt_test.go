@@ -1,4 +1,4 @@
-package ptt
+package ptt_test
 
 import (
 	"errors"
@@ -11,6 +11,9 @@ import (
 	"github.com/libjprof/libjprof/ptt/pttbpf"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/libjprof/libjprof/internal/ptttest"
+	"github.com/libjprof/libjprof/ptt"
 )
 
 // The tests share the process-wide backend, so none runs in parallel.
@@ -18,18 +21,18 @@ import (
 func TestParseBackend(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
-		want Backend
+		want ptt.Backend
 		err  bool
 	}{
-		{"bpf", BPF, false},
-		{"eBPF", BPF, false},
-		{"perf", Perf, false},
-		{"CLOCK", Clock, false},
-		{"auto", None, false},
-		{"", None, false},
-		{"pmu", None, true},
+		{"bpf", ptt.BPF, false},
+		{"eBPF", ptt.BPF, false},
+		{"perf", ptt.Perf, false},
+		{"CLOCK", ptt.Clock, false},
+		{"auto", ptt.None, false},
+		{"", ptt.None, false},
+		{"pmu", ptt.None, true},
 	} {
-		got, err := ParseBackend(tc.in)
+		got, err := ptt.ParseBackend(tc.in)
 		if tc.err {
 			assert.Error(t, err, tc.in)
 			continue
@@ -40,29 +43,29 @@ func TestParseBackend(t *testing.T) {
 }
 
 func TestParseMetric(t *testing.T) {
-	for in, want := range map[string]Metric{"PTT_TIME": Time, "ptt_insts": Insts, "PTT_CYCLES": Cycles} {
-		got, err := ParseMetric(in)
+	for in, want := range map[string]ptt.Metric{"PTT_TIME": ptt.Time, "ptt_insts": ptt.Insts, "PTT_CYCLES": ptt.Cycles} {
+		got, err := ptt.ParseMetric(in)
 		require.NoError(t, err)
 		assert.Equal(t, want, got)
 		assert.Equal(t, strings.ToUpper(in), got.String())
 	}
-	_, err := ParseMetric("PTT_BOGUS")
+	_, err := ptt.ParseMetric("PTT_BOGUS")
 	assert.Error(t, err)
 }
 
 // setupOrSkip configures backend b for PTT_TIME. Only a missing
 // capability skips (visibly); any other failure fails the test.
-func setupOrSkip(t *testing.T, cfg Config) Status {
+func setupOrSkip(t *testing.T, cfg ptt.Config) ptt.Status {
 	t.Helper()
 	if len(cfg.Metrics) == 0 {
-		cfg.Metrics = []Metric{Time}
+		cfg.Metrics = []ptt.Metric{ptt.Time}
 	}
-	st, err := Setup(cfg)
+	st, err := ptt.Setup(cfg)
 	if errors.Is(err, os.ErrPermission) {
 		t.Skipf("backend %s not loadable here (needs CAP_BPF+CAP_PERFMON): %v", cfg.Force, err)
 	}
 	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, Close()) })
+	t.Cleanup(func() { assert.NoError(t, ptt.Close()) })
 	for _, n := range st.Notes {
 		t.Log(n)
 	}
@@ -83,15 +86,15 @@ func onThread[T any](f func() T) T {
 
 func TestSetupForced(t *testing.T) {
 	for _, tc := range []struct {
-		b                      Backend
+		b                      ptt.Backend
 		dispatches, interrupts bool
 	}{
-		{Clock, false, false},
-		{Perf, true, false},
-		{BPF, true, true},
+		{ptt.Clock, false, false},
+		{ptt.Perf, true, false},
+		{ptt.BPF, true, true},
 	} {
 		t.Run(tc.b.String(), func(t *testing.T) {
-			st := setupOrSkip(t, Config{Force: tc.b})
+			st := setupOrSkip(t, ptt.Config{Force: tc.b})
 			assert.Equal(t, tc.b, st.Backend)
 			assert.Equal(t, tc.dispatches, st.HasDispatches)
 			assert.Equal(t, tc.interrupts, st.HasInterrupts)
@@ -100,9 +103,10 @@ func TestSetupForced(t *testing.T) {
 
 			// Monotone, sane readings: 200k reads with a sleep every
 			// 1000, against the thread's CPU time over the same span.
-			r := onThread(func() threadResult { return monotoneThread(200000) })
+			r := onThread(func() ptttest.ThreadResult { return ptttest.MonotoneThread(200000) })
 			require.Zero(t, r.Err)
 			require.Zero(t, r.Fallback, "thread fell back to the clock")
+			assert.Equal(t, tc.b, r.Backend, "the thread's own backend")
 			assert.Zero(t, r.Backwards, "readings went backwards")
 			assert.Greater(t, r.PTT, uint64(0))
 			// Same span within 20% + 1 ms (the clock read itself, the
@@ -122,15 +126,15 @@ func TestSetupForced(t *testing.T) {
 }
 
 func TestSetupAutoPicksBest(t *testing.T) {
-	st := setupOrSkip(t, Config{})
-	assert.Equal(t, BPF, st.Backend)
+	st := setupOrSkip(t, ptt.Config{})
+	assert.Equal(t, ptt.BPF, st.Backend)
 }
 
 func TestSetupNoMetrics(t *testing.T) {
-	st, err := Setup(Config{})
+	st, err := ptt.Setup(ptt.Config{})
 	require.NoError(t, err)
-	assert.Equal(t, None, st.Backend)
-	require.NoError(t, Close())
+	assert.Equal(t, ptt.None, st.Backend)
+	require.NoError(t, ptt.Close())
 }
 
 func hasPMU() bool {
@@ -141,22 +145,22 @@ func hasPMU() bool {
 func TestSetupHardwareMetrics(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		cfg   Config
+		cfg   ptt.Config
 		errIs error  // on a machine without a PMU
 		msg   string // error text, always
 	}{
-		{"insts auto", Config{Metrics: []Metric{Insts}}, ErrNoPMU, "ENOENT"},
-		{"cycles perf", Config{Metrics: []Metric{Time, Cycles}, Force: Perf}, ErrNoPMU, "ENOENT"},
-		{"insts bpf", Config{Metrics: []Metric{Insts}, Force: BPF}, nil, "counts only PTT_TIME"},
-		{"insts clock", Config{Metrics: []Metric{Insts}, Force: Clock}, nil, "counts only PTT_TIME"},
-		{"too many", Config{Metrics: make([]Metric, MaxMetrics+1)}, nil, "at most"},
+		{"insts auto", ptt.Config{Metrics: []ptt.Metric{ptt.Insts}}, ptt.ErrNoPMU, "ENOENT"},
+		{"cycles perf", ptt.Config{Metrics: []ptt.Metric{ptt.Time, ptt.Cycles}, Force: ptt.Perf}, ptt.ErrNoPMU, "ENOENT"},
+		{"insts bpf", ptt.Config{Metrics: []ptt.Metric{ptt.Insts}, Force: ptt.BPF}, nil, "counts only PTT_TIME"},
+		{"insts clock", ptt.Config{Metrics: []ptt.Metric{ptt.Insts}, Force: ptt.Clock}, nil, "counts only PTT_TIME"},
+		{"too many", ptt.Config{Metrics: make([]ptt.Metric, ptt.MaxMetrics+1)}, nil, "at most"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, err := Setup(tc.cfg)
-			defer Close()
-			if tc.errIs == ErrNoPMU && hasPMU() {
+			st, err := ptt.Setup(tc.cfg)
+			defer ptt.Close()
+			if tc.errIs == ptt.ErrNoPMU && hasPMU() {
 				require.NoError(t, err)
-				assert.Equal(t, Perf, st.Backend)
+				assert.Equal(t, ptt.Perf, st.Backend)
 				return
 			}
 			require.Error(t, err)
@@ -176,12 +180,12 @@ func TestSetupHardwareMetrics(t *testing.T) {
 // scheduler leaves it out of CLOCK_THREAD_CPUTIME_ID
 // (PARAVIRT_TIME_ACCOUNTING), the PTT cannot see it and counts it.
 func TestBPFBusyThread(t *testing.T) {
-	setupOrSkip(t, Config{Force: BPF})
-	before := ReadCounters().BPF
+	setupOrSkip(t, ptt.Config{Force: ptt.BPF})
+	before := ptt.ReadCounters().BPF
 	s0 := stealTicks(t)
-	r := onThread(func() threadResult { return busyThread(300) })
+	r := onThread(func() ptttest.ThreadResult { return ptttest.BusyThread(300) })
 	steal := stealBound(s0, stealTicks(t))
-	t.Logf("bpf counters over the run: %+v", diffStats(ReadCounters().BPF, before))
+	t.Logf("bpf counters over the run: %+v", diffStats(ptt.ReadCounters().BPF, before))
 	require.Zero(t, r.Err)
 	require.Zero(t, r.Fallback)
 	t.Logf("ptt %d ns, cputime %d ns, irq %d ns in %d interrupts, %d dispatches (schedstat %d), host steal <= %d ns",
@@ -197,7 +201,7 @@ func TestBPFBusyThread(t *testing.T) {
 // (the reads are a syscall apart; the scheduler clock and
 // CLOCK_MONOTONIC drift by ppm on a VM), plus up to the host steal
 // observed over the run on the PTT side.
-func assertTracks(t *testing.T, r threadResult, steal uint64) {
+func assertTracks(t *testing.T, r ptttest.ThreadResult, steal uint64) {
 	t.Helper()
 	want := float64(r.CPU) - float64(r.IrqNs)
 	tol := 0.01*want + 5e5
@@ -234,10 +238,10 @@ func stealBound(before, after uint64) uint64 {
 
 // Each 1 ms sleep is a switch-out; the next dispatch is counted.
 func TestDispatchesCounted(t *testing.T) {
-	for _, b := range []Backend{BPF, Perf} {
+	for _, b := range []ptt.Backend{ptt.BPF, ptt.Perf} {
 		t.Run(b.String(), func(t *testing.T) {
-			setupOrSkip(t, Config{Force: b})
-			r := onThread(func() threadResult { return sleepThread(50, 1000) })
+			setupOrSkip(t, ptt.Config{Force: b})
+			r := onThread(func() ptttest.ThreadResult { return ptttest.SleepThread(50, 1000) })
 			require.Zero(t, r.Err)
 			require.Zero(t, r.Fallback)
 			assert.GreaterOrEqual(t, r.Dispatches, uint64(50))
@@ -250,25 +254,26 @@ func TestDispatchesCounted(t *testing.T) {
 
 func TestBPFSlotRecycle(t *testing.T) {
 	const slots = 16
-	setupOrSkip(t, Config{Force: BPF, Slots: slots})
+	setupOrSkip(t, ptt.Config{Force: ptt.BPF, Slots: slots})
 
 	// One thread, 3x the slot count registrations: each fini frees.
-	res := onThread(func() [2]int { f, m := cycleThread(3 * slots); return [2]int{f, m} })
+	res := onThread(func() [2]int { f, m := ptttest.CycleThread(3 * slots); return [2]int{f, m} })
 	assert.Zero(t, res[0], "registrations failed")
 	assert.LessOrEqual(t, res[1], slots)
-	assert.Zero(t, ReadCounters().SlotsInUse)
+	assert.Zero(t, ptt.ReadCounters().SlotsInUse)
 
 	// slots+1 threads at once, 3 rounds: all slots handed out, one
 	// thread falls back each round, all come back after fini.
-	before := ReadCounters()
+	before := ptt.ReadCounters()
 	for round := 0; round < 3; round++ {
-		distinct, fallbacks, inUse := poolRound(slots + 1)
+		distinct, fallbacks, clocks, inUse := ptttest.PoolRound(slots + 1)
 		assert.Equal(t, slots, distinct, "round %d", round)
 		assert.Equal(t, 1, fallbacks, "round %d", round)
+		assert.Equal(t, 1, clocks, "round %d: the thread without a slot says it reads the clock", round)
 		assert.EqualValues(t, slots, inUse, "round %d", round)
-		assert.Zero(t, ReadCounters().SlotsInUse, "round %d", round)
+		assert.Zero(t, ptt.ReadCounters().SlotsInUse, "round %d", round)
 	}
-	after := ReadCounters()
+	after := ptt.ReadCounters()
 	assert.EqualValues(t, 3, after.NoSlot-before.NoSlot)
 	assert.EqualValues(t, 3, after.Fallbacks-before.Fallbacks)
 	assert.EqualValues(t, slots, after.Slots)
@@ -277,8 +282,8 @@ func TestBPFSlotRecycle(t *testing.T) {
 // A thread that died without fini leaves its tid->slot entry; a new
 // thread with the same tid takes it over and the old slot is freed.
 func TestBPFStaleTid(t *testing.T) {
-	setupOrSkip(t, Config{Force: BPF, Slots: 4})
-	r := onThread(func() [3]uint64 { e, m, n := reregister(); return [3]uint64{uint64(e), m, n} })
+	setupOrSkip(t, ptt.Config{Force: ptt.BPF, Slots: 4})
+	r := onThread(func() [3]uint64 { e, m, n := ptttest.Reregister(); return [3]uint64{uint64(e), m, n} })
 	assert.Zero(t, r[0])
 	assert.EqualValues(t, 1, r[1], "the dead thread's slot was freed")
 	assert.EqualValues(t, 0, r[2])

@@ -15,8 +15,10 @@ import (
 // pttd is the privileged PTT helper: it loads the eBPF programs once (it
 // needs CAP_BPF and CAP_PERFMON) and hands the work area's map FDs to
 // every agent that connects, so JVMs without those capabilities get the
-// bpf backend. Anyone who can connect can read and write every client's
-// slots: the socket's mode (-mode, default 0660) decides who may.
+// bpf backend. Each client gets its own owner token and claims slots
+// under it; when its connection closes (exit or crash) the slots it
+// still holds are freed. Anyone who can connect can read and write every
+// client's slots: the socket's mode (-mode, default 0660) decides who may.
 func pttd(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("pttd", flag.ContinueOnError)
 	sock := fs.String("socket", ptthelper.DefaultSocket, "unix socket `path`")
@@ -34,7 +36,13 @@ func pttd(args []string, stdout io.Writer) error {
 		return fmt.Errorf("pttd: loading the eBPF programs (needs CAP_BPF and CAP_PERFMON): %w", err)
 	}
 	defer objs.Close()
-	srv := &ptthelper.Server{Objects: objs}
+	srv := &ptthelper.Server{Objects: objs, Reclaimed: func(owner uint32, n int, err error) {
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "jprof pttd: client %d left; freeing its slots failed: %v\n", owner, err)
+		} else {
+			fmt.Fprintf(stdout, "jprof pttd: client %d left; %d slots it still held freed\n", owner, n)
+		}
+	}}
 	if err := srv.Listen(*sock); err != nil {
 		return err
 	}

@@ -10,6 +10,11 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -31,6 +36,13 @@ const (
 	slotSize = 64
 	hdrMagic = 0x31545450504a
 	maxSlots = 1 << 20
+
+	// offsets in element 0 (struct jp_ptt_hdr) and in a slot
+	hdrGen     = 8
+	hdrNSlots  = 16
+	hdrPending = 24
+	slotTid    = 56
+	slotOwner  = 60
 )
 
 // Options configure Load.
@@ -39,6 +51,9 @@ type Options struct {
 	Slots int
 	// Mode forces "tp_btf" or "raw_tp"; empty tries tp_btf, then raw_tp.
 	Mode string
+	// NoRenameTrigger leaves the task_rename program out, as on a
+	// kernel without that tracepoint (for tests of the fallback).
+	NoRenameTrigger bool
 }
 
 // Objects are the loaded and attached programs and their maps.
@@ -46,7 +61,8 @@ type Objects struct {
 	// Slots is the BPF_F_MMAPABLE work area: element 0 is the header,
 	// 1..NSlots the per-thread slots.
 	Slots *ebpf.Map
-	// Tids maps a thread id to its slot index.
+	// Tids maps a thread id (or a pending registration's key, see
+	// ptt_slot.h) to its slot index.
 	Tids   *ebpf.Map
 	NSlots int
 	// Mode is "tp_btf" or "raw_tp": how the programs are attached.
@@ -59,9 +75,16 @@ type Objects struct {
 	// back on CPU a thread whose switch-in sched_switch did not trace
 	// (kernel 6.15+).
 	Healer bool
+	// RenameTrigger says the task_rename program is attached, which
+	// resolves a PID-namespace thread's registration as soon as the
+	// thread renames itself (otherwise at its next switch-in).
+	RenameTrigger bool
 
 	coll  *ebpf.Collection
 	links []link.Link
+
+	areaMu sync.Mutex
+	area   []byte // the work area mapped for Reclaim, nil until then
 }
 
 // Load loads the programs, sizes and initialises the work area, and
@@ -79,8 +102,13 @@ func Load(opts Options) (*Objects, error) {
 		return nil, fmt.Errorf("pttbpf: parse embedded object: %w", err)
 	}
 	spec.Maps["ptt_slots"].MaxEntries = uint32(n + 1)
-	spec.Maps["ptt_tids"].MaxEntries = uint32(n)
+	spec.Maps["ptt_tids"].MaxEntries = uint32(2 * n)
 
+	if opts.NoRenameTrigger {
+		for _, mode := range []string{"tp_btf", "raw_tp"} {
+			delete(spec.Programs, progName(mode, renameTP))
+		}
+	}
 	var o *Objects
 	switch opts.Mode {
 	case "tp_btf", "raw_tp":
@@ -115,8 +143,14 @@ func progName(mode, tp string) string {
 	return strings.ReplaceAll(mode, "_", "") + "_" + tp
 }
 
-// healerTP is the optional switch-in healer's tracepoint.
-const healerTP = "sched_exit_tp"
+// Optional tracepoints: the switch-in healer's, and the registration
+// trigger's.
+const (
+	healerTP = "sched_exit_tp"
+	renameTP = "task_rename"
+)
+
+func optional(tp string) bool { return tp == healerTP || tp == renameTP }
 
 // tracepoints lists the tracepoints to attach, exits before entries
 // before sched_switch: an exit whose entry was missed is ignored by the
@@ -130,7 +164,7 @@ func tracepoints() []string {
 	for _, p := range IRQPoints {
 		tps = append(tps, p+"_entry")
 	}
-	return append(tps, "sched_switch", healerTP)
+	return append(tps, "sched_switch", healerTP, renameTP)
 }
 
 func load(spec *ebpf.CollectionSpec, mode string) (*Objects, error) {
@@ -161,8 +195,10 @@ func load(spec *ebpf.CollectionSpec, mode string) (*Objects, error) {
 				o.Missing = append(o.Missing, p)
 			}
 		}
-		if _, err := kspec.AnyTypeByName("btf_trace_" + healerTP); err != nil {
-			delete(s.Programs, progName(mode, healerTP))
+		for _, tp := range []string{healerTP, renameTP} {
+			if _, err := kspec.AnyTypeByName("btf_trace_" + tp); err != nil {
+				delete(s.Programs, progName(mode, tp))
+			}
 		}
 	}
 	coll, err := ebpf.NewCollection(s)
@@ -178,7 +214,7 @@ func load(spec *ebpf.CollectionSpec, mode string) (*Objects, error) {
 func (o *Objects) initHeader() error {
 	var h [slotSize]byte
 	binary.NativeEndian.PutUint64(h[0:], hdrMagic)
-	binary.NativeEndian.PutUint64(h[16:], uint64(o.NSlots))
+	binary.NativeEndian.PutUint64(h[hdrNSlots:], uint64(o.NSlots))
 	if err := o.Slots.Update(uint32(0), h[:], ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("pttbpf: write work area header: %w", err)
 	}
@@ -197,7 +233,7 @@ func (o *Objects) attach(spec *ebpf.CollectionSpec) error {
 			continue
 		}
 		prog := o.coll.Programs[progName(o.Mode, tp)]
-		if prog == nil && tp == healerTP {
+		if prog == nil && optional(tp) {
 			continue // dropped at load: not on this kernel
 		}
 		if prog == nil {
@@ -210,8 +246,8 @@ func (o *Objects) attach(spec *ebpf.CollectionSpec) error {
 		} else {
 			l, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: tp, Program: prog})
 		}
-		if err != nil && tp == healerTP {
-			continue // optional
+		if err != nil && optional(tp) {
+			continue
 		}
 		if err != nil {
 			if tp != "sched_switch" && o.Mode == "raw_tp" && errors.Is(err, os.ErrNotExist) {
@@ -225,8 +261,11 @@ func (o *Objects) attach(spec *ebpf.CollectionSpec) error {
 		}
 		o.links = append(o.links, l)
 		attached[stem]++
-		if tp == healerTP {
+		switch tp {
+		case healerTP:
 			o.Healer = true
+		case renameTP:
+			o.RenameTrigger = true
 		}
 	}
 	for _, p := range IRQPoints {
@@ -246,6 +285,12 @@ func (o *Objects) Close() error {
 		errs = append(errs, o.links[i].Close())
 	}
 	o.links = nil
+	o.areaMu.Lock()
+	if o.area != nil {
+		errs = append(errs, unix.Munmap(o.area))
+		o.area = nil
+	}
+	o.areaMu.Unlock()
 	if o.coll != nil {
 		o.coll.Close()
 		o.coll = nil
@@ -299,3 +344,74 @@ func (o *Objects) Stats() (Stats, error) {
 	}
 	return Stats{v[0], v[1], v[2], v[3]}, nil
 }
+
+// Reclaim frees every slot whose owner word is owner, for a client that
+// went away without unregistering its threads (a crash, or threads
+// still alive at exit): it stops the BPF side charging them (tid 0),
+// deletes the tid->slot entries that point at them, and clears their
+// owner so that any client can claim them again. Returns how many slots
+// it freed. jprof pttd calls it when a client's connection closes; the
+// client must not use the slots afterwards.
+func (o *Objects) Reclaim(owner uint32) (int, error) {
+	if owner == 0 {
+		return 0, nil
+	}
+	o.areaMu.Lock()
+	defer o.areaMu.Unlock()
+	if o.area == nil {
+		page := os.Getpagesize()
+		n := ((o.NSlots+1)*slotSize + page - 1) / page * page
+		m, err := unix.Mmap(o.Slots.FD(), 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != nil {
+			return 0, fmt.Errorf("pttbpf: map the work area: %w", err)
+		}
+		o.area = m
+	}
+	held := map[uint32]bool{}
+	for i := 1; i <= o.NSlots; i++ {
+		if atomic.LoadUint32(o.word32(i*slotSize+slotOwner)) == owner {
+			atomic.StoreUint32(o.word32(i*slotSize+slotTid), 0)
+			held[uint32(i)] = true
+		}
+	}
+	if len(held) == 0 {
+		return 0, nil
+	}
+	var (
+		key     uint64
+		idx     uint32
+		stale   []uint64
+		pending uint64
+	)
+	it := o.Tids.Iterate()
+	for it.Next(&key, &idx) {
+		if held[idx] {
+			stale = append(stale, key)
+			if key>>32 != 0 {
+				pending++ // registered, never resolved nor withdrawn
+			}
+		}
+	}
+	if err := it.Err(); err != nil {
+		return 0, fmt.Errorf("pttbpf: reclaim: list tid->slot: %w", err)
+	}
+	for _, k := range stale {
+		if err := o.Tids.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return 0, fmt.Errorf("pttbpf: reclaim: delete tid %#x: %w", k, err)
+		}
+	}
+	atomic.AddUint64(o.word64(hdrGen), 1) // per-CPU caches look up again
+	for p := o.word64(hdrPending); pending > 0; {
+		v := atomic.LoadUint64(p)
+		if atomic.CompareAndSwapUint64(p, v, v-min(v, pending)) {
+			break
+		}
+	}
+	for i := range held {
+		atomic.CompareAndSwapUint32(o.word32(int(i)*slotSize+slotOwner), owner, 0)
+	}
+	return len(held), nil
+}
+
+func (o *Objects) word32(off int) *uint32 { return (*uint32)(unsafe.Pointer(&o.area[off])) }
+func (o *Objects) word64(off int) *uint64 { return (*uint64)(unsafe.Pointer(&o.area[off])) }

@@ -26,10 +26,29 @@
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
-/* Only the field we need; CO-RE relocates its offset against the
+/* Only the fields we need; CO-RE relocates their offsets against the
  * running kernel's BTF, so no vmlinux.h is needed. */
+struct ns_common {
+	unsigned int inum;
+} __attribute__((preserve_access_index));
+
+struct pid_namespace {
+	struct ns_common ns;
+} __attribute__((preserve_access_index));
+
+struct upid {
+	int nr;
+	struct pid_namespace *ns;
+} __attribute__((preserve_access_index));
+
+struct pid {
+	unsigned int level;
+	struct upid numbers[1];
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	int pid;
+	struct pid *thread_pid;
 } __attribute__((preserve_access_index));
 
 /* The work area. max_entries (nslots + 1) is set by the loader. */
@@ -41,13 +60,17 @@ struct {
 	__uint(max_entries, 4097);
 } ptt_slots SEC(".maps");
 
-/* tid -> slot index (1..nslots), written by user space. Preallocated
- * so lookups from scheduler and interrupt context never allocate. */
+/* tid -> slot index (1..nslots). The key is a global (init-namespace)
+ * tid, written by user space or by resolve() below, or a pending key
+ * (JP_PTT_PENDING_KEY) written by a thread in a PID namespace. Sized
+ * 2 * nslots by the loader (a pending key and its resolution coexist
+ * for a moment). Preallocated so lookups from scheduler and interrupt
+ * context never allocate. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
+	__type(key, __u64);
 	__type(value, __u32);
-	__uint(max_entries, 4096);
+	__uint(max_entries, 8192);
 } ptt_tids SEC(".maps");
 
 /* Per-CPU state: interrupt nesting and a one-entry cache of the slot of
@@ -97,14 +120,20 @@ static __always_inline struct jp_ptt_slot *slot_at(__u32 idx)
 	return bpf_map_lookup_elem(&ptt_slots, &idx);
 }
 
+/* struct jp_ptt_hdr overlays element 0. */
+static __always_inline struct jp_ptt_hdr *hdr(void)
+{
+	return (struct jp_ptt_hdr *)slot_at(0);
+}
+
 static __always_inline __u64 hdr_gen(void)
 {
-	struct jp_ptt_slot *h = slot_at(0);
+	struct jp_ptt_hdr *h = hdr();
 
-	/* struct jp_ptt_hdr overlays element 0. A volatile load (clang
-	 * has no BPF load-acquire before v18); the hash lookup that
-	 * follows is a dependent helper call, not reordered before it. */
-	return h ? *(volatile __u64 *)&((struct jp_ptt_hdr *)h)->gen : 0;
+	/* A volatile load (clang has no BPF load-acquire before v18); the
+	 * hash lookup that follows is a dependent helper call, not
+	 * reordered before it. */
+	return h ? *(volatile __u64 *)&h->gen : 0;
 }
 
 /*
@@ -121,7 +150,8 @@ static __always_inline struct jp_ptt_slot *slot_of(struct cpu_state *st, __u32 t
 	if (st->cur_tid == tid && st->cur_gen == gen) {
 		idx = st->cur_slot;
 	} else {
-		__u32 *v = bpf_map_lookup_elem(&ptt_tids, &tid);
+		__u64 key = tid;
+		__u32 *v = bpf_map_lookup_elem(&ptt_tids, &key);
 
 		idx = v ? *v : 0;
 		st->cur_tid = tid;
@@ -134,6 +164,68 @@ static __always_inline struct jp_ptt_slot *slot_of(struct cpu_state *st, __u32 t
 	/* A stale entry (slot recycled meanwhile) must not be charged. */
 	if (!s || s->tid != tid)
 		return 0;
+	return s;
+}
+
+/*
+ * ns_key is task t's pending key: the inode of its PID namespace (the
+ * innermost one, which its own gettid() and /proc/self/ns/pid refer
+ * to) and its tid there, from t->thread_pid->numbers[level].
+ */
+static __always_inline __u64 ns_key(struct task_struct *t)
+{
+	struct pid *p = BPF_CORE_READ(t, thread_pid);
+	unsigned int level = BPF_CORE_READ(p, level);
+	struct upid up;
+
+	if (!p || level > 32) /* MAX_PID_NS_LEVEL */
+		return 0;
+	if (bpf_probe_read_kernel(&up, sizeof(up), &p->numbers[level]))
+		return 0;
+	return JP_PTT_PENDING_KEY(BPF_CORE_READ(up.ns, ns.inum), up.nr);
+}
+
+/*
+ * resolve completes the registration of a thread in a PID namespace
+ * (see ptt_slot.h): while some registration is pending, an
+ * unregistered task's pending key is looked up; on a hit its global tid
+ * is inserted for the slot and written into the slot's tid, which is
+ * what the registering thread waits for. Costs nothing while no
+ * registration is pending (one load of a header word already in cache
+ * for gen).
+ */
+static __always_inline struct jp_ptt_slot *resolve(struct task_struct *t, __u32 tid)
+{
+	struct jp_ptt_hdr *h = hdr();
+
+	if (!h || !*(volatile __u64 *)&h->pending)
+		return 0;
+	__u64 key = ns_key(t);
+	if (!key)
+		return 0;
+	__u32 *v = bpf_map_lookup_elem(&ptt_tids, &key);
+	if (!v)
+		return 0;
+	__u32 idx = *v;
+	struct jp_ptt_slot *s = slot_at(idx);
+	if (!idx || !s || !s->owner || s->tid)
+		return 0;
+
+	__u64 gkey = tid;
+	__u32 *old = bpf_map_lookup_elem(&ptt_tids, &gkey);
+	if (old && *old != idx) {
+		/* A dead thread that had this tid never unregistered (tids
+		 * are unique among live tasks): free its slot. */
+		struct jp_ptt_slot *os = slot_at(*old);
+
+		if (os && __sync_val_compare_and_swap(&os->tid, tid, 0) == tid)
+			*(volatile __u32 *)&os->owner = 0;
+	}
+	if (bpf_map_update_elem(&ptt_tids, &gkey, &idx, BPF_ANY))
+		return 0; /* retried at the task's next switch */
+	if (__sync_val_compare_and_swap(&s->tid, 0, tid) != 0)
+		return 0;
+	__sync_fetch_and_add(&h->gen, 1);
 	return s;
 }
 
@@ -175,7 +267,7 @@ static __always_inline void irq_close(struct cpu_state *st, __u64 now)
 	}
 }
 
-static __always_inline int on_switch(__u32 prev_tid, __u32 next_tid)
+static __always_inline int on_switch(__u32 prev_tid, struct task_struct *next, __u32 next_tid)
 {
 	struct cpu_state *st = cpu();
 	struct jp_ptt_slot *s;
@@ -213,6 +305,8 @@ static __always_inline int on_switch(__u32 prev_tid, __u32 next_tid)
 	 * for the interrupts this task will take. */
 	if (next_tid) {
 		s = slot_of(st, next_tid);
+		if (!s)
+			s = resolve(next, next_tid);
 		if (s) {
 			if (!now)
 				now = bpf_ktime_get_ns();
@@ -256,6 +350,8 @@ static __always_inline int on_sched_exit(int is_switch)
 	if (!tid || !st)
 		return 0;
 	s = slot_of(st, tid);
+	if (!s)
+		s = resolve((struct task_struct *)bpf_get_current_task(), tid);
 	if (!s || s->last_in)
 		return 0;
 	upd_begin(s);
@@ -263,6 +359,22 @@ static __always_inline int on_sched_exit(int is_switch)
 	s->last_in = bpf_ktime_get_ns();
 	upd_end(s);
 	stat(STAT_HEALED_IN);
+	return 0;
+}
+
+/*
+ * Registration trigger: a thread of a PID namespace that has inserted its
+ * pending key renames itself to its own name (prctl PR_SET_NAME), which
+ * runs this at once in its own context, so its registration is resolved
+ * without waiting for a context switch. Renames are rare, and cost one
+ * header load here while no registration is pending.
+ */
+static __always_inline int on_rename(struct task_struct *t, __u32 tid)
+{
+	struct cpu_state *st = cpu();
+
+	if (st && tid && !slot_of(st, tid))
+		resolve(t, tid);
 	return 0;
 }
 
@@ -327,7 +439,7 @@ int tpbtf_sched_switch(unsigned long long *ctx)
 	struct task_struct *prev = (struct task_struct *)ctx[1];
 	struct task_struct *next = (struct task_struct *)ctx[2];
 
-	return on_switch(prev->pid, next->pid);
+	return on_switch(prev->pid, next, next->pid);
 }
 
 SEC("tp_btf/sched_exit_tp")
@@ -335,6 +447,15 @@ int tpbtf_sched_exit_tp(unsigned long long *ctx)
 {
 	/* TP_PROTO(bool is_switch) */
 	return on_sched_exit((int)(ctx[0] & 1));
+}
+
+SEC("tp_btf/task_rename")
+int tpbtf_task_rename(unsigned long long *ctx)
+{
+	/* TP_PROTO(struct task_struct *task, const char *comm) */
+	struct task_struct *t = (struct task_struct *)ctx[0];
+
+	return on_rename(t, t->pid);
 }
 
 #define TPBTF_PAIR(name)                                  \
@@ -351,13 +472,21 @@ int rawtp_sched_switch(struct bpf_raw_tracepoint_args *ctx)
 	struct task_struct *prev = (struct task_struct *)ctx->args[1];
 	struct task_struct *next = (struct task_struct *)ctx->args[2];
 
-	return on_switch(BPF_CORE_READ(prev, pid), BPF_CORE_READ(next, pid));
+	return on_switch(BPF_CORE_READ(prev, pid), next, BPF_CORE_READ(next, pid));
 }
 
 SEC("raw_tp/sched_exit_tp")
 int rawtp_sched_exit_tp(struct bpf_raw_tracepoint_args *ctx)
 {
 	return on_sched_exit((int)(ctx->args[0] & 1));
+}
+
+SEC("raw_tp/task_rename")
+int rawtp_task_rename(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *t = (struct task_struct *)ctx->args[0];
+
+	return on_rename(t, BPF_CORE_READ(t, pid));
 }
 
 #define RAWTP_PAIR(name)                                  \

@@ -33,7 +33,7 @@ type pttJpPttSlot struct {
 	IrqNs      uint64
 	IrqStart   uint64
 	Tid        uint32
-	Flags      uint32
+	Owner      uint32
 }
 
 // Names of all BPF objects in the ELF.
@@ -60,6 +60,7 @@ const (
 	pttProgRawtpSchedSwitch             = "rawtp_sched_switch"
 	pttProgRawtpSoftirqEntry            = "rawtp_softirq_entry"
 	pttProgRawtpSoftirqExit             = "rawtp_softirq_exit"
+	pttProgRawtpTaskRename              = "rawtp_task_rename"
 	pttProgRawtpX86PlatformIpiEntry     = "rawtp_x86_platform_ipi_entry"
 	pttProgRawtpX86PlatformIpiExit      = "rawtp_x86_platform_ipi_exit"
 	pttProgTpbtfCallFunctionEntry       = "tpbtf_call_function_entry"
@@ -78,6 +79,7 @@ const (
 	pttProgTpbtfSchedSwitch             = "tpbtf_sched_switch"
 	pttProgTpbtfSoftirqEntry            = "tpbtf_softirq_entry"
 	pttProgTpbtfSoftirqExit             = "tpbtf_softirq_exit"
+	pttProgTpbtfTaskRename              = "tpbtf_task_rename"
 	pttProgTpbtfX86PlatformIpiEntry     = "tpbtf_x86_platform_ipi_entry"
 	pttProgTpbtfX86PlatformIpiExit      = "tpbtf_x86_platform_ipi_exit"
 )
@@ -140,6 +142,7 @@ type pttProgramSpecs struct {
 	RawtpSchedSwitch             *ebpf.ProgramSpec `ebpf:"rawtp_sched_switch"`
 	RawtpSoftirqEntry            *ebpf.ProgramSpec `ebpf:"rawtp_softirq_entry"`
 	RawtpSoftirqExit             *ebpf.ProgramSpec `ebpf:"rawtp_softirq_exit"`
+	RawtpTaskRename              *ebpf.ProgramSpec `ebpf:"rawtp_task_rename"`
 	RawtpX86PlatformIpiEntry     *ebpf.ProgramSpec `ebpf:"rawtp_x86_platform_ipi_entry"`
 	RawtpX86PlatformIpiExit      *ebpf.ProgramSpec `ebpf:"rawtp_x86_platform_ipi_exit"`
 	TpbtfCallFunctionEntry       *ebpf.ProgramSpec `ebpf:"tpbtf_call_function_entry"`
@@ -158,6 +161,7 @@ type pttProgramSpecs struct {
 	TpbtfSchedSwitch             *ebpf.ProgramSpec `ebpf:"tpbtf_sched_switch"`
 	TpbtfSoftirqEntry            *ebpf.ProgramSpec `ebpf:"tpbtf_softirq_entry"`
 	TpbtfSoftirqExit             *ebpf.ProgramSpec `ebpf:"tpbtf_softirq_exit"`
+	TpbtfTaskRename              *ebpf.ProgramSpec `ebpf:"tpbtf_task_rename"`
 	TpbtfX86PlatformIpiEntry     *ebpf.ProgramSpec `ebpf:"tpbtf_x86_platform_ipi_entry"`
 	TpbtfX86PlatformIpiExit      *ebpf.ProgramSpec `ebpf:"tpbtf_x86_platform_ipi_exit"`
 }
@@ -239,6 +243,7 @@ type pttPrograms struct {
 	RawtpSchedSwitch             *ebpf.Program `ebpf:"rawtp_sched_switch"`
 	RawtpSoftirqEntry            *ebpf.Program `ebpf:"rawtp_softirq_entry"`
 	RawtpSoftirqExit             *ebpf.Program `ebpf:"rawtp_softirq_exit"`
+	RawtpTaskRename              *ebpf.Program `ebpf:"rawtp_task_rename"`
 	RawtpX86PlatformIpiEntry     *ebpf.Program `ebpf:"rawtp_x86_platform_ipi_entry"`
 	RawtpX86PlatformIpiExit      *ebpf.Program `ebpf:"rawtp_x86_platform_ipi_exit"`
 	TpbtfCallFunctionEntry       *ebpf.Program `ebpf:"tpbtf_call_function_entry"`
@@ -257,6 +262,7 @@ type pttPrograms struct {
 	TpbtfSchedSwitch             *ebpf.Program `ebpf:"tpbtf_sched_switch"`
 	TpbtfSoftirqEntry            *ebpf.Program `ebpf:"tpbtf_softirq_entry"`
 	TpbtfSoftirqExit             *ebpf.Program `ebpf:"tpbtf_softirq_exit"`
+	TpbtfTaskRename              *ebpf.Program `ebpf:"tpbtf_task_rename"`
 	TpbtfX86PlatformIpiEntry     *ebpf.Program `ebpf:"tpbtf_x86_platform_ipi_entry"`
 	TpbtfX86PlatformIpiExit      *ebpf.Program `ebpf:"tpbtf_x86_platform_ipi_exit"`
 }
@@ -279,6 +285,7 @@ func (p *pttPrograms) Close() error {
 		p.RawtpSchedSwitch,
 		p.RawtpSoftirqEntry,
 		p.RawtpSoftirqExit,
+		p.RawtpTaskRename,
 		p.RawtpX86PlatformIpiEntry,
 		p.RawtpX86PlatformIpiExit,
 		p.TpbtfCallFunctionEntry,
@@ -297,6 +304,7 @@ func (p *pttPrograms) Close() error {
 		p.TpbtfSchedSwitch,
 		p.TpbtfSoftirqEntry,
 		p.TpbtfSoftirqExit,
+		p.TpbtfTaskRename,
 		p.TpbtfX86PlatformIpiEntry,
 		p.TpbtfX86PlatformIpiExit,
 	)

@@ -1,15 +1,21 @@
 // Package ptthelper lets JVMs without CAP_BPF use the eBPF PTT backend:
 // a privileged helper loads the programs once (pttbpf.Load) and hands
 // the two map FDs to each agent that connects to its unix socket
-// (SCM_RIGHTS); the agent passes them to ptt.SetupFromFDs. Holding the
-// FDs needs no privilege.
+// (SCM_RIGHTS), with an owner token of its own; the agent passes them to
+// ptt.SetupFromFDs. Holding the FDs needs no privilege.
 //
-// All clients share one work area, and an FD holder can write any slot:
-// the socket's file permissions (and Server.Allow) decide who is trusted
-// with every client's readings.
+// All clients share one work area. Each claims slots in it under its
+// token (ptt_slot.h), and keeps its connection open for as long as it
+// uses them: when the connection closes (the client exited or crashed),
+// the helper frees every slot still held under that token
+// (pttbpf.Objects.Reclaim), so dead clients never leak the area.
+//
+// An FD holder can write any slot: the socket's file permissions (and
+// Server.Allow) decide who is trusted with every client's readings.
 package ptthelper
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -24,17 +30,25 @@ import (
 // cannot load the eBPF programs itself looks for it.
 const DefaultSocket = "/run/libjprof-pttd.sock"
 
-// hello is the payload sent with the FDs; it versions the protocol.
-const hello = "JPPTT1"
+// hello starts the payload sent with the FDs and versions the
+// protocol; the client's owner token follows (4 bytes, little-endian).
+const hello = "JPPTT2"
 
 // Server hands out the map FDs of Objects.
 type Server struct {
 	Objects *pttbpf.Objects
 	// Allow, if set, vets each client by its SO_PEERCRED credentials.
 	Allow func(*unix.Ucred) bool
+	// Reclaimed, if set, is told how many slots a departed client
+	// left behind (for the helper's log), or why they could not be
+	// freed.
+	Reclaimed func(owner uint32, slots int, err error)
 
-	mu sync.Mutex
-	ln *net.UnixListener
+	mu      sync.Mutex
+	ln      *net.UnixListener
+	clients map[*net.UnixConn]bool
+	next    uint32 // last owner token handed out
+	wg      sync.WaitGroup
 }
 
 // Listen binds the unix socket at path (which must not exist).
@@ -50,7 +64,8 @@ func (s *Server) Listen(path string) error {
 }
 
 // Serve answers clients until Close. Each connection gets one message
-// and is closed.
+// (the FDs and its owner token) and stays open until the client closes
+// it; then the slots still held under its token are freed.
 func (s *Server) Serve() error {
 	s.mu.Lock()
 	ln := s.ln
@@ -66,61 +81,124 @@ func (s *Server) Serve() error {
 			}
 			return fmt.Errorf("ptthelper: accept: %w", err)
 		}
-		// One short write per client: no need for a goroutine each.
-		err = s.answer(c)
-		c.Close()
-		_ = err // a client that went away is not the server's failure
+		owner, err := s.answer(c)
+		if err != nil { // refused, or went away: nothing handed out
+			c.Close()
+			continue
+		}
+		s.mu.Lock()
+		if s.clients == nil {
+			s.clients = map[*net.UnixConn]bool{}
+		}
+		s.clients[c] = true
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.watch(c, owner)
 	}
 }
 
-func (s *Server) answer(c *net.UnixConn) error {
+// watch waits for the client to close its connection (a client sends
+// nothing more), then frees its slots.
+func (s *Server) watch(c *net.UnixConn, owner uint32) {
+	defer s.wg.Done()
+	buf := make([]byte, 64)
+	for {
+		if _, err := c.Read(buf); err != nil {
+			break
+		}
+	}
+	c.Close()
+	s.mu.Lock()
+	delete(s.clients, c)
+	s.mu.Unlock()
+	n, err := s.Objects.Reclaim(owner)
+	if s.Reclaimed != nil {
+		s.Reclaimed(owner, n, err)
+	}
+}
+
+func (s *Server) answer(c *net.UnixConn) (uint32, error) {
 	if s.Allow != nil {
 		raw, err := c.SyscallConn()
 		if err != nil {
-			return err
+			return 0, err
 		}
 		var cred *unix.Ucred
 		var credErr error
 		if err := raw.Control(func(fd uintptr) {
 			cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
 		}); err != nil {
-			return err
+			return 0, err
 		}
 		if credErr != nil {
-			return fmt.Errorf("ptthelper: peer credentials: %w", credErr)
+			return 0, fmt.Errorf("ptthelper: peer credentials: %w", credErr)
 		}
 		if !s.Allow(cred) {
-			return fmt.Errorf("ptthelper: pid %d uid %d refused", cred.Pid, cred.Uid)
+			return 0, fmt.Errorf("ptthelper: pid %d uid %d refused", cred.Pid, cred.Uid)
 		}
 	}
+	s.mu.Lock()
+	s.next++
+	if s.next < firstToken { // first use, or wrapped
+		s.next = firstToken
+	}
+	owner := s.next
+	s.mu.Unlock()
+	msg := binary.LittleEndian.AppendUint32([]byte(hello), owner)
 	rights := unix.UnixRights(s.Objects.Slots.FD(), s.Objects.Tids.FD())
-	_, _, err := c.WriteMsgUnix([]byte(hello), rights, nil)
+	_, _, err := c.WriteMsgUnix(msg, rights, nil)
+	return owner, err
+}
+
+// firstToken is the first owner token handed out: 0 marks a free slot
+// and 1 is JP_PTT_OWNER_SELF, a process's own private work area.
+const firstToken = 2
+
+// Close stops Serve, removes the socket, and drops the clients'
+// connections (freeing their slots: without the helper's programs
+// attached the work area no longer counts anyway).
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.ln == nil {
+		s.mu.Unlock()
+		return nil
+	}
+	err := s.ln.Close() // also unlinks the path
+	for c := range s.clients {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
 	return err
 }
 
-// Close stops Serve and removes the socket.
-func (s *Server) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ln == nil {
-		return nil
-	}
-	return s.ln.Close() // also unlinks the path
+// Lease is what a client gets from the helper: the work area and
+// tid->slot map FDs (owned by the caller, for ptt.SetupFromFDs), and the
+// owner token to claim slots under. The helper frees the slots held
+// under Owner when the lease's connection closes: keep the Lease open
+// for as long as any thread uses the work area (process exit closes it).
+type Lease struct {
+	SlotsFD, TidsFD int
+	Owner           uint32
+	conn            *net.UnixConn
 }
 
-// Fetch connects to a helper at path and returns the work area and
-// tid->slot map FDs, owned by the caller (for ptt.SetupFromFDs).
-func Fetch(path string) (slotsFD, tidsFD int, err error) {
+// Close ends the lease; the helper frees the slots still held under
+// Owner. It does not close the FDs.
+func (l *Lease) Close() error { return l.conn.Close() }
+
+// Fetch connects to a helper at path and returns a Lease.
+func Fetch(path string) (*Lease, error) {
 	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
-		return -1, -1, fmt.Errorf("ptthelper: connect %s: %w", path, err)
+		return nil, fmt.Errorf("ptthelper: connect %s: %w", path, err)
 	}
-	defer c.Close()
 	buf := make([]byte, 64)
 	oob := make([]byte, unix.CmsgSpace(2*4))
 	n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
 	if err != nil {
-		return -1, -1, fmt.Errorf("ptthelper: read from %s: %w", path, err)
+		c.Close()
+		return nil, fmt.Errorf("ptthelper: read from %s: %w", path, err)
 	}
 	var fds []int
 	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
@@ -130,11 +208,13 @@ func Fetch(path string) (slotsFD, tidsFD int, err error) {
 			}
 		}
 	}
-	if string(buf[:n]) != hello || len(fds) != 2 {
+	msg := buf[:n]
+	if len(msg) != len(hello)+4 || string(msg[:len(hello)]) != hello || len(fds) != 2 {
 		for _, fd := range fds {
 			unix.Close(fd)
 		}
-		return -1, -1, fmt.Errorf("ptthelper: %s: unexpected answer %q with %d FDs (refused, or not a PTT helper)", path, buf[:n], len(fds))
+		c.Close()
+		return nil, fmt.Errorf("ptthelper: %s: unexpected answer %q with %d FDs (refused, an older helper, or not a PTT helper)", path, msg, len(fds))
 	}
-	return fds[0], fds[1], nil
+	return &Lease{SlotsFD: fds[0], TidsFD: fds[1], Owner: binary.LittleEndian.Uint32(msg[len(hello):]), conn: c}, nil
 }

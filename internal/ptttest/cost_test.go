@@ -1,10 +1,11 @@
-package ptt
+package ptttest
 
 import (
 	"errors"
 	"os"
 	"testing"
 
+	"github.com/libjprof/libjprof/ptt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -18,14 +19,14 @@ func BenchmarkRead(b *testing.B) {
 			b.ReportMetric(BaselineCost(base, b.N), "ns/read")
 		})
 	}
-	for _, be := range []Backend{Clock, Perf, BPF} {
+	for _, be := range []ptt.Backend{ptt.Clock, ptt.Perf, ptt.BPF} {
 		b.Run(be.String(), func(b *testing.B) {
-			_, err := Setup(Config{Metrics: []Metric{Time}, Force: be})
+			_, err := ptt.Setup(ptt.Config{Metrics: []ptt.Metric{ptt.Time}, Force: be})
 			if errors.Is(err, os.ErrPermission) {
 				b.Skipf("backend %s not loadable here: %v", be, err)
 			}
 			require.NoError(b, err)
-			defer Close()
+			defer ptt.Close()
 			b.ResetTimer()
 			ns, err := ReadCost(be, b.N)
 			require.NoError(b, err)
@@ -35,7 +36,7 @@ func BenchmarkRead(b *testing.B) {
 }
 
 func TestReadCost(t *testing.T) {
-	_, err := ReadCost(BPF, 10)
+	_, err := ReadCost(ptt.BPF, 10)
 	assert.Error(t, err, "no backend configured")
 
 	costs := MeasureReadCosts(20000)

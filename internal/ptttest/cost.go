@@ -1,6 +1,7 @@
-package ptt
+package ptttest
 
 /*
+#cgo CFLAGS: -O2 -Wall -I${SRCDIR}/../../ptt
 #include "ptt.h"
 
 static volatile uint64_t jp_cost_sink;
@@ -67,6 +68,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+
+	"github.com/libjprof/libjprof/ptt"
 )
 
 // Baseline is a bare clock read to compare PTT reads against.
@@ -96,20 +99,17 @@ func (b Baseline) String() string {
 // ReadCost measures jp_ptt_read of backend b, which must be the one
 // configured by Setup: a thread is registered, n reads are timed in one
 // C loop, and the thread unregistered. Returns ns per read.
-func ReadCost(b Backend, n int) (float64, error) {
+func ReadCost(b ptt.Backend, n int) (float64, error) {
 	if n <= 0 {
-		return 0, fmt.Errorf("ptt: ReadCost: n = %d", n)
+		return 0, fmt.Errorf("ptttest: ReadCost: n = %d", n)
 	}
-	state.Lock()
-	cur := state.backend
-	state.Unlock()
-	if cur != b {
-		return 0, fmt.Errorf("ptt: ReadCost(%s): backend %s is configured", b, cur)
+	if cur := ptt.Configured(); cur != b {
+		return 0, fmt.Errorf("ptttest: ReadCost(%s): backend %s is configured", b, cur)
 	}
 	var fellback C.int
 	ns := float64(C.jp_cost_read(C.long(n), &fellback))
 	if fellback != 0 {
-		return ns, fmt.Errorf("ptt: ReadCost(%s): the thread fell back to the clock", b)
+		return ns, fmt.Errorf("ptttest: ReadCost(%s): the thread fell back to the clock", b)
 	}
 	return ns, nil
 }
@@ -138,13 +138,13 @@ func MeasureReadCosts(n int) []Cost {
 	for _, b := range []Baseline{VDSOMonotonic, RDTSC, ThreadCPUTime} {
 		out = append(out, Cost{Name: b.String(), NsPerRead: BaselineCost(b, n)})
 	}
-	for _, b := range []Backend{Clock, Perf, BPF} {
+	for _, b := range []ptt.Backend{ptt.Clock, ptt.Perf, ptt.BPF} {
 		c := Cost{Name: b.String()}
-		if _, err := Setup(Config{Metrics: []Metric{Time}, Force: b}); err != nil {
+		if _, err := ptt.Setup(ptt.Config{Metrics: []ptt.Metric{ptt.Time}, Force: b}); err != nil {
 			c.Err = err
 		} else {
 			c.NsPerRead, c.Err = ReadCost(b, n)
-			c.Err = errors.Join(c.Err, Close())
+			c.Err = errors.Join(c.Err, ptt.Close())
 		}
 		out = append(out, c)
 	}

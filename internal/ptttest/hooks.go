@@ -1,9 +1,9 @@
-package ptt
+package ptttest
 
-// C helpers for the tests (cgo is not allowed in _test.go files). They
-// are small and unexported; nothing in the agent calls them.
+// C helpers for the tests (cgo is not allowed in _test.go files).
 
 /*
+#cgo CFLAGS: -O2 -Wall -I${SRCDIR}/../../ptt
 #include <pthread.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -98,7 +98,7 @@ static int th_slot_read(struct jp_ptt_slot *s, const uint64_t *clock, int nclock
 // ---- measurements on real threads (clock is the real one here) ----
 
 typedef struct th_result {
-	int err, fallback, slot;
+	int err, fallback, slot, backend;
 	uint64_t ptt, cpu, irq_ns; // deltas, ns
 	uint64_t dispatches, interrupts;
 	uint64_t pcount; // schedstat dispatches over the same span
@@ -135,6 +135,7 @@ static void th_busy(long ms, th_result *o)
 	o->err = jp_ptt_thread_init(&t);
 	o->fallback = t.fallback;
 	o->slot = t.slot;
+	o->backend = t.backend;
 	uint64_t p0 = th_pcount();
 	uint64_t i0 = th_irq_ns(&t);
 	jp_ptt_read(&t, &r0);
@@ -165,6 +166,7 @@ static void th_sleep(int n, long us, th_result *o)
 	memset(o, 0, sizeof(*o));
 	o->err = jp_ptt_thread_init(&t);
 	o->fallback = t.fallback;
+	o->backend = t.backend;
 	jp_ptt_read(&t, &r0);
 	uint64_t c0 = jp_ptt_clock_ns();
 	for (int i = 0; i < n; i++)
@@ -189,6 +191,7 @@ static void th_monotone(long n, th_result *o)
 	memset(o, 0, sizeof(*o));
 	o->err = jp_ptt_thread_init(&t);
 	o->fallback = t.fallback;
+	o->backend = t.backend;
 	uint64_t c0 = jp_ptt_clock_ns();
 	jp_ptt_read(&t, &p);
 	o->first = p.v[0];
@@ -246,6 +249,7 @@ typedef struct th_pool {
 	pthread_barrier_t registered, done;
 	int slots[4096];
 	int fallback[4096];
+	int backend[4096];
 } th_pool;
 
 typedef struct th_arg { th_pool *p; int i; } th_arg;
@@ -259,6 +263,7 @@ static void *th_worker(void *v)
 	jp_ptt_thread_init(&t);
 	a->p->slots[a->i] = t.slot;
 	a->p->fallback[a->i] = t.fallback;
+	a->p->backend[a->i] = t.backend;
 	jp_ptt_read(&t, &r);
 	pthread_barrier_wait(&a->p->registered); // all hold a slot (or fell back) now
 	pthread_barrier_wait(&a->p->done);
@@ -268,7 +273,7 @@ static void *th_worker(void *v)
 
 // n threads register together, then all fini. Reports slots handed out
 // (distinct, in 1..nslots) and fallbacks. in_use: while all are registered.
-static int th_pool_round(int n, int *distinct, int *fallbacks, uint64_t *in_use)
+static int th_pool_round(int n, int *distinct, int *fallbacks, int *clocks, uint64_t *in_use)
 {
 	th_pool *p;
 	pthread_t tid[4096];
@@ -294,7 +299,10 @@ static int th_pool_round(int n, int *distinct, int *fallbacks, uint64_t *in_use)
 	memset(seen, 0, sizeof(seen));
 	*distinct = 0;
 	*fallbacks = 0;
+	*clocks = 0;
 	for (int i = 0; i < n; i++) {
+		if (p->backend[i] == JP_PTT_CLOCK)
+			(*clocks)++;
 		if (p->fallback[i]) {
 			(*fallbacks)++;
 			continue;
@@ -310,36 +318,63 @@ static int th_pool_round(int n, int *distinct, int *fallbacks, uint64_t *in_use)
 	free(p);
 	return 0;
 }
+
+static void th_force_pidns(uint32_t ino) { jp_ptt_bpf_force_pidns = ino; }
 */
 import "C"
 
-// slotState mirrors struct jp_ptt_slot for the retry-loop tests.
-type slotState struct {
+import (
+	// The C side of package ptt (jp_ptt, the backends' registration)
+	// is what these helpers call into.
+	"golang.org/x/sys/unix"
+
+	"github.com/libjprof/libjprof/ptt"
+)
+
+// ForcePIDNamespace makes the next ptt.Setup or ptt.SetupFromFDs
+// register threads as a process in the PID namespace with inode ino
+// would (a pending key the BPF side resolves), even in the initial
+// namespace; 0 restores the real namespace. With the inode of the real
+// one (OwnPIDNamespace) the BPF side resolves every thread; with any
+// other, none.
+func ForcePIDNamespace(ino uint32) { C.th_force_pidns(C.uint32_t(ino)) }
+
+// OwnPIDNamespace is the inode of this process's PID namespace.
+func OwnPIDNamespace() (uint32, error) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/pid", &st); err != nil {
+		return 0, err
+	}
+	return uint32(st.Ino), nil
+}
+
+// SlotState mirrors struct jp_ptt_slot for the retry-loop tests.
+type SlotState struct {
 	Seq, Dispatches, Interrupts, RunNs, LastIn, IrqNs, IrqStart uint64
 }
 
-// change kinds for slotReadScripted: what the BPF side does between the
+// change kinds for SlotReadScripted: what the BPF side does between the
 // reader's two reads of seq.
 const (
-	chSwitch = C.TH_SWITCH // A ns more run, switched in again at B
-	chIRQ    = C.TH_IRQ    // an interrupt of A ns
-	chBegin  = C.TH_BEGIN  // an update begins (seq odd)
-	chEnd    = C.TH_END    // the update ends
+	ChSwitch = C.TH_SWITCH // A ns more run, switched in again at B
+	ChIRQ    = C.TH_IRQ    // an interrupt of A ns
+	ChBegin  = C.TH_BEGIN  // an update begins (seq odd)
+	ChEnd    = C.TH_END    // the update ends
 )
 
-type change struct {
+type Change struct {
 	Attempt, Kind int
 	A, B          uint64
 }
 
-type reading struct {
+type Reading struct {
 	Time, Dispatches, Interrupts uint64
 }
 
-// slotReadScripted runs jp_ptt_bpf_slot_read on a slot holding s, with
+// SlotReadScripted runs jp_ptt_bpf_slot_read on a slot holding s, with
 // the clock returning clock[0], clock[1], ... (the last repeated) and
 // the changes applied between the snapshot and the seq re-read.
-func slotReadScripted(s slotState, clock []uint64, changes []change) (r reading, retries int, after slotState) {
+func SlotReadScripted(s SlotState, clock []uint64, changes []Change) (r Reading, retries int, after SlotState) {
 	var cs C.struct_jp_ptt_slot
 	cs.seq = C.ulonglong(s.Seq)
 	cs.dispatches = C.ulonglong(s.Dispatches)
@@ -358,14 +393,15 @@ func slotReadScripted(s slotState, clock []uint64, changes []change) (r reading,
 	}
 	var cr C.jp_ptt_reading
 	n := C.th_slot_read(&cs, &clk[0], C.int(max(1, min(len(clock), 8))), &chg[0], C.int(min(len(changes), 8)), &cr)
-	after = slotState{uint64(cs.seq), uint64(cs.dispatches), uint64(cs.interrupts), uint64(cs.run_ns),
+	after = SlotState{uint64(cs.seq), uint64(cs.dispatches), uint64(cs.interrupts), uint64(cs.run_ns),
 		uint64(cs.last_in), uint64(cs.irq_ns), uint64(cs.irq_start)}
-	return reading{uint64(cr.v[0]), uint64(cr.dispatches), uint64(cr.interrupts)}, int(n), after
+	return Reading{uint64(cr.v[0]), uint64(cr.dispatches), uint64(cr.interrupts)}, int(n), after
 }
 
-// threadResult mirrors th_result.
-type threadResult struct {
+// ThreadResult mirrors th_result.
+type ThreadResult struct {
 	Err, Fallback, Slot    int
+	Backend                ptt.Backend // jp_ptt_thread.backend after init
 	PTT, CPU, IrqNs        uint64
 	Dispatches, Interrupts uint64
 	Pcount                 uint64
@@ -373,49 +409,50 @@ type threadResult struct {
 	First, Last            uint64
 }
 
-func fromC(r *C.th_result) threadResult {
-	return threadResult{int(r.err), int(r.fallback), int(r.slot), uint64(r.ptt), uint64(r.cpu), uint64(r.irq_ns),
+func fromC(r *C.th_result) ThreadResult {
+	return ThreadResult{int(r.err), int(r.fallback), int(r.slot), ptt.Backend(r.backend), uint64(r.ptt), uint64(r.cpu), uint64(r.irq_ns),
 		uint64(r.dispatches), uint64(r.interrupts), uint64(r.pcount), uint64(r.reads), uint64(r.backwards), uint64(r.first), uint64(r.last)}
 }
 
 // The following run on the calling goroutine's OS thread for the whole
 // C call, registering and unregistering it.
 
-func busyThread(ms int) threadResult {
+func BusyThread(ms int) ThreadResult {
 	var r C.th_result
 	C.th_busy(C.long(ms), &r)
 	return fromC(&r)
 }
 
-func sleepThread(n int, us int) threadResult {
+func SleepThread(n int, us int) ThreadResult {
 	var r C.th_result
 	C.th_sleep(C.int(n), C.long(us), &r)
 	return fromC(&r)
 }
 
-func monotoneThread(n int) threadResult {
+func MonotoneThread(n int) ThreadResult {
 	var r C.th_result
 	C.th_monotone(C.long(n), &r)
 	return fromC(&r)
 }
 
-// cycleThread registers and unregisters the calling thread n times.
-func cycleThread(n int) (fails, maxSlot int) {
+// CycleThread registers and unregisters the calling thread n times.
+func CycleThread(n int) (fails, maxSlot int) {
 	var m C.int
 	f := C.th_cycle_one(C.int(n), &m)
 	return int(f), int(m)
 }
 
-func reregister() (err int, inUseMid, inUseEnd uint64) {
+func Reregister() (err int, inUseMid, inUseEnd uint64) {
 	var mid, end C.uint64_t
 	e := C.th_reregister(&mid, &end)
 	return int(e), uint64(mid), uint64(end)
 }
 
-// poolRound starts n C threads that register at once, then fini.
-func poolRound(n int) (distinct, fallbacks int, inUse uint64) {
-	var d, f C.int
+// PoolRound starts n C threads that register at once, then fini.
+// clocks counts the threads whose jp_ptt_thread.backend says clock.
+func PoolRound(n int) (distinct, fallbacks, clocks int, inUse uint64) {
+	var d, f, c C.int
 	var u C.uint64_t
-	C.th_pool_round(C.int(n), &d, &f, &u)
-	return int(d), int(f), uint64(u)
+	C.th_pool_round(C.int(n), &d, &f, &c, &u)
+	return int(d), int(f), int(c), uint64(u)
 }
