@@ -33,8 +33,10 @@ import (
 // root. The level is "%4d" and each number "%10d" after one space, so a
 // number too wide for its column pushes the rest right instead of being
 // cut: the parser splits on spaces, not on fixed offsets. NAME is
-// everything after the two spaces that follow the last number, because
-// thread names may contain spaces. Without metrics the columns are
+// everything after the two spaces that follow the last number, escaped
+// with [EscapeName] (so "0000b71c_Reference\x20Handler": a name may hold any
+// bytes, even line breaks); notes are escaped likewise but keep their
+// spaces. Without metrics the columns are
 // LV CALLS CEE NAME (CALLTREE mode: no BASE, DELTA, DS or IN); with k>1
 // metrics BASE and DELTA become BASE1 DELTA1 ... BASEk DELTAk.
 //
@@ -147,17 +149,15 @@ func checkMetric(m Metric) error {
 
 // WriteLogRT writes p in log-rt format. A Base or Delta slice shorter than
 // p.Metrics is written as zeros; without metrics DS and IN are not
-// written. Names must be non-empty and on one line, else nothing is
-// written past the header and an error says which node is at fault.
+// written. Names and notes may hold any bytes (see [EscapeName]); names
+// must not be empty, else the write fails with an error that says which
+// node is at fault.
 func WriteLogRT(w io.Writer, p *Profile) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	k := len(p.Metrics)
 	fmt.Fprintf(bw, "%s\n%s%d\n%s%d\n", logRTTitle, pidPrefix, p.PID, seqPrefix, p.Seq)
 	for _, n := range p.Notes {
-		if strings.ContainsAny(n, "\r\n") {
-			return fmt.Errorf("log-rt: note %q has a line break", n)
-		}
-		fmt.Fprintf(bw, "%s%s\n", notePrefix, n)
+		fmt.Fprintf(bw, "%s%s\n", notePrefix, escapeNote(n))
 	}
 	fmt.Fprintf(bw, "\n%s\n", baseValues)
 	if k == 0 {
@@ -176,10 +176,8 @@ func WriteLogRT(w io.Writer, p *Profile) error {
 	fmt.Fprintf(bw, "\n%s\n", logRTHeaderRow(k))
 
 	rw := rowWriter{w: bw, k: k}
-	for _, t := range p.Threads {
-		if err := rw.write(t, 0); err != nil {
-			return fmt.Errorf("log-rt: %w", err)
-		}
+	if err := preorder(p.Threads, rw.write); err != nil {
+		return fmt.Errorf("log-rt: %w", err)
 	}
 	fmt.Fprintf(bw, "%s%d rows\n", logRTEnd, rw.rows)
 	return bw.Flush()
@@ -192,11 +190,11 @@ type rowWriter struct {
 	rows int
 }
 
-// write writes n and its subtree. It formats with strconv into one reused
-// buffer because a profile can have millions of nodes.
+// write writes n's row. It formats with strconv into one reused buffer
+// because a profile can have millions of nodes.
 func (rw *rowWriter) write(n *Node, level int) error {
-	if n.Name == "" || strings.ContainsAny(n.Name, "\r\n") {
-		return fmt.Errorf("node %q at level %d: a name must be non-empty and on one line", n.Name, level)
+	if n.Name == "" {
+		return fmt.Errorf("node with an empty name at level %d", level)
 	}
 	if len(n.Base) > rw.k || len(n.Delta) > rw.k {
 		return fmt.Errorf("node %q has %d base and %d delta values for %d metrics", n.Name, len(n.Base), len(n.Delta), rw.k)
@@ -213,19 +211,12 @@ func (rw *rowWriter) write(n *Node, level int) error {
 		b = padUint(append(b, ' '), n.IN, 10)
 	}
 	b = append(b, "  "...)
-	b = append(b, n.Name...)
+	b = AppendEscapedName(b, n.Name)
 	b = append(b, '\n')
 	rw.buf = b
 	rw.rows++
-	if _, err := rw.w.Write(b); err != nil {
-		return err
-	}
-	for _, c := range n.Children {
-		if err := rw.write(c, level+1); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := rw.w.Write(b)
+	return err
 }
 
 // padUint appends v right-aligned in width columns.
@@ -315,7 +306,11 @@ func parseLogRT(lr *lineReader) (*Profile, error) {
 		if !ok {
 			return nil, fmt.Errorf("expected %q or a blank line, got %q", notePrefix+"TEXT", line)
 		}
-		p.Notes = append(p.Notes, string(note))
+		text, err := UnescapeName(string(note))
+		if err != nil {
+			return nil, fmt.Errorf("note: %w", err)
+		}
+		p.Notes = append(p.Notes, text)
 	}
 	if err := lr.expect(baseValues); err != nil {
 		return nil, err
@@ -502,5 +497,6 @@ func parseRow(line []byte, vals []uint64) (level int, name string, err error) {
 	if !ok || len(rest) == 0 {
 		return bad()
 	}
-	return int(lv), string(rest), nil
+	name, err = UnescapeName(string(rest))
+	return int(lv), name, err
 }
