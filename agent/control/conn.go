@@ -28,9 +28,9 @@ type connState struct {
 	conn net.Conn
 	// entry is the server's record of this connection (under s.mu).
 	entry *connEntry
-	r    *bufio.Reader
-	w    *bufio.Writer
-	log  *zap.Logger
+	r     *bufio.Reader
+	w     *bufio.Writer
+	log   *zap.Logger
 
 	// counted: this goroutine is counted in s.wg (see Server.wg).
 	counted bool
