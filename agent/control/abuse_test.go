@@ -149,6 +149,7 @@ func TestConnectionLimit(t *testing.T) {
 	a, b := dialRaw(t, ts.addr), dialRaw(t, ts.addr)
 	assert.Equal(t, []string{"OK ping: pong"}, a.do("ping", 1))
 	assert.Equal(t, []string{"OK ping: pong"}, b.do("ping", 1))
+	waitConns(t, ts.Server, 2, true)
 
 	// A third takes the place of the one idle the longest, which is told
 	// so and closed.
@@ -171,7 +172,7 @@ func TestConnectionLimitAllBusy(t *testing.T) {
 	a.send("flush\n")
 	<-f.flushEntered
 	b.send("status\n") // queued behind the flush
-	waitQueued(t, ts.Server, 2)
+	waitConns(t, ts.Server, 2, false)
 	c := dialRaw(t, ts.addr)
 	c.send("flush\n")
 	got := c.reply()
@@ -234,7 +235,7 @@ func TestSimultaneousConnections(t *testing.T) {
 						<-f.flushEntered
 					}
 				}
-				waitQueued(t, ts.Server, DefaultMaxConns)
+				waitConns(t, ts.Server, DefaultMaxConns, false)
 			}
 			const clients = 100
 			var wg sync.WaitGroup
@@ -286,24 +287,24 @@ func pingOnce(addr string) (string, error) {
 	return strings.TrimSuffix(s, "\n"), nil
 }
 
-// waitQueued waits until n connections are busy with a command: none is
-// waiting for input.
-func waitQueued(t *testing.T, s *Server, n int) {
+// waitConns waits until n connections hold a place and are all waiting
+// for input (waiting) or all busy with a command (!waiting).
+func waitConns(t *testing.T, s *Server, n int, waiting bool) {
 	t.Helper()
 	deadline := time.Now().Add(testTimeout)
 	for {
 		s.mu.Lock()
-		busy := 0
+		got := 0
 		for _, e := range s.conns {
-			if e.counted && !e.waiting {
-				busy++
+			if e.counted && e.waiting == waiting {
+				got++
 			}
 		}
 		s.mu.Unlock()
-		if busy == n {
+		if got == n {
 			return
 		}
-		require.True(t, time.Now().Before(deadline), "%d of %d connections busy", busy, n)
+		require.True(t, time.Now().Before(deadline), "%d of %d connections waiting=%v", got, n, waiting)
 		time.Sleep(5 * time.Millisecond)
 	}
 }

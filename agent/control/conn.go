@@ -197,19 +197,20 @@ func partialLineErr(err error) error {
 // setWait records whether the connection waits for input, and when it
 // does, sets its read deadline d from now. It returns errEvicted once the
 // connection gave its place away. The deadline is set under s.mu, so that
-// it never overrides the one evictLocked sets to wake the goroutine.
+// it never overrides the one evictLocked sets to wake the goroutine. The
+// end of a wait, a line read, is the connection's last sign of life: the
+// one whose last sign is oldest is evicted first.
 func (c *connState) setWait(waiting bool, d time.Duration) error {
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
 	if c.entry.evicted {
 		return errEvicted
 	}
-	if waiting && !c.entry.waiting {
-		c.entry.since = time.Now()
-	}
 	c.entry.waiting = waiting
 	if waiting {
 		c.conn.SetReadDeadline(time.Now().Add(d))
+	} else {
+		c.entry.since = time.Now()
 	}
 	return nil
 }

@@ -76,7 +76,8 @@ type connEntry struct {
 	// counted: the connection holds one of the MaxConns places.
 	counted bool
 	// waiting: its goroutine is waiting for the next line (idle or with a
-	// partial line), so it may be evicted; since says from when.
+	// partial line), so it may be evicted. since is when it connected or
+	// its last line was read.
 	waiting bool
 	since   time.Time
 	// evicted: it gave its place to a newer connection; its goroutine
@@ -215,9 +216,9 @@ func (s *Server) accept(conn net.Conn) {
 	go s.handle(conn, e)
 }
 
-// evictLocked frees a place for a new connection: the connection that has
-// waited longest for its next line, idle or in the middle of one, gives up
-// its place. Without this, MaxConns clients that connect and send nothing,
+// evictLocked frees a place for a new connection: of the connections
+// waiting for their next line, idle or in the middle of one, the one
+// whose last line (or connection) is oldest gives up its place. Without this, MaxConns clients that connect and send nothing,
 // or half a line, lock every other client out until they time out. It
 // reports false when every connection is busy with a command. s.mu is held.
 func (s *Server) evictLocked() bool {
