@@ -217,10 +217,11 @@ func (s *Server) accept(conn net.Conn) {
 }
 
 // evictLocked frees a place for a new connection: of the connections
-// waiting for their next line, idle or in the middle of one, the one
-// whose last line (or connection) is oldest gives up its place. Without this, MaxConns clients that connect and send nothing,
-// or half a line, lock every other client out until they time out. It
-// reports false when every connection is busy with a command. s.mu is held.
+// waiting for their next line, idle or in the middle of one, the one whose
+// last line (or connection) is oldest gives up its place. Without this,
+// MaxConns clients that connect and send nothing, or half a line, lock
+// every other client out until they time out. It reports false when every
+// connection is busy with a command. s.mu is held.
 func (s *Server) evictLocked() bool {
 	var victim net.Conn
 	var oldest *connEntry
