@@ -97,12 +97,17 @@ type flatTree struct {
 
 func flatten(p *Profile) *flatTree {
 	f := &flatTree{k: len(reportMetrics(p))}
-	var walk func(n *Node, parent, depth int32)
-	walk = func(n *Node, parent, depth int32) {
-		me := int32(len(f.nodes))
+	// path[d] is the index of the current node at depth d.
+	var path []int32
+	preorder(p.Threads, func(n *Node, depth int) error {
+		path = append(path[:depth], int32(len(f.nodes)))
+		parent := int32(-1)
+		if depth > 0 {
+			parent = path[depth-1]
+		}
 		f.nodes = append(f.nodes, n)
 		f.parent = append(f.parent, parent)
-		f.depth = append(f.depth, depth)
+		f.depth = append(f.depth, int32(depth))
 		if len(p.Metrics) == 0 {
 			f.base = append(f.base, n.Calls)
 		} else {
@@ -110,13 +115,8 @@ func flatten(p *Profile) *flatTree {
 				f.base = append(f.base, at0(n.Base, i))
 			}
 		}
-		for _, c := range n.Children {
-			walk(c, me, depth+1)
-		}
-	}
-	for _, t := range p.Threads {
-		walk(t, -1, 0)
-	}
+		return nil
+	})
 	// Children follow their parent in depth-first order, so one backward
 	// pass sums every subtree.
 	f.cum = slices.Clone(f.base)
@@ -293,11 +293,12 @@ func (a *Arcflow) XProf() []ArcLine {
 	return lines
 }
 
-// reportHeader writes the lines common to the arcflow reports.
-func reportHeader(w io.Writer, kind string, p *Profile, metrics []Metric, total []uint64) {
+// reportHeader writes the lines common to the arcflow reports, with the
+// profile's notes and then extra ones.
+func reportHeader(w io.Writer, kind string, p *Profile, metrics []Metric, total []uint64, extra ...string) {
 	fmt.Fprintf(w, " libjprof %s\n%s%d\n%s%d\n", kind, pidPrefix, p.PID, seqPrefix, p.Seq)
-	for _, n := range p.Notes {
-		fmt.Fprintf(w, "%s%s\n", notePrefix, n)
+	for _, n := range append(slices.Clip(p.Notes), extra...) {
+		fmt.Fprintf(w, "%s%s\n", notePrefix, escapeNote(n))
 	}
 	if len(p.Metrics) == 0 {
 		fmt.Fprintf(w, " Note: no metrics were recorded; BASE and CUM count calls\n")
@@ -321,17 +322,27 @@ func columns(k int) string {
 	return b.String()
 }
 
-func writeArcLine(w io.Writer, l ArcLine, indent string) {
+// writeArcLine writes l; its name escaped (see [EscapeName]) after indent.
+func writeArcLine(w *bufio.Writer, l ArcLine, indent []byte) {
 	fmt.Fprintf(w, " %10d", l.Calls)
 	for i := range l.Base {
 		fmt.Fprintf(w, " %12d %12d", l.Base[i], l.Cum[i])
 	}
-	fmt.Fprintf(w, "  %s%s\n", indent, l.Name)
+	w.WriteString("  ")
+	w.Write(indent)
+	w.WriteString(EscapeName(l.Name))
+	w.WriteByte('\n')
 }
 
+// XTreeMaxIndent is the deepest level xtree indents: deeper names are
+// indented as this level, and their LV column tells their level. Two
+// spaces per level without a cap make the report grow with the square of
+// the depth: a deep recursion's 13 MB log-rt once made a 30 GB xtree.
+const XTreeMaxIndent = 40
+
 // WriteXTree writes the call tree, one line per node depth-first, with
-// its calls and per metric base and cum; names are indented two spaces
-// per level.
+// its level, its calls and per metric base and cum; names are indented two
+// spaces per level down to level XTreeMaxIndent.
 func WriteXTree(w io.Writer, p *Profile) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	f := flatten(p)
@@ -341,16 +352,17 @@ func WriteXTree(w io.Writer, p *Profile) error {
 			addVec(total, f.vec(f.cum, j))
 		}
 	}
-	reportHeader(bw, "xtree", p, reportMetrics(p), total)
+	var notes []string
+	if slices.ContainsFunc(f.depth, func(d int32) bool { return d > XTreeMaxIndent }) {
+		notes = append(notes, fmt.Sprintf("names below level %d are indented as level %d; LV gives their level", XTreeMaxIndent, XTreeMaxIndent))
+	}
+	reportHeader(bw, "xtree", p, reportMetrics(p), total, notes...)
 	fmt.Fprintf(bw, "%4s %10s%s  NAME\n", "LV", "CALLS", columns(f.k))
-	var indent []byte
+	indent := []byte(strings.Repeat(" ", 2*XTreeMaxIndent))
 	for j, n := range f.nodes {
 		d := int(f.depth[j])
-		for len(indent) < 2*d {
-			indent = append(indent, ' ')
-		}
 		fmt.Fprintf(bw, "%4d", d)
-		writeArcLine(bw, ArcLine{Name: n.Name, Calls: n.Calls, Base: f.vec(f.base, j), Cum: f.vec(f.cum, j)}, string(indent[:2*d]))
+		writeArcLine(bw, ArcLine{Name: n.Name, Calls: n.Calls, Base: f.vec(f.base, j), Cum: f.vec(f.cum, j)}, indent[:2*min(d, XTreeMaxIndent)])
 	}
 	return bw.Flush()
 }
@@ -364,15 +376,16 @@ func WriteXArc(w io.Writer, p *Profile) error {
 	fmt.Fprintf(bw, " Each stanza: callers (indented), the method, callees (indented).\n\n")
 	head := fmt.Sprintf(" %10s%s  NAME\n", "CALLS", columns(len(a.Metrics)))
 	rule := strings.Repeat("=", len(head)+20) + "\n"
+	indent := []byte("    ")
 	for _, s := range a.Stanzas {
 		bw.WriteString(rule)
 		bw.WriteString(head)
 		for _, l := range s.Parents {
-			writeArcLine(bw, l, "    ")
+			writeArcLine(bw, l, indent)
 		}
-		writeArcLine(bw, s.Self, "")
+		writeArcLine(bw, s.Self, nil)
 		for _, l := range s.Children {
-			writeArcLine(bw, l, "    ")
+			writeArcLine(bw, l, indent)
 		}
 	}
 	bw.WriteString(rule)
@@ -386,7 +399,7 @@ func WriteXProf(w io.Writer, p *Profile) error {
 	reportHeader(bw, "xprof", p, a.Metrics, a.Total)
 	fmt.Fprintf(bw, " %10s%s  NAME\n", "CALLS", columns(len(a.Metrics)))
 	for _, l := range a.XProf() {
-		writeArcLine(bw, l, "")
+		writeArcLine(bw, l, nil)
 	}
 	return bw.Flush()
 }

@@ -50,10 +50,15 @@ func Compare(a, b *Profile, opt CompareOptions) error {
 			return fmt.Errorf("metric %d: %+v != %+v", i+1, m, o)
 		}
 	}
-	return compareNodes(a.Threads, b.Threads, len(a.Metrics), opt, nil)
+	return compareNodes(a.Threads, b.Threads, len(a.Metrics), opt)
 }
 
-func compareNodes(as, bs []*Node, k int, opt CompareOptions, path []string) error {
+// compareNodes compares two forests node by node, depth-first, with its
+// own stack: trees can be as deep as a recursion.
+func compareNodes(as, bs []*Node, k int, opt CompareOptions) error {
+	// path holds the names from a thread root down to the node whose
+	// children the top frame compares.
+	var path []string
 	where := func() string {
 		if len(path) == 0 {
 			return "threads"
@@ -63,32 +68,47 @@ func compareNodes(as, bs []*Node, k int, opt CompareOptions, path []string) erro
 	if len(as) != len(bs) {
 		return fmt.Errorf("%s: %d children != %d children", where(), len(as), len(bs))
 	}
-	for i, a := range as {
-		b := bs[i]
+	type frame struct {
+		as, bs []*Node
+		next   int
+	}
+	stack := []frame{{as: as, bs: bs}}
+	for len(stack) > 0 {
+		top := &stack[len(stack)-1]
+		if top.next == len(top.as) {
+			stack = stack[:len(stack)-1]
+			if len(stack) > 0 {
+				path = path[:len(path)-1]
+			}
+			continue
+		}
+		i := top.next
+		a, b := top.as[i], top.bs[i]
+		top.next++
 		if a.Name != b.Name {
 			return fmt.Errorf("%s: child %d is %q != %q", where(), i, a.Name, b.Name)
 		}
-		p := append(path[:len(path):len(path)], a.Name)
-		at := func() string { return strings.Join(p, " > ") }
+		path = append(path, a.Name)
 		if a.Calls != b.Calls {
-			return fmt.Errorf("%s: calls %d != %d", at(), a.Calls, b.Calls)
+			return fmt.Errorf("%s: calls %d != %d", where(), a.Calls, b.Calls)
 		}
 		for m := range k {
 			if x, y := at0(a.Base, m), at0(b.Base, m); x != y {
-				return fmt.Errorf("%s: base %d is %d != %d", at(), m+1, x, y)
+				return fmt.Errorf("%s: base %d is %d != %d", where(), m+1, x, y)
 			}
 			if x, y := at0(a.Delta, m), at0(b.Delta, m); !opt.IgnoreDelta && x != y {
-				return fmt.Errorf("%s: delta %d is %d != %d", at(), m+1, x, y)
+				return fmt.Errorf("%s: delta %d is %d != %d", where(), m+1, x, y)
 			}
 		}
 		// Without metrics log-rt has no DS and IN columns (CALLTREE
 		// mode counts calls only), so they cannot differ there.
 		if k > 0 && !opt.IgnoreDSIN && (a.DS != b.DS || a.IN != b.IN) {
-			return fmt.Errorf("%s: DS/IN %d/%d != %d/%d", at(), a.DS, a.IN, b.DS, b.IN)
+			return fmt.Errorf("%s: DS/IN %d/%d != %d/%d", where(), a.DS, a.IN, b.DS, b.IN)
 		}
-		if err := compareNodes(a.Children, b.Children, k, opt, p); err != nil {
-			return err
+		if len(a.Children) != len(b.Children) {
+			return fmt.Errorf("%s: %d children != %d children", where(), len(a.Children), len(b.Children))
 		}
+		stack = append(stack, frame{as: a.Children, bs: b.Children})
 	}
 	return nil
 }

@@ -10,6 +10,11 @@
 // and renders reports from the same model, so that a call tree looks the
 // same whether it was built live or rebuilt from a trace.
 //
+// Names in memory are the real bytes, whatever they hold (Java thread
+// names can contain line breaks); every text format writes them through
+// [EscapeName] and reads them back with [UnescapeName], so a name is one
+// token on one line and a round trip is exact.
+//
 // Everything here is plain Go without cgo and without global mutable
 // state: the package is safe to use from several goroutines as long as
 // each one has its own values.

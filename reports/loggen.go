@@ -35,11 +35,13 @@ import (
 // agent's RAWGEN) carries raw deltas and, before the kind, the event's
 // calibration key as "s<key>": "<v1> ... <vk> s<key> <kind> <name> <thread>",
 // or "u<key>" for an event whose delta must not lower the key's minimum
-// (it spans a dispatch, an interrupt or a restart). Values are the metric amounts since the previous event on
-// the same thread. The thread comes last and runs to the end of the line,
-// because Java thread names may contain spaces (e.g.
-// "0000b718_Reference Handler"); method names never do. Every line ends
-// with a newline, so a file cut inside a line is detected.
+// (it spans a dispatch, an interrupt or a restart). Values are the metric
+// amounts since the previous event on the same thread. Names are escaped
+// (see [EscapeName]), so they may hold any bytes: the method name as one
+// token, its spaces escaped too ([AppendEscapedToken]); the thread comes
+// last and runs to the end of the line, so its spaces stay
+// ("0000b71c_Reference Handler"). Every line ends with a newline, so a
+// file cut inside a line is detected.
 
 // EventKind is the transition a log-gen event records.
 type EventKind int
@@ -66,7 +68,7 @@ func (k EventKind) String() string {
 type Event struct {
 	Thread string
 	Kind   EventKind
-	Name   string // type prefix + class.method+signature, no spaces
+	Name   string // type prefix + class.method+signature; any bytes
 	// Values holds, per metric, the amount since the previous event on
 	// this thread: it belongs to whatever ran on the thread before this
 	// event, not to Name.
@@ -102,11 +104,7 @@ func NewLogGenWriter(w io.Writer, pid int, metrics []Metric, notes ...string) *L
 	lw := &LogGenWriter{w: bufio.NewWriterSize(w, 64<<10), k: len(metrics)}
 	fmt.Fprintf(lw.w, "%s\n%s%d\n", logGenTitle, pidPrefix, pid)
 	for _, n := range notes {
-		if strings.ContainsAny(n, "\r\n") {
-			lw.err = fmt.Errorf("log-gen: note %q has a line break", n)
-			return lw
-		}
-		fmt.Fprintf(lw.w, "%s%s\n", notePrefix, n)
+		fmt.Fprintf(lw.w, "%s%s\n", notePrefix, escapeNote(n))
 	}
 	names := make([]string, len(metrics))
 	for i, m := range metrics {
@@ -135,12 +133,8 @@ func (lw *LogGenWriter) Write(ev Event) error {
 		lw.err = fmt.Errorf("log-gen: event %s %s has %d values for %d metrics", ev.Kind, ev.Name, len(ev.Values), lw.k)
 		return lw.err
 	}
-	if ev.Name == "" || strings.ContainsAny(ev.Name, " \r\n") {
-		lw.err = fmt.Errorf("log-gen: method name %q must be non-empty and have no spaces", ev.Name)
-		return lw.err
-	}
-	if ev.Thread == "" || strings.ContainsAny(ev.Thread, "\r\n") {
-		lw.err = fmt.Errorf("log-gen: thread name %q must be non-empty and on one line", ev.Thread)
+	if ev.Name == "" || ev.Thread == "" {
+		lw.err = fmt.Errorf("log-gen: event %s %q on thread %q: names must not be empty", ev.Kind, ev.Name, ev.Thread)
 		return lw.err
 	}
 	if ev.Kind < Entry || ev.Kind > ExceptionExit {
@@ -163,9 +157,9 @@ func (lw *LogGenWriter) Write(ev Event) error {
 	}
 	b = append(b, ev.Kind.String()...)
 	b = append(b, ' ')
-	b = append(b, ev.Name...)
+	b = AppendEscapedToken(b, ev.Name)
 	b = append(b, ' ')
-	b = append(b, ev.Thread...)
+	b = AppendEscapedName(b, ev.Thread)
 	b = append(b, '\n')
 	lw.buf = b
 	if _, err := lw.w.Write(b); err != nil {
@@ -324,7 +318,11 @@ func (lr *LogGenReader) readHeader() error {
 		if !ok {
 			break
 		}
-		lr.notes = append(lr.notes, string(note))
+		text, err := UnescapeName(string(note))
+		if err != nil {
+			return fmt.Errorf("note: %w", err)
+		}
+		lr.notes = append(lr.notes, text)
 	}
 	units, ok := bytes.CutPrefix(line, []byte(unitsPrefix))
 	if !ok {
@@ -455,8 +453,8 @@ const uncleanBit = 1 << 20
 
 // parseEvent splits "<v1> ... <vk> [s<key>] <kind> <name> <thread>" into
 // vals (k = len(vals)), the key (-1 if absent), the kind and the two
-// names, which alias line. It is the hot loop of post-processing, so it
-// walks the bytes once by hand.
+// names, unescaped. The names alias line unless they had escapes. It is
+// the hot loop of post-processing, so it walks the bytes once by hand.
 func parseEvent(line []byte, vals []uint64) (kind EventKind, key int, name, thread []byte, err error) {
 	key = -1
 	i := 0
@@ -510,5 +508,11 @@ func parseEvent(line []byte, vals []uint64) (kind EventKind, key int, name, thre
 	if sp <= 0 || sp == len(rest)-1 {
 		return 0, -1, nil, nil, fmt.Errorf("expected a method and a thread, got %q", line)
 	}
-	return kind, key, rest[:sp], rest[sp+1:], nil
+	if name, err = unescapeBytes(rest[:sp]); err == nil {
+		thread, err = unescapeBytes(rest[sp+1:])
+	}
+	if err != nil {
+		return 0, -1, nil, nil, err
+	}
+	return kind, key, name, thread, nil
 }

@@ -33,8 +33,10 @@ import (
 // root. The level is "%4d" and each number "%10d" after one space, so a
 // number too wide for its column pushes the rest right instead of being
 // cut: the parser splits on spaces, not on fixed offsets. NAME is
-// everything after the two spaces that follow the last number, because
-// thread names may contain spaces. Without metrics the columns are
+// everything after the two spaces that follow the last number, escaped
+// with [EscapeName] (a name may hold any bytes, even line breaks; spaces
+// inside it stay, "0000b71c_Reference Handler"); notes are escaped
+// likewise. Without metrics the columns are
 // LV CALLS CEE NAME (CALLTREE mode: no BASE, DELTA, DS or IN); with k>1
 // metrics BASE and DELTA become BASE1 DELTA1 ... BASEk DELTAk.
 //
@@ -147,30 +149,20 @@ func checkMetric(m Metric) error {
 
 // WriteLogRT writes p in log-rt format. A Base or Delta slice shorter than
 // p.Metrics is written as zeros; without metrics DS and IN are not
-// written. Names must be non-empty and on one line, else nothing is
-// written past the header and an error says which node is at fault.
+// written. Names and notes may hold any bytes (see [EscapeName]); names
+// must not be empty, else the write fails with an error that says which
+// node is at fault.
 func WriteLogRT(w io.Writer, p *Profile) error {
 	lw, err := NewLogRTWriter(w, p)
 	if err != nil {
 		return err
 	}
-	var walk func(n *Node, level int) error
-	walk = func(n *Node, level int) error {
-		if err := lw.Row(Row{Level: level, Calls: n.Calls, Callees: n.Callees(), Base: n.Base, Delta: n.Delta,
-			DS: n.DS, IN: n.IN, Name: n.Name}); err != nil {
-			return err
-		}
-		for _, c := range n.Children {
-			if err := walk(c, level+1); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	for _, t := range p.Threads {
-		if err := walk(t, 0); err != nil {
-			return err
-		}
+	err = preorder(p.Threads, func(n *Node, level int) error {
+		return lw.Row(Row{Level: level, Calls: n.Calls, Callees: n.Callees(), Base: n.Base, Delta: n.Delta,
+			DS: n.DS, IN: n.IN, Name: n.Name})
+	})
+	if err != nil {
+		return err
 	}
 	return lw.Close()
 }
@@ -201,10 +193,7 @@ func NewLogRTWriter(w io.Writer, p *Profile) (*LogRTWriter, error) {
 	k := len(p.Metrics)
 	fmt.Fprintf(bw, "%s\n%s%d\n%s%d\n", logRTTitle, pidPrefix, p.PID, seqPrefix, p.Seq)
 	for _, n := range p.Notes {
-		if strings.ContainsAny(n, "\r\n") {
-			return nil, fmt.Errorf("log-rt: note %q has a line break", n)
-		}
-		fmt.Fprintf(bw, "%s%s\n", notePrefix, n)
+		fmt.Fprintf(bw, "%s%s\n", notePrefix, escapeNote(n))
 	}
 	fmt.Fprintf(bw, "\n%s\n", baseValues)
 	if k == 0 {
@@ -227,8 +216,8 @@ func NewLogRTWriter(w io.Writer, p *Profile) (*LogRTWriter, error) {
 // Row writes one row. It formats with strconv into one reused buffer
 // because a profile can have millions of nodes.
 func (lw *LogRTWriter) Row(r Row) error {
-	if r.Name == "" || strings.ContainsAny(r.Name, "\r\n") {
-		return fmt.Errorf("log-rt: node %q at level %d: a name must be non-empty and on one line", r.Name, r.Level)
+	if r.Name == "" {
+		return fmt.Errorf("log-rt: node with an empty name at level %d", r.Level)
 	}
 	if len(r.Base) > lw.k || len(r.Delta) > lw.k {
 		return fmt.Errorf("log-rt: node %q has %d base and %d delta values for %d metrics", r.Name, len(r.Base), len(r.Delta), lw.k)
@@ -245,7 +234,7 @@ func (lw *LogRTWriter) Row(r Row) error {
 		b = padUint(append(b, ' '), r.IN, 10)
 	}
 	b = append(b, "  "...)
-	b = append(b, r.Name...)
+	b = AppendEscapedName(b, r.Name)
 	b = append(b, '\n')
 	lw.buf = b
 	lw.rows++
@@ -346,7 +335,11 @@ func parseLogRT(lr *lineReader) (*Profile, error) {
 		if !ok {
 			return nil, fmt.Errorf("expected %q or a blank line, got %q", notePrefix+"TEXT", line)
 		}
-		p.Notes = append(p.Notes, string(note))
+		text, err := UnescapeName(string(note))
+		if err != nil {
+			return nil, fmt.Errorf("note: %w", err)
+		}
+		p.Notes = append(p.Notes, text)
 	}
 	if err := lr.expect(baseValues); err != nil {
 		return nil, err
@@ -533,7 +526,8 @@ func parseRow(line []byte, vals []uint64) (level int, name string, err error) {
 	if !ok || len(rest) == 0 {
 		return bad()
 	}
-	return int(lv), string(rest), nil
+	name, err = UnescapeName(string(rest))
+	return int(lv), name, err
 }
 
 // RootName is the name of a thread's root in log-rt and log-gen: the

@@ -55,12 +55,11 @@ func ToPprof(p *Profile) (*profile.Profile, error) {
 	}
 
 	var stack []*profile.Location // root first
-	var walk func(n *Node) error
-	walk = func(n *Node) error {
+	err := preorder(p.Threads, func(n *Node, depth int) error {
 		if len(n.Base) > k {
 			return fmt.Errorf("pprof: node %q has %d base values for %d metrics", n.Name, len(n.Base), k)
 		}
-		stack = append(stack, loc(n.Name))
+		stack = append(stack[:depth], loc(n.Name))
 		vals := make([]int64, k+1)
 		zero := n.Calls == 0
 		for i := range k {
@@ -82,18 +81,10 @@ func ToPprof(p *Profile) (*profile.Profile, error) {
 			}
 			out.Sample = append(out.Sample, s)
 		}
-		for _, c := range n.Children {
-			if err := walk(c); err != nil {
-				return err
-			}
-		}
-		stack = stack[:len(stack)-1]
 		return nil
-	}
-	for _, t := range p.Threads {
-		if err := walk(t); err != nil {
-			return nil, err
-		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := out.CheckValid(); err != nil {
 		return nil, fmt.Errorf("pprof: %w", err)

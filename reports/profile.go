@@ -66,16 +66,39 @@ func (n *Node) Path(names ...string) *Node {
 	return n
 }
 
-// Walk calls f for n and every node below it, with its depth below n.
+// Walk calls f for n and every node below it, depth-first with children in
+// order, with its depth below n.
 func (n *Node) Walk(f func(n *Node, depth int)) {
-	var walk func(*Node, int)
-	walk = func(n *Node, d int) {
-		f(n, d)
-		for _, c := range n.Children {
-			walk(c, d+1)
+	preorder([]*Node{n}, func(n *Node, d int) error { f(n, d); return nil })
+}
+
+// preorder calls visit for every node of the trees under roots,
+// depth-first with children in order, with its depth (0 for a root), and
+// stops at visit's first error. It keeps its own stack instead of
+// recursing: a recursion hundreds of thousands of calls deep makes a tree
+// as deep, which must cost heap, not goroutine stack.
+func preorder(roots []*Node, visit func(n *Node, depth int) error) error {
+	type frame struct {
+		kids []*Node
+		next int
+	}
+	stack := []frame{{kids: roots}}
+	for len(stack) > 0 {
+		top := &stack[len(stack)-1]
+		if top.next == len(top.kids) {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		n := top.kids[top.next]
+		top.next++
+		if err := visit(n, len(stack)-1); err != nil {
+			return err
+		}
+		if len(n.Children) > 0 {
+			stack = append(stack, frame{kids: n.Children})
 		}
 	}
-	walk(n, 0)
+	return nil
 }
 
 // ThreadName is a thread root's name without its tid: "main" for

@@ -1,5 +1,7 @@
 package reports
 
+import "slices"
+
 // PrunedName is the name of the node that stands for the subtrees Prune
 // removed under a parent.
 const PrunedName = "<pruned>"
@@ -22,62 +24,62 @@ func Prune(p *Profile, pct float64) *Profile {
 	q := *p
 	q.Metrics = append([]Metric(nil), p.Metrics...)
 	q.Notes = append([]string(nil), p.Notes...)
-	q.Threads = make([]*Node, len(p.Threads))
+	q.Threads = make([]*Node, 0, len(p.Threads))
 	k := len(p.Metrics)
-	measure := func(n *Node) uint64 {
-		if k == 0 {
-			return n.Calls
-		}
-		return at0(n.Base, 0)
-	}
-	cums := map[*Node]uint64{}
-	var cum func(n *Node) uint64
-	cum = func(n *Node) uint64 {
-		c := measure(n)
-		for _, ch := range n.Children {
-			c += cum(ch)
-		}
-		cums[n] = c
-		return c
-	}
+	// flatten's first cum is the measure: the first metric, or calls.
+	f := flatten(p)
+	cum := func(j int) uint64 { return f.cum[j*f.k] }
 	var total uint64
-	for _, t := range p.Threads {
-		total += cum(t)
+	for j, par := range f.parent {
+		if par < 0 {
+			total += cum(j)
+		}
 	}
 	limit := pct / 100 * float64(total)
-	keep := func(n *Node) bool { return float64(cums[n]) >= limit }
 
-	var cp func(n *Node) *Node
-	cp = func(n *Node) *Node {
-		m := copyNode(n, k)
-		var pruned *Node
-		for _, c := range n.Children {
-			if keep(c) {
-				m.Children = append(m.Children, cp(c))
-				continue
-			}
-			if pruned == nil {
-				pruned = &Node{Name: PrunedName}
+	// One pass in depth-first order, parents before children, without
+	// recursion (trees can be as deep as a recursion). copies[j] is the
+	// copy of a kept node; into[j] the <pruned> node that holds a removed
+	// one; pruned[j] the <pruned> node gathering kept node j's removed
+	// children.
+	copies := make([]*Node, len(f.nodes))
+	into := make([]*Node, len(f.nodes))
+	pruned := make([]*Node, len(f.nodes))
+	var lost []int // kept nodes that lost children, in order
+	for j, n := range f.nodes {
+		par := f.parent[j]
+		switch {
+		case par < 0:
+			copies[j] = copyNode(n, k)
+			q.Threads = append(q.Threads, copies[j])
+		case copies[par] != nil && float64(cum(j)) >= limit:
+			copies[j] = copyNode(n, k)
+			copies[par].Children = append(copies[par].Children, copies[j])
+		case copies[par] != nil:
+			if pruned[par] == nil {
+				pruned[par] = &Node{Name: PrunedName}
 				if k > 0 {
-					pruned.Base, pruned.Delta = make([]uint64, k), make([]uint64, k)
+					pruned[par].Base, pruned[par].Delta = make([]uint64, k), make([]uint64, k)
 				}
+				lost = append(lost, int(par))
 			}
-			fold(pruned, c, k)
+			into[j] = pruned[par]
+			addOwn(into[j], n, k)
+		default:
+			into[j] = into[par]
+			addOwn(into[j], n, k)
 		}
-		if pruned == nil {
-			return m
-		}
-		for _, c := range m.Children {
-			if c.Name == PrunedName && len(c.Children) == 0 {
-				fold(c, pruned, k)
-				return m
-			}
-		}
-		m.Children = append(m.Children, pruned)
-		return m
 	}
-	for i, t := range p.Threads {
-		q.Threads[i] = cp(t)
+	// Each <pruned> goes last among its parent's children, or into a
+	// childless <pruned> child kept from an earlier pruning.
+	for _, par := range lost {
+		m, pn := copies[par], pruned[par]
+		i := slices.IndexFunc(m.Children, func(c *Node) bool { return c.Name == PrunedName && len(c.Children) == 0 })
+		if i >= 0 {
+			addOwn(m.Children[i], pn, k)
+		} else {
+			m.Children = append(m.Children, pn)
+		}
 	}
 	return &q
 }
@@ -94,16 +96,13 @@ func copyNode(n *Node, k int) *Node {
 	return m
 }
 
-// fold adds the totals of the subtree n into dst.
-func fold(dst, n *Node, k int) {
+// addOwn adds n's own values, not its children's, into dst.
+func addOwn(dst, n *Node, k int) {
 	dst.Calls += n.Calls
 	dst.DS += n.DS
 	dst.IN += n.IN
 	for i := range k {
 		dst.Base[i] += at0(n.Base, i)
 		dst.Delta[i] += at0(n.Delta, i)
-	}
-	for _, c := range n.Children {
-		fold(dst, c, k)
 	}
 }

@@ -149,25 +149,163 @@ func TestConnectionLimit(t *testing.T) {
 	a, b := dialRaw(t, ts.addr), dialRaw(t, ts.addr)
 	assert.Equal(t, []string{"OK ping: pong"}, a.do("ping", 1))
 	assert.Equal(t, []string{"OK ping: pong"}, b.do("ping", 1))
+	waitConns(t, ts.Server, 2, true)
 
-	// The third is refused with a reply, even when it sends first.
+	// A third takes the place of the one idle the longest, which is told
+	// so and closed.
+	c := dialRaw(t, ts.addr)
+	assert.Equal(t, []string{"OK ping: pong"}, c.do("ping", 1))
+	assert.Equal(t, "ERR busy: too many connections (2); try again later", a.reply())
+	a.expectClosed()
+	assert.Equal(t, []string{"OK ping: pong"}, b.do("ping", 1))
+}
+
+func TestConnectionLimitAllBusy(t *testing.T) {
+	// When every place runs or waits for a command, none can be given
+	// away: a new connection is refused with a reply, even when it sends
+	// first.
+	f := newFake()
+	f.flushGate = make(chan struct{})
+	f.flushEntered = make(chan struct{}, 1)
+	ts := startServer(t, Config{Controller: f, MaxConns: 2, QueueTimeout: time.Minute})
+	a, b := dialRaw(t, ts.addr), dialRaw(t, ts.addr)
+	a.send("flush\n")
+	<-f.flushEntered
+	b.send("status\n") // queued behind the flush
+	waitConns(t, ts.Server, 2, false)
 	c := dialRaw(t, ts.addr)
 	c.send("flush\n")
-	assert.Equal(t, "ERR busy: too many connections (2); try again later", c.reply())
+	got := c.reply()
+	if got != "ERR busy: too many connections (2); try again later" {
+		t.Fatalf("connection over the limit got %q", got)
+	}
 	c.expectClosed()
+	close(f.flushGate)
+	assert.Equal(t, "OK flush: /tmp/log-rt.1_42", a.reply())
+	assert.True(t, strings.HasPrefix(b.reply(), "OK status: "))
+}
 
-	// A freed slot is usable again; the server notices the close
-	// asynchronously, so retry for a bounded time.
-	a.Close()
+func TestPartialLinesDoNotLockOut(t *testing.T) {
+	// MaxConns connections each holding half a line, with the default
+	// (long) timeouts: a new client is still served at once.
+	ts := startServer(t, Config{})
+	var partial []*rawConn
+	for range DefaultMaxConns {
+		p := dialRaw(t, ts.addr)
+		p.send("sta")
+		partial = append(partial, p)
+	}
+	c := dialRaw(t, ts.addr)
+	assert.Equal(t, []string{"OK ping: pong"}, c.do("ping", 1))
+	// The oldest gave its place and was told why.
+	assert.Equal(t, "ERR busy: too many connections (16); try again later", partial[0].reply())
+	partial[0].expectClosed()
+}
+
+func TestPartialLineTimeout(t *testing.T) {
+	// A begun line must end within LineTimeout; an idle connection may
+	// stay for IdleTimeout.
+	ts := startServer(t, Config{LineTimeout: 100 * time.Millisecond, IdleTimeout: time.Minute})
+	idle := dialRaw(t, ts.addr)
+	p := dialRaw(t, ts.addr)
+	p.send("pi")
+	assert.Equal(t, "ERR line: no end of line within 100ms; connection closed", p.reply())
+	p.expectClosed()
+	// The rest of a line that came too late is not run either.
+	assert.Equal(t, []string{"OK ping: pong"}, idle.do("ping", 1))
+}
+
+func TestSimultaneousConnections(t *testing.T) {
+	// 100 clients at once against 16 places: each gets a real reply or
+	// "ERR busy", never a reset or an empty read.
+	for _, allBusy := range []bool{false, true} {
+		t.Run(fmt.Sprintf("allBusy=%v", allBusy), func(t *testing.T) {
+			f := newFake()
+			ts := startServer(t, Config{Controller: f, QueueTimeout: time.Minute})
+			if allBusy {
+				// Every place runs or waits for a command: nothing can
+				// be evicted, so all 100 are refused.
+				f.flushGate = make(chan struct{})
+				f.flushEntered = make(chan struct{}, 1)
+				defer close(f.flushGate)
+				for i := range DefaultMaxConns {
+					c := dialRaw(t, ts.addr)
+					c.send("flush\n")
+					if i == 0 {
+						<-f.flushEntered
+					}
+				}
+				waitConns(t, ts.Server, DefaultMaxConns, false)
+			}
+			const clients = 100
+			var wg sync.WaitGroup
+			got := make([]string, clients)
+			errs := make([]error, clients)
+			for i := range clients {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					got[i], errs[i] = pingOnce(ts.addr)
+				}()
+			}
+			wg.Wait()
+			busy := 0
+			for i := range clients {
+				if !assert.NoError(t, errs[i], "client %d", i) {
+					continue
+				}
+				switch {
+				case got[i] == "OK ping: pong":
+				case strings.HasPrefix(got[i], "ERR busy: "):
+					busy++
+				default:
+					t.Errorf("client %d got %q", i, got[i])
+				}
+			}
+			if allBusy {
+				assert.Equal(t, clients, busy)
+			}
+		})
+	}
+}
+
+// pingOnce connects, sends ping and reads one line.
+func pingOnce(addr string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, testTimeout)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * testTimeout))
+	if _, err := io.WriteString(c, "ping\n"); err != nil {
+		return "", err
+	}
+	s, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return s, fmt.Errorf("read reply (got %q): %w", s, err)
+	}
+	return strings.TrimSuffix(s, "\n"), nil
+}
+
+// waitConns waits until n connections hold a place and are all waiting
+// for input (waiting) or all busy with a command (!waiting).
+func waitConns(t *testing.T, s *Server, n int, waiting bool) {
+	t.Helper()
 	deadline := time.Now().Add(testTimeout)
 	for {
-		d := dialRaw(t, ts.addr)
-		if got := d.do("ping", 1)[0]; got == "OK ping: pong" {
-			break
+		s.mu.Lock()
+		got := 0
+		for _, e := range s.conns {
+			if e.counted && e.waiting == waiting {
+				got++
+			}
 		}
-		d.Close()
-		require.True(t, time.Now().Before(deadline), "slot never freed")
-		time.Sleep(10 * time.Millisecond)
+		s.mu.Unlock()
+		if got == n {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "%d of %d connections waiting=%v", got, n, waiting)
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -282,6 +420,7 @@ func TestIdleTimeout(t *testing.T) {
 	// A dribbled line does not keep a connection forever either.
 	d := dialRaw(t, ts.addr)
 	d.send("pi")
+	assert.Equal(t, "ERR line: no end of line within 100ms; connection closed", d.reply())
 	d.expectClosed()
 }
 

@@ -93,10 +93,14 @@ func TestClientToken(t *testing.T) {
 }
 
 func TestClientBusy(t *testing.T) {
-	ts := startServer(t, Config{MaxConns: 1})
-	first := dialClient(t, ts.addr, "")
-	_, err := doWithin(t, first, "ping")
-	require.NoError(t, err)
+	f := newFake()
+	f.flushGate = make(chan struct{})
+	f.flushEntered = make(chan struct{}, 1)
+	defer close(f.flushGate)
+	ts := startServer(t, Config{Controller: f, MaxConns: 1})
+	// The one place runs a command, so it cannot be given away.
+	dialRaw(t, ts.addr).send("flush\n")
+	<-f.flushEntered
 
 	second := dialClient(t, ts.addr, "")
 	got, err := doWithin(t, second, "start,flush")

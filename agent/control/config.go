@@ -25,6 +25,7 @@ const (
 	DefaultMaxConns     = 16
 	DefaultMaxLine      = 4096
 	DefaultIdleTimeout  = 15 * time.Minute
+	DefaultLineTimeout  = 5 * time.Second
 	DefaultQueueTimeout = 30 * time.Second
 )
 
@@ -53,15 +54,23 @@ type Config struct {
 	// Nil means no logging.
 	Logger *zap.Logger
 
-	// MaxConns bounds open connections; further ones are answered
-	// "ERR busy" and closed. Zero means 16.
+	// MaxConns bounds open connections. When all are open, a new one
+	// takes the place of the connection that has waited longest for its
+	// next line, which is answered "ERR busy" and closed; when every open
+	// connection is running or answering a command, the new one is
+	// answered "ERR busy" and closed. Zero means 16.
 	MaxConns int
 	// MaxLine bounds a line in bytes, without its terminator; longer lines
 	// are answered "ERR line" and discarded. Zero means 4096.
 	MaxLine int
-	// IdleTimeout closes a connection that sends no complete line for this
-	// long. Zero means 15 minutes.
+	// IdleTimeout closes a connection that sends nothing for this long.
+	// Zero means 15 minutes.
 	IdleTimeout time.Duration
+	// LineTimeout bounds the time from the first byte of a line to its
+	// end; a connection that takes longer is answered "ERR line" and
+	// closed, so that partial lines cannot hold connections. Zero means
+	// 5 s; it is never longer than IdleTimeout.
+	LineTimeout time.Duration
 	// QueueTimeout bounds how long a line waits while another connection's
 	// command runs before it is answered "ERR <cmd>: busy". Zero means 30 s.
 	QueueTimeout time.Duration
@@ -100,6 +109,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = DefaultIdleTimeout
 	}
+	if c.LineTimeout == 0 {
+		c.LineTimeout = DefaultLineTimeout
+	}
 	if c.QueueTimeout == 0 {
 		c.QueueTimeout = DefaultQueueTimeout
 	}
@@ -109,9 +121,10 @@ func (c Config) withDefaults() (Config, error) {
 	case c.MaxLine < 64:
 		// Below this even "token=<T>,start" may not fit.
 		return c, fmt.Errorf("MaxLine %d < 64", c.MaxLine)
-	case c.IdleTimeout < 0 || c.QueueTimeout < 0:
+	case c.IdleTimeout < 0 || c.QueueTimeout < 0 || c.LineTimeout < 0:
 		return c, errors.New("negative timeout")
 	}
+	c.LineTimeout = min(c.LineTimeout, c.IdleTimeout)
 	return c, nil
 }
 

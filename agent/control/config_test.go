@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,7 +22,13 @@ func TestConfigDefaults(t *testing.T) {
 	assert.Equal(t, DefaultMaxLine, c.MaxLine)
 	assert.Equal(t, DefaultIdleTimeout, c.IdleTimeout)
 	assert.Equal(t, DefaultQueueTimeout, c.QueueTimeout)
+	assert.Equal(t, DefaultLineTimeout, c.LineTimeout)
 	assert.NotNil(t, c.Logger)
+
+	// A begun line never gets longer than an idle connection.
+	c, err = Config{Controller: newFake(), IdleTimeout: time.Second}.withDefaults()
+	require.NoError(t, err)
+	assert.Equal(t, time.Second, c.LineTimeout)
 }
 
 func TestConfigErrors(t *testing.T) {
@@ -43,6 +50,7 @@ func TestConfigErrors(t *testing.T) {
 		{"max line small", ok(Config{MaxLine: 10}), "MaxLine"},
 		{"max conns negative", ok(Config{MaxConns: -1}), "MaxConns"},
 		{"negative timeout", ok(Config{IdleTimeout: -1}), "negative"},
+		{"negative line timeout", ok(Config{LineTimeout: -1}), "negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

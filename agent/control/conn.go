@@ -16,15 +16,21 @@ import (
 // log-msg: a peer spraying garbage should not fill the disk.
 const maxLoggedBadLines = 3
 
-var errLineTooLong = errors.New("line too long")
+var (
+	errLineTooLong = errors.New("line too long")
+	// errLineTimeout: a line was begun but not ended within LineTimeout.
+	errLineTimeout = errors.New("line not ended in time")
+)
 
 // connState is one client connection, owned by its goroutine.
 type connState struct {
 	s    *Server
 	conn net.Conn
-	r    *bufio.Reader
-	w    *bufio.Writer
-	log  *zap.Logger
+	// entry is the server's record of this connection (under s.mu).
+	entry *connEntry
+	r     *bufio.Reader
+	w     *bufio.Writer
+	log   *zap.Logger
 
 	// counted: this goroutine is counted in s.wg (see Server.wg).
 	counted bool
@@ -34,10 +40,11 @@ type connState struct {
 }
 
 // handle serves one connection until it ends, whatever happens in it.
-func (s *Server) handle(conn net.Conn) {
+func (s *Server) handle(conn net.Conn, e *connEntry) {
 	c := &connState{
 		s:       s,
 		conn:    conn,
+		entry:   e,
 		r:       bufio.NewReaderSize(conn, s.cfg.MaxLine+len("\r\n")),
 		w:       bufio.NewWriter(conn),
 		log:     s.log.With(zap.Stringer("remote", conn.RemoteAddr())),
@@ -64,6 +71,14 @@ func (c *connState) serve() {
 	for {
 		line, err := c.readLine()
 		switch {
+		case errors.Is(err, errEvicted):
+			c.log.Debug("rtdriver connection evicted")
+			c.s.goodbye(c.conn, c.s.busyReply())
+			return
+		case errors.Is(err, errLineTimeout):
+			c.badLine("line not ended in time")
+			c.s.goodbye(c.conn, errReply(replyLine, fmt.Errorf("no end of line within %v; connection closed", c.s.cfg.LineTimeout)))
+			return
 		case errors.Is(err, errLineTooLong):
 			c.badLine("over-long line")
 			if c.write(errReply(replyLine, fmt.Errorf("longer than %d bytes; discarded", c.s.cfg.MaxLine))) != nil {
@@ -116,14 +131,38 @@ func (c *connState) serve() {
 // next read. A line longer than MaxLine yields errLineTooLong as soon as
 // that is known; its remainder is skipped by the next call, through the
 // reader's fixed buffer, so an over-long line never costs more memory.
+//
+// The connection may wait IdleTimeout for the first byte of a line, but
+// only LineTimeout from there to its end. While it waits it may be evicted
+// for a new connection: readLine then returns errEvicted, even when a line
+// arrived meanwhile.
 func (c *connState) readLine() ([]byte, error) {
-	c.conn.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+	if err := c.setWait(true, c.s.cfg.IdleTimeout); err != nil {
+		return nil, err
+	}
+	line, err := c.readLineIn()
+	if werr := c.setWait(false, 0); werr != nil {
+		return nil, werr
+	}
+	return line, err
+}
+
+func (c *connState) readLineIn() ([]byte, error) {
+	if c.r.Buffered() == 0 && !c.discarding {
+		if _, err := c.r.Peek(1); err != nil {
+			return nil, err
+		}
+	}
+	// A line has begun.
+	if err := c.setWait(true, c.s.cfg.LineTimeout); err != nil {
+		return nil, err
+	}
 	for c.discarding {
 		_, err := c.r.ReadSlice('\n')
 		switch {
 		case errors.Is(err, bufio.ErrBufferFull):
 		case err != nil:
-			return nil, err
+			return nil, partialLineErr(err)
 		default:
 			c.discarding = false
 		}
@@ -136,13 +175,44 @@ func (c *connState) readLine() ([]byte, error) {
 	case errors.Is(err, io.EOF) && len(line) > 0:
 		// A last line without "\n" (nc without -q, say) still counts.
 	case err != nil:
-		return nil, err
+		return nil, partialLineErr(err)
 	}
 	line = trimEOL(line)
 	if len(line) > c.s.cfg.MaxLine {
 		return nil, errLineTooLong
 	}
 	return line, nil
+}
+
+// partialLineErr turns a read timeout in the middle of a line into
+// errLineTimeout.
+func partialLineErr(err error) error {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return fmt.Errorf("%w: %w", errLineTimeout, err)
+	}
+	return err
+}
+
+// setWait records whether the connection waits for input, and when it
+// does, sets its read deadline d from now. It returns errEvicted once the
+// connection gave its place away. The deadline is set under s.mu, so that
+// it never overrides the one evictLocked sets to wake the goroutine. The
+// end of a wait, a line read, is the connection's last sign of life: the
+// one whose last sign is oldest is evicted first.
+func (c *connState) setWait(waiting bool, d time.Duration) error {
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	if c.entry.evicted {
+		return errEvicted
+	}
+	c.entry.waiting = waiting
+	if waiting {
+		c.conn.SetReadDeadline(time.Now().Add(d))
+	} else {
+		c.entry.since = time.Now()
+	}
+	return nil
 }
 
 func trimEOL(b []byte) []byte {

@@ -46,7 +46,9 @@
 //	ERR line: <reason>   non-printable bytes, over-long line (the rest of the
 //	                     line is discarded), empty command between commas
 //	ERR auth: <reason>   token missing or wrong; the connection is closed
-//	ERR busy: <reason>   sent on connect when too many connections are open;
+//	ERR busy: <reason>   sent on connect when too many connections are open,
+//	                     or to the connection that waited longest for its
+//	                     next line when it gives its place to a new one;
 //	                     the connection is closed
 //
 // Blank lines are ignored and get no reply. A client therefore reads one
@@ -70,9 +72,15 @@
 //
 // The server runs inside a customer's JVM, so it assumes hostile or broken
 // peers: lines are bounded (4 KiB by default, the excess is discarded while
-// reading, never buffered), connections are bounded (16 by default) and time
-// out when idle, every connection recovers from panics, Controller calls are
-// serialized and a line waits a bounded time for its turn, and replies are
-// written after the execution slot is released, so a client that stops
-// reading cannot hold up others.
+// reading, never buffered), connections are bounded (16 by default), time out
+// when idle (15 minutes) and must finish a begun line quickly (5 s), every
+// connection recovers from panics, Controller calls are serialized and a line
+// waits a bounded time for its turn, and replies are written after the
+// execution slot is released, so a client that stops reading cannot hold up
+// others. When all places are taken, a new connection evicts the one that has
+// waited longest for its next line, so idle or half-line clients cannot lock
+// others out; it is refused only when every place is running a command. A
+// refused or evicted connection always reads "ERR busy" before the close:
+// the server half-closes and drains it rather than close with unread input,
+// which would reset the connection and could destroy the reply.
 package control

@@ -18,11 +18,16 @@ const (
 	// writeTimeout bounds writing one batch of replies: a client that
 	// stops reading loses its connection instead of keeping a goroutine.
 	writeTimeout = 10 * time.Second
-	// rejectLinger bounds the time spent answering a refused connection.
-	rejectLinger = 500 * time.Millisecond
-	// maxRejecters bounds goroutines answering refused connections; under
-	// a connection flood the rest are closed without an answer.
-	maxRejecters = 4
+	// goodbyeLinger bounds the time spent saying a last reply (ERR busy,
+	// ERR line) before closing a connection.
+	goodbyeLinger = 500 * time.Millisecond
+	// goodbyeDrain bounds what is read, and thrown away, from a connection
+	// being closed after its last reply.
+	goodbyeDrain = 64 << 10
+	// maxRejecters bounds goroutines answering refused connections; beyond
+	// it, the accept loop answers them itself, which slows accepting down
+	// instead of dropping connections without an answer.
+	maxRejecters = 32
 	// maxAcceptBackoff caps the pause after a failed Accept.
 	maxAcceptBackoff = time.Second
 )
@@ -52,9 +57,9 @@ type Server struct {
 	acceptDone chan struct{}
 
 	mu sync.Mutex
-	// conns holds every open connection so that stop can close them; the
-	// value is true for connections counted in active.
-	conns   map[net.Conn]bool
+	// conns holds every open connection so that stop can close them.
+	conns map[net.Conn]*connEntry
+	// active counts the connections that hold one of the MaxConns places.
 	active  int
 	closed  bool
 	serving bool
@@ -64,6 +69,24 @@ type Server struct {
 	// server without deadlock.
 	wg sync.WaitGroup
 }
+
+// connEntry is the server's record of one open connection, guarded by
+// Server.mu.
+type connEntry struct {
+	// counted: the connection holds one of the MaxConns places.
+	counted bool
+	// waiting: its goroutine is waiting for the next line (idle or with a
+	// partial line), so it may be evicted. since is when it connected or
+	// its last line was read.
+	waiting bool
+	since   time.Time
+	// evicted: it gave its place to a newer connection; its goroutine
+	// answers "ERR busy" and closes it.
+	evicted bool
+}
+
+// errEvicted ends a connection that gave its place to a newer one.
+var errEvicted = errors.New("evicted for a new connection")
 
 // Listen validates cfg and opens the listening socket. Commands are not
 // accepted until Serve runs.
@@ -85,7 +108,7 @@ func Listen(cfg Config) (*Server, error) {
 		done:       make(chan struct{}),
 		rejecters:  make(chan struct{}, maxRejecters),
 		acceptDone: make(chan struct{}),
-		conns:      make(map[net.Conn]bool),
+		conns:      make(map[net.Conn]*connEntry),
 	}
 	fields := []zap.Field{zap.Stringer("addr", ln.Addr()), zap.Bool("token", cfg.Token != "")}
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
@@ -175,70 +198,117 @@ func (s *Server) Serve() error {
 // accept hands conn to a connection goroutine, or refuses it.
 func (s *Server) accept(conn net.Conn) {
 	s.mu.Lock()
-	switch {
-	case s.closed:
+	if s.closed {
 		s.mu.Unlock()
 		conn.Close()
 		return
-	case s.active >= s.cfg.MaxConns:
+	}
+	if s.active >= s.cfg.MaxConns && !s.evictLocked() {
 		s.mu.Unlock()
 		s.reject(conn)
 		return
 	}
-	s.conns[conn] = true
+	e := &connEntry{counted: true, waiting: true, since: time.Now()}
+	s.conns[conn] = e
 	s.active++
 	s.wg.Add(1)
 	s.mu.Unlock()
-	go s.handle(conn)
+	go s.handle(conn, e)
+}
+
+// evictLocked frees a place for a new connection: of the connections
+// waiting for their next line, idle or in the middle of one, the one whose
+// last line (or connection) is oldest gives up its place. Without this,
+// MaxConns clients that connect and send nothing, or half a line, lock
+// every other client out until they time out. It reports false when every
+// connection is busy with a command. s.mu is held.
+func (s *Server) evictLocked() bool {
+	var victim net.Conn
+	var oldest *connEntry
+	for c, e := range s.conns {
+		if e.counted && e.waiting && !e.evicted && (oldest == nil || e.since.Before(oldest.since)) {
+			victim, oldest = c, e
+		}
+	}
+	if victim == nil {
+		return false
+	}
+	oldest.evicted = true
+	oldest.counted = false
+	s.active--
+	// Wake its goroutine out of its read. Under s.mu, so that the
+	// goroutine cannot set a later deadline over this one (see setWait).
+	victim.SetReadDeadline(time.Unix(1, 0))
+	s.log.Warn("rtdriver connection evicted for a new one: too many connections",
+		zap.Stringer("remote", victim.RemoteAddr()), zap.Int("max", s.cfg.MaxConns),
+		zap.Duration("waited", time.Since(oldest.since)))
+	return true
+}
+
+// busyReply is the answer to a connection that gets no place.
+func (s *Server) busyReply() Reply {
+	return errReply(replyBusy, fmt.Errorf("too many connections (%d); try again later", s.cfg.MaxConns))
 }
 
 // reject answers "ERR busy" on a connection over the limit and closes it.
+// Every refused connection is answered: one closed without a word reads as
+// an empty reply or a reset, which says nothing to the user.
 func (s *Server) reject(conn net.Conn) {
-	select {
-	case s.rejecters <- struct{}{}:
-	default:
-		// Flooded: an answer costs a goroutine, closing costs nothing.
-		conn.Close()
-		return
-	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		<-s.rejecters
 		conn.Close()
 		return
 	}
-	s.conns[conn] = false
-	s.wg.Add(1)
+	s.conns[conn] = &connEntry{}
+	// The token and wg.Add under s.mu, with closed checked: Close must not
+	// be waiting on wg while it grows from zero.
+	helper := false
+	select {
+	case s.rejecters <- struct{}{}:
+		helper = true
+		s.wg.Add(1)
+	default:
+	}
 	s.mu.Unlock()
 	s.log.Warn("rtdriver connection refused: too many connections",
 		zap.Stringer("remote", conn.RemoteAddr()), zap.Int("max", s.cfg.MaxConns))
 
+	if !helper {
+		// Flooded: answer here. Accepting slows down meanwhile, and the
+		// kernel's backlog holds the next connections, so none is dropped.
+		s.goodbye(conn, s.busyReply())
+		return
+	}
 	go func() {
 		defer s.wg.Done()
 		defer func() { <-s.rejecters }()
-		defer s.forget(conn)
-		conn.SetDeadline(time.Now().Add(rejectLinger))
-		r := errReply(replyBusy, fmt.Errorf("too many connections (%d); try again later", s.cfg.MaxConns))
-		if _, err := io.WriteString(conn, r.String()+"\n"); err != nil {
-			return
-		}
-		// Half-close, then drain what the client already sent: closing a
-		// socket with unread input makes the kernel send RST, which can
-		// destroy the reply before the client has read it.
-		if tcp, ok := conn.(*net.TCPConn); ok {
-			tcp.CloseWrite()
-		}
-		io.Copy(io.Discard, io.LimitReader(conn, int64(s.cfg.MaxLine)))
+		s.goodbye(conn, s.busyReply())
 	}()
+}
+
+// goodbye sends a last reply on conn and closes it, within goodbyeLinger.
+func (s *Server) goodbye(conn net.Conn, r Reply) {
+	defer s.forget(conn)
+	conn.SetDeadline(time.Now().Add(goodbyeLinger))
+	if _, err := io.WriteString(conn, r.String()+"\n"); err != nil {
+		return
+	}
+	// Half-close, then drain what the client sent until it closes too:
+	// closing a socket with unread input makes the kernel send RST, which
+	// can destroy the reply before the client has read it.
+	if tcp, ok := conn.(*net.TCPConn); ok {
+		tcp.CloseWrite()
+	}
+	io.Copy(io.Discard, io.LimitReader(conn, goodbyeDrain))
 }
 
 // forget closes conn and drops it from the server's books.
 func (s *Server) forget(conn net.Conn) {
 	s.mu.Lock()
-	if counted, ok := s.conns[conn]; ok {
+	if e, ok := s.conns[conn]; ok {
 		delete(s.conns, conn)
-		if counted {
+		if e.counted {
 			s.active--
 		}
 	}
