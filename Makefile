@@ -19,11 +19,15 @@ JAVA_SRC  := $(wildcard java/src/*.java)
 
 all: agent java cmds
 
-# deps installs what a fresh Debian machine lacks: a JDK 17 and gcc.
+# deps installs what a fresh Debian machine lacks: a JDK 17, gcc, and
+# chromium for the flame graph's headless-browser test (as root).
 deps:
-	@command -v $(JAVAC) >/dev/null 2>&1 && command -v gcc >/dev/null 2>&1 || { \
-	  echo "installing openjdk-17-jdk-headless and gcc"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless gcc; }
+	@missing=""; \
+	command -v $(JAVAC) >/dev/null 2>&1 || missing="$$missing openjdk-17-jdk-headless"; \
+	command -v gcc >/dev/null 2>&1 || missing="$$missing gcc"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	if [ -n "$$missing" ]; then echo "installing$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
 
 agent: $(BUILD)/libjprof.so
 

@@ -86,6 +86,10 @@ func dispatch(args []string, stdout io.Writer) error {
 		return report(args, stdout)
 	case "pprof":
 		return toPprof(args)
+	case "flame":
+		return flame(args, stdout)
+	case "collapsed":
+		return collapsed(args, stdout)
 	case "logrt":
 		return logrt(args, stdout)
 	case "calibrate":
@@ -168,6 +172,56 @@ func toPprof(args []string) error {
 		return fmt.Errorf("%s: %w", pos[0], err)
 	}
 	return output(*out, nil, pp.Write)
+}
+
+func flame(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("flame", flag.ContinueOnError)
+	out := fs.String("o", "", "output `file` (.html)")
+	value := fs.String("value", "", "`VALUE` shown first: calls or a metric (default: the first metric)")
+	merge := fs.Bool("merge", false, "open with all threads merged")
+	title := fs.String("title", "", "page `title` (default: pid and sequence)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("flame needs one file")
+	}
+	p, _, err := load(pos[0])
+	if err != nil {
+		return err
+	}
+	if *title == "" {
+		*title = fmt.Sprintf("%s (pid %d)", filepath.Base(pos[0]), p.PID)
+	}
+	o := reports.FlameOptions{Value: *value, MergeThreads: *merge, Title: *title}
+	if _, err := reports.SelectValue(p, o.Value); err != nil {
+		return usagef("flame -value: %v", err)
+	}
+	return output(*out, stdout, func(w io.Writer) error { return reports.WriteFlame(w, p, o) })
+}
+
+func collapsed(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("collapsed", flag.ContinueOnError)
+	out := fs.String("o", "", "output `file`")
+	value := fs.String("value", "", "`VALUE` per line: calls or a metric (default: the first metric)")
+	merge := fs.Bool("merge", false, "leave the thread out of the stacks")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("collapsed needs one file")
+	}
+	p, _, err := load(pos[0])
+	if err != nil {
+		return err
+	}
+	o := reports.CollapsedOptions{Value: *value, MergeThreads: *merge}
+	if _, err := reports.SelectValue(p, o.Value); err != nil {
+		return usagef("collapsed -value: %v", err)
+	}
+	return output(*out, stdout, func(w io.Writer) error { return reports.WriteCollapsed(w, p, o) })
 }
 
 func logrt(args []string, stdout io.Writer) error {

@@ -1,0 +1,278 @@
+// The flame graph page of jprof flame. It reads the profile from the
+// flame-data element (see reports/flame.go), builds the trees of the two
+// views (one per thread, merged), and draws the frames as positioned
+// elements, root on top. Names reach the page only through textContent.
+(function () {
+  'use strict';
+  const $ = (id) => document.getElementById(id);
+  const data = JSON.parse($('flame-data').textContent);
+  const NV = data.values.length;
+  const H = 18; // frame height in px, as --h in the style sheet
+  // Frames narrower than this many pixels are not drawn (a JVM's startup
+  // has tens of thousands of nodes); the status line counts them.
+  const MIN_PX = 0.5;
+
+  // A view node: name, self and total values per data.values, children,
+  // parent, depth.
+  function mk(name, parent) {
+    return { n: name, s: new Array(NV).fill(0), t: null, k: [], p: parent, d: parent ? parent.d + 1 : 0 };
+  }
+  function addSelf(dst, v) {
+    for (let i = 0; i < NV; i++) dst.s[i] += v[i] || 0;
+  }
+  function copy(src, parent) {
+    const n = mk(src.n, parent);
+    addSelf(n, src.v);
+    for (const c of src.k || []) n.k.push(copy(c, n));
+    return n;
+  }
+  // mergeInto adds src's children to dst's, joining children of the same
+  // name.
+  function mergeInto(dst, src) {
+    if (!src.k) return;
+    if (!dst.byName) dst.byName = new Map(dst.k.map((c) => [c.n, c]));
+    for (const c of src.k) {
+      let m = dst.byName.get(c.n);
+      if (!m) {
+        m = mk(c.n, dst);
+        dst.k.push(m);
+        dst.byName.set(c.n, m);
+      }
+      addSelf(m, c.v);
+      mergeInto(m, c);
+    }
+  }
+  function totals(n) {
+    n.t = n.s.slice();
+    for (const c of n.k) {
+      totals(c);
+      for (let i = 0; i < NV; i++) n.t[i] += c.t[i];
+    }
+  }
+  const views = {};
+  function view(name) {
+    if (views[name]) return views[name];
+    let root;
+    if (name === 'merged') {
+      root = mk('all threads (merged)', null);
+      for (const th of data.threads) {
+        addSelf(root, th.v); // time in the threads outside any method
+        mergeInto(root, th);
+      }
+    } else {
+      root = mk('all threads', null);
+      for (const th of data.threads) root.k.push(copy(th, root));
+    }
+    totals(root);
+    return (views[name] = root);
+  }
+
+  const st = { view: data.merged ? 'merged' : 'threads', vi: data.value, zoom: null, term: '' };
+  let frames = []; // the drawn frames' nodes, by the element's index
+
+  // Colours: the hue tells the method type (JIT-compiled green,
+  // interpreted aqua, native yellow, compiling red, other purple); the
+  // shade varies with the name so that neighbours stand apart.
+  const hues = { J: [95, 135], j: [95, 135], I: [170, 200], i: [170, 200], N: [40, 60], n: [40, 60], C: [0, 15], O: [265, 290] };
+  function colour(name) {
+    let h = 2166136261;
+    for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 16777619) >>> 0;
+    const r = (h % 1000) / 1000;
+    const m = /^([A-Za-z]):/.exec(name);
+    const hue = m && hues[m[1]];
+    if (!hue) return `hsl(0, 0%, ${78 + r * 10}%)`;
+    return `hsl(${hue[0] + r * (hue[1] - hue[0])}, 60%, ${58 + r * 14}%)`;
+  }
+
+  function fmt(x) {
+    return Math.round(x).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  }
+  function pct(x, of) {
+    return of ? ((100 * x) / of).toFixed(2) + '%' : '-';
+  }
+  function count(n, vi) {
+    if (!n.t[vi]) return 0;
+    let c = 1;
+    for (const k of n.k) c += count(k, vi);
+    return c;
+  }
+  function matches(n) {
+    return st.term !== '' && n.n.toLowerCase().includes(st.term);
+  }
+  // matchedValue is the value of the frames under n that match, not
+  // counting a match inside another twice.
+  function matchedValue(n, vi) {
+    if (matches(n)) return n.t[vi];
+    let v = 0;
+    for (const c of n.k) v += matchedValue(c, vi);
+    return v;
+  }
+
+  const chart = $('chart');
+  const tip = $('tip');
+  function render() {
+    const root = view(st.view);
+    const z = st.zoom || root;
+    const vi = st.vi;
+    const total = z.t[vi];
+    const W = chart.clientWidth;
+    frames = [];
+    chart.textContent = '';
+    tip.style.display = 'none'; // its frame may be gone
+    const empty = $('empty');
+    empty.style.display = total ? 'none' : 'block';
+    empty.textContent = total ? '' : `Nothing to show: ${data.values[vi].name} is 0 everywhere in this view.`;
+    let drawn = 0, narrow = 0, maxDepth = 0;
+    const frag = document.createDocumentFragment();
+    const place = (n, x, w, ancestor) => {
+      const el = document.createElement('div');
+      el.className = ancestor ? 'frame ancestor' : 'frame';
+      if (matches(n)) el.classList.add('match');
+      el.style.left = x * 100 + '%';
+      el.style.width = w * 100 + '%';
+      el.style.top = n.d * H + 'px';
+      el.style.background = colour(n.n);
+      if (w * W > 20) el.textContent = n.n;
+      el.dataset.i = frames.length;
+      frames.push(n);
+      frag.appendChild(el);
+      maxDepth = Math.max(maxDepth, n.d);
+      drawn++;
+    };
+    if (total) {
+      const ancestors = [];
+      for (let a = z.p; a; a = a.p) ancestors.push(a);
+      for (const a of ancestors) place(a, 0, 1, true);
+      const lay = (n, x) => {
+        if (!n.t[vi]) return;
+        const w = n.t[vi] / total;
+        if (w * W < MIN_PX) {
+          narrow += count(n, vi);
+          return;
+        }
+        place(n, x, w, false);
+        for (const c of n.k) {
+          lay(c, x);
+          x += c.t[vi] / total;
+        }
+      };
+      lay(z, 0);
+    }
+    chart.appendChild(frag);
+    chart.style.height = (total ? maxDepth + 1 : 0) * H + 'px';
+
+    const s = $('status');
+    s.textContent = `${fmt(drawn)} frames` + (narrow ? `, ${fmt(narrow)} too narrow to draw` : '');
+    s.dataset.drawn = drawn;
+    s.dataset.narrow = narrow;
+    const m = $('matched');
+    if (st.term === '') {
+      m.textContent = '';
+    } else {
+      const hits = chart.querySelectorAll('.frame.match').length;
+      m.textContent = `matched ${pct(matchedValue(z, vi), total)} of ${data.values[vi].name}, ${fmt(hits)} frames`;
+    }
+    const path = [];
+    for (let a = z; a; a = a.p) path.unshift(a.n);
+    $('crumbs').textContent = st.zoom ? 'zoomed: ' + path.join(' \u203a ') : 'click a frame to zoom in, Esc or Reset zoom to come back';
+    document.body.dataset.ready = '1';
+  }
+
+  // Controls.
+  const sel = $('value');
+  data.values.forEach((v, i) => {
+    const o = document.createElement('option');
+    o.value = i;
+    o.textContent = v.unit ? `${v.name} (${v.unit})` : v.name;
+    sel.appendChild(o);
+  });
+  sel.value = st.vi;
+  sel.addEventListener('change', () => {
+    st.vi = +sel.value;
+    render();
+  });
+  const vsel = $('view');
+  vsel.value = st.view;
+  vsel.addEventListener('change', () => {
+    st.view = vsel.value;
+    st.zoom = null;
+    render();
+  });
+  const search = $('search');
+  search.addEventListener('input', () => {
+    st.term = search.value.toLowerCase();
+    render();
+  });
+  const reset = () => {
+    st.zoom = null;
+    render();
+  };
+  $('reset').addEventListener('click', reset);
+  document.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape') reset();
+  });
+  chart.addEventListener('click', (e) => {
+    const el = e.target.closest('.frame');
+    if (!el) return;
+    const n = frames[+el.dataset.i];
+    st.zoom = n.p ? n : null;
+    render();
+  });
+
+  // Tooltip: every value of the frame, self and total, and their shares
+  // of the view's total.
+  chart.addEventListener('mousemove', (e) => {
+    const el = e.target.closest('.frame');
+    if (!el) {
+      tip.style.display = 'none';
+      return;
+    }
+    const n = frames[+el.dataset.i];
+    const root = view(st.view);
+    tip.textContent = '';
+    const name = document.createElement('div');
+    name.className = 'name';
+    name.textContent = n.n;
+    tip.appendChild(name);
+    const table = document.createElement('table');
+    const row = (cells, head) => {
+      const tr = table.insertRow();
+      for (const c of cells) {
+        const td = document.createElement(head ? 'th' : 'td');
+        td.textContent = c;
+        tr.appendChild(td);
+      }
+    };
+    row(['', 'self', 'total', 'self %', 'total %'], true);
+    data.values.forEach((v, i) => {
+      const unit = v.unit ? ' ' + v.unit : '';
+      row([v.name, fmt(n.s[i]) + unit, fmt(n.t[i]) + unit, pct(n.s[i], root.t[i]), pct(n.t[i], root.t[i])]);
+    });
+    tip.appendChild(table);
+    tip.style.display = 'block';
+    const r = tip.getBoundingClientRect();
+    tip.style.left = Math.max(0, Math.min(e.clientX + 12, innerWidth - r.width - 4)) + 'px';
+    tip.style.top = (e.clientY + 16 + r.height > innerHeight ? e.clientY - r.height - 8 : e.clientY + 16) + 'px';
+  });
+  chart.addEventListener('mouseleave', () => {
+    tip.style.display = 'none';
+  });
+
+  if (data.notes && data.notes.length) {
+    const notes = $('notes');
+    notes.querySelector('summary').textContent = `Notes from the profile's header (${data.notes.length})`;
+    const list = notes.querySelector('div');
+    for (const t of data.notes) list.appendChild(document.createElement('div')).textContent = t;
+    notes.hidden = false;
+  }
+  let pending = false;
+  addEventListener('resize', () => {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => {
+      pending = false;
+      render();
+    });
+  });
+  render();
+})();
