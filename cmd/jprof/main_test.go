@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/libjprof/libjprof/internal/jvmtest"
 	"github.com/libjprof/libjprof/reports"
 )
 
@@ -127,4 +129,41 @@ func TestLogRTCommand(t *testing.T) {
 	code, stdout, _ := jprof("logrt", logGen)
 	require.Equal(t, 0, code)
 	assert.Equal(t, string(got), stdout)
+}
+
+// TestPprofNamesReal converts the log-rt of a real hellop run and reads it
+// with `go tool pprof -top` and -traces at their defaults: every method
+// of the hellop class, and the JDK's charAt([BI)C, comes out whole.
+func TestPprofNamesReal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a JVM and go tool pprof")
+	}
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "RTARCF,START,NORTDRIVER"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	logRT := r.File("rt.1")
+	out := filepath.Join(t.TempDir(), "hellop.pb.gz")
+	code, _, stderr := jprof("pprof", logRT, "-o", out)
+	require.Equal(t, 0, code, stderr)
+	top, err := exec.Command("go", "tool", "pprof", "-top", "-nodefraction=0", out).CombinedOutput()
+	require.NoError(t, err, "%s", top)
+	traces, err := exec.Command("go", "tool", "pprof", "-traces", out).CombinedOutput()
+	require.NoError(t, err, "%s", traces)
+
+	want := map[string]bool{}
+	for _, th := range jvmtest.ParseLogRT(t, logRT).Threads {
+		th.Walk(func(n *reports.Node, _ int) {
+			if strings.Contains(n.Name, ":hellop.") || strings.HasSuffix(n.Name, ".charAt([BI)C") {
+				// i:java/lang/StringLatin1.charAt([BI)C is java.lang.StringLatin1.charAt([BI)C
+				_, m, _ := strings.Cut(n.Name, ":")
+				cls, sig, _ := strings.Cut(m, "(")
+				want[strings.ReplaceAll(cls, "/", ".")+"("+sig] = true
+			}
+		})
+	}
+	require.Contains(t, want, "hellop.myC()J")
+	require.Contains(t, want, "hellop.main([Ljava/lang/String;)V")
+	for name := range want {
+		assert.Contains(t, string(top), "  "+name+"\n", "-top")
+		assert.Contains(t, string(traces), " "+name+"\n", "-traces")
+	}
 }
