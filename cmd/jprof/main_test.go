@@ -58,7 +58,7 @@ func TestRun(t *testing.T) {
 			[]string{"J:hellop.myC()V", reports.PrunedName, "pruned: subtrees below 5%"}, nil},
 		{"flag after the file", []string{"report", "xprof", logRT, "--prune=50"}, 0, []string{reports.PrunedName}, nil},
 		{"unknown report", []string{"report", "xfoo", logRT}, 2, nil, []string{`unknown report "xfoo"`}},
-		{"bad prune", []string{"report", "xtree", "--prune", "150", logRT}, 2, nil, []string{"--prune 150"}},
+		{"bad prune", []string{"report", "xtree", "--prune", "150", logRT}, 2, nil, []string{"-prune 150"}},
 		{"bad flag", []string{"report", "xtree", "--frob", logRT}, 2, nil, []string{"report: flag provided but not defined: -frob"}},
 		{"no file", []string{"report", "xtree"}, 2, nil, []string{"report needs a report name and a file"}},
 		{"missing file", []string{"report", "xtree", filepath.Join(dir, "nope")}, 1, nil, []string{"no such file"}},
