@@ -254,23 +254,18 @@ func report(args []string, stdout io.Writer) error {
 func toPprof(args []string, _ io.Writer) error {
 	fs := flag.NewFlagSet("pprof", flag.ContinueOnError)
 	out := fs.String("o", "", "output `file`")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("pprof needs one file")
-	}
-	if *out == "" {
-		return usagef("pprof needs -o OUT.pb.gz")
-	}
-	p, _, err := load(pos[0])
+	in, p, _, err := loadOne(fs, args, "file", func() error {
+		if *out == "" {
+			return usagef("pprof needs -o OUT.pb.gz")
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
 	pp, err := reports.ToPprof(p)
 	if err != nil {
-		return fmt.Errorf("%s: %w", pos[0], err)
+		return fmt.Errorf("%s: %w", in, err)
 	}
 	return output(*out, nil, pp.Write)
 }
@@ -281,19 +276,12 @@ func flame(args []string, stdout io.Writer) error {
 	value := fs.String("value", "", "`V`, the value shown first: calls or a metric name (default: the first metric)")
 	merge := fs.Bool("merge", false, "open with all threads merged")
 	title := fs.String("title", "", "page title `T` (default: the file name and pid)")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("flame needs one file")
-	}
-	p, _, err := load(pos[0])
+	in, p, _, err := loadOne(fs, args, "file", nil)
 	if err != nil {
 		return err
 	}
 	if *title == "" {
-		*title = fmt.Sprintf("%s (pid %d)", filepath.Base(pos[0]), p.PID)
+		*title = fmt.Sprintf("%s (pid %d)", filepath.Base(in), p.PID)
 	}
 	o := reports.FlameOptions{Value: *value, MergeThreads: *merge, Title: *title}
 	if _, err := reports.SelectValue(p, o.Value); err != nil {
@@ -307,14 +295,7 @@ func collapsed(args []string, stdout io.Writer) error {
 	out := fs.String("o", "", "output `file`")
 	value := fs.String("value", "", "`V`, the value of each line: calls or a metric name (default: the first metric)")
 	merge := fs.Bool("merge", false, "leave the thread out of the stacks")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("collapsed needs one file")
-	}
-	p, _, err := load(pos[0])
+	_, p, _, err := loadOne(fs, args, "file", nil)
 	if err != nil {
 		return err
 	}
@@ -328,24 +309,37 @@ func collapsed(args []string, stdout io.Writer) error {
 func logrt(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("logrt", flag.ContinueOnError)
 	out := fs.String("o", "", "output `file`")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("logrt needs one log-gen file")
-	}
-	p, format, err := load(pos[0])
+	in, p, format, err := loadOne(fs, args, "log-gen file", nil)
 	if err != nil {
 		return err
 	}
 	if format != reports.FormatLogGen {
-		return fmt.Errorf("%s is a %s, not a log-gen", pos[0], format)
+		return fmt.Errorf("%s is a %s, not a log-gen", in, format)
 	}
 	p.Notes = append(p.Notes,
-		fmt.Sprintf("rebuilt by jprof logrt from log-gen %s", filepath.Base(pos[0])),
+		fmt.Sprintf("rebuilt by jprof logrt from log-gen %s", filepath.Base(in)),
 		"log-gen has no DELTA, DS or IN: they read 0")
 	return output(*out, stdout, func(w io.Writer) error { return reports.WriteLogRT(w, p) })
+}
+
+// loadOne parses fs's flags in args, wants one positional argument, a
+// file of the kind what names, runs check (if any) on the flags, and
+// reads the file.
+func loadOne(fs *flag.FlagSet, args []string, what string, check func() error) (string, *reports.Profile, reports.Format, error) {
+	pos, err := parse(fs, args)
+	if err != nil {
+		return "", nil, 0, err
+	}
+	if len(pos) != 1 {
+		return "", nil, 0, usagef("%s needs one %s", fs.Name(), what)
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return "", nil, 0, err
+		}
+	}
+	p, format, err := load(pos[0])
+	return pos[0], p, format, err
 }
 
 // load reads a log-rt or log-gen; errors name the file.

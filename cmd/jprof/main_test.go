@@ -66,6 +66,16 @@ func TestRun(t *testing.T) {
 		{"cut log-gen", []string{"report", "xtree", cut}, 1, nil, []string{"cut: log-gen line 18: truncated"}},
 		{"pprof without -o", []string{"pprof", logRT}, 2, nil, []string{"pprof needs -o"}},
 		{"logrt of a log-rt", []string{"logrt", logRT}, 1, nil, []string{"is a log-rt, not a log-gen"}},
+		{"collapsed of a log-rt", []string{"collapsed", logRT}, 0,
+			[]string{"0000b718_main;J:hellop.main([Ljava/lang/String,)V;J:hellop.myA()V;J:hellop.myC()V 70040\n"}, nil},
+		{"collapsed calls merged", []string{"collapsed", "--merge", "-value=CALLS", logGen}, 0,
+			[]string{"\nJ:hellop.main([Ljava/lang/String,)V;J:hellop.myA()V 2\n"}, nil},
+		{"collapsed bad value", []string{"collapsed", "-value", "PTT_INSTS", logRT}, 2, nil,
+			[]string{`collapsed -value: no value "PTT_INSTS" in this profile: want one of calls, PTT_TIME`}},
+		{"flame to stdout", []string{"flame", logRT}, 0,
+			[]string{"<!DOCTYPE html>", "<title>log-rt.1_4242 (pid 4242)</title>", `"n":"J:hellop.myC()V"`}, nil},
+		{"flame bad value", []string{"flame", "-value", "frob", logRT}, 2, nil, []string{`flame -value: no value "frob"`}},
+		{"flame two files", []string{"flame", logRT, logGen}, 2, nil, []string{"flame needs one file"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := jprof(tc.args...)
