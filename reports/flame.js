@@ -110,6 +110,7 @@
 
   const chart = $('chart');
   const tip = $('tip');
+  const search = $('search');
   function render() {
     const root = view(st.view);
     const z = st.zoom || root;
@@ -169,13 +170,67 @@
     if (st.term === '') {
       m.textContent = '';
     } else {
-      const hits = chart.querySelectorAll('.frame.match').length;
-      m.textContent = `matched ${pct(matchedValue(z, vi), total)} of ${data.values[vi].name}, ${fmt(hits)} frames`;
+      // Frames too narrow to draw match too: count them all.
+      let hits = 0;
+      const countHits = (n) => {
+        if (!n.t[vi]) return;
+        if (matches(n)) hits++;
+        for (const c of n.k) countHits(c);
+      };
+      countHits(z);
+      m.textContent = `matched ${pct(matchedValue(z, vi), total)} of ${data.values[vi].name} in ${fmt(hits)} frames`;
     }
+    methodTable(z, vi, total);
     const path = [];
     for (let a = z; a; a = a.p) path.unshift(a.n);
     $('crumbs').textContent = st.zoom ? 'zoomed: ' + path.join(' \u203a ') : 'click a frame to zoom in, Esc or Reset zoom to come back';
     document.body.dataset.ready = '1';
+  }
+
+  // The methods table: each name under the zoomed frame with its self
+  // and total values, by self or by total (the flame graph's widths are
+  // totals; this is where self values are compared). A recursive method's
+  // total counts its outermost frames only. A click on a row searches for
+  // that name.
+  const TABLE_ROWS = 30;
+  const callsIdx = NV - 1;
+  function methodTable(z, vi, total) {
+    const table = $('methods');
+    const order = $('order').value;
+    $('methods-box').hidden = !order;
+    const body = table.tBodies[0];
+    body.textContent = '';
+    if (!order) return;
+    const by = new Map();
+    const onPath = new Map();
+    const visit = (n) => {
+      let m = by.get(n.n);
+      if (!m) by.set(n.n, (m = { n: n.n, self: 0, total: 0, calls: 0 }));
+      m.self += n.s[vi];
+      m.calls += n.s[callsIdx];
+      const depth = onPath.get(n.n) || 0;
+      if (depth === 0) m.total += n.t[vi];
+      onPath.set(n.n, depth + 1);
+      for (const c of n.k) visit(c);
+      onPath.set(n.n, depth);
+    };
+    // The page's root is no method: start below it.
+    if (z.p) visit(z);
+    else for (const c of z.k) visit(c);
+    const rows = [...by.values()].filter((m) => m[order] > 0);
+    rows.sort((a, b) => b[order] - a[order] || (a.n < b.n ? -1 : 1));
+    const unit = data.values[vi].unit ? ' ' + data.values[vi].unit : '';
+    for (const m of rows.slice(0, TABLE_ROWS)) {
+      const tr = body.insertRow();
+      for (const c of [fmt(m.self) + unit, pct(m.self, total), fmt(m.total) + unit, pct(m.total, total), fmt(m.calls), m.n]) {
+        tr.insertCell().textContent = c;
+      }
+      tr.addEventListener('click', () => {
+        search.value = m.n;
+        st.term = m.n.toLowerCase();
+        render();
+      });
+    }
   }
 
   // Controls.
@@ -198,7 +253,7 @@
     st.zoom = null;
     render();
   });
-  const search = $('search');
+  $('order').addEventListener('change', render);
   search.addEventListener('input', () => {
     st.term = search.value.toLowerCase();
     render();
@@ -243,7 +298,7 @@
         tr.appendChild(td);
       }
     };
-    row(['', 'self', 'total', 'self %', 'total %'], true);
+    row(['', 'self', 'total', 'self, % of all', 'total, % of all'], true);
     data.values.forEach((v, i) => {
       const unit = v.unit ? ' ' + v.unit : '';
       row([v.name, fmt(n.s[i]) + unit, fmt(n.t[i]) + unit, pct(n.s[i], root.t[i]), pct(n.t[i], root.t[i])]);

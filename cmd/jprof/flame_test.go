@@ -7,6 +7,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -174,11 +175,50 @@ func TestFlameBrowser(t *testing.T) {
 	}
 	outer(hm)
 	require.Positive(t, want, "hellop's tree has hellop.my* methods")
-	assert.Equal(t, want, s.Matches, "highlighted frames")
-	assert.Contains(t, s.Matched, fmt.Sprintf("matched %.2f%% of PTT_TIME", 100*float64(matched)/float64(subtotal(hm))))
+	assert.Equal(t, fmt.Sprintf("matched %.2f%% of PTT_TIME in %d frames", 100*float64(matched)/float64(subtotal(hm)), want), s.Matched)
+	// The drawn ones are highlighted (frames too narrow to draw are not).
+	assert.Positive(t, s.Matches, "highlighted frames")
+	assert.LessOrEqual(t, s.Matches, want)
+	assert.Equal(t, s.Matches, countDrawn(b, "hellop.my"), "every drawn match is highlighted")
 	var bg string
 	b.MustEval(`getComputedStyle(document.querySelector('#chart .frame.match')).backgroundColor`, &bg)
 	assert.Equal(t, "rgb(224, 64, 192)", bg, "matches are drawn in the highlight colour")
+
+	// The methods table by self: the zoomed subtree's methods, the one
+	// with the largest own time first; a click on a row searches for it.
+	selfBy := map[string]uint64{}
+	hm.Walk(func(n *reports.Node, _ int) { selfBy[n.Name] += n.Base[0] })
+	var names []string
+	for n := range selfBy {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		a, b := selfBy[names[i]], selfBy[names[j]]
+		return a > b || a == b && names[i] < names[j]
+	})
+	b.MustEval(`(() => { const o = document.getElementById('order'); o.value = 'self';
+  o.dispatchEvent(new Event('change')); })()`, nil)
+	var rows []string
+	b.MustEval(`[...document.querySelectorAll('#methods tbody tr')].map(r => r.cells[5].textContent)`, &rows)
+	require.NotEmpty(t, rows)
+	assert.Equal(t, names[:min(len(names), len(rows))], rows, "methods by self")
+	var second rect
+	b.MustEval(`(() => { const r = document.querySelectorAll('#methods tbody tr')[1].getBoundingClientRect();
+  return {X: r.x, Y: r.y, W: r.width, H: r.height}; })()`, &second)
+	b.Click(second.X+second.W/2, second.Y+second.H/2)
+	var term string
+	b.MustEval(`document.getElementById('search').value`, &term)
+	assert.Equal(t, rows[1], term)
+	want = 0
+	hm.Walk(func(n *reports.Node, _ int) {
+		if strings.Contains(strings.ToLower(n.Name), strings.ToLower(term)) && subtotal(n) > 0 {
+			want++
+		}
+	})
+	s = state(b)
+	assert.Contains(t, s.Matched, fmt.Sprintf(" in %d frames", want), "frames of %s", term)
+	assert.Positive(t, s.Matches)
+	assert.Equal(t, s.Matches, countDrawn(b, term), "every drawn match of %s is highlighted", term)
 
 	png := b.Screenshot()
 	shot := filepath.Join(dir, "flame-zoomed-search.png")
@@ -205,6 +245,24 @@ func TestFlameBrowser(t *testing.T) {
 	if d := os.Getenv("JPROF_SCREENSHOTS"); d != "" {
 		require.NoError(t, os.WriteFile(filepath.Join(d, "flame-merged.png"), png, 0o644))
 	}
+}
+
+// countDrawn counts the drawn frames whose method name contains term
+// (without regard to case), by their tooltips: a narrow frame has no
+// label.
+func countDrawn(b *browsertest.Browser, term string) int {
+	var n int
+	b.MustEval(fmt.Sprintf(`(() => {
+  const tip = document.getElementById('tip');
+  let n = 0;
+  for (const e of document.querySelectorAll('#chart .frame')) {
+    const r = e.getBoundingClientRect();
+    e.dispatchEvent(new MouseEvent('mousemove', {bubbles: true, clientX: r.x + 0.1, clientY: r.y + 1}));
+    if (tip.querySelector('.name').textContent.toLowerCase().includes(%q)) n++;
+  }
+  return n;
+})()`, strings.ToLower(term)), &n)
+	return n
 }
 
 // subtotal is n's PTT_TIME with its subtree.
