@@ -29,28 +29,27 @@ type FlameOptions struct {
 	Title string
 }
 
-// flameData is the JSON the page's script reads.
+// flameData is the JSON the page's script reads. The tree is flat, in
+// depth-first order, so that neither side recurses (a Java stack can be
+// thousands of frames deep) and repeated names are stored once.
 type flameData struct {
 	Title string `json:"title"`
 	// Values are the metrics in profile order, then calls.
-	Values  []flameValue `json:"values"`
-	Value   int          `json:"value"` // the one shown first
-	Merged  bool         `json:"merged"`
-	Notes   []string     `json:"notes"`
-	Threads []*flameNode `json:"threads"`
+	Values []flameValue `json:"values"`
+	Value  int          `json:"value"` // the one shown first
+	Merged bool         `json:"merged"`
+	Notes  []string     `json:"notes"`
+	Names  []string     `json:"names"`
+	// Nodes holds, per node, len(Values)+2 numbers: the index of its name
+	// in Names, 1 + the index of its parent node (0 for a thread root),
+	// then its own value per Values. A parent comes before its children,
+	// and children keep their order.
+	Nodes []uint64 `json:"nodes"`
 }
 
 type flameValue struct {
 	Name string `json:"name"`
 	Unit string `json:"unit"`
-}
-
-// flameNode is a Node with short keys: a profile of a JVM's startup has
-// tens of thousands of nodes.
-type flameNode struct {
-	Name     string       `json:"n"`
-	Self     []uint64     `json:"v"` // per Values
-	Children []*flameNode `json:"k,omitempty"`
 }
 
 // WriteFlame writes p as one self-contained interactive HTML flame graph:
@@ -82,20 +81,34 @@ func WriteFlame(w io.Writer, p *Profile, o FlameOptions) error {
 		d.Values = append(d.Values, flameValue{Name: m.Name, Unit: m.Unit})
 	}
 	d.Values = append(d.Values, flameValue{Name: CallsValue})
-	var conv func(n *Node) *flameNode
-	conv = func(n *Node) *flameNode {
-		f := &flameNode{Name: n.Name, Self: make([]uint64, k+1)}
-		for i := range k {
-			f.Self[i] = at0(n.Base, i)
-		}
-		f.Self[k] = n.Calls
-		for _, c := range n.Children {
-			f.Children = append(f.Children, conv(c))
-		}
-		return f
+	nameIdx := map[string]uint64{}
+	var count uint64
+	type item struct {
+		n      *Node
+		parent uint64
 	}
-	for _, th := range p.Threads {
-		d.Threads = append(d.Threads, conv(th))
+	var stack []item
+	for i := len(p.Threads) - 1; i >= 0; i-- {
+		stack = append(stack, item{p.Threads[i], 0})
+	}
+	for len(stack) > 0 {
+		it := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		ni, ok := nameIdx[it.n.Name]
+		if !ok {
+			ni = uint64(len(d.Names))
+			nameIdx[it.n.Name] = ni
+			d.Names = append(d.Names, it.n.Name)
+		}
+		d.Nodes = append(d.Nodes, ni, it.parent)
+		for i := range k {
+			d.Nodes = append(d.Nodes, at0(it.n.Base, i))
+		}
+		d.Nodes = append(d.Nodes, it.n.Calls)
+		count++
+		for i := len(it.n.Children) - 1; i >= 0; i-- {
+			stack = append(stack, item{it.n.Children[i], count})
+		}
 	}
 	data, err := json.Marshal(d)
 	if err != nil {

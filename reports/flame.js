@@ -13,58 +13,90 @@
   const MIN_PX = 0.5;
 
   // A view node: name, self and total values per data.values, children,
-  // parent, depth.
+  // parent, depth; c counts the nodes of its subtree with a non-zero
+  // total, per value. Nothing here recurses: a Java stack can be
+  // thousands of frames deep.
   function mk(name, parent) {
-    return { n: name, s: new Array(NV).fill(0), t: null, k: [], p: parent, d: parent ? parent.d + 1 : 0 };
-  }
-  function addSelf(dst, v) {
-    for (let i = 0; i < NV; i++) dst.s[i] += v[i] || 0;
-  }
-  function copy(src, parent) {
-    const n = mk(src.n, parent);
-    addSelf(n, src.v);
-    for (const c of src.k || []) n.k.push(copy(c, n));
+    const n = { n: name, s: new Array(NV).fill(0), t: null, c: null, k: [], p: parent, d: parent ? parent.d + 1 : 0 };
+    if (parent) parent.k.push(n);
     return n;
   }
-  // mergeInto adds src's children to dst's, joining children of the same
-  // name.
-  function mergeInto(dst, src) {
-    if (!src.k) return;
-    if (!dst.byName) dst.byName = new Map(dst.k.map((c) => [c.n, c]));
-    for (const c of src.k) {
-      let m = dst.byName.get(c.n);
-      if (!m) {
-        m = mk(c.n, dst);
-        dst.k.push(m);
-        dst.byName.set(c.n, m);
-      }
-      addSelf(m, c.v);
-      mergeInto(m, c);
+  // eachNode calls f with each data node's name, parent index (-1 for a
+  // thread root) and offset of its values in data.nodes, parents first.
+  function eachNode(f) {
+    const w = NV + 2;
+    for (let i = 0, o = 0; o < data.nodes.length; i++, o += w) {
+      f(i, data.names[data.nodes[o]], data.nodes[o + 1] - 1, o + 2);
     }
   }
-  function totals(n) {
-    n.t = n.s.slice();
-    for (const c of n.k) {
-      totals(c);
-      for (let i = 0; i < NV; i++) n.t[i] += c.t[i];
+  function addSelf(n, o) {
+    for (let i = 0; i < NV; i++) n.s[i] += data.nodes[o + i];
+  }
+  // finish sets the totals and counts of the nodes in list (parents
+  // before children) from the last to the first.
+  function finish(list) {
+    for (const n of list) {
+      n.t = n.s.slice();
+      n.c = new Array(NV).fill(0);
+    }
+    for (let j = list.length - 1; j >= 0; j--) {
+      const n = list[j];
+      for (let i = 0; i < NV; i++) {
+        if (n.t[i]) n.c[i]++;
+        if (n.p) {
+          n.p.t[i] += n.t[i];
+          n.p.c[i] += n.c[i];
+        }
+      }
     }
   }
   const views = {};
   function view(name) {
     if (views[name]) return views[name];
-    let root;
-    if (name === 'merged') {
-      root = mk('all threads (merged)', null);
-      for (const th of data.threads) {
-        addSelf(root, th.v); // time in the threads outside any method
-        mergeInto(root, th);
+    const merged = name === 'merged';
+    const root = mk(merged ? 'all threads (merged)' : 'all threads', null);
+    const list = [root];
+    const of = []; // data node index -> view node
+    eachNode((i, nm, parent, o) => {
+      let n;
+      if (!merged) {
+        n = mk(nm, parent < 0 ? root : of[parent]);
+        list.push(n);
+      } else if (parent < 0) {
+        n = root; // a thread's own time, outside any method
+      } else {
+        // Join the children of the same name under one merged node.
+        const p = of[parent];
+        if (!p.byName) p.byName = new Map();
+        n = p.byName.get(nm);
+        if (!n) {
+          n = mk(nm, p);
+          p.byName.set(nm, n);
+          list.push(n);
+        }
       }
-    } else {
-      root = mk('all threads', null);
-      for (const th of data.threads) root.k.push(copy(th, root));
-    }
-    totals(root);
+      addSelf(n, o);
+      of[i] = n;
+    });
+    finish(list);
     return (views[name] = root);
+  }
+  // walk calls enter for n and every node below it, parents first and
+  // children in order, and leave after a node's subtree; enter returning
+  // false skips the node's subtree (leave is still called).
+  function walk(n, enter, leave) {
+    const stack = [n];
+    while (stack.length) {
+      const x = stack.pop();
+      if (x.leave) {
+        leave(x.leave);
+        continue;
+      }
+      const go = enter(x);
+      if (leave) stack.push({ leave: x });
+      if (go === false) continue;
+      for (let i = x.k.length - 1; i >= 0; i--) stack.push(x.k[i]);
+    }
   }
 
   const st = { view: data.merged ? 'merged' : 'threads', vi: data.value, zoom: null, term: '' };
@@ -90,21 +122,18 @@
   function pct(x, of) {
     return of ? ((100 * x) / of).toFixed(2) + '%' : '-';
   }
-  function count(n, vi) {
-    if (!n.t[vi]) return 0;
-    let c = 1;
-    for (const k of n.k) c += count(k, vi);
-    return c;
-  }
   function matches(n) {
     return st.term !== '' && n.n.toLowerCase().includes(st.term);
   }
   // matchedValue is the value of the frames under n that match, not
   // counting a match inside another twice.
   function matchedValue(n, vi) {
-    if (matches(n)) return n.t[vi];
     let v = 0;
-    for (const c of n.k) v += matchedValue(c, vi);
+    walk(n, (x) => {
+      if (!matches(x)) return true;
+      v += x.t[vi];
+      return false;
+    });
     return v;
   }
 
@@ -144,20 +173,25 @@
       const ancestors = [];
       for (let a = z.p; a; a = a.p) ancestors.push(a);
       for (const a of ancestors) place(a, 0, 1, true);
-      const lay = (n, x) => {
-        if (!n.t[vi]) return;
+      // Depth first with explicit x offsets: a child starts where its
+      // previous sibling ends.
+      const xs = new Map([[z, 0]]);
+      walk(z, (n) => {
+        if (!n.t[vi]) return false;
+        let x = xs.get(n);
+        xs.delete(n);
         const w = n.t[vi] / total;
         if (w * W < MIN_PX) {
-          narrow += count(n, vi);
-          return;
+          narrow += n.c[vi];
+          return false;
         }
         place(n, x, w, false);
         for (const c of n.k) {
-          lay(c, x);
+          xs.set(c, x);
           x += c.t[vi] / total;
         }
-      };
-      lay(z, 0);
+        return true;
+      });
     }
     chart.appendChild(frag);
     chart.style.height = (total ? maxDepth + 1 : 0) * H + 'px';
@@ -172,12 +206,11 @@
     } else {
       // Frames too narrow to draw match too: count them all.
       let hits = 0;
-      const countHits = (n) => {
-        if (!n.t[vi]) return;
+      walk(z, (n) => {
+        if (!n.t[vi]) return false;
         if (matches(n)) hits++;
-        for (const c of n.k) countHits(c);
-      };
-      countHits(z);
+        return true;
+      });
       m.textContent = `matched ${pct(matchedValue(z, vi), total)} of ${data.values[vi].name} in ${fmt(hits)} frames`;
     }
     methodTable(z, vi, total);
@@ -203,7 +236,7 @@
     if (!order) return;
     const by = new Map();
     const onPath = new Map();
-    const visit = (n) => {
+    const enter = (n) => {
       let m = by.get(n.n);
       if (!m) by.set(n.n, (m = { n: n.n, self: 0, total: 0, calls: 0 }));
       m.self += n.s[vi];
@@ -211,12 +244,11 @@
       const depth = onPath.get(n.n) || 0;
       if (depth === 0) m.total += n.t[vi];
       onPath.set(n.n, depth + 1);
-      for (const c of n.k) visit(c);
-      onPath.set(n.n, depth);
     };
+    const leave = (n) => onPath.set(n.n, onPath.get(n.n) - 1);
     // The page's root is no method: start below it.
-    if (z.p) visit(z);
-    else for (const c of z.k) visit(c);
+    if (z.p) walk(z, enter, leave);
+    else for (const c of z.k) walk(c, enter, leave);
     const rows = [...by.values()].filter((m) => m[order] > 0);
     rows.sort((a, b) => b[order] - a[order] || (a.n < b.n ? -1 : 1));
     const unit = data.values[vi].unit ? ' ' + data.values[vi].unit : '';

@@ -322,3 +322,33 @@ func TestFlameBrowserNames(t *testing.T) {
 	b.MustEval(`document.title`, &title)
 	assert.Equal(t, `</title><b id="pwn2">`, title)
 }
+
+// TestFlameBrowserDeep loads a call chain deeper than a JavaScript stack
+// would allow a recursive walk (a Java StackOverflowError leaves one):
+// the page must draw it, and its search must count every frame.
+func TestFlameBrowserDeep(t *testing.T) {
+	const depth = 15000 // a recursive walk of the page overflowed at 10000
+	b := browsertest.Start(t)
+	root := &reports.Node{Name: "00000001_deep"}
+	n := root
+	for i := range depth {
+		c := &reports.Node{Name: fmt.Sprintf("I:R.f%d()V", i%3), Calls: 1, Base: []uint64{10}}
+		n.Children = []*reports.Node{c}
+		n = c
+	}
+	p := &reports.Profile{PID: 1, Seq: 1, Metrics: []reports.Metric{{Name: "PTT_TIME", Unit: "ns"}}, Threads: []*reports.Node{root}}
+	var html bytes.Buffer
+	require.NoError(t, reports.WriteFlame(&html, p, reports.FlameOptions{}))
+	page := filepath.Join(t.TempDir(), "deep.html")
+	require.NoError(t, os.WriteFile(page, html.Bytes(), 0o644))
+	b.Navigate("file://"+page, `document.body.dataset.ready === "1"`)
+	s := state(b)
+	assert.Equal(t, depth+2, s.Drawn+s.Narrow, "the root, the thread and the chain")
+	// One input event (typing is TestFlameBrowser's): each render of the
+	// chain takes a while.
+	b.MustEval(`(() => { const e = document.getElementById('search'); e.value = 'f1(';
+  e.dispatchEvent(new Event('input')); })()`, nil)
+	s = state(b)
+	// The outermost f1 holds all but the first frame's time.
+	assert.Equal(t, "matched 99.99% of PTT_TIME in 5,000 frames", s.Matched)
+}
