@@ -73,7 +73,7 @@ func TestRun(t *testing.T) {
 		{"collapsed bad value", []string{"collapsed", "-value", "PTT_INSTS", logRT}, 2, nil,
 			[]string{`collapsed -value: no value "PTT_INSTS" in this profile: want one of calls, PTT_TIME`}},
 		{"flame to stdout", []string{"flame", logRT}, 0,
-			[]string{"<!DOCTYPE html>", "<title>log-rt.1_4242 (pid 4242)</title>", `"n":"J:hellop.myC()V"`}, nil},
+			[]string{"<!DOCTYPE html>", "<title>log-rt.1_4242 (pid 4242)</title>", `"J:hellop.myC()V"`}, nil},
 		{"flame bad value", []string{"flame", "-value", "frob", logRT}, 2, nil, []string{`flame -value: no value "frob"`}},
 		{"flame two files", []string{"flame", logRT, logGen}, 2, nil, []string{"flame needs one file"}},
 	} {
