@@ -12,25 +12,46 @@ export CGO_CFLAGS := -O2 -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
 # threads: turn it off in the library's default GODEBUG.
 GOLDFLAGS := -X=runtime.godebugDefault=asyncpreemptoff=1
 
-GO_SRC    := $(shell find agent engine jvmti ptt calibration reports trainer cmd -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.o' 2>/dev/null) go.mod go.sum
+# The build's version and commit, for the commands' --version.
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+VERSION_LDFLAGS := -X github.com/libjprof/libjprof/internal/buildinfo.Version=$(VERSION) \
+                   -X github.com/libjprof/libjprof/internal/buildinfo.Commit=$(COMMIT)
+
+GO_SRC    := $(shell find agent engine jvmti ptt calibration reports trainer cmd internal -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.o' 2>/dev/null) go.mod go.sum
 JAVA_SRC  := $(wildcard java/src/*.java)
 
-.PHONY: all deps agent java cmds demo test train clean
+.PHONY: all help deps agent java cmds demo test train clean
 
+# all: the agent, the Java workloads and the commands (the default).
 all: agent java cmds
 
-# deps installs what a fresh Debian machine lacks: a JDK 17 and gcc.
-deps:
-	@command -v $(JAVAC) >/dev/null 2>&1 && command -v gcc >/dev/null 2>&1 || { \
-	  echo "installing openjdk-17-jdk-headless and gcc"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless gcc; }
+# help: this list of the targets, each with the first sentence of the
+# comment above it.
+help:
+	@awk '/^#/ { c = c " " substr($$0, 3); next } /^[A-Z_]+ *[?:]?=/ { next } \
+	  /^[a-z][a-z-]*:([^=]|$$)/ { t = substr($$0, 1, index($$0, ":") - 1); sub("^ *" t ":? *", "", c); \
+	    if (match(c, /\. /)) c = substr(c, 1, RSTART - 1); sub("\\.$$", "", c); printf "  make %-14s %s\n", t, c } \
+	  { c = "" }' $(MAKEFILE_LIST)
 
+# deps installs what a fresh Debian machine lacks: a JDK 17, gcc, and
+# chromium for the flame graph's headless-browser test (as root).
+deps:
+	@missing=""; \
+	command -v $(JAVAC) >/dev/null 2>&1 || missing="$$missing openjdk-17-jdk-headless"; \
+	command -v gcc >/dev/null 2>&1 || missing="$$missing gcc"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	if [ -n "$$missing" ]; then echo "installing$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
+
+# agent: build/libjprof.so, for java -agentpath.
 agent: $(BUILD)/libjprof.so
 
 $(BUILD)/libjprof.so: $(GO_SRC)
 	@mkdir -p $(BUILD)
 	$(GO) build -buildmode=c-shared -ldflags '$(GOLDFLAGS)' -o $@ ./agent
 
+# java: the Java workloads and their native libraries.
 java: $(BUILD)/java/.stamp $(BUILD)/native/libjpnative.so $(BUILD)/native/libjptrainer.so
 
 $(BUILD)/java/.stamp: $(JAVA_SRC)
@@ -47,9 +68,10 @@ $(BUILD)/native/libjptrainer.so: java/native/trainer.c
 	@mkdir -p $(BUILD)/native
 	gcc -O2 -shared -fPIC $(CGO_CFLAGS) -o $@ $< -lpthread
 
+# cmds: jprof and rtdriver in build/bin.
 cmds: $(GO_SRC)
 	@mkdir -p $(BUILD)/bin
-	$(GO) build -o $(BUILD)/bin/ ./cmd/...
+	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BUILD)/bin/ ./cmd/...
 
 # demo: profile the hellop example of the PI paper and show its log-rt.
 demo: deps all
@@ -69,10 +91,12 @@ train: deps all
 	$(GO) run ./trainer/cmd/train -backend $(TRAIN_PTT) \
 	  -o calibration/tables/openjdk-$$($(JAVA) -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')-$$(uname -m)-PTT_TIME-$(TRAIN_PTT).cal
 
+# test: go vet and every package's tests.
 test: deps all
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 
+# clean: remove build/.
 clean:
 	rm -rf $(BUILD)
 

@@ -13,6 +13,7 @@ BENCH_FLAGS  ?=
 
 .PHONY: bench bench-agents bench-harness
 
+# bench-agents: the reference agents the benchmarks compare with.
 bench-agents: $(BENCH_AGENTS)
 
 # The reference agents: plain C against the JDK's jvmti.h, nothing else.
@@ -20,9 +21,11 @@ $(BUILD)/bench/%.so: bench/agents/%.c bench/agents/refagent.h
 	@mkdir -p $(dir $@)
 	gcc -O2 -Wall -Wextra -shared -fPIC $(CGO_CFLAGS) -o $@ $<
 
+# bench-harness: build/bin/bench, the benchmark harness.
 bench-harness: $(BENCH_AGENTS)
 	@mkdir -p $(BUILD)/bin
 	$(GO) build -o $(BUILD)/bin/bench ./bench/cmd/bench
 
+# bench: run the benchmark suite and write BENCHMARKS.md (about 10 min).
 bench: all bench-agents bench-harness
 	$(BUILD)/bin/bench -root $(CURDIR) -agents $(BUILD)/bench -go $(GO) -out BENCHMARKS.md $(BENCH_FLAGS)

@@ -1,7 +1,8 @@
 // Package reports holds libjprof's call-tree model and everything that
 // turns it into files people read: the log-rt and log-gen formats of IBM
 // Performance Inspector's JProf, the arcflow reports (xtree, xarc, xprof)
-// of Alexander et al., pruning, and pprof's profile.proto.
+// of Alexander et al., pruning, pprof's profile.proto, collapsed stacks
+// and a self-contained HTML flame graph.
 //
 // The agent builds a [Profile] in memory while the JVM runs and writes it
 // with [WriteLogRT]; in GENERIC mode it streams events through a

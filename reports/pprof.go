@@ -16,10 +16,18 @@ import (
 // metric and its Calls, and its locations are its call path, leaf first,
 // ending with the thread root, so pprof's flat column is the method's base
 // and its cum the subtree (pprof itself does not count a recursive frame
-// twice). Functions are named by the method name with its type prefix
-// ("J:hellop.myA()V"): the prefix tells JIT-compiled, interpreted and
-// native code apart, which is worth keeping. There is one location per
-// function.
+// twice). There is one location per function.
+//
+// A function's Name is the method as Java writes it, with its signature:
+// "java.lang.String.charAt([BI)C". pprof's graph and flame graph shorten
+// such names to "String.charAt"; its text reports keep them whole, and
+// overloads stay apart. Its SystemName is the log-rt name with the type
+// prefix ("i:java/lang/String.charAt([BI)C"; "-:" for a thread root),
+// which pprof -raw shows. The two must differ: pprof demangles a function
+// whose Name equals its SystemName, and its C++ heuristics cut
+// "charAt([BI)C" to "charAtC". The leaf's method type (jit-compiled,
+// interpreted, native, ...) is the sample's "type" label, for pprof's
+// -tagfocus.
 func ToPprof(p *Profile) (*profile.Profile, error) {
 	k := len(p.Metrics)
 	out := &profile.Profile{}
@@ -45,7 +53,7 @@ func ToPprof(p *Profile) (*profile.Profile, error) {
 			return l
 		}
 		id := uint64(len(out.Function) + 1)
-		f := &profile.Function{ID: id, Name: name, SystemName: name}
+		f := &profile.Function{ID: id, Name: pprofName(name), SystemName: systemName(name)}
 		// The address is only an identity: one distinct value per function.
 		l := &profile.Location{ID: id, Mapping: mapping, Address: id, Line: []profile.Line{{Function: f}}}
 		out.Function = append(out.Function, f)
@@ -76,6 +84,9 @@ func ToPprof(p *Profile) (*profile.Profile, error) {
 		vals[k] = int64(n.Calls)
 		if !zero {
 			s := &profile.Sample{Value: vals, Location: make([]*profile.Location, len(stack))}
+			if t := methodType(n.Name); t != "" {
+				s.Label = map[string][]string{"type": {t}}
+			}
 			for i, l := range stack {
 				s.Location[len(stack)-1-i] = l
 			}
@@ -90,4 +101,52 @@ func ToPprof(p *Profile) (*profile.Profile, error) {
 		return nil, fmt.Errorf("pprof: %w", err)
 	}
 	return out, nil
+}
+
+// typeNames are the method types of the type prefixes (see SPEC: JProf's
+// letters, lower case for static methods).
+var typeNames = map[byte]string{
+	'i': "interpreted static", 'I': "interpreted",
+	'j': "jit-compiled static", 'J': "jit-compiled",
+	'n': "native static", 'N': "native",
+	'C': "compiling", 'O': "other",
+}
+
+// splitType splits "J:hellop.myA()V" into 'J' and "hellop.myA()V"; a name
+// without a type prefix (a thread root) has type 0.
+func splitType(name string) (byte, string) {
+	if len(name) >= 2 && name[1] == ':' && typeNames[name[0]] != "" {
+		return name[0], name[2:]
+	}
+	return 0, name
+}
+
+func methodType(name string) string {
+	t, _ := splitType(name)
+	return typeNames[t]
+}
+
+// pprofName is a node's name as Java writes it: no type prefix, dots
+// between packages and class ("java.lang.String.charAt([BI)C"), the
+// signature as the JVM writes it.
+func pprofName(name string) string {
+	t, m := splitType(name)
+	if t == 0 {
+		return name
+	}
+	i := strings.IndexByte(m, '(')
+	if i < 0 {
+		i = len(m)
+	}
+	return strings.ReplaceAll(m[:i], "/", ".") + m[i:]
+}
+
+// systemName is the log-rt name, which has a type prefix that pprofName
+// has not; names without one (thread roots, <pruned>) get "-:", no type,
+// so that the two differ.
+func systemName(name string) string {
+	if t, _ := splitType(name); t == 0 {
+		return "-:" + name
+	}
+	return name
 }

@@ -74,13 +74,36 @@ func TestToPprofPaths(t *testing.T) {
 		}
 		stacks = append(stacks, fmt.Sprintf("%s=%v", st, s.Value))
 	}
-	assert.Contains(t, stacks, "J:hellop.myC()V;J:hellop.myA()V;J:hellop.main([Ljava/lang/String;)V;0000b718_main;=[70040 1000]")
+	assert.Contains(t, stacks, "hellop.myC()V;hellop.myA()V;hellop.main([Ljava/lang/String;)V;0000b718_main;=[70040 1000]")
 	assert.Contains(t, stacks, "0000b718_main;=[10 0]")
 	// One sample per node: none has only zero values.
 	assert.Len(t, stacks, 11)
+	for _, f := range pp.Function {
+		assert.NotEqual(t, f.Name, f.SystemName, "pprof demangles a function whose names are equal")
+	}
+	var types []string
+	for _, s := range pp.Sample {
+		types = append(types, s.Label["type"]...)
+	}
+	assert.Contains(t, types, "native static")
+	assert.Contains(t, types, "jit-compiled")
 	pp, err = ToPprof(&Profile{Threads: []*Node{{Name: "idle"}}})
 	require.NoError(t, err)
 	assert.Empty(t, pp.Sample, "a node with only zeros is no sample")
+}
+
+func TestPprofNames(t *testing.T) {
+	for name, want := range map[string][2]string{
+		"i:java/lang/StringLatin1.charAt([BI)C": {"java.lang.StringLatin1.charAt([BI)C", "i:java/lang/StringLatin1.charAt([BI)C"},
+		"J:hellop.myA()V":                       {"hellop.myA()V", "J:hellop.myA()V"},
+		"I:a/B$C.<init>(La/B;)V":                {"a.B$C.<init>(La/B;)V", "I:a/B$C.<init>(La/B;)V"},
+		"O:x/Y.z":                               {"x.Y.z", "O:x/Y.z"},
+		"0000b718_main":                         {"0000b718_main", "-:0000b718_main"},
+		PrunedName:                              {PrunedName, "-:" + PrunedName},
+	} {
+		assert.Equal(t, want[0], pprofName(name), name)
+		assert.Equal(t, want[1], systemName(name), name)
+	}
 }
 
 func TestToPprofErrors(t *testing.T) {
@@ -90,8 +113,10 @@ func TestToPprofErrors(t *testing.T) {
 	assert.ErrorContains(t, err, "1 base values for 0 metrics")
 }
 
-// TestGoToolPprof runs `go tool pprof -top` on a converted profile, as a
-// user would. It builds pprof the first time, which takes a while.
+// TestGoToolPprof runs `go tool pprof -top` and -traces on a converted
+// profile, as a user would, with pprof's default symbolization: Java
+// names and signatures come out whole. It builds pprof the first time,
+// which takes a while.
 func TestGoToolPprof(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds go tool pprof")
@@ -100,7 +125,11 @@ func TestGoToolPprof(t *testing.T) {
 	if err != nil {
 		t.Skip("go is not in PATH")
 	}
-	pp, err := ToPprof(hellop(1))
+	p := hellop(1)
+	main := p.Threads[0].Children[0]
+	main.Children = append(main.Children, &Node{Name: "i:java/lang/StringLatin1.charAt([BI)C", Calls: 3, Base: []uint64{5000}},
+		&Node{Name: "N:x/Y.tpl<T>::op[](I)V", Calls: 1, Base: []uint64{4000}})
+	pp, err := ToPprof(p)
 	require.NoError(t, err)
 	file := filepath.Join(t.TempDir(), "prof.pb.gz")
 	f, err := os.Create(file)
@@ -108,8 +137,12 @@ func TestGoToolPprof(t *testing.T) {
 	require.NoError(t, pp.Write(f))
 	require.NoError(t, f.Close())
 
-	out, err := exec.Command(goBin, "tool", "pprof", "-top", file).CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	assert.Contains(t, string(out), "J:hellop.myC()V")
-	assert.Contains(t, string(out), "Type: ptt_time")
+	for _, mode := range []string{"-top", "-traces"} {
+		out, err := exec.Command(goBin, "tool", "pprof", mode, file).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		for _, want := range []string{"hellop.myC()V", "java.lang.StringLatin1.charAt([BI)C", "x.Y.tpl<T>::op[](I)V", "hellop.main([Ljava/lang/String;)V"} {
+			assert.Contains(t, string(out), want, mode)
+		}
+		assert.Contains(t, string(out), "Type: ptt_time", mode)
+	}
 }

@@ -11,35 +11,118 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/libjprof/libjprof/internal/atomicfile"
+	"github.com/libjprof/libjprof/internal/buildinfo"
 	"github.com/libjprof/libjprof/reports"
 )
 
-const usage = `usage:
-  jprof report xtree|xarc|xprof [--prune PCT] [-o OUT] FILE
-  jprof pprof FILE -o OUT.pb.gz
-  jprof logrt LOGGEN [-o OUT]
-  jprof loggen LOGGEN [-o OUT]
-  jprof calibrate LOGGEN [--table TABLE] [-o OUT]
-  jprof pttd [-socket PATH] [-mode 0660]
-  jprof help
+// command is one jprof command: its synopsis and description are its
+// -h text, and, with the others', jprof's usage.
+type command struct {
+	name     string
+	synopsis string // the arguments after "jprof name"
+	short    string // one line for jprof's usage
+	about    string // what it does; wrapped at 72 columns, no indent
+	run      func(args []string, stdout io.Writer) error
+}
 
+var commands = []command{
+	{"report", "xtree|xarc|xprof [-prune PCT] [-o OUT] FILE",
+		"the arcflow reports: call tree, callers and callees, flat profile",
+		`The arcflow reports: xtree (the call tree), xarc (each method with
+its callers and callees), xprof (flat, by base). -prune folds subtrees
+below PCT percent of the total into <pruned>.`, report},
+	{"flame", "[-value V] [-merge] [-title T] [-o OUT.html] FILE",
+		"an interactive HTML flame graph, one self-contained file",
+		`One self-contained interactive HTML flame graph (nothing is fetched
+when it is viewed): search, click to zoom, calls or any metric, one
+tree per thread or all merged, tooltips with self and total values.`, flame},
+	{"collapsed", "[-value V] [-merge] [-o OUT] FILE",
+		"collapsed stacks for flamegraph.pl, speedscope and the like",
+		`Collapsed stacks, "frame;frame;frame N" per line, for flamegraph.pl,
+speedscope and other flame graph tools. V is calls or a metric (default:
+the first metric, or calls if there is none); the thread is the first
+frame unless -merge. ';' in names is written ','.`, collapsed},
+	{"pprof", "FILE -o OUT.pb.gz",
+		"a profile.proto for go tool pprof",
+		`A profile.proto for go tool pprof (top lists, graphs, flame graphs):
+go tool pprof -http=: OUT.pb.gz`, toPprof},
+	{"logrt", "LOGGEN [-o OUT]",
+		"rebuild a log-gen's call tree as a log-rt",
+		`Rebuild the call tree of a log-gen and write it as a log-rt.`, logrt},
+	{"loggen", "LOGGEN [-o OUT]",
+		"a log-gen (binary or text) as JProf's text lines",
+		`Write a log-gen, the agent's compact binary one (GENFORMAT=binary,
+the default) or a text one, as JProf's text lines.`, loggen},
+	{"calibrate", "LOGGEN [-table TABLE] [-o OUT]",
+		"calibrate a RAWGEN log-gen after the run",
+		`Calibrate a log-gen written with RAWGEN (raw deltas and sequence
+keys) with the final minima of the whole file, or a table's where
+lower; writes a calibrated log-gen.`, calibrate},
+	{"pttd", "[-socket PATH] [-mode 0660] [-slots N]",
+		"the privileged PTT helper for agents without CAP_BPF",
+		`The privileged PTT helper: loads the eBPF programs once (as root, or
+with CAP_BPF and CAP_PERFMON) and hands their maps to agents that
+cannot load them (agent option PTTD=). -mode is the socket's
+permission bits in octal: whoever may connect can read and write every
+client's slots. -slots is the number of thread slots of the work area
+(0: the eBPF backend's default); threads beyond it fall back to the
+clock backend.`, pttd},
+	{"help", "[COMMAND]", "this text, or a command's", `This text, or a command's.`, nil},
+	{"version", "", "the version and commit of this build",
+		`The version and commit of this build (also -version, --version).`, nil},
+}
+
+func findCommand(name string) *command {
+	for i := range commands {
+		if commands[i].name == name {
+			return &commands[i]
+		}
+	}
+	return nil
+}
+
+// usage is jprof's usage text.
+func usage() string {
+	var b strings.Builder
+	b.WriteString("usage:\n")
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %s\n", strings.TrimSpace("jprof "+c.name+" "+c.synopsis))
+	}
+	b.WriteString(`
 FILE is a log-rt or a log-gen (told apart by its first line).
-  report   the arcflow reports: xtree (the call tree), xarc (each method
-           with its callers and callees), xprof (flat, by base); --prune
-           folds subtrees below PCT percent of the total into <pruned>
-  pprof    a profile.proto for go tool pprof (top lists, flame graphs)
-  logrt    rebuild the call tree of a log-gen and write it as a log-rt
-  loggen   write a log-gen (the agent's compact binary one, or text) as
-           JProf's text lines
-  calibrate  calibrate a log-gen written with RAWGEN (raw deltas and
-           sequence keys) with the final minima of the whole file, or a
-           table's where lower; writes a calibrated log-gen
-  pttd     the privileged PTT helper: loads the eBPF programs once and
-           hands their maps to agents without CAP_BPF (agent option PTTD=)
-Output goes to standard output unless -o is given.
+`)
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-10s %s\n", c.name, c.short)
+	}
+	b.WriteString("\n" + flagStyle)
+	return b.String()
+}
+
+const flagStyle = `Output goes to standard output unless -o is given. Flags take one dash
+or two (-o and --o are the same), before or after FILE; a value follows
+its flag or an '=' (-prune 5, -prune=5). jprof COMMAND -h shows a
+command's flags.
 `
+
+// commandUsage is one command's -h text.
+func commandUsage(c *command, fs *flag.FlagSet) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "usage: %s\n\n%s\n", strings.TrimSpace("jprof "+c.name+" "+c.synopsis), c.about)
+	if fs != nil {
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			b.WriteString("\nFlags:\n")
+			fs.SetOutput(&b)
+			fs.PrintDefaults()
+			fs.SetOutput(io.Discard)
+		}
+	}
+	return b.String()
+}
 
 // Exit statuses.
 const (
@@ -59,16 +142,29 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
+// helpRequested is -h, -help or --help given to a command: its usage
+// goes to standard output, and jprof exits 0.
+type helpRequested struct{ fs *flag.FlagSet }
+
+func (helpRequested) Error() string { return "help requested" }
+
 // run runs jprof with the arguments after the program name and returns
 // the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
 	err := dispatch(args, stdout)
 	var ue usageError
+	var help helpRequested
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &help):
+		c := findCommand(help.fs.Name())
+		if _, err := io.WriteString(stdout, commandUsage(c, help.fs)); err != nil {
+			return exitInput
+		}
+		return exitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "jprof: %s\n%s", ue.msg, usage)
+		fmt.Fprintf(stderr, "jprof: %s\n%s", ue.msg, usage())
 		return exitUsage
 	default:
 		fmt.Fprintf(stderr, "jprof: %v\n", err)
@@ -80,25 +176,30 @@ func dispatch(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
 		return usagef("no command")
 	}
-	cmd, args := args[0], args[1:]
-	switch cmd {
+	name, args := args[0], args[1:]
+	switch name {
 	case "help", "-h", "-help", "--help":
-		_, err := io.WriteString(stdout, usage)
+		if name == "help" && len(args) > 0 {
+			c := findCommand(args[0])
+			switch {
+			case c == nil:
+				return usagef("help: unknown command %q", args[0])
+			case c.run != nil:
+				return c.run([]string{"-h"}, stdout)
+			}
+			_, err := io.WriteString(stdout, commandUsage(c, nil))
+			return err
+		}
+		_, err := io.WriteString(stdout, usage())
 		return err
-	case "report":
-		return report(args, stdout)
-	case "pprof":
-		return toPprof(args)
-	case "logrt":
-		return logrt(args, stdout)
-	case "calibrate":
-		return calibrate(args, stdout)
-	case "loggen":
-		return loggen(args, stdout)
-	case "pttd":
-		return pttd(args, stdout)
+	case "version", "-version", "--version":
+		_, err := io.WriteString(stdout, buildinfo.String("jprof"))
+		return err
 	}
-	return usagef("unknown command %q", cmd)
+	if c := findCommand(name); c != nil && c.run != nil {
+		return c.run(args, stdout)
+	}
+	return usagef("unknown command %q", name)
 }
 
 // parse parses flags anywhere among the arguments ("FILE -o OUT" as well
@@ -108,6 +209,9 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, helpRequested{fs}
+			}
 			return nil, usagef("%s: %v", fs.Name(), err)
 		}
 		if fs.NArg() == 0 {
@@ -138,7 +242,7 @@ func report(args []string, stdout io.Writer) error {
 		return usagef("unknown report %q: want xtree, xarc or xprof", pos[0])
 	}
 	if *prune < 0 || *prune > 100 {
-		return usagef("--prune %v: want a percentage from 0 to 100", *prune)
+		return usagef("-prune %v: want a percentage from 0 to 100", *prune)
 	}
 	p, _, err := load(pos[1])
 	if err != nil {
@@ -151,51 +255,95 @@ func report(args []string, stdout io.Writer) error {
 	return output(*out, stdout, func(w io.Writer) error { return write(w, p) })
 }
 
-func toPprof(args []string) error {
+func toPprof(args []string, _ io.Writer) error {
 	fs := flag.NewFlagSet("pprof", flag.ContinueOnError)
 	out := fs.String("o", "", "output `file`")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("pprof needs one file")
-	}
-	if *out == "" {
-		return usagef("pprof needs -o OUT.pb.gz")
-	}
-	p, _, err := load(pos[0])
+	in, p, _, err := loadOne(fs, args, "file", func() error {
+		if *out == "" {
+			return usagef("pprof needs -o OUT.pb.gz")
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
 	pp, err := reports.ToPprof(p)
 	if err != nil {
-		return fmt.Errorf("%s: %w", pos[0], err)
+		return fmt.Errorf("%s: %w", in, err)
 	}
 	return output(*out, nil, pp.Write)
+}
+
+func flame(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("flame", flag.ContinueOnError)
+	out := fs.String("o", "", "output `file` (.html)")
+	value := fs.String("value", "", "`V`, the value shown first: calls or a metric name (default: the first metric)")
+	merge := fs.Bool("merge", false, "open with all threads merged")
+	title := fs.String("title", "", "page title `T` (default: the file name and pid)")
+	in, p, _, err := loadOne(fs, args, "file", nil)
+	if err != nil {
+		return err
+	}
+	if *title == "" {
+		*title = fmt.Sprintf("%s (pid %d)", filepath.Base(in), p.PID)
+	}
+	o := reports.FlameOptions{Value: *value, MergeThreads: *merge, Title: *title}
+	if _, err := reports.SelectValue(p, o.Value); err != nil {
+		return usagef("flame -value: %v", err)
+	}
+	return output(*out, stdout, func(w io.Writer) error { return reports.WriteFlame(w, p, o) })
+}
+
+func collapsed(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("collapsed", flag.ContinueOnError)
+	out := fs.String("o", "", "output `file`")
+	value := fs.String("value", "", "`V`, the value of each line: calls or a metric name (default: the first metric)")
+	merge := fs.Bool("merge", false, "leave the thread out of the stacks")
+	_, p, _, err := loadOne(fs, args, "file", nil)
+	if err != nil {
+		return err
+	}
+	o := reports.CollapsedOptions{Value: *value, MergeThreads: *merge}
+	if _, err := reports.SelectValue(p, o.Value); err != nil {
+		return usagef("collapsed -value: %v", err)
+	}
+	return output(*out, stdout, func(w io.Writer) error { return reports.WriteCollapsed(w, p, o) })
 }
 
 func logrt(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("logrt", flag.ContinueOnError)
 	out := fs.String("o", "", "output `file`")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("logrt needs one log-gen file")
-	}
-	p, format, err := load(pos[0])
+	in, p, format, err := loadOne(fs, args, "log-gen file", nil)
 	if err != nil {
 		return err
 	}
 	if format != reports.FormatLogGen {
-		return fmt.Errorf("%s is a %s, not a log-gen", pos[0], format)
+		return fmt.Errorf("%s is a %s, not a log-gen", in, format)
 	}
 	p.Notes = append(p.Notes,
-		fmt.Sprintf("rebuilt by jprof logrt from log-gen %s", filepath.Base(pos[0])),
+		fmt.Sprintf("rebuilt by jprof logrt from log-gen %s", filepath.Base(in)),
 		"log-gen has no DELTA, DS or IN: they read 0")
 	return output(*out, stdout, func(w io.Writer) error { return reports.WriteLogRT(w, p) })
+}
+
+// loadOne parses fs's flags in args, wants one positional argument, a
+// file of the kind what names, runs check (if any) on the flags, and
+// reads the file.
+func loadOne(fs *flag.FlagSet, args []string, what string, check func() error) (string, *reports.Profile, reports.Format, error) {
+	pos, err := parse(fs, args)
+	if err != nil {
+		return "", nil, 0, err
+	}
+	if len(pos) != 1 {
+		return "", nil, 0, usagef("%s needs one %s", fs.Name(), what)
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return "", nil, 0, err
+		}
+	}
+	p, format, err := load(pos[0])
+	return pos[0], p, format, err
 }
 
 // load reads a log-rt or log-gen; errors name the file.

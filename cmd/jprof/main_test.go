@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/libjprof/libjprof/internal/jvmtest"
 	"github.com/libjprof/libjprof/reports"
 )
 
@@ -56,7 +58,7 @@ func TestRun(t *testing.T) {
 			[]string{"J:hellop.myC()V", reports.PrunedName, "pruned: subtrees below 5%"}, nil},
 		{"flag after the file", []string{"report", "xprof", logRT, "--prune=50"}, 0, []string{reports.PrunedName}, nil},
 		{"unknown report", []string{"report", "xfoo", logRT}, 2, nil, []string{`unknown report "xfoo"`}},
-		{"bad prune", []string{"report", "xtree", "--prune", "150", logRT}, 2, nil, []string{"--prune 150"}},
+		{"bad prune", []string{"report", "xtree", "--prune", "150", logRT}, 2, nil, []string{"-prune 150"}},
 		{"bad flag", []string{"report", "xtree", "--frob", logRT}, 2, nil, []string{"report: flag provided but not defined: -frob"}},
 		{"no file", []string{"report", "xtree"}, 2, nil, []string{"report needs a report name and a file"}},
 		{"missing file", []string{"report", "xtree", filepath.Join(dir, "nope")}, 1, nil, []string{"no such file"}},
@@ -64,6 +66,16 @@ func TestRun(t *testing.T) {
 		{"cut log-gen", []string{"report", "xtree", cut}, 1, nil, []string{"cut: log-gen line 18: truncated"}},
 		{"pprof without -o", []string{"pprof", logRT}, 2, nil, []string{"pprof needs -o"}},
 		{"logrt of a log-rt", []string{"logrt", logRT}, 1, nil, []string{"is a log-rt, not a log-gen"}},
+		{"collapsed of a log-rt", []string{"collapsed", logRT}, 0,
+			[]string{"0000b718_main;J:hellop.main([Ljava/lang/String,)V;J:hellop.myA()V;J:hellop.myC()V 70040\n"}, nil},
+		{"collapsed calls merged", []string{"collapsed", "--merge", "-value=CALLS", logGen}, 0,
+			[]string{"\nJ:hellop.main([Ljava/lang/String,)V;J:hellop.myA()V 2\n"}, nil},
+		{"collapsed bad value", []string{"collapsed", "-value", "PTT_INSTS", logRT}, 2, nil,
+			[]string{`collapsed -value: no value "PTT_INSTS" in this profile: want one of calls, PTT_TIME`}},
+		{"flame to stdout", []string{"flame", logRT}, 0,
+			[]string{"<!DOCTYPE html>", "<title>log-rt.1_4242 (pid 4242)</title>", `"J:hellop.myC()V"`}, nil},
+		{"flame bad value", []string{"flame", "-value", "frob", logRT}, 2, nil, []string{`flame -value: no value "frob"`}},
+		{"flame two files", []string{"flame", logRT, logGen}, 2, nil, []string{"flame needs one file"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := jprof(tc.args...)
@@ -127,4 +139,41 @@ func TestLogRTCommand(t *testing.T) {
 	code, stdout, _ := jprof("logrt", logGen)
 	require.Equal(t, 0, code)
 	assert.Equal(t, string(got), stdout)
+}
+
+// TestPprofNamesReal converts the log-rt of a real hellop run and reads it
+// with `go tool pprof -top` and -traces at their defaults: every method
+// of the hellop class, and the JDK's charAt([BI)C, comes out whole.
+func TestPprofNamesReal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a JVM and go tool pprof")
+	}
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "RTARCF,START,NORTDRIVER"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	logRT := r.File("rt.1")
+	out := filepath.Join(t.TempDir(), "hellop.pb.gz")
+	code, _, stderr := jprof("pprof", logRT, "-o", out)
+	require.Equal(t, 0, code, stderr)
+	top, err := exec.Command("go", "tool", "pprof", "-top", "-nodefraction=0", out).CombinedOutput()
+	require.NoError(t, err, "%s", top)
+	traces, err := exec.Command("go", "tool", "pprof", "-traces", out).CombinedOutput()
+	require.NoError(t, err, "%s", traces)
+
+	want := map[string]bool{}
+	for _, th := range jvmtest.ParseLogRT(t, logRT).Threads {
+		th.Walk(func(n *reports.Node, _ int) {
+			if strings.Contains(n.Name, ":hellop.") || strings.HasSuffix(n.Name, ".charAt([BI)C") {
+				// i:java/lang/StringLatin1.charAt([BI)C is java.lang.StringLatin1.charAt([BI)C
+				_, m, _ := strings.Cut(n.Name, ":")
+				cls, sig, _ := strings.Cut(m, "(")
+				want[strings.ReplaceAll(cls, "/", ".")+"("+sig] = true
+			}
+		})
+	}
+	require.Contains(t, want, "hellop.myC()J")
+	require.Contains(t, want, "hellop.main([Ljava/lang/String;)V")
+	for name := range want {
+		assert.Contains(t, string(top), "  "+name+"\n", "-top")
+		assert.Contains(t, string(traces), " "+name+"\n", "-traces")
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/libjprof/libjprof/ptt/pttbpf"
@@ -22,14 +24,18 @@ import (
 func pttd(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("pttd", flag.ContinueOnError)
 	sock := fs.String("socket", ptthelper.DefaultSocket, "unix socket `path`")
-	mode := fs.Uint("mode", 0o660, "socket permission bits")
-	slots := fs.Int("slots", 0, "thread slots (default: pttbpf's)")
+	mode := fileMode(0o660)
+	fs.Var(&mode, "mode", "socket permission `bits`, octal")
+	slots := fs.Int("slots", 0, "thread `slots` of the work area (0: the eBPF backend's default)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 0 {
 		return usagef("pttd takes no arguments")
+	}
+	if *slots < 0 {
+		return usagef("pttd -slots %d: want 0 or more", *slots)
 	}
 	objs, err := pttbpf.Load(pttbpf.Options{Slots: *slots})
 	if err != nil {
@@ -46,7 +52,7 @@ func pttd(args []string, stdout io.Writer) error {
 	if err := srv.Listen(*sock); err != nil {
 		return err
 	}
-	if err := os.Chmod(*sock, os.FileMode(*mode)); err != nil {
+	if err := os.Chmod(*sock, os.FileMode(mode)); err != nil {
 		srv.Close()
 		return err
 	}
@@ -58,4 +64,19 @@ func pttd(args []string, stdout io.Writer) error {
 		srv.Close()
 	}()
 	return srv.Serve()
+}
+
+// fileMode is a flag of permission bits written in octal, as chmod takes
+// them: "660", "0660" and "0o660" are all rw-rw----.
+type fileMode os.FileMode
+
+func (m *fileMode) String() string { return fmt.Sprintf("%#o", uint32(*m)) }
+
+func (m *fileMode) Set(s string) error {
+	v, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(s, "0o"), "0O"), 8, 32)
+	if err != nil || v > 0o777 {
+		return fmt.Errorf("%q is not octal permission bits (e.g. 0660)", s)
+	}
+	*m = fileMode(v)
+	return nil
 }

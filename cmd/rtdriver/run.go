@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/libjprof/libjprof/agent/control"
+	"github.com/libjprof/libjprof/internal/buildinfo"
 )
 
 // Exit statuses.
@@ -49,34 +50,50 @@ type options struct {
 	all     bool
 	token   string
 	timeout time.Duration
+	version bool
+	// help: "rtdriver help" (or -h) asks for the usage and the command
+	// list.
+	help bool
 }
 
 const usageText = `usage: rtdriver [-c cmd[,cmd...] [sec]] [-p port | -b] [-a host] [-t token] [-timeout d]
+       rtdriver help | -h | --help
+       rtdriver version | --version
 
 Drives a running libjprof agent through its rtdriver socket.
 With -c, sends the command line once, after sec seconds when given, prints
 the replies and exits. Without -c, reads command lines from stdin and prints
 the replies; "help" lists the commands, "quit" leaves.
 
-Commands (comma-chained, case-insensitive): start[=sec] flush reset end
-status ping fgc shutdown exit_rtdriver help
-
 Exit status: 0 every reply OK, 1 the agent answered ERR, 2 the agent is
 unreachable, the connection failed, or the usage is wrong.
+
+Flags take one dash or two (-p and --p are the same); a value follows its
+flag or an '=' (-p 8889, -p=8889).
 
 Flags:
 `
 
-// parseArgs parses args. Flags may follow the positional delay, as in
-// "rtdriver -c flush 10 -p 8889".
-func parseArgs(args []string, e env) (options, error) {
-	var o options
-	fs := flag.NewFlagSet("rtdriver", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usageText)
-		fs.PrintDefaults()
+// usage is the text of rtdriver -h: the usage, the flags and the agent's
+// commands.
+func usage() string {
+	var b strings.Builder
+	b.WriteString(usageText)
+	fs := newFlagSet(&options{})
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	b.WriteString("\nThe agent's commands (case-insensitive), for -c or one line each on stdin:\n")
+	for _, l := range strings.Split(interactiveHelp, "\n")[1:] {
+		b.WriteString(l + "\n")
 	}
+	return b.String()
+}
+
+// newFlagSet is rtdriver's flags, parsed into o.
+func newFlagSet(o *options) *flag.FlagSet {
+	fs := flag.NewFlagSet("rtdriver", flag.ContinueOnError)
+	// Errors are printed by run, the usage only on request.
+	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.cmd, "c", "", "send this command `line` once instead of reading stdin")
 	fs.IntVar(&o.port, "p", 0, "agent `port` (default 8888)")
 	fs.BoolVar(&o.all, "b", false, "send to every port of 8888-8895 that answers")
@@ -84,10 +101,22 @@ func parseArgs(args []string, e env) (options, error) {
 	fs.StringVar(&o.host, "host", control.DefaultHost, "same as -a")
 	fs.StringVar(&o.token, "t", "", "`token` the agent requires (default $"+tokenEnv+")")
 	fs.DurationVar(&o.timeout, "timeout", defaultTimeout, "wait at most `d` for the replies to a line (0: forever)")
+	fs.BoolVar(&o.version, "version", false, "print the version and commit of this build")
+	return fs
+}
 
+// parseArgs parses args. Flags may follow the positional delay, as in
+// "rtdriver -c flush 10 -p 8889".
+func parseArgs(args []string, e env) (options, error) {
+	var o options
+	fs := newFlagSet(&o)
 	var pos []string
 	for rest := args; ; {
 		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				o.help = true
+				return o, nil
+			}
 			return o, err
 		}
 		rest = fs.Args()
@@ -97,6 +126,16 @@ func parseArgs(args []string, e env) (options, error) {
 		pos, rest = append(pos, rest[0]), rest[1:]
 	}
 
+	if len(pos) == 1 && o.cmd == "" {
+		switch strings.ToLower(pos[0]) {
+		case "help":
+			o.help = true
+			return o, nil
+		case "version":
+			o.version = true
+			return o, nil
+		}
+	}
 	switch {
 	case len(pos) > 1 || (len(pos) == 1 && o.cmd == ""):
 		return o, fmt.Errorf("unexpected argument %q (a delay in seconds may follow -c cmd)", pos[len(pos)-1])
@@ -142,11 +181,15 @@ func parseDelay(s string) (time.Duration, error) {
 func run(ctx context.Context, args []string, e env) int {
 	o, err := parseArgs(args, e)
 	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return exitOK
 	case err != nil:
-		fmt.Fprintln(e.stderr, "rtdriver:", err)
+		fmt.Fprintf(e.stderr, "rtdriver: %v\n(rtdriver -h for the usage)\n", err)
 		return exitFault
+	case o.help:
+		fmt.Fprint(e.stdout, usage())
+		return exitOK
+	case o.version:
+		fmt.Fprint(e.stdout, buildinfo.String("rtdriver"))
+		return exitOK
 	}
 
 	if o.delay > 0 {

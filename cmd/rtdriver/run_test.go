@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -168,7 +169,6 @@ func TestUsage(t *testing.T) {
 		status int
 		stderr string
 	}{
-		{"help", []string{"-h"}, 0, "usage: rtdriver"},
 		{"unknown flag", []string{"-x"}, 2, "flag provided but not defined"},
 		{"-p and -b", []string{"-p", "8888", "-b", "-c", "ping"}, 2, "exclude each other"},
 		{"bad port", []string{"-p", "70000", "-c", "ping"}, 2, "not a port"},
@@ -187,6 +187,35 @@ func TestUsage(t *testing.T) {
 			assert.Empty(t, r.stdout)
 		})
 	}
+}
+
+// TestHelpAndVersion: -h, --help and "help" print the usage and the
+// agent's commands on stdout and exit 0; --version and "version" print the
+// build.
+func TestHelpAndVersion(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"-help"}, {"help"}, {"HELP"}, {"-p", "8889", "help"}} {
+		r := runWith(t, env{}, args...)
+		assert.Equal(t, 0, r.status, "%v: %s", args, r.stderr)
+		assert.Empty(t, r.stderr, args)
+		assert.True(t, strings.HasPrefix(r.stdout, "usage: rtdriver"), "%v: %s", args, r.stdout)
+		for _, want := range []string{"-timeout d", "-version", "exit_rtdriver", "start[=sec]", "one dash or two"} {
+			assert.Contains(t, r.stdout, want, args)
+		}
+	}
+	for _, args := range [][]string{{"--version"}, {"-version"}, {"version"}} {
+		r := runWith(t, env{}, args...)
+		assert.Equal(t, 0, r.status, "%v: %s", args, r.stderr)
+		assert.True(t, strings.HasPrefix(r.stdout, "rtdriver "), r.stdout)
+		assert.Contains(t, r.stdout, runtime.Version())
+	}
+	// An error points to -h instead of flooding stderr with the usage.
+	r := runWith(t, env{}, "-x")
+	assert.Equal(t, 2, r.status)
+	assert.Equal(t, "rtdriver: flag provided but not defined: -x\n(rtdriver -h for the usage)\n", r.stderr)
+	// "help" after -c is a command for the agent, not rtdriver's help.
+	r = runWith(t, env{}, "-p", strconv.Itoa(deadPort(t)), "-c", "help")
+	assert.Equal(t, 2, r.status)
+	assert.Empty(t, r.stdout)
 }
 
 func TestToken(t *testing.T) {
