@@ -34,6 +34,8 @@ func TestSmoke(t *testing.T) {
 		Rounds:        1,
 		JavacRounds:   1,
 		JavacArgs:     []string{"-version"}, // javac's start-up, not a compilation
+		ChurnThreads:  200,
+		ChurnLoaders:  20,
 		ReadCostReads: 10000,
 		ReadCostReps:  1,
 		Seed:          1,
@@ -46,7 +48,7 @@ func TestSmoke(t *testing.T) {
 	require.NoError(t, s.WriteMarkdown(&md))
 	sections := splitSections(md.String())
 	for _, title := range []string{"Machine and settings", "Targets (SPEC §8)", "Per-event overhead: BenchWorkload",
-		"Real program: javac", "PTT read cost", "log-gen parse and tree build", "Calibration accuracy", "Notes"} {
+		"Real program: javac", "Thread and method churn", "PTT read cost", "log-gen size, parse and tree build", "Calibration accuracy", "Notes"} {
 		assert.Contains(t, sections, title)
 	}
 	for _, c := range WorkloadConfigs() {
@@ -60,7 +62,16 @@ func TestSmoke(t *testing.T) {
 	}
 	assert.Contains(t, sections["Calibration accuracy"], "calibrated error")
 	assert.Contains(t, sections["Calibration accuracy"], "Why small methods keep a residual")
-	assert.Len(t, s.Targets(), 5)
+	assert.Len(t, s.Targets(), 9)
+	ch := part[*Churn](s)
+	require.NotNil(t, ch)
+	for _, r := range ch.MethodRows {
+		if r.Key == "methods-calltree" {
+			assert.Equal(t, int64(0), r.Refused)
+			assert.GreaterOrEqual(t, r.Methods, int64(20*100))
+			assert.False(t, r.Limited)
+		}
+	}
 
 	wl := part[*Workload](s)
 	require.NotNil(t, wl)

@@ -24,24 +24,27 @@ type Config struct {
 	// where it chose another is a skipped configuration, not a number
 	// under the wrong label.
 	Backend string
+	// Idle loads libjprof without START: not collecting.
+	Idle bool
 }
 
 // Keys of the workload configurations the breakdown and targets refer to.
 const (
-	KeyJIT         = "jit"
-	KeyXint        = "xint"
-	KeyEmpty       = "empty"
-	KeyNaive       = "naive"
-	KeyCallTree    = "calltree"
-	KeyBPF         = "rtarcf-bpf"
-	KeyBPFNoCal    = "rtarcf-bpf-nocal"
-	KeyPerf        = "rtarcf-perf"
-	KeyClock       = "rtarcf-clock"
-	KeyGeneric     = "generic"
-	KeyJavacNone   = "javac-none"
-	KeyJavacEmpty  = "javac-empty"
-	KeyJavacTree   = "javac-calltree"
-	KeyJavacRTArcf = "javac-rtarcf"
+	KeyJIT          = "jit"
+	KeyXint         = "xint"
+	KeyEmpty        = "empty"
+	KeyNaive        = "naive"
+	KeyCallTree     = "calltree"
+	KeyBPF          = "rtarcf-bpf"
+	KeyBPFNoCal     = "rtarcf-bpf-nocal"
+	KeyPerf         = "rtarcf-perf"
+	KeyClock        = "rtarcf-clock"
+	KeyGeneric      = "generic"
+	KeyJavacNone    = "javac-none"
+	KeyJavacEmpty   = "javac-empty"
+	KeyJavacTree    = "javac-calltree"
+	KeyJavacRTArcf  = "javac-rtarcf"
+	KeyJavacGeneric = "javac-generic"
 )
 
 // rtarcf asks for the time metric explicitly: RTARCF's implied default is
@@ -74,6 +77,7 @@ func JavacConfigs() []Config {
 		{Key: KeyJavacEmpty, Name: "empty C agent (floor)", Agent: Empty, JVMArgs: heap},
 		{Key: KeyJavacTree, Name: "libjprof CALLTREE", Agent: LibJProf, Options: "CALLTREE", JVMArgs: heap},
 		{Key: KeyJavacRTArcf, Name: "libjprof RTARCF (best PTT)", Agent: LibJProf, Options: rtarcf, JVMArgs: heap},
+		{Key: KeyJavacGeneric, Name: "libjprof CALLTREE GENERIC (binary log-gen)", Agent: LibJProf, Options: "CALLTREE,GENERIC", JVMArgs: heap},
 	}
 }
 
@@ -90,6 +94,9 @@ func (c Config) run(o *Options, dir string, main ...string) jvmRun {
 		// NORTDRIVER: no control socket, and no port contention between
 		// runs; START: collect from VM start like the C agents.
 		r.Options = c.Options + ",START,NORTDRIVER,LOGPATH=" + dir
+		if c.Idle {
+			r.Options = c.Options + ",NORTDRIVER,LOGPATH=" + dir
+		}
 	}
 	return r
 }

@@ -42,6 +42,8 @@ type JavacRun struct {
 	CompileRSS int64
 	Events     int64 // 2 × the sum of CALLS over all rows
 	Nodes      int64 // log-rt rows, thread roots included
+	// With GENERIC: the log-gen's size, events and log-msg's writerWaits.
+	GenBytes, GenEvents, GenWaits int64
 }
 
 func (j *Javac) Title() string { return "Real program: javac" }
@@ -141,6 +143,26 @@ func (j *Javac) runOne(ctx context.Context, s *Suite, tmp string, row *JavacRow,
 			return run, fmt.Errorf("%s: %w", f.Name(), err)
 		}
 		run.Events, run.Nodes = 2*calls, nodes
+		if fi, err := os.Stat(res.file("gen")); err == nil {
+			run.GenBytes = fi.Size()
+			f, err := os.Open(res.file("gen"))
+			if err != nil {
+				return run, err
+			}
+			defer f.Close()
+			r, err := reports.NewLogGenReader(f)
+			if err != nil {
+				return run, fmt.Errorf("log-gen: %w", err)
+			}
+			for r.Next() {
+				run.GenEvents++
+			}
+			if err := r.Err(); err != nil {
+				return run, fmt.Errorf("log-gen: %w", err)
+			}
+			run.GenWaits = writerWaits(res)
+			os.Remove(res.file("gen"))
+		}
 	}
 	return run, nil
 }

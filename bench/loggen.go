@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -16,16 +17,14 @@ import (
 	"github.com/libjprof/libjprof/reports"
 )
 
-// LogGen measures post-processing: parsing a log-gen and building its
-// call tree (reports.BuildProfile), on one core.
+// LogGen measures log-gen's size and post-processing: parsing a log-gen
+// and building its call tree (reports.BuildProfile), on one core, for
+// the compact binary format the agent writes by default and for JProf's
+// text format.
 type LogGen struct {
-	// A real log-gen: BenchWorkload under RTARCF,GENERIC.
-	Events   int64
-	Bytes    int64
-	Nodes    int
-	Wall     []time.Duration // one per repetition
-	CPU      []time.Duration
-	BuildErr string
+	// Inputs are real log-gens of BenchWorkload under RTARCF,GENERIC:
+	// binary first, then text.
+	Inputs []*LogGenInput
 
 	// The reports package's BenchmarkLogGenBuild (synthetic traces),
 	// when Options.GoBench is set.
@@ -44,27 +43,47 @@ const (
 	goBenchCount = 3
 )
 
-func (l *LogGen) Title() string { return "log-gen parse and tree build" }
+// LogGenInput is one real log-gen and its build timings.
+type LogGenInput struct {
+	Format string // GENFORMAT
+	Events int64
+	Bytes  int64
+	Nodes  int
+	Wall   []time.Duration // one per repetition
+	CPU    []time.Duration
+	// WriterWaits is how many times a Java thread waited for the
+	// agent's log-gen writer (log-msg's writerWaits).
+	WriterWaits int64
+}
+
+func (l *LogGen) Title() string { return "log-gen size, parse and tree build" }
 
 func (l *LogGen) Run(ctx context.Context, s *Suite, tmp string) error {
 	o := &s.Opts
-	c := Config{Key: "loggen", Agent: LibJProf, Options: rtarcf + ",GENERIC"}
-	main := []string{"-cp", filepath.Join(o.Root, "build", "java"), "BenchWorkload", strconv.Itoa(o.Ops), strconv.Itoa(o.WarmOps), strconv.Itoa(o.Reps)}
-	res, err := runJVM(ctx, o.Java, c.run(o, tmp, main...), o.Timeout)
-	if err != nil {
-		return err
-	}
-	data, err := os.ReadFile(res.file("gen"))
-	if err != nil {
-		return fmt.Errorf("log-gen: %w", err)
-	}
-	os.Remove(res.file("gen")) // in memory now; the disk copy can be big
-	l.Bytes = int64(len(data))
-	l.Events = countEvents(data)
-	if err := l.build(data); err != nil {
-		return err
+	for _, format := range []string{"binary", "text"} {
+		c := Config{Key: "loggen-" + format, Agent: LibJProf, Options: rtarcf + ",GENERIC,GENFORMAT=" + format}
+		main := []string{"-cp", filepath.Join(o.Root, "build", "java"), "BenchWorkload", strconv.Itoa(o.Ops), strconv.Itoa(o.WarmOps), strconv.Itoa(o.Reps)}
+		res, err := runJVM(ctx, o.Java, c.run(o, tmp, main...), o.Timeout)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(res.file("gen"))
+		if err != nil {
+			return fmt.Errorf("log-gen: %w", err)
+		}
+		os.Remove(res.file("gen")) // in memory now; the disk copy can be big
+		in := &LogGenInput{Format: format, Bytes: int64(len(data))}
+		if in.Events, err = countEvents(data); err != nil {
+			return err
+		}
+		in.WriterWaits = writerWaits(res)
+		if err := in.build(data); err != nil {
+			return err
+		}
+		l.Inputs = append(l.Inputs, in)
 	}
 	if o.GoBench {
+		var err error
 		l.GoBench, err = goBench(ctx, o)
 		if err != nil {
 			l.GoBenchErr = err.Error()
@@ -77,7 +96,7 @@ func (l *LogGen) Run(ctx context.Context, s *Suite, tmp string) error {
 // build times reports.BuildProfile over data, in memory, with GOMAXPROCS
 // at 1 so that the collector shares the one core with the parser: the
 // target is a rate on one core.
-func (l *LogGen) build(data []byte) error {
+func (l *LogGenInput) build(data []byte) error {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	for range logGenReps {
 		runtime.GC()
@@ -97,26 +116,37 @@ func (l *LogGen) build(data []byte) error {
 	return nil
 }
 
-// countEvents counts event lines: header lines start with a space.
-func countEvents(data []byte) int64 {
-	var n int64
-	for len(data) > 0 {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
-		if len(line) > 0 && line[0] != ' ' {
-			n++
-		}
+// countEvents counts a log-gen's events (either format) with the
+// reports package's reader.
+func countEvents(data []byte) (int64, error) {
+	r, err := reports.NewLogGenReader(bytes.NewReader(data))
+	if err != nil {
+		return 0, err
 	}
+	var n int64
+	for r.Next() {
+		n++
+	}
+	return n, r.Err()
+}
+
+// writerWaits reads log-msg's writerWaits of a run, -1 if absent.
+func writerWaits(res *jvmResult) int64 {
+	b, err := os.ReadFile(res.file("msg"))
+	if err != nil {
+		return -1
+	}
+	m := regexp.MustCompile(`"writerWaits": (\d+)`).FindSubmatch(b)
+	if m == nil {
+		return -1
+	}
+	n, _ := strconv.ParseInt(string(m[1]), 10, 64)
 	return n
 }
 
 // Rates returns events per wall second and per CPU second, one per
 // repetition.
-func (l *LogGen) Rates() (wall, cpu []float64) {
+func (l *LogGenInput) Rates() (wall, cpu []float64) {
 	for i := range l.Wall {
 		wall = append(wall, float64(l.Events)/l.Wall[i].Seconds())
 		if l.CPU[i] > 0 {

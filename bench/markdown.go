@@ -157,8 +157,8 @@ func (j *Javac) Markdown(out io.Writer, s *Suite) error {
 		"The heap is fixed and pre-touched in every configuration so that RSS differences are native memory, not the "+
 		"GC sizing the heap differently.\n\n",
 		strings.Join(j.Args, " "), s.Opts.JavacRounds, sampleEvery)
-	fmt.Fprintf(out, "| configuration | agent, options | wall s: median | min–max | × no agent | events | nodes | RSS at end of compilation MB | peak RSS MB: median | min–max |\n")
-	fmt.Fprintf(out, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(out, "| configuration | agent, options | wall s: median | min–max | × no agent | events | nodes | RSS at end of compilation MB | peak RSS MB: median | min–max | peak ÷ end of compilation |\n")
+	fmt.Fprintf(out, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range j.Rows {
 		if r.Skipped != "" && len(r.Runs) == 0 {
 			fmt.Fprintf(out, "| %s | %s | failed: %s ||||||||\n", r.Name, agentLabel(r.Config), oneLine(r.Skipped))
@@ -173,18 +173,33 @@ func (j *Javac) Markdown(out io.Writer, s *Suite) error {
 		if r.Agent == LibJProf {
 			ev, nodes = group(r.Events().Median), group(r.Nodes().Median)
 		}
-		compile := "–"
+		compile, ratio := "–", "–"
 		if c := r.CompileRSS().Median; c > 0 {
 			compile = fmt.Sprintf("%.0f", c/(1<<20))
+			ratio = fmt.Sprintf("%.2f", r.RSS().Median/c)
 		}
 		name := r.Name
 		if r.Backend == "" && r.Seen != "" && r.Seen != "none" {
 			name += " — chose " + r.Seen
 		}
-		fmt.Fprintf(out, "| %s | %s | %.2f | %s | %s | %s | %s | %s | %.0f | %s |\n",
-			name, agentLabel(r.Config), wall.Median, wall.Range("%.2f"), x, ev, nodes, compile, rss.Median, rss.Range("%.0f"))
+		fmt.Fprintf(out, "| %s | %s | %.2f | %s | %s | %s | %s | %s | %.0f | %s | %s |\n",
+			name, agentLabel(r.Config), wall.Median, wall.Range("%.2f"), x, ev, nodes, compile, rss.Median, rss.Range("%.0f"), ratio)
 	}
 	fmt.Fprintln(out)
+	if g := j.Row(KeyJavacGeneric); g != nil && len(g.Runs) > 0 {
+		var bytes, events, waits []float64
+		for _, run := range g.Runs {
+			bytes = append(bytes, float64(run.GenBytes))
+			events = append(events, float64(run.GenEvents)/run.Wall.Seconds())
+			waits = append(waits, float64(run.GenWaits))
+		}
+		b, e := Summarize(bytes), Summarize(events)
+		ev := float64(g.Runs[0].GenEvents)
+		fmt.Fprintf(out, "**log-gen on javac** (%s): %s events in %.0f MB, %.1f bytes/event, written at %.1f M events/s of the run's wall time "+
+			"(median), writer waits %.0f (max over runs). Before the binary records, the text log-gen of the same workload was "+
+			"70+ bytes/event (9.4 GB for a 2 s javac run, as measured when issue 10 was filed); `GENFORMAT=text` still writes it.\n\n",
+			g.Name, group(ev), b.Median/(1<<20), b.Median/ev, e.Median/1e6, Summarize(waits).Max)
+	}
 
 	fmt.Fprintf(out, "**Agent memory per call-tree node (estimates):** the difference in median RSS between a libjprof "+
 		"configuration and a configuration without libjprof, divided by the libjprof run's nodes.\n\n")
@@ -205,11 +220,13 @@ func (j *Javac) Markdown(out io.Writer, s *Suite) error {
 			fmt.Fprintf(out, " |\n")
 		}
 	}
-	fmt.Fprintf(out, "\nWhile collecting, a node costs its C record (48 bytes + 8 per metric), its slot in the per-thread "+
+	fmt.Fprintf(out, "\nWhile collecting, a node costs its C record (64 bytes + 8 per metric), its slot in the per-thread "+
 		"child hash (kept at most half full) and, when calibrating, its per-node sequence counts; the estimate also "+
-		"holds whatever the JVM does differently under an agent, so it bounds the agent's cost from above. The peak "+
-		"adds the Go side building the report at VM death: the whole tree as Go objects, then the log-rt text. Both "+
-		"grow with the number of distinct calling contexts, not with the number of events.\n")
+		"holds whatever the JVM does differently under an agent, so it bounds the agent's cost from above. The log-rt is "+
+		"written straight from the C trees, one thread at a time: the peak adds, for the thread being written, 17 bytes "+
+		"per node plus 8 per metric, and the names of its methods. Before this (as measured when issue 10 was filed) the "+
+		"report copied the whole tree into Go several times: CALLTREE 97 bytes/node while collecting and 328 at the peak, "+
+		"RTARCF 221 and 569, javac's CALLTREE peaking at 993 MB.\n")
 	return nil
 }
 
@@ -244,19 +261,24 @@ func (c *ReadCost) Markdown(out io.Writer, s *Suite) error {
 }
 
 func (l *LogGen) Markdown(out io.Writer, s *Suite) error {
-	if len(l.Wall) > 0 {
-		wall, cpu := l.Rates()
-		ws, cs := Summarize(wall), Summarize(cpu)
-		fmt.Fprintf(out, "`reports.BuildProfile` over a real log-gen (BenchWorkload %d ops × %d repetitions under `RTARCF,METRICS=PTT_TIME,GENERIC`, "+
-			"whole run: %s events, %.0f MB, %s tree nodes), from memory, GOMAXPROCS=1, %d repetitions. *Best* is the "+
-			"fastest repetition (the target uses it: other work only slows a run down).\n\n",
-			s.Opts.Ops, s.Opts.Reps, group(float64(l.Events)), float64(l.Bytes)/(1<<20), group(float64(l.Nodes)), len(l.Wall))
-		fmt.Fprintf(out, "| input | M events/CPU-s: best | median | slowest | M events/s (wall): best | MB/s (wall): best |\n|---|--:|--:|--:|--:|--:|\n")
-		fmt.Fprintf(out, "| real log-gen | %.1f | %.1f | %.1f | %.1f | %.0f |\n",
-			cs.Max/1e6, cs.Median/1e6, cs.Min/1e6, ws.Max/1e6, ws.Max*float64(l.Bytes)/float64(l.Events)/(1<<20))
+	if len(l.Inputs) > 0 {
+		in := l.Inputs[0]
+		fmt.Fprintf(out, "`reports.BuildProfile` over real log-gens (BenchWorkload %d ops × %d repetitions under `RTARCF,METRICS=PTT_TIME,GENERIC`, "+
+			"whole run: %s events, %s tree nodes), from memory, GOMAXPROCS=1, %d repetitions, for the compact binary records the agent writes by default "+
+			"and for JProf's text lines (`GENFORMAT=text`). *Best* is the fastest repetition (the target uses it: other work only slows a run down). "+
+			"*Writer waits* counts the times a Java thread waited for the agent's log-gen writer during the run.\n\n",
+			s.Opts.Ops, s.Opts.Reps, group(float64(in.Events)), group(float64(in.Nodes)), len(in.Wall))
+		fmt.Fprintf(out, "| input | bytes/event | MB | writer waits | M events/CPU-s: best | median | slowest | M events/s (wall): best | MB/s (wall): best |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		for _, in := range l.Inputs {
+			wall, cpu := in.Rates()
+			ws, cs := Summarize(wall), Summarize(cpu)
+			fmt.Fprintf(out, "| real log-gen, %s | %.1f | %.0f | %d | %.1f | %.1f | %.1f | %.1f | %.0f |\n", in.Format,
+				float64(in.Bytes)/float64(in.Events), float64(in.Bytes)/(1<<20), in.WriterWaits,
+				cs.Max/1e6, cs.Median/1e6, cs.Min/1e6, ws.Max/1e6, ws.Max*float64(in.Bytes)/float64(in.Events)/(1<<20))
+		}
 	}
 	for _, g := range l.GoBench {
-		fmt.Fprintf(out, "| `%s` (synthetic) | %.1f | | | %.1f | %.0f |\n", strings.TrimPrefix(g.Name, "Benchmark"),
+		fmt.Fprintf(out, "| `%s` (synthetic, text) | | | | %.1f | | | %.1f | %.0f |\n", strings.TrimPrefix(g.Name, "Benchmark"),
 			g.Metrics["events/cpu-s"]/1e6, g.Metrics["events/s"]/1e6, g.Metrics["MB/s"])
 	}
 	if len(l.GoBench) > 0 {

@@ -28,9 +28,14 @@ func TestCountLogRT(t *testing.T) {
 }
 
 func TestCountEvents(t *testing.T) {
-	in := " libjprof log-gen\n Units :: PTT_TIME\n1 > I:A.b()V 00000001_main\n2 < I:A.b()V 00000001_main\n3 <! I:A.c()V 00000001_main thread"
-	assert.Equal(t, int64(3), countEvents([]byte(in)), "the last line may lack its newline")
-	assert.Zero(t, countEvents(nil))
+	in := " libjprof log-gen\n Process_Number_ID=1\n Units :: PTT_TIME\n1 > I:A.b()V 00000001_main\n2 < I:A.b()V 00000001_main\n3 <! I:A.c()V 00000001_main thread\n"
+	n, err := countEvents([]byte(in))
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), n)
+	_, err = countEvents([]byte(in[:len(in)-1]))
+	assert.Error(t, err, "a cut file is an error")
+	_, err = countEvents(nil)
+	assert.Error(t, err)
 }
 
 func TestParseGoBench(t *testing.T) {

@@ -29,6 +29,10 @@ type Options struct {
 	// snapshot of java/src/*.java); the smoke test passes -version.
 	JavacArgs []string
 
+	// ChurnThreads and ChurnLoaders size the churn workloads (default
+	// 20000 thread starts and 10000 loaders: a million methods).
+	ChurnThreads, ChurnLoaders int
+
 	ReadCostReads int // reads per measurement
 	ReadCostReps  int // measurements per backend (median reported)
 
@@ -96,7 +100,7 @@ type Part interface {
 
 // DefaultParts are the sections of BENCHMARKS.md in order.
 func DefaultParts() []Part {
-	return []Part{&Workload{}, &Javac{}, &ReadCost{}, &LogGen{}, &Calibration{}}
+	return []Part{&Workload{}, &Javac{}, &Churn{}, &ReadCost{}, &LogGen{}, &Calibration{}}
 }
 
 // Suite is one run of the benchmark: options, machine, parts and their
