@@ -3,6 +3,10 @@
 // and is renamed into place only when everything was written. A reader
 // (a person, jprof, a test) never sees half a report; a failed write
 // leaves whatever was there before.
+//
+// A path that already names something other than a regular file (a
+// device such as /dev/null or /dev/stdout, a named pipe) is written in
+// place: renaming over it would replace the device with a file.
 package atomicfile
 
 import (
@@ -15,14 +19,22 @@ import (
 // File is a file being written; nothing is visible at its path until
 // Commit.
 type File struct {
-	path string
-	f    *os.File
-	w    *bufio.Writer
-	done bool
+	path   string
+	f      *os.File
+	w      *bufio.Writer
+	done   bool
+	direct bool // writing a device or pipe in place
 }
 
 // Create starts writing path.
 func Create(path string) (*File, error) {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, err
+		}
+		return &File{path: path, f: f, w: bufio.NewWriterSize(f, 1<<16), direct: true}, nil
+	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -40,6 +52,14 @@ func (f *File) Write(p []byte) (int, error) { return f.w.Write(p) }
 // Commit flushes, syncs and renames the file into place (mode 0644). On
 // error the temporary file is removed and nothing appears.
 func (f *File) Commit() error {
+	if f.direct {
+		err := f.w.Flush()
+		if cerr := f.f.Close(); err == nil {
+			err = cerr
+		}
+		f.done = true
+		return err
+	}
 	err := f.w.Flush()
 	if err == nil {
 		err = f.f.Sync()
@@ -68,7 +88,9 @@ func (f *File) Abort() {
 	}
 	f.done = true
 	f.f.Close()
-	os.Remove(f.f.Name())
+	if !f.direct {
+		os.Remove(f.f.Name())
+	}
 }
 
 // Write writes path whole with write.

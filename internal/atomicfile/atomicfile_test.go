@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -57,4 +58,20 @@ func TestNothingVisibleBeforeCommit(t *testing.T) {
 func TestCreateInMissingDirectory(t *testing.T) {
 	_, err := Create(filepath.Join(t.TempDir(), "no", "such", "dir", "out"))
 	assert.Error(t, err)
+}
+
+// A device is written in place, never replaced by a file.
+func TestDeviceWrittenInPlace(t *testing.T) {
+	require.NoError(t, Write("/dev/null", func(w io.Writer) error {
+		_, err := io.WriteString(w, "discarded")
+		return err
+	}))
+	fi, err := os.Stat("/dev/null")
+	require.NoError(t, err)
+	assert.Equal(t, os.ModeDevice|os.ModeCharDevice, fi.Mode()&(os.ModeDevice|os.ModeCharDevice), "still a device")
+	ents, err := os.ReadDir("/dev")
+	require.NoError(t, err)
+	for _, e := range ents {
+		assert.False(t, strings.HasPrefix(e.Name(), ".null.tmp"), "no temporary file left in /dev: %s", e.Name())
+	}
 }
