@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"unsafe"
 
@@ -69,6 +70,13 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 	opts, err := ParseOptions(agentOpts, envOpts)
 	if err != nil {
 		return nil, err
+	}
+	// The agent's Go heap holds only transient report buffers and lives
+	// in the JVM's process: keep its peak close to what is live (Go
+	// allocates per report and per drain, never per event, so the extra
+	// collections cost nothing measurable). GOGC in the environment wins.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(25)
 	}
 	a := &agent{opts: opts, pid: os.Getpid()}
 	a.log, a.closeLog = openLogMsg(opts, a.pid)
@@ -219,7 +227,7 @@ func (a *agent) VMDeath() {
 	// Whether anything happened since the last log-rt is counted, not
 	// remembered: a flush racing VM death cannot tell whether collection
 	// is still on. A JVM that never collected has no events: no file.
-	var totals []threadTotals
+	var totals *threadSummary
 	if a.eventsSinceReset() != a.written {
 		path, tt, err := a.writeLogRT()
 		totals = tt
@@ -268,12 +276,46 @@ func (a *agent) fileName(kind string, seq int) string {
 // own; the rest (there can be tens of thousands) are summed in one.
 const endedThreadLines = 32
 
+// threadSummary is what a report learnt of the threads, kept for log-msg
+// in bounded memory: live threads and the first ended ones each, the
+// other ended threads summed.
+type threadSummary struct {
+	lines  []threadTotals
+	ended  int // ended threads with a line of their own
+	summed int // ended threads in rest
+	rest   threadTotals
+}
+
+func (s *threadSummary) add(t threadTotals) {
+	if !t.ended || s.ended < endedThreadLines {
+		if t.ended {
+			s.ended++
+		}
+		s.lines = append(s.lines, t)
+		return
+	}
+	r := &s.rest
+	if s.summed == 0 {
+		r.root, r.ended, r.metrics = "other ended threads", true, make([]uint64, len(t.metrics))
+	}
+	s.summed++
+	r.excs += t.excs
+	r.counters.Events += t.counters.Events
+	r.counters.UnmatchedExits += t.counters.UnmatchedExits
+	r.counters.MissedExits += t.counters.MissedExits
+	r.counters.AllocFailures += t.counters.AllocFailures
+	r.nodes += t.nodes
+	for k := range r.metrics {
+		r.metrics[k] += t.metrics[k]
+	}
+	r.ds += t.ds
+	r.in += t.in
+}
+
 // logThreadSummary writes what the last report learnt of each thread to
-// log-msg: live threads one line each, the first ended threads one line
-// each and the others summed into one line, then the PTT's counters.
-func (a *agent) logThreadSummary(totals []threadTotals) {
-	ended := threadTotals{root: "other ended threads", metrics: make([]uint64, len(a.metrics))}
-	nended, summed := 0, 0
+// log-msg (see threadSummary), then the PTT's and the registry's
+// counters. s may be nil (no report was written).
+func (a *agent) logThreadSummary(s *threadSummary) {
 	line := func(t threadTotals, extra ...zap.Field) {
 		fields := append([]zap.Field{zap.String("thread", t.root), zap.Uint64("events", t.counters.Events),
 			zap.Uint64("exceptionExits", t.excs),
@@ -292,30 +334,17 @@ func (a *agent) logThreadSummary(totals []threadTotals) {
 		}
 		a.log.Info("thread summary", fields...)
 	}
-	for _, t := range totals {
-		if !t.ended {
-			line(t)
-			continue
+	if s != nil {
+		for _, t := range s.lines {
+			if t.ended {
+				line(t, zap.Bool("ended", true))
+			} else {
+				line(t)
+			}
 		}
-		if nended++; nended <= endedThreadLines {
-			line(t, zap.Bool("ended", true))
-			continue
+		if s.summed > 0 {
+			line(s.rest, zap.Int("threads", s.summed))
 		}
-		summed++
-		ended.excs += t.excs
-		ended.counters.Events += t.counters.Events
-		ended.counters.UnmatchedExits += t.counters.UnmatchedExits
-		ended.counters.MissedExits += t.counters.MissedExits
-		ended.counters.AllocFailures += t.counters.AllocFailures
-		ended.nodes += t.nodes
-		for k := range ended.metrics {
-			ended.metrics[k] += t.metrics[k]
-		}
-		ended.ds += t.ds
-		ended.in += t.in
-	}
-	if summed > 0 {
-		line(ended, zap.Int("threads", summed))
 	}
 	if len(a.metrics) > 0 {
 		c := ptt.ReadCounters()

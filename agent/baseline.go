@@ -23,8 +23,13 @@ func nodeFields(nm int) int { return 4 + nm }
 func newBaseline(ts []engine.Thread, nm int) baseline {
 	b := baseline{}
 	stride := nodeFields(nm)
+	var scratch engine.Scratch
 	for _, t := range ts {
 		tb := &threadBase{counters: t.Counters()}
+		t, err := t.Unpacked(&scratch)
+		if err != nil {
+			continue // a broken record reads as all zero: shown as it is
+		}
 		// Sequence counts first, as the reports read them: never more
 		// than the node values read after them account for.
 		tb.seqs = make([]uint64, t.NSeqs())

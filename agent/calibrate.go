@@ -19,8 +19,13 @@ type calibrator struct {
 // the baseline (b may be nil).
 func keyCounts(ts []engine.Thread, b baseline) []uint64 {
 	counts := make([]uint64, engine.NKeys)
+	var scratch engine.Scratch
 	for _, t := range ts {
 		tb := b[t.ID()]
+		t, err := t.Unpacked(&scratch)
+		if err != nil {
+			continue
+		}
 		for i, n := 0, t.NSeqs(); i < n; i++ {
 			_, key, c := t.Seq(i)
 			counts[key] += c - tb.seq(i)

@@ -33,12 +33,13 @@ type report struct {
 	nm     int
 	cal    *calibrator
 	names  map[uint64]string // "T:class.method(sig)" per type and method
-	totals []threadTotals
+	totals threadSummary
 	// per-thread scratch, reused
 	keep        []bool
 	first, next []int32
 	delta       []uint64
 	calls       []uint64
+	scratch     engine.Scratch
 }
 
 // header is the log-rt header of a report on ts: notes, metrics, the
@@ -88,6 +89,10 @@ func (r *report) name(nd engine.Node) string {
 func (r *report) thread(lw *reports.LogRTWriter, t engine.Thread) error {
 	nm := r.nm
 	tb := r.a.base[t.ID()]
+	t, err := t.Unpacked(&r.scratch)
+	if err != nil {
+		return err
+	}
 	// Sequence counts before node values: a count read first never
 	// covers an event whose delta the values read later miss, so
 	// calibration never removes more than was added.
@@ -185,7 +190,7 @@ func (r *report) thread(lw *reports.LogRTWriter, t engine.Thread) error {
 			return err
 		}
 	}
-	r.totals = append(r.totals, tot)
+	r.totals.add(tot)
 	return nil
 }
 
@@ -226,7 +231,7 @@ func growInt32(s []int32, n int) []int32 {
 // writeLogRT writes the next log-rt.N_<pid> from the live trees, less
 // the counts at the last reset, and returns what it learnt of each
 // thread. The caller holds a.mu.
-func (a *agent) writeLogRT() (string, []threadTotals, error) {
+func (a *agent) writeLogRT() (string, *threadSummary, error) {
 	seq := a.seq + 1
 	path := a.fileName("rt", seq)
 	var r *report
@@ -258,7 +263,7 @@ func (a *agent) writeLogRT() (string, []threadTotals, error) {
 	a.seq = seq
 	a.written = events
 	a.files = append(a.files, path)
-	return path, r.totals, nil
+	return path, &r.totals, nil
 }
 
 // eventsSinceReset counts the events of every thread since the last reset.

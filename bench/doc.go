@@ -1,6 +1,7 @@
 // Package bench is libjprof's benchmark suite: what the agent costs a Java
 // program, measured against the floor every JVMTI method-event agent pays,
-// and written up as BENCHMARKS.md (SPEC §8).
+// and written up as BENCHMARKS.md, with the performance targets the
+// project set itself.
 //
 // The suite is a list of Parts, each measured and then written as one
 // section of the report:

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -101,6 +103,36 @@ type Part interface {
 // DefaultParts are the sections of BENCHMARKS.md in order.
 func DefaultParts() []Part {
 	return []Part{&Workload{}, &Javac{}, &Churn{}, &ReadCost{}, &LogGen{}, &Calibration{}}
+}
+
+// partNames name DefaultParts for SelectParts, in order.
+var partNames = []string{"workload", "javac", "churn", "readcost", "loggen", "calibration"}
+
+// PartNames are the names SelectParts takes.
+func PartNames() []string { return append([]string(nil), partNames...) }
+
+// SelectParts returns the default parts named in a comma-separated list
+// (all of them for ""), in report order.
+func SelectParts(list string) ([]Part, error) {
+	all := DefaultParts()
+	if list == "" {
+		return all, nil
+	}
+	want := map[string]bool{}
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		if !slices.Contains(partNames, n) {
+			return nil, fmt.Errorf("unknown part %q: want some of %s", n, strings.Join(partNames, ","))
+		}
+		want[n] = true
+	}
+	var out []Part
+	for i, p := range all {
+		if want[partNames[i]] {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 // Suite is one run of the benchmark: options, machine, parts and their

@@ -1,5 +1,5 @@
 // Package calibration removes the profiler's own overhead from the metrics
-// it measures, the way JProf does (seed 000 §4, seed 004).
+// it measures, the way JProf does (README, References: [PI], [Patent]).
 //
 // Every method event on a thread ends one delta: the metric between the
 // Late Read of the previous event and the Early Read of this one. Besides

@@ -15,9 +15,6 @@ import (
 // without a cgo call, because reports read millions of nodes. Tests check
 // it against the C one.
 func arenaAt(a *C.jp_arena, i uint32) unsafe.Pointer {
-	if a.flat != nil {
-		return unsafe.Add(unsafe.Pointer(a.flat), uintptr(i)*uintptr(a.stride))
-	}
 	k, off := arenaSlot(i)
 	return unsafe.Add(unsafe.Pointer(a.chunks[k]), uintptr(off)*uintptr(a.stride))
 }

@@ -76,22 +76,18 @@ const struct jp_arena *jp_methods_arena(void);
 /* ---------------------------------------------------------------------
  * Append-only storage: elements never move, so Go can read element
  * i < n (n loaded with acquire) while the owner appends. Chunk k holds
- * 8<<k elements: small threads stay small. An ended thread's arena may
- * be compacted into one exact block (flat), read the same way.
+ * 8<<k elements: small threads stay small.
  */
 #define JP_CHUNK0_SHIFT 3
 #define JP_NCHUNKS 29 /* up to 2^32 elements */
 typedef struct jp_arena {
 	uint32_t n;      /* published with release ordering */
 	uint32_t stride; /* element size in bytes */
-	char *flat;      /* all n elements, once compacted */
 	char *chunks[JP_NCHUNKS];
 } jp_arena;
 
 static inline void *jp_arena_at(const jp_arena *a, uint32_t i)
 {
-	if (a->flat != NULL)
-		return a->flat + (uint64_t)i * a->stride;
 	uint64_t j = (uint64_t)i + (1u << JP_CHUNK0_SHIFT);
 	int k = 63 - __builtin_clzll(j); /* j in [2^k, 2^(k+1)) */
 	uint64_t off = j - (1ull << k);
@@ -220,6 +216,23 @@ typedef struct jp_thread {
 	uint64_t alloc_failures;
 } jp_thread;
 
+/* An ended thread, packed: what the reports need of it, in exact
+ * blocks, without the live record's buffers, maps and PTT state. Threads
+ * come and go by the tens of thousands in servers. */
+typedef struct jp_ended {
+	struct jp_ended *next; /* Go's list of packed threads */
+	uint32_t id;
+	int tid;
+	char *name;
+	uint64_t start_ns, end_ns;
+	uint64_t events, unmatched_exits, missed_exits, alloc_failures;
+	uint32_t nnodes, nseqs;
+	/* The tree as LEB128 varints, a few bytes a node (threads.c,
+	 * jp_thread_pack, has the layout; engine/threads.go decodes it). */
+	uint32_t packed_len;
+	unsigned char *packed;
+} jp_ended;
+
 /* An event source's hooks. resolve turns the source's key of a method
  * into a registry handle; it runs on the event's thread the first time
  * a calling context is seen, and may take locks and call the VM. */
@@ -235,6 +248,7 @@ typedef struct jp_state {
 	uint32_t node_stride;     /* sizeof(jp_node) + 8*nmetrics */
 	volatile uint32_t epoch;  /* bumped when collection (re)starts */
 	jp_thread *threads;       /* list head, pushed with CAS; unlinked only by Go */
+	jp_ended *ended;          /* packed ended threads: Go's alone */
 	uint32_t nthreads;        /* ids given out */
 	volatile int collecting;  /* the source delivers events */
 	volatile int dead;        /* VM death seen: no more collection */
@@ -275,12 +289,18 @@ jp_thread *jp_thread_attach(const char *name);
 void jp_thread_detach(void);
 /* jp_thread_rename replaces a record's name (owner thread only). */
 void jp_thread_rename(jp_thread *t, const char *name);
-/* Go, with its thread-list lock held: jp_thread_compact packs an ended
- * thread's arenas into exact blocks; jp_thread_retire unlinks and frees
- * an ended thread (prev is its predecessor in the list, NULL at the
- * head). */
-void jp_thread_compact(jp_thread *t);
+/* Go, with its thread-list lock held: jp_thread_pack moves an ended
+ * thread into a jp_ended on jp.ended (NULL without memory: it stays as it
+ * is); jp_thread_retire unlinks and frees an ended thread, and
+ * jp_ended_free a packed one (prev is the predecessor in its list, NULL
+ * at the head). */
+jp_ended *jp_thread_pack(jp_thread *t, jp_thread *prev);
+/* The thread list's lock: Go holds it while it reads or changes the
+ * lists; an ending thread packs itself when it can take it at once. */
+void jp_list_lock(void);
+void jp_list_unlock(void);
 void jp_thread_retire(jp_thread *t, jp_thread *prev);
+void jp_ended_free(jp_ended *e, jp_ended *prev);
 
 /* jp_event records one event of the calling thread, t being its record
  * (jp_thread_self(), or jp_thread_attach() for its first). key is the

@@ -37,6 +37,9 @@ func DrainGen(final bool, emit func(GenBlock) error) error {
 		var partial []*C.jp_genbuf
 		WithThreads(func(ts []Thread) {
 			for _, t := range ts {
+				if t.t == nil {
+					continue // packed: its buffers were handed over at its end
+				}
 				if !waitIdle(t.t) {
 					continue // still in an event after a second: leave it be
 				}

@@ -46,8 +46,6 @@ static inline void jp_arena_free(jp_arena *a)
 		free(a->chunks[k]);
 		a->chunks[k] = NULL;
 	}
-	free(a->flat);
-	a->flat = NULL;
 }
 
 static inline uint32_t jp_map_hash(uintptr_t k1, uint32_t k2)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
+#include <pthread.h>
 #include <unistd.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -17,6 +18,8 @@
 #include "store.h"
 
 jp_state jp;
+
+static pthread_mutex_t jp_list_mu = PTHREAD_MUTEX_INITIALIZER;
 
 __thread jp_thread *jp_self __attribute__((tls_model("initial-exec")));
 
@@ -113,8 +116,8 @@ void jp_thread_rename(jp_thread *t, const char *name)
 	char *n = strdup(name);
 	if (n == NULL)
 		return;
-	/* Readers copy the name under Go's list lock; the old one is freed
-	 * with the record, never while a reader may hold it. */
+	/* Go may be reading the old name: it is kept (one per thread that
+	 * events reached before VM init, in practice the main thread). */
 	__atomic_store_n(&t->name, n, __ATOMIC_RELEASE);
 }
 
@@ -143,50 +146,138 @@ void jp_thread_detach(void)
 	jp_thread_owned_free(t);
 	t->end_ns = jp_mono_ns();
 	__atomic_store_n(&t->ended, 1, __ATOMIC_RELEASE);
+	/* Pack it now if no report is being read (threads end by the
+	 * thousands: waiting for Go's next pass holds their live-sized
+	 * records); else Go's pass does it. */
+	if (pthread_mutex_trylock(&jp_list_mu) == 0) {
+		jp_thread *prev = NULL;
+		for (jp_thread *p = jp_threads(); p != NULL && p != t; p = p->next)
+			prev = p;
+		jp_thread_pack(t, prev);
+		pthread_mutex_unlock(&jp_list_mu);
+	}
 }
 
-/* jp_arena_compact packs an arena into one block of exactly n elements. */
-static void jp_arena_compact(jp_arena *a)
+static unsigned char *jp_put_uvarint(unsigned char *p, uint64_t v)
 {
-	if (a->flat != NULL || a->n == 0)
-		return;
-	char *flat = malloc((size_t)a->n * a->stride);
-	if (flat == NULL)
-		return; /* stays chunked: correct, only larger */
-	for (uint32_t i = 0; i < a->n; i++)
-		memcpy(flat + (size_t)i * a->stride, jp_arena_at(a, i), a->stride);
-	uint32_t n = a->n;
-	jp_arena_free(a);
-	a->n = n;
-	a->flat = flat;
+	while (v >= 0x80) {
+		*p++ = (unsigned char)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (unsigned char)v;
+	return p;
 }
 
-void jp_thread_compact(jp_thread *t)
+/* jp_pack_tree encodes a thread's nodes and sequence counts: per node
+ * (index i) i - parent, type, method, calls, excs, ds, in and its
+ * nmetrics base values; then per sequence count node, key and count.
+ * Returns a malloc'd buffer and its length, or NULL. */
+static unsigned char *jp_pack_tree(const jp_thread *t, uint32_t nn, uint32_t ns, uint32_t *len)
+{
+	size_t max = (size_t)nn * (10 * (7 + (size_t)jp.nmetrics) + 1) + (size_t)ns * 30 + 1;
+	unsigned char *buf = malloc(max), *p = buf;
+	if (buf == NULL)
+		return NULL;
+	for (uint32_t i = 0; i < nn; i++) {
+		const jp_node *nd = jp_node_at(t, i);
+		p = jp_put_uvarint(p, i - nd->parent);
+		*p++ = nd->type;
+		p = jp_put_uvarint(p, i == 0 ? 0 : nd->method);
+		p = jp_put_uvarint(p, nd->calls);
+		p = jp_put_uvarint(p, nd->excs);
+		p = jp_put_uvarint(p, nd->ds);
+		p = jp_put_uvarint(p, nd->in);
+		for (int k = 0; k < jp.nmetrics; k++)
+			p = jp_put_uvarint(p, nd->base[k]);
+	}
+	for (uint32_t i = 0; i < ns; i++) {
+		const jp_seqcount *sc = jp_seq_at(t, i);
+		p = jp_put_uvarint(p, sc->node);
+		p = jp_put_uvarint(p, sc->key);
+		p = jp_put_uvarint(p, sc->count);
+	}
+	*len = (uint32_t)(p - buf);
+	unsigned char *exact = realloc(buf, *len ? *len : 1);
+	return exact != NULL ? exact : buf;
+}
+
+/* jp_thread_unlink takes t out of jp.threads; prev is its predecessor or
+ * NULL if it was the head when Go looked (C threads may have pushed
+ * since). */
+static int jp_thread_unlink(jp_thread *t, jp_thread *prev)
+{
+	if (prev != NULL) {
+		prev->next = t->next;
+		return 0;
+	}
+	jp_thread *h = t;
+	if (__atomic_compare_exchange_n(&jp.threads, &h, t->next, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return 0;
+	jp_thread *p = h;
+	while (p != NULL && p->next != t)
+		p = p->next;
+	if (p == NULL)
+		return -1;
+	p->next = t->next;
+	return 0;
+}
+
+void jp_list_lock(void)
+{
+	pthread_mutex_lock(&jp_list_mu);
+}
+
+void jp_list_unlock(void)
+{
+	pthread_mutex_unlock(&jp_list_mu);
+}
+
+jp_ended *jp_thread_pack(jp_thread *t, jp_thread *prev)
 {
 	if (!t->ended)
-		return;
-	jp_arena_compact(&t->nodes);
-	jp_arena_compact(&t->seqs);
+		return NULL;
+	jp_ended *e = calloc(1, sizeof(*e));
+	if (e == NULL)
+		return NULL;
+	e->id = t->id;
+	e->tid = t->tid;
+	e->start_ns = t->start_ns;
+	e->end_ns = t->end_ns;
+	e->events = t->events;
+	e->unmatched_exits = t->unmatched_exits;
+	e->missed_exits = t->missed_exits;
+	e->alloc_failures = t->alloc_failures;
+	e->nnodes = t->nodes.n;
+	e->nseqs = t->seqs.n;
+	e->packed = jp_pack_tree(t, e->nnodes, e->nseqs, &e->packed_len);
+	if (e->packed == NULL || jp_thread_unlink(t, prev) != 0) {
+		free(e->packed);
+		free(e);
+		return NULL;
+	}
+	e->name = t->name;
+	t->name = NULL;
+	jp_thread_free(t);
+	e->next = jp.ended;
+	jp.ended = e;
+	return e;
+}
+
+void jp_ended_free(jp_ended *e, jp_ended *prev)
+{
+	if (prev != NULL)
+		prev->next = e->next;
+	else
+		jp.ended = e->next;
+	free(e->packed);
+	free(e->name);
+	free(e);
 }
 
 void jp_thread_retire(jp_thread *t, jp_thread *prev)
 {
-	if (prev == NULL) {
-		/* t is the head unless a thread pushed since: then it is the
-		 * next of someone, found by walking from the new head. */
-		jp_thread *h = t;
-		if (!__atomic_compare_exchange_n(&jp.threads, &h, t->next, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-			jp_thread *p = h;
-			while (p != NULL && p->next != t)
-				p = p->next;
-			if (p == NULL)
-				return;
-			p->next = t->next;
-		}
-	} else {
-		prev->next = t->next;
-	}
-	jp_thread_free(t);
+	if (jp_thread_unlink(t, prev) == 0)
+		jp_thread_free(t);
 }
 
 int jp_engine_init(const jp_source *src, int calibrate, int loggen, uint32_t max_methods, char *err, int errlen)

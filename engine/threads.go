@@ -6,24 +6,103 @@ package engine
 import "C"
 
 import (
-	"sync"
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 	"unsafe"
 )
 
-// listMu serialises every Go walk of the thread list with retirement,
-// which unlinks and frees records. C threads only push at the head.
-var listMu sync.Mutex
+// listMu serialises every Go walk of the thread lists with retirement
+// and packing, which unlink and free records: it is the C lock that an
+// ending thread also takes (when free) to pack itself. C threads
+// otherwise only push at the head.
+var listMu cLock
 
-// Thread is a view of one thread's record in C, valid only inside the
-// callback of [WithThreads]. The thread may be running: each node read
-// is one that was fully published, but its counters may be a few events
-// apart from each other.
-type Thread struct{ t *C.jp_thread }
+type cLock struct{}
+
+func (cLock) Lock()   { C.jp_list_lock() }
+func (cLock) Unlock() { C.jp_list_unlock() }
+
+// Thread is a view of one thread's record in C, live or packed, valid
+// only inside the callback of [WithThreads]. A live thread may be
+// running: each node read is one that was fully published, but its
+// counters may be a few events apart from each other.
+type Thread struct {
+	t  *C.jp_thread // live record, or nil
+	e  *C.jp_ended  // packed ended thread, or nil
+	un *Scratch     // e's tree, decoded by Unpacked
+}
+
+// Scratch holds a packed thread's decoded tree; reuse one for every
+// thread of a walk so that only one is decoded at a time.
+type Scratch struct {
+	nodes []byte // jp_node records of jp.node_stride bytes
+	seqs  []C.jp_seqcount
+}
+
+// Unpacked returns t ready for Node and Seq: a packed thread's tree is
+// decoded into s (which the returned view then uses); a live thread is
+// returned as it is.
+func (t Thread) Unpacked(s *Scratch) (Thread, error) {
+	if t.e == nil {
+		return t, nil
+	}
+	stride := int(C.jp.node_stride)
+	nm := NMetrics()
+	nn, ns := int(t.e.nnodes), int(t.e.nseqs)
+	s.nodes = growBytes(s.nodes, nn*stride)
+	if cap(s.seqs) < ns {
+		s.seqs = make([]C.jp_seqcount, ns)
+	}
+	s.seqs = s.seqs[:ns]
+	data := unsafe.Slice((*byte)(unsafe.Pointer(t.e.packed)), int(t.e.packed_len))
+	uv := func() uint64 {
+		v, n := binary.Uvarint(data)
+		if n <= 0 {
+			data = nil
+			return 0
+		}
+		data = data[n:]
+		return v
+	}
+	for i := 0; i < nn; i++ {
+		nd := (*C.jp_node)(unsafe.Pointer(&s.nodes[i*stride]))
+		nd.parent = C.uint32_t(uint64(i) - uv())
+		if len(data) == 0 {
+			return t, fmt.Errorf("engine: packed thread %d cut short", t.ID())
+		}
+		nd._type = C.uint8_t(data[0])
+		data = data[1:]
+		nd.method = C.uint32_t(uv())
+		nd.calls, nd.excs, nd.ds, nd.in = C.uint64_t(uv()), C.uint64_t(uv()), C.uint64_t(uv()), C.uint64_t(uv())
+		for k := 0; k < nm; k++ {
+			*(*uint64)(unsafe.Add(unsafe.Pointer(nd), C.sizeof_jp_node+8*k)) = uv()
+		}
+	}
+	for i := 0; i < ns; i++ {
+		s.seqs[i].node, s.seqs[i].key, s.seqs[i].count = C.uint32_t(uv()), C.uint32_t(uv()), C.uint64_t(uv())
+	}
+	if data == nil {
+		return t, fmt.Errorf("engine: packed thread %d cut short", t.ID())
+	}
+	t.un = s
+	return t, nil
+}
+
+func growBytes(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	b = b[:n]
+	clear(b)
+	return b
+}
 
 // WithThreads calls f with every thread record, in start order, with
-// the list locked: no record is freed while f runs.
+// the list locked: no record is freed or packed while f runs.
 func WithThreads(f func(ts []Thread)) {
 	listMu.Lock()
 	defer listMu.Unlock()
@@ -33,32 +112,59 @@ func WithThreads(f func(ts []Thread)) {
 func threadsLocked() []Thread {
 	var out []Thread
 	for t := C.jp_threads(); t != nil; t = t.next {
-		out = append(out, Thread{t})
+		out = append(out, Thread{t: t})
 	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
+	for e := C.jp.ended; e != nil; e = e.next {
+		out = append(out, Thread{e: e})
 	}
+	slices.SortFunc(out, func(a, b Thread) int { return cmp.Compare(a.ID(), b.ID()) })
 	return out
 }
 
 // ID identifies the record: dense, in creation order, never reused.
-func (t Thread) ID() uint32 { return uint32(t.t.id) }
+func (t Thread) ID() uint32 {
+	if t.e != nil {
+		return uint32(t.e.id)
+	}
+	return uint32(t.t.id)
+}
 
 // TID is the thread's OS thread id.
-func (t Thread) TID() int { return int(t.t.tid) }
+func (t Thread) TID() int {
+	if t.e != nil {
+		return int(t.e.tid)
+	}
+	return int(t.t.tid)
+}
 
 // Name is the thread's name as the VM gave it.
 func (t Thread) Name() string {
+	if t.e != nil {
+		return string(cString(t.e.name))
+	}
 	p := (*C.char)(atomic.LoadPointer((*unsafe.Pointer)(unsafe.Pointer(&t.t.name))))
 	return string(cString(p))
 }
 
 // Ended says whether the thread has ended.
-func (t Thread) Ended() bool { return atomic.LoadInt32((*int32)(unsafe.Pointer(&t.t.ended))) != 0 }
+func (t Thread) Ended() bool {
+	return t.e != nil || atomic.LoadInt32((*int32)(unsafe.Pointer(&t.t.ended))) != 0
+}
 
 // StartNS and EndNS are CLOCK_MONOTONIC; EndNS is 0 while it runs.
-func (t Thread) StartNS() uint64 { return uint64(t.t.start_ns) }
-func (t Thread) EndNS() uint64   { return uint64(t.t.end_ns) }
+func (t Thread) StartNS() uint64 {
+	if t.e != nil {
+		return uint64(t.e.start_ns)
+	}
+	return uint64(t.t.start_ns)
+}
+
+func (t Thread) EndNS() uint64 {
+	if t.e != nil {
+		return uint64(t.e.end_ns)
+	}
+	return uint64(t.t.end_ns)
+}
 
 // Counters are a thread's event counts.
 type Counters struct {
@@ -70,6 +176,10 @@ type Counters struct {
 
 // Counters reads the thread's event counts.
 func (t Thread) Counters() Counters {
+	if t.e != nil {
+		return Counters{Events: uint64(t.e.events), UnmatchedExits: uint64(t.e.unmatched_exits),
+			MissedExits: uint64(t.e.missed_exits), AllocFailures: uint64(t.e.alloc_failures)}
+	}
 	return Counters{
 		Events:         uint64(t.t.events),
 		UnmatchedExits: uint64(t.t.unmatched_exits),
@@ -80,13 +190,26 @@ func (t Thread) Counters() Counters {
 
 // Len is the number of nodes published; node 0 is the root. A node's
 // parent always comes before it, so children are in first-call order.
-func (t Thread) Len() int { return int(arenaLen(&t.t.nodes)) }
+func (t Thread) Len() int {
+	if t.e != nil {
+		return int(t.e.nnodes)
+	}
+	return int(arenaLen(&t.t.nodes))
+}
 
 // Node is a view of one calling context in C.
 type Node struct{ p *C.jp_node }
 
-// Node returns node i < Len().
-func (t Thread) Node(i int) Node { return Node{(*C.jp_node)(arenaAt(&t.t.nodes, uint32(i)))} }
+// Node returns node i < Len(); a packed thread must be Unpacked first.
+func (t Thread) Node(i int) Node {
+	if t.e != nil {
+		if t.un == nil {
+			panic("engine: Node of a packed thread that was not Unpacked")
+		}
+		return Node{(*C.jp_node)(unsafe.Pointer(&t.un.nodes[i*int(C.jp.node_stride)]))}
+	}
+	return Node{(*C.jp_node)(arenaAt(&t.t.nodes, uint32(i)))}
+}
 
 // Parent is the caller's node; the root is its own parent.
 func (n Node) Parent() int { return int(n.p.parent) }
@@ -112,12 +235,26 @@ func (n Node) Base(k int) uint64 {
 }
 
 // NSeqs is the number of sequence counts published.
-func (t Thread) NSeqs() int { return int(arenaLen(&t.t.seqs)) }
+func (t Thread) NSeqs() int {
+	if t.e != nil {
+		return int(t.e.nseqs)
+	}
+	return int(arenaLen(&t.t.seqs))
+}
 
 // Seq returns sequence count i < NSeqs(): how many events of a
-// calibration key were attributed to a node.
+// calibration key were attributed to a node. A packed thread must be
+// Unpacked first.
 func (t Thread) Seq(i int) (node, key int, count uint64) {
-	sc := (*C.jp_seqcount)(arenaAt(&t.t.seqs, uint32(i)))
+	var sc *C.jp_seqcount
+	if t.e != nil {
+		if t.un == nil {
+			panic("engine: Seq of a packed thread that was not Unpacked")
+		}
+		sc = &t.un.seqs[i]
+	} else {
+		sc = (*C.jp_seqcount)(arenaAt(&t.t.seqs, uint32(i)))
+	}
 	return int(sc.node), int(sc.key), uint64(sc.count)
 }
 
@@ -132,9 +269,9 @@ func MethodName(h uint32) []byte {
 }
 
 // Retire goes over the ended threads: those done says are done with
-// (their counts are reported and can never change) are unlinked and
-// freed; the others are packed into exact blocks. It returns how many
-// it freed.
+// (their counts are reported and can never change) are freed; the others
+// are packed into exact blocks, without what only a live thread needs.
+// It returns how many it freed.
 func Retire(done func(Thread) bool) int {
 	listMu.Lock()
 	defer listMu.Unlock()
@@ -142,7 +279,7 @@ func Retire(done func(Thread) bool) int {
 	var prev *C.jp_thread
 	for t := C.jp_threads(); t != nil; {
 		next := t.next
-		v := Thread{t}
+		v := Thread{t: t}
 		if v.Ended() {
 			if done(v) {
 				C.jp_thread_retire(t, prev)
@@ -150,10 +287,24 @@ func Retire(done func(Thread) bool) int {
 				t = next
 				continue
 			}
-			C.jp_thread_compact(t)
+			if C.jp_thread_pack(t, prev) != nil {
+				t = next
+				continue
+			}
 		}
 		prev = t
 		t = next
+	}
+	var eprev *C.jp_ended
+	for e := C.jp.ended; e != nil; {
+		next := e.next
+		if done(Thread{e: e}) {
+			C.jp_ended_free(e, eprev)
+			n++
+		} else {
+			eprev = e
+		}
+		e = next
 	}
 	return n
 }

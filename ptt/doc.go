@@ -17,13 +17,14 @@
 //     and on sched_exit_tp keep per-thread slots in a BPF_F_MMAPABLE
 //     array mapped into the process. Full PTT semantics: dispatch and
 //     interrupt counts, interrupt time factored out. A read is a vDSO
-//     CLOCK_MONOTONIC read and a few loads (~26 ns here, the bare clock
-//     read is ~22 ns). Loading needs CAP_BPF+CAP_PERFMON; registering
+//     CLOCK_MONOTONIC read and a few loads (BENCHMARKS.md has its cost
+//     beside a bare clock read). Loading needs CAP_BPF+CAP_PERFMON; registering
 //     threads needs only the two map FDs, so a privileged helper can load
 //     the programs and pass the FDs to SetupFromFDs.
 //   - perf: per-thread SW_DUMMY event with context_switch=1. Thread time
 //     is time_running at the last switch-in plus CLOCK_MONOTONIC since the
-//     switch-in record, which needs no cap_user_time (0 on this VM);
+//     switch-in record, which needs no cap_user_time (0 on virtual machines
+//     with kvm-clock);
 //     dispatches are counted from the switch records; interrupts are not
 //     seen. Hardware metrics (PTT_INSTS, PTT_CYCLES) are read with rdpmc
 //     where a PMU exists; without one Setup fails with ErrNoPMU.
@@ -38,7 +39,8 @@
 // of the current dispatch, 0 when off CPU), irq_ns (interrupt time taken
 // on CPU), irq_start (interrupt in progress), tid, owner. The BPF side
 // brackets every slot update with two increments of seq; the reader
-// (jp_ptt_bpf_slot_read) is the seed's retry loop: read seq and the
+// (jp_ptt_bpf_slot_read) is the Performance Inspector's retry loop
+// (README, References: [PI]): read seq and the
 // counts, the clock and the slot, re-read seq, retry while it changed or
 // was odd, then
 //

@@ -5,7 +5,8 @@
 // -Xint), and fills in the provenance that lets later runs find the table
 // (calibration.Default) or refuse it (calibration.Table.Matches).
 //
-// Seed 000 §4 and seed 004 describe the method: minima found online are
+// JProf's calibration (README, References: [PI], [Patent]) works this
+// way: minima found online are
 // unreliable for rare sequences, so a program that generates events in as
 // many valid sequences as possible, many times each, trains the profiler;
 // the environmental overhead — glue that runs without profiling too — is

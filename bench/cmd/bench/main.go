@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/libjprof/libjprof/bench"
@@ -27,7 +28,7 @@ import (
 
 func main() {
 	var o bench.Options
-	var out string
+	var out, partsFlag string
 	flag.StringVar(&o.Root, "root", "", "repository top (default: the directory holding go.mod above the current one)")
 	flag.StringVar(&o.Agents, "agents", "", "directory of empty.so and naive.so (default <root>/build/bench; built if missing)")
 	flag.StringVar(&o.Java, "java", "java", "java binary")
@@ -43,17 +44,18 @@ func main() {
 	flag.BoolVar(&o.GoBench, "gobench", true, "also run the reports package's BenchmarkLogGenBuild")
 	flag.Uint64Var(&o.Seed, "seed", 0, "shuffle seed (default: from the clock)")
 	flag.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "time limit per JVM run")
+	flag.StringVar(&partsFlag, "parts", "", "comma-separated sections to run: "+strings.Join(bench.PartNames(), ",")+" (default all)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, o, out); err != nil {
+	if err := run(ctx, o, out, partsFlag); err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, o bench.Options, out string) error {
+func run(ctx context.Context, o bench.Options, out, partsFlag string) error {
 	if o.Root == "" {
 		root, err := findRoot()
 		if err != nil {
@@ -70,7 +72,11 @@ func run(ctx context.Context, o bench.Options, out string) error {
 	if out == "" {
 		out = filepath.Join(o.Root, "BENCHMARKS.md")
 	}
-	s, runErr := bench.Run(ctx, o, bench.DefaultParts())
+	parts, err := bench.SelectParts(partsFlag)
+	if err != nil {
+		return err
+	}
+	s, runErr := bench.Run(ctx, o, parts)
 	if s == nil {
 		return runErr
 	}
