@@ -32,6 +32,7 @@ type genWriter struct {
 	notes []string
 
 	mu          sync.Mutex      // one drain at a time
+	registered  int             // registry handles looked at so far
 	defined     []bool          // registry handles whose names the file has
 	definedHigh map[uint64]bool // the same for the overflow handles
 	threads     map[uint32]string
@@ -113,11 +114,8 @@ func (g *genWriter) drain(final bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	_ = engine.DrainGen(final, func(b engine.GenBlock) error {
-		n, err := g.count(b.Data)
+		n := uint64(b.Records)
 		g.events += n
-		if err != nil && g.err == nil {
-			g.err = fmt.Errorf("log-gen: corrupt record buffer: %w", err)
-		}
 		if g.err != nil || g.full {
 			g.notWritten += n
 			return nil
@@ -160,6 +158,42 @@ func (g *genWriter) isDefined(h uint64) bool {
 	return false
 }
 
+// writeNeeded writes the names of the block's methods new to the file,
+// then the block.
+func (g *genWriter) writeNeeded(b engine.GenBlock) error {
+	if err := g.writeNeededNames(b.Data); err != nil {
+		return err
+	}
+	return g.bin.Block(uint64(b.Thread), b.Data)
+}
+
+// defineOverflow names the overflow handles (past MAXMETHODS) the file
+// lacks, once the registry has refused any.
+func (g *genWriter) defineOverflow(data []byte) error {
+	if engine.MethodsOver() == 0 || len(g.definedHigh) == 8 {
+		return nil
+	}
+	return g.writeNeededNames(data)
+}
+
+// writeNeededNames names the methods of data's records the file lacks.
+func (g *genWriter) writeNeededNames(data []byte) error {
+	for len(data) > 0 {
+		l, err := reports.DecodeGenRecord(data, g.raw, &g.rec)
+		if err != nil {
+			return err
+		}
+		data = data[l:]
+		if h := g.rec.Method; !g.rec.Lost && !g.isDefined(h) {
+			g.markDefined(h)
+			if err := g.bin.Method(h, engine.MethodName(uint32(h))); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func (g *genWriter) markDefined(h uint64) {
 	if h >= 1<<31 {
 		g.definedHigh[h] = true
@@ -195,20 +229,6 @@ func (g *genWriter) fit(data []byte, room int64) (int, uint64) {
 	return off, n
 }
 
-// count counts a block's records.
-func (g *genWriter) count(data []byte) (uint64, error) {
-	var n uint64
-	for len(data) > 0 {
-		l, err := reports.DecodeGenRecord(data, g.raw, &g.rec)
-		if err != nil {
-			return n, err
-		}
-		data = data[l:]
-		n++
-	}
-	return n, nil
-}
-
 // threadName is the root name of thread id, defined in the file the
 // first time a block names it. The record is still listed: the reaper
 // drains log-gen before it frees threads.
@@ -234,19 +254,24 @@ func (g *genWriter) threadName(id uint32) string {
 func (g *genWriter) write(b engine.GenBlock) error {
 	thread := g.threadName(b.Thread)
 	if g.bin != nil {
-		// The names of the block's methods new to the file go first.
-		for data := b.Data; len(data) > 0; {
-			l, err := reports.DecodeGenRecord(data, g.raw, &g.rec)
-			if err != nil {
-				return err
-			}
-			data = data[l:]
-			if h := g.rec.Method; !g.rec.Lost && !g.isDefined(h) {
-				g.markDefined(h)
-				if err := g.bin.Method(h, engine.MethodName(uint32(h))); err != nil {
+		if g.max > 0 {
+			// Near a size limit only the names the block needs.
+			return g.writeNeeded(b)
+		}
+		// The names of methods registered since the last block go first,
+		// without decoding it: every handle in it was registered before
+		// it was handed over. Methods no record names cost their names
+		// once, which is little beside the records.
+		for n := engine.Methods(); g.registered < n; g.registered++ {
+			if !g.isDefined(uint64(g.registered)) {
+				g.markDefined(uint64(g.registered))
+				if err := g.bin.Method(uint64(g.registered), engine.MethodName(uint32(g.registered))); err != nil {
 					return err
 				}
 			}
+		}
+		if err := g.defineOverflow(b.Data); err != nil {
+			return err
 		}
 		return g.bin.Block(uint64(b.Thread), b.Data)
 	}

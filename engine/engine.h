@@ -181,6 +181,8 @@ typedef struct jp_genbuf {
 	struct jp_genbuf *next;   /* in the handover list; first member (jp_list_push) */
 	uint32_t thread;          /* owner's jp_thread.id */
 	uint32_t used;            /* bytes of records, published with release */
+	uint32_t nrec;            /* records in it */
+	uint32_t pad;
 	char data[];
 } jp_genbuf;
 

@@ -43,6 +43,7 @@ static jp_genbuf *jp_gen_newbuf(jp_thread *t)
 	b->next = NULL;
 	b->thread = t->id;
 	b->used = 0;
+	b->nrec = 0;
 	return b;
 }
 
@@ -83,6 +84,7 @@ void jp_gen_record(jp_thread *t, uint32_t node, int tr, uint32_t key, const uint
 		p = jp_uvarint(p, key & ~(uint32_t)JP_KEY_UNCLEAN);
 	for (int k = 0; k < jp.nmetrics; k++)
 		p = jp_uvarint(p, v[k]);
+	b->nrec++;
 	__atomic_store_n(&b->used, b->used + (uint32_t)(p - p0), __ATOMIC_RELEASE);
 }
 

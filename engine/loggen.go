@@ -10,8 +10,9 @@ import "unsafe"
 // GenBlock is one buffer of encoded log-gen records of one thread, in
 // the format of loggen.c (read back by package reports).
 type GenBlock struct {
-	Thread uint32 // Thread.ID of the writer
-	Data   []byte // valid until the emit callback returns
+	Thread  uint32 // Thread.ID of the writer
+	Records int    // records in Data
+	Data    []byte // valid until the emit callback returns
 }
 
 // DrainGen passes every log-gen buffer handed over so far to emit, in
@@ -23,7 +24,7 @@ func DrainGen(final bool, emit func(GenBlock) error) error {
 	var firstErr error
 	put := func(b *C.jp_genbuf) {
 		data := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(b), C.sizeof_jp_genbuf)), int(b.used))
-		if err := emit(GenBlock{Thread: uint32(b.thread), Data: data}); err != nil && firstErr == nil {
+		if err := emit(GenBlock{Thread: uint32(b.thread), Records: int(b.nrec), Data: data}); err != nil && firstErr == nil {
 			firstErr = err
 		}
 		C.jp_gen_done(b)
