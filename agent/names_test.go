@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -64,4 +67,33 @@ func threadNames(p *reports.Profile) []string {
 		names = append(names, th.Name)
 	}
 	return names
+}
+
+// Class names have no length limit in the JVM: a class whose name is
+// over 511 bytes (three package levels of 200 characters) keeps its
+// whole name, so two such classes never merge into one.
+func TestLongClassNames(t *testing.T) {
+	jvmtest.Build(t)
+	dir := t.TempDir()
+	pkg := []string{strings.Repeat("a", 200), strings.Repeat("b", 200), strings.Repeat("c", 200)}
+	src := filepath.Join(dir, "src", filepath.Join(pkg...))
+	require.NoError(t, os.MkdirAll(src, 0o755))
+	for _, cls := range []string{"LongOne", "LongTwo"} {
+		code := "package " + strings.Join(pkg, ".") + ";\npublic class " + cls + " { public static int f(int x) { return x + 1; } }\n"
+		require.NoError(t, os.WriteFile(filepath.Join(src, cls+".java"), []byte(code), 0o644))
+	}
+	main := "public class LongMain { public static void main(String[] a) { int s = 0; for (int i = 0; i < 10; i++) { s += " +
+		strings.Join(pkg, ".") + ".LongOne.f(i); s += " + strings.Join(pkg, ".") + ".LongTwo.f(i); } System.out.println(s); } }\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "src", "LongMain.java"), []byte(main), 0o644))
+	classes := filepath.Join(dir, "classes")
+	files, _ := filepath.Glob(filepath.Join(src, "*.java"))
+	out, err := exec.Command("javac", append([]string{"-d", classes, filepath.Join(dir, "src", "LongMain.java")}, files...)...).CombinedOutput()
+	require.NoError(t, err, string(out))
+
+	r := jvmtest.Start(t, jvmtest.Run{Class: "LongMain", Options: "CALLTREE,START,NORTDRIVER", ClassPath: []string{classes}})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	calls := methodCalls(r.LogRT(t, 1))
+	prefix := strings.Join(pkg, "/")
+	assert.Equal(t, uint64(10), calls[prefix+"/LongOne.f(I)I"])
+	assert.Equal(t, uint64(10), calls[prefix+"/LongTwo.f(I)I"])
 }

@@ -54,6 +54,8 @@ type Run struct {
 	Options string   // agent options; LOGPATH is added unless it is set here. "-" runs without the agent.
 	Env     []string // extra environment, KEY=VALUE
 	JVMArgs []string // extra JVM arguments before the class
+	// ClassPath holds extra class path entries, before build/java.
+	ClassPath []string
 	// Prefix runs java through another command (e.g. setpriv to drop
 	// capabilities): Prefix[0] is the program, the rest its arguments.
 	Prefix  []string
@@ -108,7 +110,8 @@ func Launch(t testing.TB, r Run) *Proc {
 	}
 	args = append(args, "-Djava.library.path="+filepath.Join(Root(), "build", "native"))
 	args = append(args, r.JVMArgs...)
-	args = append(args, "-cp", filepath.Join(Root(), "build", "java"), r.Class)
+	cp := append(append([]string(nil), r.ClassPath...), filepath.Join(Root(), "build", "java"))
+	args = append(args, "-cp", strings.Join(cp, string(os.PathListSeparator)), r.Class)
 	args = append(args, r.Args...)
 	timeout := r.Timeout
 	if timeout == 0 {
