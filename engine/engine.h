@@ -218,6 +218,11 @@ typedef struct jp_thread {
 	uint64_t unmatched_exits; /* exits whose entry was never seen */
 	uint64_t missed_exits;    /* frames popped without their own exit */
 	uint64_t alloc_failures;
+
+	/* The calibration minima this thread's events lower: jp.minima, or
+	 * jp.minima_fb when its PTT reads fell back to the clock while the
+	 * process's backend is a fast one (chosen once, at attach). */
+	uint64_t *minima;
 } jp_thread;
 
 /* An event source's hooks. resolve turns the source's key of a method
@@ -243,6 +248,11 @@ typedef struct jp_state {
 	/* Calibration: minimum delta per key and metric, [key*nmetrics+k],
 	 * shared by all threads, lowered with CAS; UINT64_MAX = never seen. */
 	uint64_t *minima;
+	/* The same for threads whose reads fell back to the clock (a
+	 * syscall per read, hundreds of ns more per event than bpf or perf):
+	 * NULL unless the backend is bpf or perf. The environmental overhead
+	 * (env) is the glue that runs without profiling, the same for both. */
+	uint64_t *minima_fb;
 	/* Environmental overhead per key and metric (same layout), for the
 	 * online-calibrated values of log-gen. */
 	uint64_t *env;

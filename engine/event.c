@@ -237,12 +237,12 @@ void jp_event(jp_thread *t, uintptr_t key, int tr)
 		uint64_t cal[JP_PTT_MAX_METRICS];
 		if (jp.calibrate && clean) {
 			for (int m = 0; m < jp.nmetrics; m++)
-				jp_lower_min(&jp.minima[kb + m], d[m]);
+				jp_lower_min(&t->minima[kb + m], d[m]);
 			if (!jp.genraw) {
 				/* log-gen gets the value calibrated with the
 				 * minimum current now (d >= it: it includes d). */
 				for (int m = 0; m < jp.nmetrics; m++) {
-					uint64_t over = jp_overhead(jp.minima[kb + m], jp.env[kb + m]);
+					uint64_t over = jp_overhead(t->minima[kb + m], jp.env[kb + m]);
 					cal[m] = d[m] > over ? d[m] - over : 0;
 				}
 				gen = cal;

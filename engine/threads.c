@@ -100,6 +100,7 @@ jp_thread *jp_thread_attach(const char *name)
 	t->start_ns = jp_mono_ns();
 	t->id = __atomic_fetch_add(&jp.nthreads, 1, __ATOMIC_RELAXED);
 	jp_ptt_thread_init(&t->ptt);
+	t->minima = jp.minima_fb != NULL && t->ptt.backend != jp_ptt.backend ? jp.minima_fb : jp.minima;
 	if (jp.nmetrics)
 		jp_ptt_read(&t->ptt, &t->last);
 
@@ -206,6 +207,15 @@ int jp_engine_init(const jp_source *src, int calibrate, int loggen, uint32_t max
 		}
 		for (size_t i = 0; i < n; i++)
 			jp.minima[i] = UINT64_MAX;
+		if (jp.calibrate && (jp_ptt.backend == JP_PTT_BPF || jp_ptt.backend == JP_PTT_PERF)) {
+			jp.minima_fb = malloc(sizeof(uint64_t) * n);
+			if (jp.minima_fb == NULL) {
+				snprintf(err, errlen, "no memory for the calibration minima");
+				return -1;
+			}
+			for (size_t i = 0; i < n; i++)
+				jp.minima_fb[i] = UINT64_MAX;
+		}
 	}
 	jp.loggen = loggen != 0;
 	jp.genraw = loggen == 2;

@@ -56,6 +56,11 @@ func (t Thread) Name() string {
 // Ended says whether the thread has ended.
 func (t Thread) Ended() bool { return atomic.LoadInt32((*int32)(unsafe.Pointer(&t.t.ended))) != 0 }
 
+// Fallback says whether the thread's events are calibrated with
+// MinimaFallback: its PTT reads use the clock while the process's backend
+// is bpf or perf (no free slot, perf refused, ...).
+func (t Thread) Fallback() bool { return C.jp.minima_fb != nil && t.t.minima == C.jp.minima_fb }
+
 // StartNS and EndNS are CLOCK_MONOTONIC; EndNS is 0 while it runs.
 func (t Thread) StartNS() uint64 { return uint64(t.t.start_ns) }
 func (t Thread) EndNS() uint64   { return uint64(t.t.end_ns) }
