@@ -193,6 +193,7 @@ typedef struct jp_thread {
 	uint32_t id;     /* dense, in creation order: names the thread in log-gen */
 	int tid;
 	char *name;      /* may be replaced (atomically) once the VM can tell it */
+	char *name_old;  /* the name it replaced, freed with the record */
 	volatile int ended;
 	uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC, for log-jtnm */
 	jp_arena nodes;   /* jp_node, stride jp.node_stride */

@@ -67,6 +67,7 @@ static void jp_thread_free(jp_thread *t)
 	jp_arena_free(&t->nodes);
 	jp_arena_free(&t->seqs);
 	free(t->name);
+	free(t->name_old);
 	free(t);
 }
 
@@ -114,9 +115,13 @@ void jp_thread_rename(jp_thread *t, const char *name)
 	char *n = strdup(name);
 	if (n == NULL)
 		return;
-	/* Readers copy the name under Go's list lock; the old one is freed
-	 * with the record, never while a reader may hold it. */
-	__atomic_store_n(&t->name, n, __ATOMIC_RELEASE);
+	/* Readers copy the name under Go's list lock, at any time: the old
+	 * one is kept (one earlier name; older ones are freed here, which
+	 * only a second rename could reach, and nothing renames twice) and
+	 * freed with the record, never while a reader may hold it. */
+	char *old = __atomic_exchange_n(&t->name, n, __ATOMIC_ACQ_REL);
+	free(t->name_old);
+	t->name_old = old;
 }
 
 /* jp_gen_handover is in loggen.c. */
@@ -134,12 +139,16 @@ void jp_thread_detach(void)
 	 * across fini would mix two clocks. */
 	jp_self = NULL;
 	jp_ptt_thread_fini(&t->ptt);
-	if (t->gen != NULL) {
-		if (t->gen->used > 0)
-			jp_gen_handover(t->gen);
+	/* The final log-gen drain at VM death may run now, on another
+	 * thread, and take the partial buffer itself (a ThreadEnd callback
+	 * still in flight while VMDeath runs): whoever swaps it out owns it,
+	 * never both. */
+	jp_genbuf *g = __atomic_exchange_n(&t->gen, NULL, __ATOMIC_ACQ_REL);
+	if (g != NULL) {
+		if (g->used > 0)
+			jp_gen_handover(g);
 		else
-			free(t->gen);
-		t->gen = NULL;
+			free(g);
 	}
 	jp_thread_owned_free(t);
 	t->end_ns = jp_mono_ns();
