@@ -60,6 +60,7 @@ func (r *report) header(ts []engine.Thread, seq int) *reports.Profile {
 		p.Notes = append(p.Notes, fmt.Sprintf("Warning: method registry full at %d methods (MAXMETHODS=): %d method lookups are reported as <method-limit-reached>",
 			engine.MaxMethods(), over))
 	}
+	p.Notes = append(p.Notes, virtualThreadNotes(ts)...)
 	var fallback []string
 	for _, t := range ts {
 		if t.Fallback() {

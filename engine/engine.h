@@ -224,6 +224,18 @@ typedef struct jp_thread {
 	 * jp.minima_fb when its PTT reads fell back to the clock while the
 	 * process's backend is a fast one (chosen once, at attach). */
 	uint64_t *minima;
+
+	/* Virtual threads (vthread.c): a record of a thread the JVM runs on
+	 * top of OS threads. It has no PTT registration of its own: while
+	 * mounted it reads through a copy of its carrier's (ptt), and
+	 * carrier points to the carrier's record. */
+	int virt;
+	struct jp_thread *carrier;
+	/* At the last switch (mount or unmount): events and depth, which
+	 * tell jp_event that an exit without a seen entry is the hidden
+	 * other half of the frame left on top then. */
+	uint64_t switch_events;
+	uint32_t switch_depth;
 } jp_thread;
 
 /* An event source's hooks. resolve turns the source's key of a method
@@ -292,6 +304,28 @@ void jp_thread_rename(jp_thread *t, const char *name);
  * head). */
 void jp_thread_compact(jp_thread *t);
 void jp_thread_retire(jp_thread *t, jp_thread *prev);
+
+/* Virtual threads: threads the JVM runs on top of OS threads (carriers),
+ * which can leave one carrier in the middle of a method (unmount) and go
+ * on later on another (mount). Each gets a record and a tree of its own;
+ * events on a carrier go to the virtual thread mounted on it, through
+ * jp_self. The PTT state stays the OS thread's: a mounted virtual thread
+ * reads through its carrier's registration. At a switch the thread that
+ * stops is charged up to a reading taken there, the one that goes on
+ * starts from a reading taken just after, and the time in between (the
+ * JVM's switch itself) is charged to neither; the first event after a
+ * switch is not used to calibrate.
+ *
+ * jp_vthread_new makes a virtual thread's record (tid: the JVM's id of
+ * the thread), not mounted. jp_vthread_mount, on the carrier's OS thread,
+ * makes vt the calling thread's current record (the carrier's record is
+ * made first if it has none, named carrier_name); jp_vthread_unmount
+ * gives the carrier its own record back; jp_vthread_end, on the carrier,
+ * unmounts vt and ends its record. */
+jp_thread *jp_vthread_new(const char *name, int tid);
+void jp_vthread_mount(jp_thread *vt, const char *carrier_name);
+void jp_vthread_unmount(jp_thread *vt);
+void jp_vthread_end(jp_thread *vt);
 
 /* jp_event records one event of the calling thread, t being its record
  * (jp_thread_self(), or jp_thread_attach() for its first). key is the

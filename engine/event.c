@@ -124,6 +124,24 @@ static inline uint32_t jp_exit(jp_thread *t, uintptr_t key, int exc)
 			return n;
 		}
 	}
+	if (t->events == t->switch_events && t->depth > 0 && t->depth == t->switch_depth) {
+		/* The first event after a virtual-thread switch (vthread.c):
+		 * HotSpot hides the frames of the switch itself, so the frame
+		 * on top when the thread stopped (VirtualThread.mount(), whose
+		 * exit is hidden) is closed by the exit of the one that ran
+		 * the switch (VirtualThread.unmount(), whose entry is hidden).
+		 * Both count as calls; the few instructions of the second
+		 * after the switch are charged to the first. */
+		t->depth--;
+		uint32_t n = jp_child(t, t->stack[t->depth].node, key, 0);
+		if (n == UINT32_MAX)
+			return 0;
+		jp_node *nd = jp_node_at(t, n);
+		nd->calls++;
+		if (exc)
+			nd->excs++;
+		return n;
+	}
 	t->unmatched_exits++;
 	uint32_t n = jp_child(t, t->stack[t->depth].node, key, 1);
 	if (n == UINT32_MAX)

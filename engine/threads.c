@@ -15,6 +15,7 @@
 
 #include "engine.h"
 #include "store.h"
+#include "thread_priv.h"
 
 jp_state jp;
 
@@ -71,7 +72,9 @@ static void jp_thread_free(jp_thread *t)
 	free(t);
 }
 
-jp_thread *jp_thread_attach(const char *name)
+/* jp_thread_new makes a record with its root, not yet listed nor
+ * anyone's (thread_priv.h). */
+jp_thread *jp_thread_new(const char *name)
 {
 	jp_thread *t = calloc(1, sizeof(*t));
 	if (t == NULL)
@@ -96,16 +99,31 @@ jp_thread *jp_thread_attach(const char *name)
 	t->stack[0].np = r;
 	t->prev_running = JP_T_OTHER;
 	t->prev_tr = JP_TR_ENTRY;
-	t->tid = (int)syscall(SYS_gettid);
 	t->epoch = __atomic_load_n(&jp.epoch, __ATOMIC_ACQUIRE);
 	t->start_ns = jp_mono_ns();
+	t->minima = jp.minima;
+	return t;
+}
+
+/* jp_thread_list gives the record its id and makes it visible to Go. */
+void jp_thread_list(jp_thread *t)
+{
 	t->id = __atomic_fetch_add(&jp.nthreads, 1, __ATOMIC_RELAXED);
+	jp_list_push(&jp.threads, t);
+}
+
+jp_thread *jp_thread_attach(const char *name)
+{
+	jp_thread *t = jp_thread_new(name);
+	if (t == NULL)
+		return NULL;
+	t->tid = (int)syscall(SYS_gettid);
 	jp_ptt_thread_init(&t->ptt);
 	t->minima = jp.minima_fb != NULL && t->ptt.backend != jp_ptt.backend ? jp.minima_fb : jp.minima;
 	if (jp.nmetrics)
 		jp_ptt_read(&t->ptt, &t->last);
 
-	jp_list_push(&jp.threads, t);
+	jp_thread_list(t);
 	jp_self = t;
 	return t;
 }
@@ -124,21 +142,10 @@ void jp_thread_rename(jp_thread *t, const char *name)
 	t->name_old = old;
 }
 
-/* jp_gen_handover is in loggen.c. */
-void jp_gen_handover(jp_genbuf *b);
 
-void jp_thread_detach(void)
+/* jp_thread_end ends a record that no thread runs on any more. */
+void jp_thread_end(jp_thread *t)
 {
-	jp_thread *t = jp_self;
-	if (t == NULL)
-		return;
-	/* The record no longer belongs to this OS thread: the thread may be
-	 * attached again (the launcher's main thread comes back as
-	 * DestroyJavaVM to run the shutdown hooks), and that is a new Java
-	 * thread with a tree and a PTT registration of its own. Readings
-	 * across fini would mix two clocks. */
-	jp_self = NULL;
-	jp_ptt_thread_fini(&t->ptt);
 	/* The final log-gen drain at VM death may run now, on another
 	 * thread, and take the partial buffer itself (a ThreadEnd callback
 	 * still in flight while VMDeath runs): whoever swaps it out owns it,
@@ -153,6 +160,27 @@ void jp_thread_detach(void)
 	jp_thread_owned_free(t);
 	t->end_ns = jp_mono_ns();
 	__atomic_store_n(&t->ended, 1, __ATOMIC_RELEASE);
+}
+
+void jp_thread_detach(void)
+{
+	jp_thread *t = jp_self;
+	if (t != NULL && t->virt) {
+		/* A carrier ending with a virtual thread still mounted: its
+		 * own record is the one to end. */
+		jp_vthread_unmount(t);
+		t = jp_self;
+	}
+	if (t == NULL)
+		return;
+	/* The record no longer belongs to this OS thread: the thread may be
+	 * attached again (the launcher's main thread comes back as
+	 * DestroyJavaVM to run the shutdown hooks), and that is a new Java
+	 * thread with a tree and a PTT registration of its own. Readings
+	 * across fini would mix two clocks. */
+	jp_self = NULL;
+	jp_ptt_thread_fini(&t->ptt);
+	jp_thread_end(t);
 }
 
 /* jp_arena_compact packs an arena into one block of exactly n elements. */

@@ -61,6 +61,10 @@ func (t Thread) Ended() bool { return atomic.LoadInt32((*int32)(unsafe.Pointer(&
 // is bpf or perf (no free slot, perf refused, ...).
 func (t Thread) Fallback() bool { return C.jp.minima_fb != nil && t.t.minima == C.jp.minima_fb }
 
+// Virtual says whether the record is a virtual thread's (its TID is then
+// the JVM's thread id, not an OS thread's).
+func (t Thread) Virtual() bool { return t.t.virt != 0 }
+
 // StartNS and EndNS are CLOCK_MONOTONIC; EndNS is 0 while it runs.
 func (t Thread) StartNS() uint64 { return uint64(t.t.start_ns) }
 func (t Thread) EndNS() uint64   { return uint64(t.t.end_ns) }
