@@ -36,7 +36,7 @@ typedef struct {
 int jp_vt_mode;             /* enum jp_vt_mode */
 static uint64_t jp_vt_seen; /* virtual threads started */
 static jfieldID jp_vt_tid;  /* java.lang.Thread.tid, if the VM has it */
-static volatile int jp_vt_tid_looked;
+static int jp_vt_tid_looked;
 
 uint64_t jp_vt_started(void)
 {
@@ -84,17 +84,19 @@ static jp_thread *jp_vt_make(jvmtiEnv *jvmti, JNIEnv *jni, jthread vthread)
 {
 	if (!__atomic_load_n(&jp.collecting, __ATOMIC_ACQUIRE))
 		return NULL;
-	if (!jp_vt_tid_looked) {
+	if (!__atomic_load_n(&jp_vt_tid_looked, __ATOMIC_ACQUIRE)) {
 		/* The field, not Thread.threadId(): calling Java here would
 		 * deliver method events on a thread half switched. */
 		jclass k = (*jni)->GetObjectClass(jni, vthread);
 		jfieldID f = k != NULL ? (*jni)->GetFieldID(jni, k, "tid", "J") : NULL;
 		if ((*jni)->ExceptionCheck(jni))
 			(*jni)->ExceptionClear(jni);
-		jp_vt_tid = f;
-		jp_vt_tid_looked = 1;
+		/* Two carriers may both look: they find the same id. */
+		__atomic_store_n(&jp_vt_tid, f, __ATOMIC_RELAXED);
+		__atomic_store_n(&jp_vt_tid_looked, 1, __ATOMIC_RELEASE);
 	}
-	jlong id = jp_vt_tid != NULL ? (*jni)->GetLongField(jni, vthread, jp_vt_tid) : 0;
+	jfieldID tidf = __atomic_load_n(&jp_vt_tid, __ATOMIC_RELAXED);
+	jlong id = tidf != NULL ? (*jni)->GetLongField(jni, vthread, tidf) : 0;
 	jvmtiThreadInfo info;
 	memset(&info, 0, sizeof info);
 	char name[256];
