@@ -259,6 +259,7 @@ func (a *agent) VMDeath() {
 		a.writeJtnm()
 	}
 	a.logThreadSummary(totals)
+	a.logVirtualThreads()
 	a.log.Info("VM death")
 	a.closeLog()
 }

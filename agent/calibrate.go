@@ -15,12 +15,16 @@ type calibrator struct {
 	removed [][]uint64
 }
 
-// keyCounts sums, per calibration key, the events of every thread since
-// the baseline (b may be nil).
-func keyCounts(ts []engine.Thread, b baseline) []uint64 {
+// keyCounts sums, per calibration key, the events since the baseline (b
+// may be nil) of the threads calibrated with one set of minima: those
+// whose PTT reads fell back to the clock (fallback), or the others.
+func keyCounts(ts []engine.Thread, b baseline, fallback bool) []uint64 {
 	counts := make([]uint64, engine.NKeys)
 	var scratch engine.Scratch
 	for _, t := range ts {
+		if t.Fallback() != fallback {
+			continue
+		}
 		tb := b[t.ID()]
 		t, err := t.Unpacked(&scratch)
 		if err != nil {
@@ -40,7 +44,19 @@ func (a *agent) calibrator(ts []engine.Thread) *calibrator {
 	if mins == nil || !engine.Calibrating() {
 		return nil
 	}
-	return newCalibrator(mins, keyCounts(ts, a.base), a.tables, a.env)
+	return newCalibrator(mins, keyCounts(ts, a.base, false), a.tables, a.env)
+}
+
+// fallbackCalibrator is the calibrator of the threads whose PTT reads
+// fell back to the clock (engine.Thread.Fallback): their own minima, and
+// no table (the tables are the process backend's). Nil when there are
+// none.
+func (a *agent) fallbackCalibrator(ts []engine.Thread) *calibrator {
+	mins := engine.MinimaFallback()
+	if mins == nil || !engine.Calibrating() {
+		return nil
+	}
+	return newCalibrator(mins, keyCounts(ts, a.base, true), nil, a.env)
 }
 
 // newCalibrator works out what to remove per metric and key from the

@@ -109,7 +109,7 @@ func (a *agent) writeCalOut() {
 		return
 	}
 	var counts []uint64
-	engine.WithThreads(func(ts []engine.Thread) { counts = keyCounts(ts, nil) })
+	engine.WithThreads(func(ts []engine.Thread) { counts = keyCounts(ts, nil, false) })
 	var tabs []*calibration.Table
 	for k, m := range a.metrics {
 		t := calibration.NewTable(calibration.Provenance{

@@ -36,6 +36,7 @@ type genWriter struct {
 	defined     []bool          // registry handles whose names the file has
 	definedHigh map[uint64]bool // the same for the overflow handles
 	threads     map[uint32]string
+	retired     map[uint32]string // names of threads freed before the file named them
 	events      uint64
 	notWritten  uint64 // events past GENMAX
 	full        bool
@@ -236,19 +237,39 @@ func (g *genWriter) threadName(id uint32) string {
 	if name, ok := g.threads[id]; ok {
 		return name
 	}
-	name := fmt.Sprintf("%08x_thread%d", 0, id)
-	engine.WithThreads(func(ts []engine.Thread) {
-		for _, t := range ts {
-			if t.ID() == id {
-				name = reports.RootName(t.TID(), t.Name())
+	name, found := g.retired[id]
+	if found {
+		delete(g.retired, id)
+	} else {
+		name = fmt.Sprintf("%08x_thread%d", 0, id)
+		engine.WithThreads(func(ts []engine.Thread) {
+			for _, t := range ts {
+				if t.ID() == id {
+					name = reports.RootName(t.TID(), t.Name())
+				}
 			}
-		}
-	})
+		})
+	}
 	g.threads[id] = name
 	if g.bin != nil {
 		_ = g.bin.Thread(uint64(id), name)
 	}
 	return name
+}
+
+// retiredThreads keeps the names of threads just freed, for buffers of
+// theirs still to come. A thread the file has named already is not kept.
+func (g *genWriter) retiredThreads(names map[uint32]string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.retired == nil {
+		g.retired = map[uint32]string{}
+	}
+	for id, name := range names {
+		if _, ok := g.threads[id]; !ok {
+			g.retired[id] = name
+		}
+	}
 }
 
 func (g *genWriter) write(b engine.GenBlock) error {

@@ -109,8 +109,8 @@ func TestPTTInPIDNamespace(t *testing.T) {
 }
 
 // startPttd runs a real jprof pttd on a fresh socket; its output lines
-// after the first come on the returned channel.
-func startPttd(t *testing.T) (sock string, lines <-chan string) {
+// after the first come on the returned channel. args are more pttd flags.
+func startPttd(t *testing.T, args ...string) (sock string, lines <-chan string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("jprof pttd needs CAP_BPF and CAP_PERFMON")
@@ -118,7 +118,7 @@ func startPttd(t *testing.T) (sock string, lines <-chan string) {
 	jvmtest.Build(t)
 	sock = filepath.Join(t.TempDir(), "pttd.sock")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	helper := exec.CommandContext(ctx, jvmtest.Tool("jprof"), "pttd", "-socket", sock)
+	helper := exec.CommandContext(ctx, jvmtest.Tool("jprof"), append([]string{"pttd", "-socket", sock}, args...)...)
 	out, err := helper.StdoutPipe()
 	require.NoError(t, err)
 	helper.Stderr = os.Stderr

@@ -32,6 +32,7 @@ type report struct {
 	a      *agent
 	nm     int
 	cal    *calibrator
+	calFB  *calibrator // threads whose PTT reads fell back to the clock
 	names  map[uint64]string // "T:class.method(sig)" per type and method
 	totals threadSummary
 	// per-thread scratch, reused
@@ -59,6 +60,26 @@ func (r *report) header(ts []engine.Thread, seq int) *reports.Profile {
 	if over := engine.MethodsOver(); over > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("Warning: method registry full at %d methods (MAXMETHODS=): %d method lookups are reported as <method-limit-reached>",
 			engine.MaxMethods(), over))
+	}
+	p.Notes = append(p.Notes, virtualThreadNotes(ts)...)
+	var fallback []string
+	for _, t := range ts {
+		if t.Fallback() {
+			fallback = append(fallback, rootName(t))
+		}
+	}
+	if len(fallback) > 0 {
+		const show = 8
+		names := strings.Join(fallback[:min(show, len(fallback))], ", ")
+		if len(fallback) > show {
+			names += ", ..."
+		}
+		how := "calibrated with their own minima"
+		if r.calFB == nil {
+			how = "not calibrated"
+		}
+		p.Notes = append(p.Notes, fmt.Sprintf("PTT: %d threads read the clock instead of the %s backend (%s): %s",
+			len(fallback), a.ptt.Backend, names, how))
 	}
 	for _, t := range ts {
 		c := a.base.counters(t)
@@ -98,9 +119,13 @@ func (r *report) thread(lw *reports.LogRTWriter, t engine.Thread) error {
 	// calibration never removes more than was added.
 	ns := t.NSeqs()
 	n := t.Len()
+	cal := r.cal
+	if t.Fallback() {
+		cal = r.calFB
+	}
 	tot := threadTotals{root: rootName(t), ended: t.Ended(), counters: r.a.base.counters(t), metrics: make([]uint64, nm)}
 	delta := grow(r.delta, n*nm)
-	if r.cal != nil {
+	if cal != nil {
 		for i := 0; i < ns; i++ {
 			node, key, c := t.Seq(i)
 			if node >= n {
@@ -108,7 +133,7 @@ func (r *report) thread(lw *reports.LogRTWriter, t engine.Thread) error {
 			}
 			c -= tb.seq(i)
 			for k := 0; k < nm; k++ {
-				delta[node*nm+k] += c * r.cal.removed[k][key]
+				delta[node*nm+k] += c * cal.removed[k][key]
 			}
 		}
 	}
@@ -240,6 +265,7 @@ func (a *agent) writeLogRT() (string, *threadSummary, error) {
 	engine.WithThreads(func(ts []engine.Thread) {
 		r = &report{a: a, nm: len(a.metrics), names: map[uint64]string{}}
 		r.cal = a.calibrator(ts)
+		r.calFB = a.fallbackCalibrator(ts)
 		p := r.header(ts, seq)
 		for _, t := range ts {
 			events += a.base.counters(t).Events

@@ -30,16 +30,32 @@ func (a *agent) retireLocked() int {
 	if a.gen != nil {
 		a.gen.drain(false)
 	}
-	return engine.Retire(func(t engine.Thread) bool {
+	// A thread can end between that drain and Retire, handing its last
+	// log-gen buffer over as it ends: the writer then meets the buffer
+	// after the record is gone, so it gets the names of the threads
+	// freed here. (Not from inside Retire's callback: the writer holds
+	// its lock while it looks threads up.)
+	var names map[uint32]string
+	n := engine.Retire(func(t engine.Thread) bool {
 		if a.base.counters(t).Events != 0 {
 			return false
 		}
 		if a.opts.ThreadInfo {
 			a.retired = append(a.retired, jtnmLine(t))
 		}
+		if a.gen != nil {
+			if names == nil {
+				names = map[uint32]string{}
+			}
+			names[t.ID()] = rootName(t)
+		}
 		delete(a.base, t.ID())
 		return true
 	})
+	if len(names) > 0 {
+		a.gen.retiredThreads(names)
+	}
+	return n
 }
 
 // jtnmLine is a thread's line in log-jtnm.

@@ -62,6 +62,8 @@ func TestSmoke(t *testing.T) {
 	}
 	assert.Contains(t, sections["Calibration accuracy"], "calibrated error")
 	assert.Contains(t, sections["Calibration accuracy"], "Why small methods keep a residual")
+	assert.Contains(t, sections["Calibration accuracy"], "### In-process reference")
+	assert.Contains(t, sections["Calibration accuracy"], "| d256 |")
 	assert.Len(t, s.Targets(), 9)
 	ch := part[*Churn](s)
 	require.NotNil(t, ch)

@@ -61,13 +61,22 @@ func MethodsOver() uint64 { return atomic.LoadUint64((*uint64)(unsafe.Pointer(&C
 func GenWaits() uint64 { return atomic.LoadUint64((*uint64)(unsafe.Pointer(&C.jp.gen_waits))) }
 
 // Minima copies the calibration minima: [metric][key], math.MaxUint64
-// where a key was never seen. Nil when not calibrating.
-func Minima() [][]uint64 {
+// where a key was never seen. Nil when not calibrating. They are those of
+// the threads that read the process's PTT backend; see MinimaFallback.
+func Minima() [][]uint64 { return copyMinima(C.jp.minima) }
+
+// MinimaFallback copies the minima of the threads whose PTT reads fell
+// back to the clock (Thread.Fallback) while the backend is bpf or perf:
+// a clock read is a syscall, so their events cost hundreds of ns more
+// and are calibrated apart. Nil when there is no such set.
+func MinimaFallback() [][]uint64 { return copyMinima(C.jp.minima_fb) }
+
+func copyMinima(p *C.uint64_t) [][]uint64 {
 	nm := NMetrics()
-	if C.jp.minima == nil || nm == 0 {
+	if p == nil || nm == 0 {
 		return nil
 	}
-	all := unsafe.Slice((*uint64)(unsafe.Pointer(C.jp.minima)), NKeys*nm)
+	all := unsafe.Slice((*uint64)(unsafe.Pointer(p)), NKeys*nm)
 	out := make([][]uint64, nm)
 	for k := range out {
 		out[k] = make([]uint64, NKeys)

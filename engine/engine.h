@@ -191,6 +191,7 @@ typedef struct jp_thread {
 	uint32_t id;     /* dense, in creation order: names the thread in log-gen */
 	int tid;
 	char *name;      /* may be replaced (atomically) once the VM can tell it */
+	char *name_old;  /* the name it replaced, freed with the record */
 	volatile int ended;
 	uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC, for log-jtnm */
 	jp_arena nodes;   /* jp_node, stride jp.node_stride */
@@ -216,6 +217,23 @@ typedef struct jp_thread {
 	uint64_t unmatched_exits; /* exits whose entry was never seen */
 	uint64_t missed_exits;    /* frames popped without their own exit */
 	uint64_t alloc_failures;
+
+	/* The calibration minima this thread's events lower: jp.minima, or
+	 * jp.minima_fb when its PTT reads fell back to the clock while the
+	 * process's backend is a fast one (chosen once, at attach). */
+	uint64_t *minima;
+
+	/* Virtual threads (vthread.c): a record of a thread the JVM runs on
+	 * top of OS threads. It has no PTT registration of its own: while
+	 * mounted it reads through a copy of its carrier's (ptt), and
+	 * carrier points to the carrier's record. */
+	int virt;
+	struct jp_thread *carrier;
+	/* At the last switch (mount or unmount): events and depth, which
+	 * tell jp_event that an exit without a seen entry is the hidden
+	 * other half of the frame left on top then. */
+	uint64_t switch_events;
+	uint32_t switch_depth;
 } jp_thread;
 
 /* An ended thread, packed: what the reports need of it, in exact
@@ -229,6 +247,8 @@ typedef struct jp_ended {
 	uint64_t start_ns, end_ns;
 	uint64_t events, unmatched_exits, missed_exits, alloc_failures;
 	uint32_t nnodes, nseqs;
+	uint8_t fallback; /* calibrated with jp.minima_fb */
+	uint8_t virt;     /* a virtual thread's record */
 	/* The tree as LEB128 varints, a few bytes a node (threads.c,
 	 * jp_thread_pack, has the layout; engine/threads.go decodes it). */
 	uint32_t packed_len;
@@ -259,6 +279,11 @@ typedef struct jp_state {
 	/* Calibration: minimum delta per key and metric, [key*nmetrics+k],
 	 * shared by all threads, lowered with CAS; UINT64_MAX = never seen. */
 	uint64_t *minima;
+	/* The same for threads whose reads fell back to the clock (a
+	 * syscall per read, hundreds of ns more per event than bpf or perf):
+	 * NULL unless the backend is bpf or perf. The environmental overhead
+	 * (env) is the glue that runs without profiling, the same for both. */
+	uint64_t *minima_fb;
 	/* Environmental overhead per key and metric (same layout), for the
 	 * online-calibrated values of log-gen. */
 	uint64_t *env;
@@ -303,6 +328,28 @@ void jp_list_lock(void);
 void jp_list_unlock(void);
 void jp_thread_retire(jp_thread *t, jp_thread *prev);
 void jp_ended_free(jp_ended *e, jp_ended *prev);
+
+/* Virtual threads: threads the JVM runs on top of OS threads (carriers),
+ * which can leave one carrier in the middle of a method (unmount) and go
+ * on later on another (mount). Each gets a record and a tree of its own;
+ * events on a carrier go to the virtual thread mounted on it, through
+ * jp_self. The PTT state stays the OS thread's: a mounted virtual thread
+ * reads through its carrier's registration. At a switch the thread that
+ * stops is charged up to a reading taken there, the one that goes on
+ * starts from a reading taken just after, and the time in between (the
+ * JVM's switch itself) is charged to neither; the first event after a
+ * switch is not used to calibrate.
+ *
+ * jp_vthread_new makes a virtual thread's record (tid: the JVM's id of
+ * the thread), not mounted. jp_vthread_mount, on the carrier's OS thread,
+ * makes vt the calling thread's current record (the carrier's record is
+ * made first if it has none, named carrier_name); jp_vthread_unmount
+ * gives the carrier its own record back; jp_vthread_end, on the carrier,
+ * unmounts vt and ends its record. */
+jp_thread *jp_vthread_new(const char *name, int tid);
+void jp_vthread_mount(jp_thread *vt, const char *carrier_name);
+void jp_vthread_unmount(jp_thread *vt);
+void jp_vthread_end(jp_thread *vt);
 
 /* jp_event records one event of the calling thread, t being its record
  * (jp_thread_self(), or jp_thread_attach() for its first). key is the

@@ -124,6 +124,24 @@ static inline uint32_t jp_exit(jp_thread *t, uintptr_t key, int exc)
 			return n;
 		}
 	}
+	if (t->events == t->switch_events && t->depth > 0 && t->depth == t->switch_depth) {
+		/* The first event after a virtual-thread switch (vthread.c):
+		 * HotSpot hides the frames of the switch itself, so the frame
+		 * on top when the thread stopped (VirtualThread.mount(), whose
+		 * exit is hidden) is closed by the exit of the one that ran
+		 * the switch (VirtualThread.unmount(), whose entry is hidden).
+		 * Both count as calls; the few instructions of the second
+		 * after the switch are charged to the first. */
+		t->depth--;
+		uint32_t n = jp_child(t, t->stack[t->depth].node, key, 0);
+		if (n == UINT32_MAX)
+			return 0;
+		jp_node *nd = jp_node_at(t, n);
+		nd->calls++;
+		if (exc)
+			nd->excs++;
+		return n;
+	}
 	t->unmatched_exits++;
 	uint32_t n = jp_child(t, t->stack[t->depth].node, key, 1);
 	if (n == UINT32_MAX)
@@ -237,12 +255,12 @@ void jp_event(jp_thread *t, uintptr_t key, int tr)
 		uint64_t cal[JP_PTT_MAX_METRICS];
 		if (jp.calibrate && clean) {
 			for (int m = 0; m < jp.nmetrics; m++)
-				jp_lower_min(&jp.minima[kb + m], d[m]);
+				jp_lower_min(&t->minima[kb + m], d[m]);
 			if (!jp.genraw) {
 				/* log-gen gets the value calibrated with the
 				 * minimum current now (d >= it: it includes d). */
 				for (int m = 0; m < jp.nmetrics; m++) {
-					uint64_t over = jp_overhead(jp.minima[kb + m], jp.env[kb + m]);
+					uint64_t over = jp_overhead(t->minima[kb + m], jp.env[kb + m]);
 					cal[m] = d[m] > over ? d[m] - over : 0;
 				}
 				gen = cal;

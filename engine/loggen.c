@@ -101,10 +101,11 @@ void jp_gen_done(jp_genbuf *b)
 
 jp_genbuf *jp_gen_take_partial(jp_thread *t)
 {
-	jp_genbuf *b = t->gen;
+	/* Swapped out: the thread's own detach may be racing (see
+	 * jp_thread_detach). */
+	jp_genbuf *b = __atomic_exchange_n(&t->gen, NULL, __ATOMIC_ACQ_REL);
 	if (b == NULL)
 		return NULL;
-	t->gen = NULL;
 	__atomic_add_fetch(&jp.gen_pending, 1, __ATOMIC_RELAXED); /* jp_gen_done balances it */
 	return b;
 }

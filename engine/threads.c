@@ -16,6 +16,7 @@
 
 #include "engine.h"
 #include "store.h"
+#include "thread_priv.h"
 
 jp_state jp;
 
@@ -70,10 +71,13 @@ static void jp_thread_free(jp_thread *t)
 	jp_arena_free(&t->nodes);
 	jp_arena_free(&t->seqs);
 	free(t->name);
+	free(t->name_old);
 	free(t);
 }
 
-jp_thread *jp_thread_attach(const char *name)
+/* jp_thread_new makes a record with its root, not yet listed nor
+ * anyone's (thread_priv.h). */
+jp_thread *jp_thread_new(const char *name)
 {
 	jp_thread *t = calloc(1, sizeof(*t));
 	if (t == NULL)
@@ -98,15 +102,31 @@ jp_thread *jp_thread_attach(const char *name)
 	t->stack[0].np = r;
 	t->prev_running = JP_T_OTHER;
 	t->prev_tr = JP_TR_ENTRY;
-	t->tid = (int)syscall(SYS_gettid);
 	t->epoch = __atomic_load_n(&jp.epoch, __ATOMIC_ACQUIRE);
 	t->start_ns = jp_mono_ns();
+	t->minima = jp.minima;
+	return t;
+}
+
+/* jp_thread_list gives the record its id and makes it visible to Go. */
+void jp_thread_list(jp_thread *t)
+{
 	t->id = __atomic_fetch_add(&jp.nthreads, 1, __ATOMIC_RELAXED);
+	jp_list_push(&jp.threads, t);
+}
+
+jp_thread *jp_thread_attach(const char *name)
+{
+	jp_thread *t = jp_thread_new(name);
+	if (t == NULL)
+		return NULL;
+	t->tid = (int)syscall(SYS_gettid);
 	jp_ptt_thread_init(&t->ptt);
+	t->minima = jp.minima_fb != NULL && t->ptt.backend != jp_ptt.backend ? jp.minima_fb : jp.minima;
 	if (jp.nmetrics)
 		jp_ptt_read(&t->ptt, &t->last);
 
-	jp_list_push(&jp.threads, t);
+	jp_thread_list(t);
 	jp_self = t;
 	return t;
 }
@@ -116,32 +136,29 @@ void jp_thread_rename(jp_thread *t, const char *name)
 	char *n = strdup(name);
 	if (n == NULL)
 		return;
-	/* Go may be reading the old name: it is kept (one per thread that
-	 * events reached before VM init, in practice the main thread). */
-	__atomic_store_n(&t->name, n, __ATOMIC_RELEASE);
+	/* Readers copy the name under Go's list lock, at any time: the old
+	 * one is kept (one earlier name; older ones are freed here, which
+	 * only a second rename could reach, and nothing renames twice) and
+	 * freed with the record, never while a reader may hold it. */
+	char *old = __atomic_exchange_n(&t->name, n, __ATOMIC_ACQ_REL);
+	free(t->name_old);
+	t->name_old = old;
 }
 
-/* jp_gen_handover is in loggen.c. */
-void jp_gen_handover(jp_genbuf *b);
 
-void jp_thread_detach(void)
+/* jp_thread_end ends a record that no thread runs on any more. */
+void jp_thread_end(jp_thread *t)
 {
-	jp_thread *t = jp_self;
-	if (t == NULL)
-		return;
-	/* The record no longer belongs to this OS thread: the thread may be
-	 * attached again (the launcher's main thread comes back as
-	 * DestroyJavaVM to run the shutdown hooks), and that is a new Java
-	 * thread with a tree and a PTT registration of its own. Readings
-	 * across fini would mix two clocks. */
-	jp_self = NULL;
-	jp_ptt_thread_fini(&t->ptt);
-	if (t->gen != NULL) {
-		if (t->gen->used > 0)
-			jp_gen_handover(t->gen);
+	/* The final log-gen drain at VM death may run now, on another
+	 * thread, and take the partial buffer itself (a ThreadEnd callback
+	 * still in flight while VMDeath runs): whoever swaps it out owns it,
+	 * never both. */
+	jp_genbuf *g = __atomic_exchange_n(&t->gen, NULL, __ATOMIC_ACQ_REL);
+	if (g != NULL) {
+		if (g->used > 0)
+			jp_gen_handover(g);
 		else
-			free(t->gen);
-		t->gen = NULL;
+			free(g);
 	}
 	jp_thread_owned_free(t);
 	t->end_ns = jp_mono_ns();
@@ -156,6 +173,27 @@ void jp_thread_detach(void)
 		jp_thread_pack(t, prev);
 		pthread_mutex_unlock(&jp_list_mu);
 	}
+}
+
+void jp_thread_detach(void)
+{
+	jp_thread *t = jp_self;
+	if (t != NULL && t->virt) {
+		/* A carrier ending with a virtual thread still mounted: its
+		 * own record is the one to end. */
+		jp_vthread_unmount(t);
+		t = jp_self;
+	}
+	if (t == NULL)
+		return;
+	/* The record no longer belongs to this OS thread: the thread may be
+	 * attached again (the launcher's main thread comes back as
+	 * DestroyJavaVM to run the shutdown hooks), and that is a new Java
+	 * thread with a tree and a PTT registration of its own. Readings
+	 * across fini would mix two clocks. */
+	jp_self = NULL;
+	jp_ptt_thread_fini(&t->ptt);
+	jp_thread_end(t);
 }
 
 static unsigned char *jp_put_uvarint(unsigned char *p, uint64_t v)
@@ -249,6 +287,8 @@ jp_ended *jp_thread_pack(jp_thread *t, jp_thread *prev)
 	e->alloc_failures = t->alloc_failures;
 	e->nnodes = t->nodes.n;
 	e->nseqs = t->seqs.n;
+	e->fallback = jp.minima_fb != NULL && t->minima == jp.minima_fb;
+	e->virt = t->virt != 0;
 	e->packed = jp_pack_tree(t, e->nnodes, e->nseqs, &e->packed_len);
 	if (e->packed == NULL || jp_thread_unlink(t, prev) != 0) {
 		free(e->packed);
@@ -297,6 +337,15 @@ int jp_engine_init(const jp_source *src, int calibrate, int loggen, uint32_t max
 		}
 		for (size_t i = 0; i < n; i++)
 			jp.minima[i] = UINT64_MAX;
+		if (jp.calibrate && (jp_ptt.backend == JP_PTT_BPF || jp_ptt.backend == JP_PTT_PERF)) {
+			jp.minima_fb = malloc(sizeof(uint64_t) * n);
+			if (jp.minima_fb == NULL) {
+				snprintf(err, errlen, "no memory for the calibration minima");
+				return -1;
+			}
+			for (size_t i = 0; i < n; i++)
+				jp.minima_fb[i] = UINT64_MAX;
+		}
 	}
 	jp.loggen = loggen != 0;
 	jp.genraw = loggen == 2;

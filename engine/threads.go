@@ -151,6 +151,25 @@ func (t Thread) Ended() bool {
 	return t.e != nil || atomic.LoadInt32((*int32)(unsafe.Pointer(&t.t.ended))) != 0
 }
 
+// Fallback says whether the thread's events are calibrated with
+// MinimaFallback: its PTT reads use the clock while the process's backend
+// is bpf or perf (no free slot, perf refused, ...).
+func (t Thread) Fallback() bool {
+	if t.e != nil {
+		return t.e.fallback != 0
+	}
+	return C.jp.minima_fb != nil && t.t.minima == C.jp.minima_fb
+}
+
+// Virtual says whether the record is a virtual thread's (its TID is then
+// the JVM's thread id, not an OS thread's).
+func (t Thread) Virtual() bool {
+	if t.e != nil {
+		return t.e.virt != 0
+	}
+	return t.t.virt != 0
+}
+
 // StartNS and EndNS are CLOCK_MONOTONIC; EndNS is 0 while it runs.
 func (t Thread) StartNS() uint64 {
 	if t.e != nil {

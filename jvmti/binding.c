@@ -122,6 +122,7 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int l
 		snprintf(err, errlen, "AddCapabilities(method entry/exit events) failed: JVMTI error %d", (int)e);
 		return -1;
 	}
+	jp_vt_caps(jvmti);
 	if (jit) {
 		memset(&caps, 0, sizeof caps);
 		caps.can_generate_compiled_method_load_events = 1;
@@ -148,6 +149,8 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int l
 		snprintf(err, errlen, "SetEventCallbacks failed: JVMTI error %d", (int)e);
 		return -1;
 	}
+	if (jp_vt_setup(jvmti, &cb, err, errlen) != 0)
+		return -1;
 	const jvmtiEvent life[] = { JVMTI_EVENT_VM_INIT, JVMTI_EVENT_VM_DEATH, JVMTI_EVENT_THREAD_END };
 	if (jp_enable(jvmti, life, sizeof life / sizeof life[0], err, errlen) != 0)
 		return -1;

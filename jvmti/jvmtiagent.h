@@ -71,4 +71,16 @@ void JNICALL jp_cb_method_exit(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jme
 			       jboolean by_exception, jvalue rv);
 extern const jp_source jp_methodevents;
 
+/* Virtual threads (vthreads.c). */
+enum jp_vt_mode {
+	JP_VT_NONE = 0,     /* the JVM has no virtual threads (JDK < 21) */
+	JP_VT_DETECTED = 1, /* it has, without mount/unmount events: counted only */
+	JP_VT_TRACKED = 2,  /* each virtual thread has a record of its own */
+};
+extern int jp_vt_mode;
+int jp_vt_caps(jvmtiEnv *jvmti);
+int jp_vt_setup(jvmtiEnv *jvmti, const jvmtiEventCallbacks *cb, char *err, int errlen);
+uint64_t jp_vt_started(void);
+jp_thread *jp_vt_first_event(jvmtiEnv *jvmti, jthread thread);
+
 #endif /* JP_JVMTIAGENT_H */

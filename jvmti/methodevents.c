@@ -16,6 +16,11 @@ const jp_source jp_methodevents = { "jvmti-method-events", jp_mid_resolve };
  * named as the VM names it. */
 jp_thread *jp_vm_thread(jvmtiEnv *jvmti, jthread thread)
 {
+	if (jp_vt_mode == JP_VT_TRACKED) {
+		jp_thread *vt = jp_vt_first_event(jvmti, thread);
+		if (vt != NULL)
+			return vt;
+	}
 	jvmtiThreadInfo info;
 	memset(&info, 0, sizeof info);
 	const char *name = "unknown";

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/libjprof/libjprof/engine"
+	"github.com/libjprof/libjprof/jvmti"
+)
+
+// virtualThreadNotes are the header lines on virtual threads (JDK 21+):
+// how they are profiled, or, where the JVM does not say when they move
+// between carriers, that their carriers' trees are not exact.
+func virtualThreadNotes(ts []engine.Thread) []string {
+	mode, started := jvmti.VirtualThreads()
+	switch {
+	case mode == jvmti.VirtualThreadsTracked && started > 0:
+		n := 0
+		for _, t := range ts {
+			if t.Virtual() {
+				n++
+			}
+		}
+		return []string{fmt.Sprintf("Virtual threads: %d started, %d with a tree of their own in this report (virtual-<name or id>, TID the JVM's thread id); "+
+			"followed across carriers through the JVM's mount/unmount events; the JVM's switches between them are charged to no thread", started, n)}
+	case mode == jvmti.VirtualThreadsDetected && started > 0:
+		return []string{fmt.Sprintf("Warning: %d virtual threads ran, but this JVM does not say when they mount or unmount: "+
+			"their frames are on their carriers' trees, which are not exact (unmatched and missed exits)", started)}
+	}
+	return nil
+}
+
+// logVirtualThreads says in log-msg how virtual threads were profiled.
+func (a *agent) logVirtualThreads() {
+	mode, started := jvmti.VirtualThreads()
+	switch mode {
+	case jvmti.VirtualThreadsTracked:
+		a.log.Info(fmt.Sprintf("virtual threads: %d started, each profiled on a record of its own (mount/unmount events)", started))
+	case jvmti.VirtualThreadsDetected:
+		if started > 0 {
+			a.log.Warn(fmt.Sprintf("virtual threads: %d started; the JVM gives no mount/unmount events: their carriers' trees are not exact", started))
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/libjprof/libjprof/internal/jvmtest"
+	"github.com/libjprof/libjprof/reports"
+)
+
+// jdk21 is the bin directory of an installed JDK 21 or later, or skips.
+func jdk21(t *testing.T) string {
+	t.Helper()
+	homes, _ := filepath.Glob("/usr/lib/jvm/*/release")
+	re := regexp.MustCompile(`(?m)^JAVA_VERSION="(\d+)`)
+	for _, rel := range homes {
+		b, err := os.ReadFile(rel)
+		if err != nil {
+			continue
+		}
+		if m := re.FindSubmatch(b); m != nil {
+			if v, _ := strconv.Atoi(string(m[1])); v >= 21 {
+				bin := filepath.Join(filepath.Dir(rel), "bin")
+				if _, err := os.Stat(filepath.Join(bin, "java")); err == nil {
+					return bin
+				}
+			}
+		}
+	}
+	t.Skip("no JDK 21 or later in /usr/lib/jvm: virtual threads need one (e.g. Temurin 25)")
+	return ""
+}
+
+// callsIn sums the calls of the nodes of a thread's tree whose name starts
+// with prefix, and says whether each has a parent named parent.
+func callsIn(root *reports.Node, prefix, parent string) (calls uint64, underParent bool) {
+	underParent = true
+	var walk func(n, p *reports.Node)
+	walk = func(n, p *reports.Node) {
+		if strings.HasPrefix(n.Name, prefix) {
+			calls += n.Calls
+			if p == nil || !strings.HasPrefix(p.Name, parent) {
+				underParent = false
+			}
+		}
+		for _, c := range n.Children {
+			walk(c, n)
+		}
+	}
+	walk(root, nil)
+	return calls, underParent
+}
+
+// Virtual threads that block in the middle of step() (and so move from
+// carrier to carrier) each get a tree of their own with exact counts, and
+// the carriers' trees have no exits without entries and no missed exits.
+func TestVirtualThreadsOwnTrees(t *testing.T) {
+	bin := jdk21(t)
+	const threads, rounds = 200, 10
+	r := jvmtest.Start(t, jvmtest.Run{Class: "VThreads",
+		Options: "METRICS=PTT_TIME,START,NORTDRIVER",
+		// Two carriers for 200 virtual threads: they interleave.
+		JVMArgs: []string{"-Djdk.virtualThreadScheduler.parallelism=2"},
+		Prefix:  []string{"env", "PATH=" + bin + ":" + os.Getenv("PATH")}})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	require.Contains(t, r.Stdout, "vthreads: sink=")
+	p := jvmtest.ParseLogRT(t, r.File("rt.1"))
+	notes := strings.Join(p.Notes, "\n")
+	assert.Contains(t, notes, fmt.Sprintf("Virtual threads: %d started, %d with a tree of their own", threads, threads))
+	assert.NotContains(t, notes, "exits without a seen entry", "a thread's tree has unmatched or missed exits")
+
+	seen := 0
+	carriers := 0
+	for _, root := range p.Threads {
+		name := reports.ThreadName(root.Name)
+		if strings.HasPrefix(name, "ForkJoinPool-") {
+			carriers++
+			c, _ := callsIn(root, "i:VThreads.", "")
+			assert.Zero(t, c, "carrier %s holds frames of a virtual thread", root.Name)
+			continue
+		}
+		if !strings.HasPrefix(name, "virtual-vt-") {
+			continue
+		}
+		seen++
+		task, _ := callsIn(root, "i:VThreads.task(", "")
+		step, stepOK := callsIn(root, "i:VThreads.step(", "i:VThreads.task(")
+		leaf, leafOK := callsIn(root, "i:VThreads.leaf(", "i:VThreads.step(")
+		assert.Equal(t, [3]uint64{1, rounds, 2 * rounds}, [3]uint64{task, step, leaf}, "%s: task, step, leaf calls", root.Name)
+		assert.True(t, stepOK && leafOK, "%s: step under task, leaf under step", root.Name)
+	}
+	assert.Equal(t, threads, seen, "virtual threads with a tree")
+	assert.NotZero(t, carriers, "carrier threads")
+	msg := r.ReadFile(t, "msg")
+	assert.Contains(t, msg, fmt.Sprintf("virtual threads: %d started, each profiled on a record of its own", threads))
+}

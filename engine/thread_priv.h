@@ -1,0 +1,20 @@
+/*
+ * thread_priv.h: the parts of thread records shared by the engine's own
+ * C files (threads.c, vthread.c), not by event sources.
+ */
+#ifndef JP_THREAD_PRIV_H
+#define JP_THREAD_PRIV_H
+
+#include "engine.h"
+
+/* jp_thread_new makes a record with its root node; jp_thread_list gives
+ * it an id and lists it for Go; jp_thread_end ends a record no thread
+ * runs on any more (hands its log-gen buffer over, frees what only its
+ * owner used). */
+jp_thread *jp_thread_new(const char *name);
+void jp_thread_list(jp_thread *t);
+void jp_thread_end(jp_thread *t);
+/* jp_gen_handover is in loggen.c. */
+void jp_gen_handover(jp_genbuf *b);
+
+#endif /* JP_THREAD_PRIV_H */

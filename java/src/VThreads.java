@@ -1,0 +1,59 @@
+import java.lang.reflect.Method;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Virtual threads that block in the middle of methods: THREADS virtual
+ * threads (named vt-0, vt-1, ...) each run task(), which calls step()
+ * ROUNDS times; step() calls leaf(), blocks (Thread.sleep or
+ * LockSupport.parkNanos, alternately), then calls leaf() again, so each
+ * virtual thread unmounts from its carrier inside step() and mounts again,
+ * usually on another carrier. Needs JDK 21+; built with reflection so that
+ * it compiles with older javac. Prints "vthreads: unsupported" on a JVM
+ * without virtual threads.
+ */
+public class VThreads {
+    static final int THREADS = 200;
+    static final int ROUNDS = 10;
+    static long sink;
+
+    static long leaf(long x) { return x * 31 + 7; }
+
+    static void step(int i, int r) throws InterruptedException {
+        long s = leaf(i + r);
+        if (((i + r) & 1) == 0) Thread.sleep(1);
+        else LockSupport.parkNanos(1_000_000);
+        s += leaf(s);
+        synchronized (VThreads.class) { sink += s; }
+    }
+
+    static void task(int i) {
+        try {
+            for (int r = 0; r < ROUNDS; r++) step(i, r);
+        } catch (InterruptedException e) {
+            throw new RuntimeException(e);
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        Method ofVirtual;
+        try {
+            ofVirtual = Thread.class.getMethod("ofVirtual");
+        } catch (NoSuchMethodException e) {
+            System.out.println("vthreads: unsupported");
+            return;
+        }
+        Class<?> builder = Class.forName("java.lang.Thread$Builder");
+        Object b = ofVirtual.invoke(null);
+        b = builder.getMethod("name", String.class, long.class).invoke(b, "vt-", 0L);
+        Method start = builder.getMethod("start", Runnable.class);
+        List<Thread> all = new ArrayList<>();
+        for (int i = 0; i < THREADS; i++) {
+            final int n = i;
+            all.add((Thread) start.invoke(b, (Runnable) () -> task(n)));
+        }
+        for (Thread t : all) t.join();
+        System.out.println("vthreads: sink=" + sink);
+    }
+}
