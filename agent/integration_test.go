@@ -243,13 +243,17 @@ func TestImplicitNullChecks(t *testing.T) {
 }
 
 func TestBadOptionStopsJVM(t *testing.T) {
-	for _, c := range []struct{ opts, want string }{
-		{"CALLTREE,BOGUS", `invalid option "BOGUS": unknown option`},
-		{"METRICS=PTT_FOO", `invalid option "METRICS=PTT_FOO"`},
-		{"CALLTREE,RTARCF", "conflicts"},
-		{"METRICS=PTT_INSTS", "PTT_INSTS"},
+	for _, c := range []struct{ opts, env, want string }{
+		{"CALLTREE,BOGUS", "", `invalid option "BOGUS" (from the -agentpath options): unknown option`},
+		{"METRICS=PTT_FOO", "", `invalid option "METRICS=PTT_FOO"`},
+		{"CALLTREE", "PORT=http", `invalid option "PORT=http" (from JPROFOPTS)`},
+		{"METRICS=PTT_INSTS", "", "PTT_INSTS"},
 	} {
-		r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: c.opts})
+		var env []string
+		if c.env != "" {
+			env = []string{"JPROFOPTS=" + c.env}
+		}
+		r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: c.opts, Env: env})
 		assert.NotEqual(t, 0, r.ExitCode, c.opts)
 		assert.NotContains(t, r.Stdout, "hellop:", "the program must not run")
 		assert.Contains(t, r.Stderr, c.want)
@@ -264,6 +268,16 @@ func TestJPROFOPTSAndPrefix(t *testing.T) {
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	_, err := os.Stat(filepath.Join(r.Dir, "hp-rt.1_"+strconv.Itoa(r.PID)))
 	assert.NoError(t, err, "JPROFOPTS must be appended to the options")
+}
+
+// JPROFOPTS wins for modes too: RTARCF in -agentpath, CALLTREE in the
+// environment runs CALLTREE (a log-rt without metrics).
+func TestJPROFOPTSModeWins(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "RTARCF", Env: []string{"JPROFOPTS=CALLTREE,START"}})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	p := r.LogRT(t, 1)
+	assert.Empty(t, p.Metrics, "CALLTREE from JPROFOPTS must replace RTARCF")
+	assert.Contains(t, r.Stderr, "mode=CALLTREE")
 }
 
 func TestUnwritableLogPath(t *testing.T) {
