@@ -237,7 +237,7 @@ func TestToken(t *testing.T) {
 
 	r = runWith(t, env{}, "-p", p, "-c", "reset")
 	assert.Equal(t, 1, r.status)
-	assert.Equal(t, "ERR auth: token required: begin the line with token=<T>,\n", r.stdout)
+	assert.Equal(t, "ERR auth: token required: this agent was started with TOKEN=; give it with rtdriver -t <T> or RTDRIVER_TOKEN=<T> (a raw client begins the line with token=<T>,)\n", r.stdout)
 
 	r = runWith(t, env{}, "-p", p, "-t", "guess", "-c", "reset")
 	assert.Equal(t, 1, r.status)
