@@ -49,7 +49,7 @@ agent: $(BUILD)/libjprof.so
 
 $(BUILD)/libjprof.so: $(GO_SRC)
 	@mkdir -p $(BUILD)
-	$(GO) build -buildmode=c-shared -ldflags '$(GOLDFLAGS)' -o $@ ./agent
+	$(GO) build -buildmode=c-shared -ldflags '$(GOLDFLAGS) $(VERSION_LDFLAGS)' -o $@ ./agent
 
 # java: the Java workloads and their native libraries.
 java: $(BUILD)/java/.stamp $(BUILD)/native/libjpnative.so $(BUILD)/native/libjptrainer.so
