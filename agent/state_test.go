@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -132,4 +134,29 @@ func TestUnwritableLogPathCollectsNothing(t *testing.T) {
 	assert.Contains(t, r.Stderr, "nothing is collected (START ignored, rtdriver start refused)")
 	assert.Contains(t, r.Stderr, "start=never(LOGPATH-not-writable)")
 	assert.NotContains(t, r.Stderr, "log-rt not written", "nothing was collected, so nothing failed to be written")
+}
+
+// The header names the calibration table by its JVM build, and says when
+// that build (or the CPU) is not this run's.
+func TestCalibrationTableIdentityInHeader(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METRICS=PTT_TIME,PTT=clock,START"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	notes := strings.Join(r.LogRT(t, 1).Notes, "\n")
+	out, err := exec.Command("java", "-XshowSettings:properties", "-version").CombinedOutput()
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?m)^\s*java\.vm\.version = (.*)$`).FindStringSubmatch(string(out))
+	require.NotNil(t, m, string(out))
+	running := strings.TrimSpace(m[1])
+
+	tm := regexp.MustCompile(`Calibration table PTT_TIME: built-in jvm=".*" version=(\S+) `).FindStringSubmatch(notes)
+	if tm == nil {
+		assert.Contains(t, notes, "Calibration table PTT_TIME: none")
+		t.Skipf("no built-in table for JVM %s", running)
+	}
+	if tm[1] != running {
+		assert.Contains(t, notes, "Warning: calibration table PTT_TIME was made on another JVM build "+tm[1]+", this JVM is "+running)
+		assert.Contains(t, r.ReadFile(t, "msg"), "was made on another JVM build")
+	} else {
+		assert.NotContains(t, notes, "was made on another JVM build")
+	}
 }
