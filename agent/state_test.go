@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/libjprof/libjprof/internal/jvmtest"
+	"github.com/libjprof/libjprof/reports"
 )
 
 // stderrLines is the agent's lines on a run's stderr.
@@ -159,4 +160,37 @@ func TestCalibrationTableIdentityInHeader(t *testing.T) {
 	} else {
 		assert.NotContains(t, notes, "was made on another JVM build")
 	}
+}
+
+// Frames open when collection starts late (main waits in readLine, deep
+// in the JDK) are seeded as O: contexts: the calls made after the start
+// hang below O:Driven.main, not off the thread root, and main is not an
+// empty O: node at the root.
+func TestLateStartSeedsOpenFrames(t *testing.T) {
+	p, port := driven(t, "CALLTREE")
+	requireOK(t, rt(t, port, "start"))
+	p.Send("call 10")
+	p.Expect("done 10")
+	requireOK(t, rt(t, port, "flush"))
+	p.Send("quit")
+	r := p.Wait()
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	prof := r.LogRT(t, 1)
+	m := mainThread(t, prof)
+	var mainNode *reports.Node
+	for _, c := range m.Children {
+		assert.NotEqual(t, "i:Driven.work(I)J", c.Name, "work hangs off the thread root")
+		if c.Name == "O:Driven.main([Ljava/lang/String;)V" {
+			mainNode = c
+		}
+	}
+	require.NotNil(t, mainNode, "main is not a seeded O: frame at the root")
+	var work uint64
+	mainNode.Walk(func(n *reports.Node, d int) {
+		if n.Name == "i:Driven.work(I)J" {
+			work += n.Calls
+		}
+	})
+	assert.Equal(t, uint64(10), work, "the calls since the start hang below O:Driven.main")
+	assert.Equal(t, uint64(1), mainNode.Calls, "one activation of main, seen from the start")
 }
