@@ -143,7 +143,7 @@ func TestCalibrationTableIdentityInHeader(t *testing.T) {
 	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METRICS=PTT_TIME,PTT=clock,START"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	notes := strings.Join(r.LogRT(t, 1).Notes, "\n")
-	out, err := exec.Command("java", "-XshowSettings:properties", "-version").CombinedOutput()
+	out, err := exec.Command(jvmtest.Java(), "-XshowSettings:properties", "-version").CombinedOutput()
 	require.NoError(t, err)
 	m := regexp.MustCompile(`(?m)^\s*java\.vm\.version = (.*)$`).FindStringSubmatch(string(out))
 	require.NotNil(t, m, string(out))
