@@ -289,6 +289,8 @@ func (a *agent) sayNothingCollected() {
 			a.serverPort())
 	case !a.started:
 		msg = "nothing collected: no START in the options and no rtdriver socket to start it; add START"
+	case !a.resetAt.IsZero():
+		msg = "nothing collected since the last reset at " + stamp(a.resetAt) + ": no final log-rt"
 	default:
 		msg = "nothing collected: collection was on, but no Java method ran while it was"
 	}

@@ -82,6 +82,9 @@ func (a *agent) Start(delay time.Duration) error {
 	if a.dead || engine.Dead() {
 		return errVMDead
 	}
+	if a.outErr != nil {
+		return fmt.Errorf("not collecting: %v (nothing could be written)", a.outErr)
+	}
 	a.cancelPending()
 	p := &pendingStart{at: time.Now().Add(delay)}
 	p.timer = time.AfterFunc(delay, func() {
