@@ -159,6 +159,7 @@ func TestUnreachable(t *testing.T) {
 	r := runWith(t, env{}, "-p", strconv.Itoa(deadPort(t)), "-c", "ping")
 	assert.Equal(t, 2, r.status)
 	assert.Contains(t, r.stderr, "refused")
+	assert.Contains(t, r.stderr, "names its port (rtdriver=HOST:PORT); -b tries every port 8888-8895")
 	assert.Empty(t, r.stdout)
 }
 
