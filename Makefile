@@ -2,11 +2,16 @@
 # machine needs (see `make deps`).
 
 GO        ?= go
-JAVAC     ?= javac
-JAVA      ?= java
 BUILD     := build
-# The JDK whose jni.h/jvmti.h we compile against: the one javac belongs to.
-JAVA_HOME ?= $(shell dirname $$(dirname $$(readlink -f $$(command -v $(JAVAC) 2>/dev/null || echo /usr/lib/jvm/default-java/bin/javac))))
+# JAVA_HOME picks the JDK (17 or later; default: the javac on PATH): its
+# jni.h/jvmti.h build the agent, its javac the Java workloads (for Java 17,
+# so that they run on every JDK the tests find), its java the demo and
+# make train. The tests run on JAVA_HOME's java, and their key JVM tests
+# on every JDK in /usr/lib/jvm too.
+JAVA_HOME ?= $(shell dirname $$(dirname $$(readlink -f $$(command -v javac 2>/dev/null || echo /usr/lib/jvm/default-java/bin/javac))))
+export JAVA_HOME
+JAVAC     ?= $(JAVA_HOME)/bin/javac
+JAVA      ?= $(JAVA_HOME)/bin/java
 export CGO_CFLAGS := -O2 -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
 # Go's asynchronous preemption signals (SIGURG) must never reach Java
 # threads: turn it off in the library's default GODEBUG.
@@ -49,14 +54,14 @@ agent: $(BUILD)/libjprof.so
 
 $(BUILD)/libjprof.so: $(GO_SRC)
 	@mkdir -p $(BUILD)
-	$(GO) build -buildmode=c-shared -ldflags '$(GOLDFLAGS)' -o $@ ./agent
+	$(GO) build -buildmode=c-shared -ldflags '$(GOLDFLAGS) $(VERSION_LDFLAGS)' -o $@ ./agent
 
 # java: the Java workloads and their native libraries.
 java: $(BUILD)/java/.stamp $(BUILD)/native/libjpnative.so $(BUILD)/native/libjptrainer.so
 
 $(BUILD)/java/.stamp: $(JAVA_SRC)
 	@mkdir -p $(BUILD)/java
-	$(JAVAC) -d $(BUILD)/java $(JAVA_SRC)
+	$(JAVAC) --release 17 -d $(BUILD)/java $(JAVA_SRC)
 	@touch $@
 
 $(BUILD)/native/libjpnative.so: java/native/jpnative.c
@@ -88,7 +93,7 @@ demo: deps all
 # PTT=clock|perf|bpf picks the backend (default: the best available).
 TRAIN_PTT ?= $(or $(PTT),bpf)
 train: deps all
-	$(GO) run ./trainer/cmd/train -backend $(TRAIN_PTT) \
+	$(GO) run ./trainer/cmd/train -java $(JAVA) -backend $(TRAIN_PTT) \
 	  -o calibration/tables/openjdk-$$($(JAVA) -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')-$$(uname -m)-PTT_TIME-$(TRAIN_PTT).cal
 
 # test: go vet and every package's tests.

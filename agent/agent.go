@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"go.uber.org/zap"
@@ -13,6 +15,7 @@ import (
 	"github.com/libjprof/libjprof/agent/control"
 	"github.com/libjprof/libjprof/calibration"
 	"github.com/libjprof/libjprof/engine"
+	"github.com/libjprof/libjprof/internal/buildinfo"
 	"github.com/libjprof/libjprof/jvmti"
 	"github.com/libjprof/libjprof/ptt"
 	"github.com/libjprof/libjprof/ptt/ptthelper"
@@ -53,6 +56,17 @@ type agent struct {
 	// retired keeps the log-jtnm line of threads freed before VM death.
 	retired []string
 	reaper  *drainer
+
+	// outErr is why LOGPATH cannot be written; nothing is collected then
+	// (START ignored, rtdriver start refused): a JVM whose every thread
+	// runs interpreted must get a report for it.
+	outErr error
+	// mainClass is the program's main class or jar (sun.java.command).
+	mainClass string
+	loaded    time.Time // when the agent loaded
+	since     time.Time // when collection last started; zero when off
+	resetAt   time.Time // the last reset; zero if none
+	started   bool      // collection was on at some time
 }
 
 // source is an event source as the agent drives it: START and rtdriver
@@ -78,10 +92,16 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(25)
 	}
-	a := &agent{opts: opts, pid: os.Getpid()}
-	a.log, a.closeLog = openLogMsg(opts, a.pid)
-	a.log.Info("libjprof loading", zap.String("options", agentOpts), zap.String("JPROFOPTS", envOpts),
+	a := &agent{opts: opts, pid: os.Getpid(), loaded: time.Now()}
+	a.log, a.closeLog, a.outErr = openLogMsg(opts, a.pid)
+	a.log.Info("libjprof loading", zap.String("version", strings.TrimSpace(buildinfo.String("libjprof"))),
+		zap.String("options", agentOpts), zap.String("JPROFOPTS", envOpts),
 		zap.String("mode", opts.Mode.String()), zap.String("logpath", opts.LogPath))
+	if !opts.RTDriver && !opts.Start {
+		msg := "NORTDRIVER without START: nothing can be collected in this JVM; add START to the options, or drop NORTDRIVER and use rtdriver start"
+		fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
+		a.log.Warn(msg)
+	}
 
 	if off, why := asyncPreemptOff(); !off {
 		msg := "Go asynchronous preemption is on: " + why + "; Java threads may receive SIGURG"
@@ -94,13 +114,19 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 		return nil, err
 	}
 	a.source = jvmti.MethodEvents{}
-	if err := jvmti.Setup(vm, a, jvmti.Config{Start: opts.Start, Calibrate: opts.Calibrate, LogGen: opts.genMode(),
+	// START with an unwritable LOGPATH is ignored (openLogMsg said so).
+	start := opts.Start && a.outErr == nil
+	if start {
+		a.started, a.since = true, a.loaded
+	}
+	if err := jvmti.Setup(vm, a, jvmti.Config{Start: start, Calibrate: opts.Calibrate, LogGen: opts.genMode(),
 		JIT: opts.JitA2N || opts.PerfMap, MaxMethods: opts.MaxMethods, EagerThreads: opts.ThreadInfo}); err != nil {
 		a.log.Error("JVMTI setup failed", zap.Error(err))
 		a.closeLog()
 		return nil, err
 	}
 	a.jvm = readJVMIdentity()
+	a.mainClass = mainClass(jvmti.SystemProperty("sun.java.command"))
 	if opts.Calibrate && len(a.metrics) > 0 {
 		if err := a.loadCalibration(); err != nil {
 			a.log.Error("calibration setup failed", zap.Error(err))
@@ -132,7 +158,11 @@ func (a *agent) setupPTT() error {
 	if err != nil && plan.fallback != nil {
 		msg := fmt.Sprintf("%s's default metrics %v cannot be counted here (%v); using %v instead",
 			a.opts.Mode, plan.want, err, plan.fallback)
-		fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
+		// Every run on a machine without a PMU (the README's demo on
+		// most VMs) says this: one short line on stderr, the details
+		// in log-msg and the log-rt header.
+		fmt.Fprintf(os.Stderr, "libjprof: warning: %v not countable here; using %v (why: log-msg, log-rt header)\n",
+			plan.want, plan.fallback)
 		a.log.Warn(msg)
 		a.notes = append(a.notes, "Warning: "+msg)
 		plan.want = plan.fallback
@@ -209,6 +239,71 @@ func (a *agent) VMInit() {
 		a.startServer()
 	}
 	a.reaper = startDrainer(retireEvery, a.retire)
+	a.sayState()
+}
+
+// sayState prints the one line that tells the user, at VM start, what
+// this agent does: version, mode, metrics, PTT backend, event source,
+// whether and how collection starts, the rtdriver address (only known
+// once the socket is open, hence at VMInit) and where files go.
+func (a *agent) sayState() {
+	start := "rtdriver"
+	switch {
+	case a.outErr != nil:
+		start = "never(LOGPATH-not-writable)"
+	case a.started:
+		start = "now"
+	case !a.opts.RTDriver:
+		start = "never(NORTDRIVER)"
+	case a.server == nil:
+		start = "never(no-rtdriver-socket)"
+	}
+	addr := "off"
+	if a.server != nil {
+		addr = a.server.Addr().String()
+	}
+	line := fmt.Sprintf("mode=%s metrics=%s ptt=%s source=%s start=%s rtdriver=%s logpath=%s",
+		a.opts.Mode, a.metricNames(), a.ptt.Backend, a.source.Name(), start, addr, a.opts.LogPath)
+	fmt.Fprintf(os.Stderr, "libjprof %s: %s\n", version(), line)
+	a.log.Info("libjprof state", zap.String("state", line))
+}
+
+// version is the build's version (make sets it; "(devel)" otherwise).
+func version() string {
+	if buildinfo.Version != "" {
+		return buildinfo.Version
+	}
+	return "(devel)"
+}
+
+// mainClass is the first word of sun.java.command: the main class, or
+// the jar with -jar.
+func mainClass(cmd string) string {
+	if f := strings.Fields(cmd); len(f) > 0 {
+		return f[0]
+	}
+	return "-"
+}
+
+// sayNothingCollected tells the user, at VM death, why a run wrote no
+// log-rt and what to add. The caller holds a.mu.
+func (a *agent) sayNothingCollected() {
+	var msg string
+	switch {
+	case a.outErr != nil:
+		return // said at load
+	case !a.started && a.server != nil:
+		msg = fmt.Sprintf("nothing collected: no START in the options and no rtdriver start came; add START, or run `rtdriver -p %d start` while the program runs",
+			a.serverPort())
+	case !a.started:
+		msg = "nothing collected: no START in the options and no rtdriver socket to start it; add START"
+	case !a.resetAt.IsZero():
+		msg = "nothing collected since the last reset at " + stamp(a.resetAt) + ": no final log-rt"
+	default:
+		msg = "nothing collected: collection was on, but no Java method ran while it was"
+	}
+	fmt.Fprintf(os.Stderr, "libjprof: %s\n", msg)
+	a.log.Warn(msg)
 }
 
 // VMDeath implements jvmti.Handler: the final log-rt.
@@ -228,7 +323,9 @@ func (a *agent) VMDeath() {
 	// remembered: a flush racing VM death cannot tell whether collection
 	// is still on. A JVM that never collected has no events: no file.
 	var totals *threadSummary
-	if a.eventsSinceReset() != a.written {
+	if a.seq == 0 && a.eventsSinceReset() == 0 {
+		a.sayNothingCollected()
+	} else if a.eventsSinceReset() != a.written {
 		path, tt, err := a.writeLogRT()
 		totals = tt
 		if err != nil {

@@ -58,6 +58,7 @@ func (a *agent) loadCalibration() error {
 		}
 		var tab *calibration.Table
 		var source string
+		from := calibration.FromNone
 		if a.opts.CalTable == "none" {
 			// Asked for: minima from this run only.
 		} else if a.opts.CalTable != "" {
@@ -74,9 +75,18 @@ func (a *agent) loadCalibration() error {
 				return fmt.Errorf("CALTABLE %s has no table for this run (JVM %q %s, metric %s, backend %s): %s",
 					a.opts.CalTable, a.jvm.name, a.jvm.version, m, a.ptt.Backend, strings.Join(errs, "; "))
 			}
-			source = "table " + a.opts.CalTable
+			source, from = "table "+a.opts.CalTable, calibration.FromCALTABLE
 		} else if t, ok := calibration.Default(a.jvm.name, a.jvm.version, m.String(), a.ptt.Backend.String()); ok {
-			tab, source = t, "built-in table"
+			tab, source, from = t, "built-in table", calibration.FromBuiltIn
+		}
+		// The table by its identity, for the reader and for jprof
+		// calibrate, which takes the same built-in table by default.
+		a.notes = append(a.notes, calibration.Note(m.String(), from, tab, a.opts.CalTable))
+		if tab != nil {
+			if w := a.tableDiffers(tab); w != "" {
+				a.notes = append(a.notes, "Warning: "+w)
+				a.log.Warn(w)
+			}
 		}
 		if tab == nil {
 			note := fmt.Sprintf("Calibration %s: no table for JVM %q %s and backend %s; minima found online in this run", m, a.jvm.name, a.jvm.version, a.ptt.Backend)
@@ -98,6 +108,24 @@ func (a *agent) loadCalibration() error {
 		}
 	}
 	return nil
+}
+
+// tableDiffers says how a calibration table's JVM build and CPU differ
+// from this run's, "" when they are the same: a table matches any build
+// of the same Java feature release, but the glue it measured may not.
+func (a *agent) tableDiffers(tab *calibration.Table) string {
+	var diffs []string
+	if tab.JVMVersion != a.jvm.version {
+		diffs = append(diffs, fmt.Sprintf("JVM build %s, this JVM is %s", tab.JVMVersion, a.jvm.version))
+	}
+	if cpu := cpuModel(); tab.CPU != "" && tab.CPU != cpu {
+		diffs = append(diffs, fmt.Sprintf("CPU %q, this machine's is %q", tab.CPU, cpu))
+	}
+	if len(diffs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("calibration table %s was made on another %s: its minima serve only keys this run sees fewer than %d times, and its environmental values may be off (make train makes a table for this JVM)",
+		tab.Metric, strings.Join(diffs, ", and "), calibration.OwnMinimumEvents)
 }
 
 // writeCalOut writes the run's minima as calibration tables (CALOUT=),

@@ -210,9 +210,9 @@ func TestManyThreads(t *testing.T) {
 	}
 }
 
-// Exits of frames entered before profiling began (the Finalizer and
-// Reference Handler threads wait in methods entered before VMInit) are
-// absorbed as Other-type contexts and said in the header.
+// Frames entered before profiling began (the Finalizer and Reference
+// Handler threads wait in methods entered before VMInit) are seeded as
+// Other-type contexts at each thread's first event, so their exits match.
 func TestExitsWithoutEntries(t *testing.T) {
 	r := jvmtest.Start(t, jvmtest.Run{Class: "LateFrames", Options: "CALLTREE,START"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
@@ -227,8 +227,8 @@ func TestExitsWithoutEntries(t *testing.T) {
 			}
 		})
 	}
-	assert.NotZero(t, others, "expected Other-type nodes for exits without entries")
-	assert.Contains(t, strings.Join(p.Notes, "\n"), "exits without a seen entry")
+	assert.NotZero(t, others, "expected Other-type nodes for the frames open at each thread's first event")
+	assert.NotContains(t, strings.Join(p.Notes, "\n"), "exits without a seen entry")
 }
 
 // HotSpot turns null dereferences in JIT-compiled code into SIGSEGV and
@@ -243,13 +243,17 @@ func TestImplicitNullChecks(t *testing.T) {
 }
 
 func TestBadOptionStopsJVM(t *testing.T) {
-	for _, c := range []struct{ opts, want string }{
-		{"CALLTREE,BOGUS", `invalid option "BOGUS": unknown option`},
-		{"METRICS=PTT_FOO", `invalid option "METRICS=PTT_FOO"`},
-		{"CALLTREE,RTARCF", "conflicts"},
-		{"METRICS=PTT_INSTS", "PTT_INSTS"},
+	for _, c := range []struct{ opts, env, want string }{
+		{"CALLTREE,BOGUS", "", `invalid option "BOGUS" (from the -agentpath options): unknown option`},
+		{"METRICS=PTT_FOO", "", `invalid option "METRICS=PTT_FOO"`},
+		{"CALLTREE", "PORT=http", `invalid option "PORT=http" (from JPROFOPTS)`},
+		{"METRICS=PTT_INSTS", "", "PTT_INSTS"},
 	} {
-		r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: c.opts})
+		var env []string
+		if c.env != "" {
+			env = []string{"JPROFOPTS=" + c.env}
+		}
+		r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: c.opts, Env: env})
 		assert.NotEqual(t, 0, r.ExitCode, c.opts)
 		assert.NotContains(t, r.Stdout, "hellop:", "the program must not run")
 		assert.Contains(t, r.Stderr, c.want)
@@ -264,6 +268,16 @@ func TestJPROFOPTSAndPrefix(t *testing.T) {
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	_, err := os.Stat(filepath.Join(r.Dir, "hp-rt.1_"+strconv.Itoa(r.PID)))
 	assert.NoError(t, err, "JPROFOPTS must be appended to the options")
+}
+
+// JPROFOPTS wins for modes too: RTARCF in -agentpath, CALLTREE in the
+// environment runs CALLTREE (a log-rt without metrics).
+func TestJPROFOPTSModeWins(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "RTARCF", Env: []string{"JPROFOPTS=CALLTREE,START"}})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	p := r.LogRT(t, 1)
+	assert.Empty(t, p.Metrics, "CALLTREE from JPROFOPTS must replace RTARCF")
+	assert.Contains(t, r.Stderr, "mode=CALLTREE")
 }
 
 func TestUnwritableLogPath(t *testing.T) {
@@ -297,7 +311,8 @@ func TestAsyncPreemptionOff(t *testing.T) {
 	jvmtest.Build(t)
 	out, err := exec.Command("go", "version", "-m", jvmtest.Agent()).CombinedOutput()
 	require.NoError(t, err, string(out))
-	assert.Contains(t, string(out), "-ldflags=-X=runtime.godebugDefault=asyncpreemptoff=1")
+	assert.Regexp(t, `-ldflags="?-X=runtime\.godebugDefault=asyncpreemptoff=1[ "\n]`, string(out))
+	assert.Contains(t, string(out), "buildinfo.Version=", "the agent carries the build's version")
 
 	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "CALLTREE,NORTDRIVER"})
 	assert.NotContains(t, r.Stderr, "preemption")

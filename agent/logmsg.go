@@ -9,9 +9,10 @@ import (
 )
 
 // openLogMsg opens log-msg_<pid>, the agent's own log. If LOGPATH cannot be
-// written, the agent says so on stderr and logs to stderr instead: the JVM
-// runs on either way.
-func openLogMsg(o *Options, pid int) (*zap.Logger, func()) {
+// written, the agent says so on stderr, logs to stderr instead and returns
+// why: nothing is collected then (no report could be written, and a JVM
+// under method events runs interpreted), but the JVM runs on.
+func openLogMsg(o *Options, pid int) (*zap.Logger, func(), error) {
 	enc := zap.NewDevelopmentEncoderConfig()
 	enc.EncodeLevel = zapcore.CapitalLevelEncoder
 	var sink zapcore.WriteSyncer
@@ -23,7 +24,7 @@ func openLogMsg(o *Options, pid int) (*zap.Logger, func()) {
 		f, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "libjprof: LOGPATH %q is not writable (%v): reports will not be written; log-msg goes to stderr\n", o.LogPath, err)
+		fmt.Fprintf(os.Stderr, "libjprof: LOGPATH %q is not writable (%v): no log-rt or other file can be written, so nothing is collected (START ignored, rtdriver start refused); log-msg goes to stderr\n", o.LogPath, err)
 		sink = zapcore.Lock(os.Stderr)
 	} else {
 		sink = zapcore.Lock(f)
@@ -34,5 +35,8 @@ func openLogMsg(o *Options, pid int) (*zap.Logger, func()) {
 	if err != nil {
 		log.Error("LOGPATH not writable", zap.String("logpath", o.LogPath), zap.Error(err))
 	}
-	return log, func() { _ = log.Sync(); closeFn() }
+	if err != nil {
+		err = fmt.Errorf("LOGPATH %s is not writable: %w", o.LogPath, err)
+	}
+	return log, func() { _ = log.Sync(); closeFn() }, err
 }

@@ -78,11 +78,24 @@ type Options struct {
 // OptionError is a bad option: the JVM must not start.
 type OptionError struct {
 	Option string // the option as written
+	// Origin is where the option came from: originAgent or originEnv, or
+	// empty when the error is about the options as a whole.
+	Origin string
 	Reason string
 }
 
+// Where an option came from, as errors name it.
+const (
+	originAgent = "the -agentpath options"
+	originEnv   = "JPROFOPTS"
+)
+
 func (e *OptionError) Error() string {
-	return fmt.Sprintf("invalid option %q: %s\nvalid options: %s", e.Option, e.Reason, validOptionList())
+	from := ""
+	if e.Origin != "" {
+		from = " (from " + e.Origin + ")"
+	}
+	return fmt.Sprintf("invalid option %q%s: %s\nvalid options: %s", e.Option, from, e.Reason, validOptionList())
 }
 
 // optionSpec describes one option. Boolean options are set by their name
@@ -223,9 +236,8 @@ func setMode(m Mode) func(*Options, string, bool) error {
 			}
 			return nil
 		}
-		if o.Mode != 0 && o.Mode != m {
-			return fmt.Errorf("conflicts with %s: choose one of CALLTREE, RTARCF, CALLFLOW", o.Mode)
-		}
+		// A later mode replaces an earlier one, as any later option
+		// does: JPROFOPTS=CALLTREE overrides -agentpath:...=RTARCF.
 		o.Mode = m
 		return nil
 	}
@@ -289,44 +301,39 @@ func OptionHelp() string {
 
 // ParseOptions parses the agent's option string followed by the value of
 // JPROFOPTS (either may be empty). Options are comma-separated and
-// case-insensitive; later options override earlier ones.
+// case-insensitive; later options override earlier ones (a later mode
+// replaces an earlier one), so JPROFOPTS wins. Errors say which of the two
+// an option came from.
 func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 	o := &Options{LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true, MaxMethods: engine.DefaultMaxMethods}
-	all := agentOpts
-	if envOpts != "" {
-		if all != "" {
-			all += ","
-		}
-		all += envOpts
-	}
-	for _, raw := range strings.Split(all, ",") {
-		tok := strings.TrimSpace(raw)
-		if tok == "" {
-			continue
-		}
-		name, value, hasEq := strings.Cut(tok, "=")
-		upper := strings.ToUpper(strings.TrimSpace(name))
-		spec, on := lookupOption(upper)
-		if spec == nil {
-			return nil, &OptionError{Option: tok, Reason: "unknown option"}
-		}
-		if spec.notBuilt != "" {
-			return nil, &OptionError{Option: tok, Reason: "recognised but not available in this version: " + spec.notBuilt}
-		}
-		switch {
-		case spec.hasValue && on && !hasEq:
-			return nil, &OptionError{Option: tok, Reason: fmt.Sprintf("needs a value: %s=...", spec.name)}
-		case !spec.hasValue && hasEq:
-			return nil, &OptionError{Option: tok, Reason: "takes no value"}
-		case !on && hasEq:
-			return nil, &OptionError{Option: tok, Reason: "a NO option takes no value"}
-		}
-		if err := spec.set(o, value, on); err != nil {
-			return nil, &OptionError{Option: tok, Reason: err.Error()}
+	// metricsFrom and modeFrom remember where METRICS= and the mode were
+	// last set, for the error about the two together.
+	var metricsFrom, modeFrom string
+	for _, part := range []struct{ opts, origin string }{{agentOpts, originAgent}, {envOpts, originEnv}} {
+		for _, raw := range strings.Split(part.opts, ",") {
+			tok := strings.TrimSpace(raw)
+			if tok == "" {
+				continue
+			}
+			spec, err := parseOne(o, tok)
+			if err != nil {
+				err.Origin = part.origin
+				return nil, err
+			}
+			switch {
+			case spec.name == "METRICS":
+				metricsFrom = part.origin
+			case spec.name == "CALLTREE" || spec.name == "RTARCF" || spec.name == "CALLFLOW":
+				modeFrom = part.origin
+			}
 		}
 	}
 	if o.Mode == ModeCallTree && len(o.Metrics) > 0 {
-		return nil, &OptionError{Option: "METRICS", Reason: "CALLTREE collects no metrics; use RTARCF with METRICS="}
+		origin := metricsFrom
+		if metricsFrom != modeFrom {
+			origin = "CALLTREE from " + modeFrom + ", METRICS= from " + metricsFrom
+		}
+		return nil, &OptionError{Option: "METRICS", Origin: origin, Reason: "CALLTREE collects no metrics; use RTARCF with METRICS="}
 	}
 	if o.Mode == 0 {
 		o.Mode = ModeRTArcf
@@ -336,6 +343,31 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 		o.LogPath = abs
 	}
 	return o, nil
+}
+
+// parseOne applies one option token to o.
+func parseOne(o *Options, tok string) (*optionSpec, *OptionError) {
+	name, value, hasEq := strings.Cut(tok, "=")
+	upper := strings.ToUpper(strings.TrimSpace(name))
+	spec, on := lookupOption(upper)
+	if spec == nil {
+		return nil, &OptionError{Option: tok, Reason: "unknown option"}
+	}
+	if spec.notBuilt != "" {
+		return nil, &OptionError{Option: tok, Reason: "recognised but not available in this version: " + spec.notBuilt}
+	}
+	switch {
+	case spec.hasValue && on && !hasEq:
+		return nil, &OptionError{Option: tok, Reason: fmt.Sprintf("needs a value: %s=...", spec.name)}
+	case !spec.hasValue && hasEq:
+		return nil, &OptionError{Option: tok, Reason: "takes no value"}
+	case !on && hasEq:
+		return nil, &OptionError{Option: tok, Reason: "a NO option takes no value"}
+	}
+	if err := spec.set(o, value, on); err != nil {
+		return nil, &OptionError{Option: tok, Reason: err.Error()}
+	}
+	return spec, nil
 }
 
 // genMode is what the log-gen records hold.

@@ -23,6 +23,8 @@ func TestParseOptions(t *testing.T) {
 		{name: "case-insensitive", opts: "calltree,Start", want: Options{Mode: ModeCallTree, Start: true, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},
 		{name: "NO prefix clears", opts: "START,NOSTART", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},
 		{name: "JPROFOPTS appended and wins", opts: "CALLTREE,LOGPREFIX=a", env: "START,LOGPREFIX=b", want: Options{Mode: ModeCallTree, Start: true, LogPath: ".", LogPrefix: "b", Calibrate: true, RTDriver: true}},
+		{name: "a later mode replaces an earlier one", opts: "CALLTREE,RTARCF", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},
+		{name: "JPROFOPTS mode wins", opts: "RTARCF,START", env: "CALLTREE", want: Options{Mode: ModeCallTree, Start: true, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},
 		{name: "only JPROFOPTS", env: "callflow", want: Options{Mode: ModeCallFlow, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},
 		{name: "metrics", opts: "METRICS=ptt_time", want: Options{Mode: ModeRTArcf, Metrics: []ptt.Metric{ptt.Time}, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},
 		{name: "two metrics", opts: "RTARCF,METRICS=PTT_TIME+PTT_INSTS", want: Options{Mode: ModeRTArcf, Metrics: []ptt.Metric{ptt.Time, ptt.Insts}, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},
@@ -69,7 +71,6 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"METRICS=", "METRICS=", "needs one or more metrics"},
 		{"METRICS=PTT_FOO", "METRICS=PTT_FOO", "unknown metric"},
 		{"METRICS=PTT_TIME+PTT_TIME", "METRICS=PTT_TIME+PTT_TIME", "given twice"},
-		{"CALLTREE,RTARCF", "RTARCF", "conflicts with CALLTREE"},
 		{"CALLTREE,METRICS=PTT_TIME", "METRICS", "CALLTREE collects no metrics"},
 		{"PTT=magic", "PTT=magic", "unknown PTT backend"},
 		{"PORT=0", "PORT=0", "1-65535"},
@@ -86,6 +87,19 @@ func TestParseOptionsErrors(t *testing.T) {
 			assert.Contains(t, oe.Reason, c.wantReason)
 			assert.Contains(t, err.Error(), "valid options: ")
 		})
+	}
+}
+
+// Errors say whether the option came from -agentpath or JPROFOPTS.
+func TestOptionErrorNamesOrigin(t *testing.T) {
+	for _, c := range []struct{ opts, env, want string }{
+		{"BOGUS", "", `invalid option "BOGUS" (from the -agentpath options): unknown option`},
+		{"START", "PORT=http", `invalid option "PORT=http" (from JPROFOPTS): needs a TCP port`},
+		{"METRICS=PTT_TIME", "CALLTREE", "(from CALLTREE from JPROFOPTS, METRICS= from the -agentpath options)"},
+	} {
+		_, err := ParseOptions(c.opts, c.env)
+		require.Error(t, err, c.opts+" + "+c.env)
+		assert.Contains(t, err.Error(), c.want)
 	}
 }
 

@@ -99,14 +99,15 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // agent's own calibrated log-rt, which used the same final minima.
 func TestPostProcessingCalibration(t *testing.T) {
 	for _, format := range []string{"text", "binary"} {
-		t.Run(format, func(t *testing.T) { postProcessingCalibration(t, format) })
+		t.Run(format, func(t *testing.T) { postProcessingCalibration(t, format, ",CALTABLE=none") })
 	}
+	// With the built-in table the agent picked: jprof calibrate takes the
+	// same one by default, named in the log-gen header.
+	t.Run("built-in table", func(t *testing.T) { postProcessingCalibration(t, "binary", "") })
 }
 
-func postProcessingCalibration(t *testing.T, format string) {
-	// CALTABLE=none: jprof calibrate below learns its minima from the file
-	// alone, so the agent must not start from a built-in table.
-	r := jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "METRICS=PTT_TIME,RAWGEN,GENFORMAT=" + format + ",START,NORTDRIVER,PTT=clock,CALTABLE=none"})
+func postProcessingCalibration(t *testing.T, format, table string) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "METRICS=PTT_TIME,RAWGEN,GENFORMAT=" + format + ",START,NORTDRIVER,PTT=clock" + table})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	if format == "text" {
 		gen := r.ReadFile(t, "gen")
@@ -120,6 +121,13 @@ func postProcessingCalibration(t *testing.T, format string) {
 	require.NoError(t, err, string(out))
 	got := jvmtest.ParseLogRT(t, rebuilt)
 	own := r.LogRT(t, 1)
+	notes := strings.Join(own.Notes, "\n")
+	if table == "" && strings.Contains(notes, "Calibration table PTT_TIME: built-in") {
+		assert.Contains(t, strings.Join(got.Notes, "\n"), "post-processed by jprof calibrate", "")
+		assert.Contains(t, strings.Join(got.Notes, "\n"), "built-in table jvm=")
+	} else if table == "" {
+		t.Logf("no built-in table for this JVM: %s", notes)
+	}
 	for _, p := range []*reports.Profile{own, got} {
 		sort.Slice(p.Threads, func(i, j int) bool { return p.Threads[i].Name < p.Threads[j].Name })
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"time"
 
@@ -34,13 +35,24 @@ func (a *agent) startServer() {
 		a.log.Warn(msg)
 		return
 	}
+	// control.Listen has logged "rtdriver listening" with the address.
 	a.server = srv
-	a.log.Info("rtdriver listening", zap.Stringer("addr", srv.Addr()), zap.Bool("token", a.opts.Token != ""))
 	go func() {
 		if err := srv.Serve(); err != nil {
 			a.log.Error("rtdriver server stopped", zap.Error(err))
 		}
 	}()
+}
+
+// serverPort is the rtdriver socket's port, 0 without one.
+func (a *agent) serverPort() int {
+	if a.server == nil {
+		return 0
+	}
+	if tcp, ok := a.server.Addr().(*net.TCPAddr); ok {
+		return tcp.Port
+	}
+	return 0
 }
 
 // pendingStart is a start=N waiting to fire.
@@ -70,6 +82,9 @@ func (a *agent) Start(delay time.Duration) error {
 	if a.dead || engine.Dead() {
 		return errVMDead
 	}
+	if a.outErr != nil {
+		return fmt.Errorf("not collecting: %v (nothing could be written)", a.outErr)
+	}
 	a.cancelPending()
 	p := &pendingStart{at: time.Now().Add(delay)}
 	p.timer = time.AfterFunc(delay, func() {
@@ -79,7 +94,10 @@ func (a *agent) Start(delay time.Duration) error {
 			return // cancelled or replaced
 		}
 		a.pending = nil
-		if err := a.startLocked(); err != nil {
+		var noop control.Noop
+		if err := a.startLocked(); errors.As(err, &noop) {
+			a.log.Info("delayed start: " + string(noop))
+		} else if err != nil {
 			a.log.Error("delayed start failed", zap.Error(err))
 		}
 	})
@@ -95,8 +113,11 @@ func (a *agent) startLocked() error {
 	if a.shut {
 		return errors.New("profiling was shut down")
 	}
+	if a.outErr != nil {
+		return fmt.Errorf("not collecting: %v (nothing could be written)", a.outErr)
+	}
 	if engine.Collecting() {
-		return nil
+		return control.Noop("already collecting since " + stamp(a.since))
 	}
 	if err := a.vm.Do(a.source.Start); err != nil {
 		if errors.Is(err, jvmti.ErrDead) {
@@ -104,8 +125,17 @@ func (a *agent) startLocked() error {
 		}
 		return err
 	}
+	a.started, a.since = true, time.Now()
 	a.log.Info("collection started", zap.String("source", a.source.Name()))
 	return nil
+}
+
+// stamp is how replies and status show a time: local, to the second.
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Format("2006-01-02T15:04:05Z07:00")
 }
 
 func (a *agent) stopLocked() error {
@@ -116,6 +146,7 @@ func (a *agent) stopLocked() error {
 	if err := a.vm.Do(a.source.Stop); err != nil {
 		return err
 	}
+	a.since = time.Time{}
 	a.log.Info("collection stopped")
 	return nil
 }
@@ -131,6 +162,18 @@ func (a *agent) Flush() (string, error) {
 }
 
 func (a *agent) flushLocked() (string, error) {
+	if a.eventsSinceReset() == 0 {
+		// An empty log-rt would look like a profile of nothing.
+		from := "the JVM started"
+		if !a.resetAt.IsZero() {
+			from = "the last reset at " + stamp(a.resetAt)
+		}
+		why := ""
+		if !engine.Collecting() {
+			why = " (not collecting: send start)"
+		}
+		return "", control.Noop("nothing collected since " + from + why + "; no file written")
+	}
 	path, totals, err := a.writeLogRT()
 	if err != nil {
 		a.log.Error("flush failed", zap.Error(err))
@@ -157,6 +200,7 @@ func (a *agent) resetLocked() {
 		a.base = newBaseline(ts, len(a.metrics))
 	})
 	a.written = 0
+	a.resetAt = time.Now()
 	// Threads that have ended can add nothing to a later report.
 	freed := a.retireLocked()
 	a.log.Info("counts reset", zap.Int("endedThreadsFreed", freed))
@@ -212,8 +256,9 @@ func (a *agent) Status() string {
 	if a.pending != nil {
 		pending = fmt.Sprintf("%.0fs", time.Until(a.pending.at).Seconds())
 	}
-	return fmt.Sprintf("state=%s mode=%s source=%s metrics=%s backend=%s threads=%d live=%d events=%d methods=%d files=%d last=%s pending-start=%s",
-		state, a.opts.Mode, a.source.Name(), a.metricNames(), a.ptt.Backend, threads, live, events, engine.Methods(), len(a.files), last, pending)
+	return fmt.Sprintf("state=%s since=%s pid=%d main=%s mode=%s source=%s metrics=%s backend=%s threads=%d live=%d events=%d methods=%d logpath=%s files=%d last=%s pending-start=%s",
+		state, stamp(a.since), a.pid, a.mainClass, a.opts.Mode, a.source.Name(), a.metricNames(), a.ptt.Backend, threads, live, events, engine.Methods(),
+		a.opts.LogPath, len(a.files), last, pending)
 }
 
 // ForceGC implements control.Controller.

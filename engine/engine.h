@@ -357,6 +357,24 @@ void jp_vthread_end(jp_thread *vt);
  * Sources call it first thing: it makes the Early Read. */
 void jp_event(jp_thread *t, uintptr_t key, int tr);
 
+/* jp_thread_stale says whether t's next event is its first in a new
+ * collection epoch: its shadow stack is then discarded (jp_event), or
+ * seeded with the frames the source knows to be open (jp_thread_seed). */
+static inline int jp_thread_stale(const jp_thread *t)
+{
+	return t->epoch != __atomic_load_n(&jp.epoch, __ATOMIC_RELAXED);
+}
+
+/* jp_thread_seed starts t's epoch with the frames already open on the
+ * thread, keys[0] the outermost, as Other-type contexts (O:, one call
+ * each): the events that follow hang below them instead of off the
+ * thread root, and their exits match. The owner calls it before
+ * jp_event, at the thread's first event in an epoch (jp_thread_stale, or
+ * a record just attached). The event right after a seed is charged
+ * nothing and teaches calibration nothing, like any first event of an
+ * epoch. */
+void jp_thread_seed(jp_thread *t, const uintptr_t *keys, uint32_t n);
+
 /* jp_collect turns collection on or off in the engine: on starts a new
  * epoch, so stacks left from an earlier period are discarded at each
  * thread's next event. The source's own switch is the caller's. */

@@ -352,6 +352,75 @@ int jp_engine_init(const jp_source *src, int calibrate, int loggen, uint32_t max
 	return 0;
 }
 
+/* jp_seed_child finds or makes the Other-type context of key under
+ * parent, keyed as event.c keys it (low bit set), so that later events
+ * of the same context find the same node. */
+static uint32_t jp_seed_child(jp_thread *t, uint32_t parent, uintptr_t key)
+{
+	uintptr_t k1 = key | 1;
+	jp_slot *s = jp_map_find(&t->children, k1, parent);
+	if (s->k1 != 0)
+		return s->val;
+	uint32_t h = jp.source->resolve(key);
+	uint32_t n = jp_arena_push(&t->nodes);
+	if (n == UINT32_MAX) {
+		t->alloc_failures++;
+		return UINT32_MAX;
+	}
+	jp_node *nd = jp_node_at(t, n);
+	nd->parent = parent;
+	nd->type = JP_T_OTHER;
+	nd->seqkey = JP_NOKEY;
+	nd->method = h;
+	jp_arena_publish(&t->nodes, n);
+	if (jp_map_put(&t->children, s, k1, parent, n) != 0)
+		t->alloc_failures++;
+	return n;
+}
+
+void jp_thread_seed(jp_thread *t, const uintptr_t *keys, uint32_t n)
+{
+	/* What jp_event does at an epoch change, with the stack seeded. */
+	t->epoch = __atomic_load_n(&jp.epoch, __ATOMIC_ACQUIRE);
+	t->depth = 0;
+	t->lost = 0;
+	t->prev_running = JP_T_OTHER;
+	t->prev_tr = JP_TR_ENTRY;
+	if (n >= t->stack_cap) {
+		jp_frame *ns = realloc(t->stack, ((size_t)n + 64) * sizeof(jp_frame));
+		if (ns == NULL) {
+			t->alloc_failures++;
+			n = 0;
+		} else {
+			t->stack = ns;
+			t->stack_cap = n + 64;
+		}
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t node = jp_seed_child(t, t->stack[t->depth].node, keys[i]);
+		if (node == UINT32_MAX)
+			break; /* the rest hang off the deepest seeded frame */
+		jp_node *nd = jp_node_at(t, node);
+		nd->calls++;
+		t->depth++;
+		t->stack[t->depth].key = keys[i];
+		t->stack[t->depth].node = node;
+		t->stack[t->depth].np = nd;
+		t->stack[t->depth].type = JP_T_OTHER;
+	}
+	if (jp.nmetrics) {
+		/* jp_event discards the first delta of an epoch (0, unclean) by
+		 * taking its Early Read as the previous Late Read; with the
+		 * epoch already current it will not. A previous reading far in
+		 * the future does the same: the delta goes negative, which
+		 * jp_event counts as 0 and learns nothing from. Dispatches and
+		 * interrupts count from here. */
+		jp_ptt_read(&t->ptt, &t->last);
+		for (int m = 0; m < jp.nmetrics; m++)
+			t->last.v[m] += 1ull << 62;
+	}
+}
+
 void jp_collect(int on)
 {
 	if (on)

@@ -20,6 +20,14 @@ const PrunedName = "<pruned>"
 // interrupts) stays the same, and the xarc invariants still hold. The
 // parent's CEE then includes the calls made inside the removed subtrees.
 // Thread roots are always kept. p is not modified.
+//
+// Two kinds of node are kept below the threshold, because folding them
+// would hide what the user looks for and save nothing: the hot path (the
+// node with the most own measure, not itself a <pruned>, and its
+// callers), and a leaf that would be the only node folded under its
+// parent (a <pruned> row in its place would be the same size, and
+// nameless). Pruning a pruned profile again at the same threshold
+// changes nothing.
 func Prune(p *Profile, pct float64) *Profile {
 	q := *p
 	q.Metrics = append([]Metric(nil), p.Metrics...)
@@ -36,6 +44,7 @@ func Prune(p *Profile, pct float64) *Profile {
 		}
 	}
 	limit := pct / 100 * float64(total)
+	keep := keepBelow(f, limit)
 
 	// One pass in depth-first order, parents before children, without
 	// recursion (trees can be as deep as a recursion). copies[j] is the
@@ -52,7 +61,7 @@ func Prune(p *Profile, pct float64) *Profile {
 		case par < 0:
 			copies[j] = copyNode(n, k)
 			q.Threads = append(q.Threads, copies[j])
-		case copies[par] != nil && float64(cum(j)) >= limit:
+		case copies[par] != nil && (float64(cum(j)) >= limit || keep[j]):
 			copies[j] = copyNode(n, k)
 			copies[par].Children = append(copies[par].Children, copies[j])
 		case copies[par] != nil:
@@ -105,4 +114,39 @@ func addOwn(dst, n *Node, k int) {
 		dst.Base[i] += at0(n.Base, i)
 		dst.Delta[i] += at0(n.Delta, i)
 	}
+}
+
+// keepBelow marks the nodes Prune keeps although their cum is below
+// limit: the hot path, and lone leaves (see Prune).
+func keepBelow(f *flatTree, limit float64) []bool {
+	n := len(f.nodes)
+	keep := make([]bool, n)
+	hot := -1
+	for j := range n {
+		if f.parent[j] >= 0 && f.nodes[j].Name != PrunedName && (hot < 0 || f.base[j*f.k] > f.base[hot*f.k]) {
+			hot = j
+		}
+	}
+	for j := hot; j >= 0; j = int(f.parent[j]) {
+		keep[j] = true
+	}
+	// size[j] is the number of nodes in j's subtree; folded[p] how many
+	// of p's children fall below the limit.
+	size := make([]int, n)
+	folded := make([]int, n)
+	for j := n - 1; j >= 0; j-- {
+		size[j]++
+		if par := f.parent[j]; par >= 0 {
+			size[par] += size[j]
+			if float64(f.cum[j*f.k]) < limit && !keep[j] {
+				folded[par]++
+			}
+		}
+	}
+	for j := range n {
+		if par := f.parent[j]; par >= 0 && size[j] == 1 && folded[par] == 1 && f.nodes[j].Name != PrunedName {
+			keep[j] = true
+		}
+	}
+	return keep
 }

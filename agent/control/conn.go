@@ -233,7 +233,7 @@ func (c *connState) authenticate(req *request) error {
 	case want == "":
 		return nil
 	case !req.hasToken:
-		return lineErrorf(replyAuth, "token required: begin the line with token=<T>,")
+		return lineErrorf(replyAuth, "token required: this agent was started with TOKEN=; give it with rtdriver -t <T> or RTDRIVER_TOKEN=<T> (a raw client begins the line with token=<T>,)")
 	case subtle.ConstantTimeCompare([]byte(req.token), []byte(want)) != 1:
 		return lineErrorf(replyAuth, "wrong token")
 	}

@@ -17,8 +17,11 @@ import "time"
 type Controller interface {
 	// Start begins collecting, or schedules the start after delay when delay
 	// is positive. It must not block for the delay.
+	// Start while collecting returns a Noop saying so.
 	Start(delay time.Duration) error
-	// Flush writes the next log-rt.N_<pid> and returns its path.
+	// Flush writes the next log-rt.N_<pid> and returns its path. With
+	// nothing collected since the last reset it writes no file and
+	// returns a Noop saying so.
 	Flush() (path string, err error)
 	// Reset discards the data collected so far.
 	Reset() error
@@ -34,3 +37,11 @@ type Controller interface {
 	// not call Server.Close (if it does, its reply is lost).
 	Shutdown() error
 }
+
+// Noop is what a Controller method returns when it did nothing because
+// there was nothing to do ("already collecting", "nothing collected
+// since ..."). The reply is OK, with the text as its detail: a script's
+// "start,flush" goes on, and the user reads what happened.
+type Noop string
+
+func (n Noop) Error() string { return string(n) }

@@ -27,6 +27,10 @@
 //	exit_rtdriver   close this connection after replying
 //	help            list the commands
 //
+// A command with nothing to do (start while collecting, flush with nothing
+// collected since the last reset) is answered OK with what happened as the
+// detail: the Controller returns a Noop.
+//
 // Every command is answered with exactly one reply line, in order:
 //
 //	OK <cmd>

@@ -49,6 +49,14 @@ func TestServerCommands(t *testing.T) {
 		{name: "blank lines get no reply", lines: []string{"", "   ", "ping"}, want: []string{"OK ping: pong"}},
 		{name: "controller error", setup: func(f *fakeCtl) { f.fail["flush"] = errors.New("nothing collected") },
 			lines: []string{"flush"}, want: []string{"ERR flush: nothing collected"}, calls: []string{"flush"}},
+		{name: "noop is OK with what happened, and the chain goes on",
+			setup: func(f *fakeCtl) {
+				f.fail["start"] = Noop("already collecting since 10:00:00")
+				f.fail["flush"] = Noop("nothing collected since 10:00:00; no file written")
+			},
+			lines: []string{"start,flush,ping"},
+			want:  []string{"OK start: already collecting since 10:00:00", "OK flush: nothing collected since 10:00:00; no file written", "OK ping: pong"},
+			calls: []string{"start", "flush"}},
 		{name: "failure stops the chain", setup: func(f *fakeCtl) { f.fail["fgc"] = errors.New("no JVM") },
 			lines: []string{"fgc,flush,ping"},
 			want:  []string{"ERR fgc: no JVM", "ERR flush: not run: fgc failed", "ERR ping: not run: fgc failed"},
@@ -121,7 +129,7 @@ func TestServerToken(t *testing.T) {
 		closed bool
 		calls  []string
 	}{
-		{name: "missing", line: "start", want: "ERR auth: token required: begin the line with token=<T>,", closed: true},
+		{name: "missing", line: "start", want: "ERR auth: token required: this agent was started with TOKEN=; give it with rtdriver -t <T> or RTDRIVER_TOKEN=<T> (a raw client begins the line with token=<T>,)", closed: true},
 		{name: "wrong", line: "token=wrong,start", want: "ERR auth: wrong token", closed: true},
 		{name: "wrong case", line: "token=S3CRET,start", want: "ERR auth: wrong token", closed: true},
 		{name: "empty", line: "token=,start", want: "ERR auth: wrong token", closed: true},

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/libjprof/libjprof/calibration"
 	"github.com/libjprof/libjprof/reports"
@@ -19,7 +20,7 @@ import (
 func calibrate(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("calibrate", flag.ContinueOnError)
 	out := fs.String("o", "", "output `file`")
-	tablePath := fs.String("table", "", "calibration `table` for the environmental values, and the minima of keys the file has few events of")
+	tablePath := fs.String("table", "", "calibration `table` for the environmental values, and the minima of keys the file has few events of (default: the table the agent used, as the log-gen header names it; none: the file's minima only)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -30,7 +31,7 @@ func calibrate(args []string, stdout io.Writer) error {
 	in := pos[0]
 
 	var tables []*calibration.Table
-	if *tablePath != "" {
+	if *tablePath != "" && *tablePath != calibration.FromNone {
 		f, err := os.Open(*tablePath)
 		if err != nil {
 			return err
@@ -47,6 +48,7 @@ func calibrate(args []string, stdout io.Writer) error {
 	var metrics []reports.Metric
 	var notes []string
 	var pid int
+	var sources []string // the tables used, for the output's note
 	err = readLogGen(in, func(r *reports.LogGenReader) error {
 		metrics, notes, pid = r.Metrics(), r.Notes(), r.PID()
 		if len(metrics) == 0 {
@@ -55,9 +57,23 @@ func calibrate(args []string, stdout io.Writer) error {
 		tabs := make([]*calibration.Table, len(metrics))
 		mins := make([][]uint64, len(metrics))
 		for k, m := range metrics {
-			tabs[k] = pickTable(tables, m.Name)
-			if *tablePath != "" && tabs[k] == nil {
-				return fmt.Errorf("%s has no table for metric %s", *tablePath, m.Name)
+			switch *tablePath {
+			case "":
+				t, desc, err := agentTable(notes, m.Name)
+				if err != nil {
+					return fmt.Errorf("%s: %w", in, err)
+				}
+				tabs[k] = t
+				if t != nil {
+					sources = append(sources, desc)
+				}
+			case calibration.FromNone:
+			default:
+				tabs[k] = pickTable(tables, m.Name)
+				if tabs[k] == nil {
+					return fmt.Errorf("%s has no table for metric %s", *tablePath, m.Name)
+				}
+				sources = append(sources, "table "+filepath.Base(*tablePath))
 			}
 			mins[k] = calibration.NewTable(calibration.Provenance{}).Minima() // all unseen
 		}
@@ -103,8 +119,8 @@ func calibrate(args []string, stdout io.Writer) error {
 		metrics[i].Calibrated = true
 	}
 	source := "the minima of this file"
-	if *tablePath != "" {
-		source += fmt.Sprintf(" (table %s for keys seen fewer than %d times)", filepath.Base(*tablePath), calibration.OwnMinimumEvents)
+	if len(sources) > 0 {
+		source += fmt.Sprintf(" (%s for keys seen fewer than %d times)", strings.Join(sources, ", "), calibration.OwnMinimumEvents)
 	}
 	notes = append(notes, fmt.Sprintf("Calibration: post-processed by jprof calibrate from %s with %s", filepath.Base(in), source))
 	return output(*out, stdout, func(w io.Writer) error {
@@ -153,4 +169,38 @@ func pickTable(ts []*calibration.Table, metric string) *calibration.Table {
 		}
 	}
 	return nil
+}
+
+// agentTable finds the table the agent calibrated metric with, by the
+// header note that names it (calibration.Note): a built-in table of this
+// build, or the CALTABLE file if it is still there and still holds it.
+// A log-gen without the note (an older agent, or CALTABLE=none) has none.
+// A table that cannot be found is an error: calibrating without it would
+// not reproduce the agent's numbers.
+func agentTable(notes []string, metric string) (*calibration.Table, string, error) {
+	for _, line := range notes {
+		n, ok := calibration.ParseNote(line)
+		if !ok || n.Metric != metric {
+			continue
+		}
+		switch n.From {
+		case calibration.FromBuiltIn:
+			if t, ok := calibration.EmbeddedByID(n.ID); ok {
+				return t, "built-in table " + n.ID, nil
+			}
+			return nil, "", fmt.Errorf("the agent calibrated %s with a built-in table this jprof does not have (%s): use the jprof of the same build, or -table FILE, or -table none", metric, n.ID)
+		case calibration.FromCALTABLE:
+			f, err := os.Open(n.File)
+			if err == nil {
+				ts, perr := calibration.ParseAll(f)
+				f.Close()
+				if t, ok := calibration.ByID(ts, n.ID); perr == nil && ok {
+					return t, "table " + n.File, nil
+				}
+			}
+			return nil, "", fmt.Errorf("the agent calibrated %s with CALTABLE %s, which no longer holds that table (%s): give it with -table FILE, or -table none", metric, n.File, n.ID)
+		}
+		return nil, "", nil
+	}
+	return nil, "", nil
 }

@@ -56,11 +56,13 @@ go tool pprof -http=: OUT.pb.gz`, toPprof},
 		"a log-gen (binary or text) as JProf's text lines",
 		`Write a log-gen, the agent's compact binary one (GENFORMAT=binary,
 the default) or a text one, as JProf's text lines.`, loggen},
-	{"calibrate", "LOGGEN [-table TABLE] [-o OUT]",
+	{"calibrate", "LOGGEN [-table TABLE|none] [-o OUT]",
 		"calibrate a RAWGEN log-gen after the run",
 		`Calibrate a log-gen written with RAWGEN (raw deltas and sequence
 keys) with the final minima of the whole file, or a table's where
-lower; writes a calibrated log-gen.`, calibrate},
+lower; writes a calibrated log-gen. The table is by default the one the
+agent used, as the log-gen header names it (a built-in table of this
+build, or the CALTABLE file); -table none uses the file's minima only.`, calibrate},
 	{"pttd", "[-socket PATH] [-mode 0660] [-slots N]",
 		"the privileged PTT helper for agents without CAP_BPF",
 		`The privileged PTT helper: loads the eBPF programs once (as root, or

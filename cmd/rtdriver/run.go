@@ -10,6 +10,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/libjprof/libjprof/agent/control"
@@ -247,6 +248,12 @@ func (d *driver) connect(ctx context.Context) bool {
 			lastErr = err
 			if !d.opts.all {
 				fmt.Fprintln(d.env.stderr, err)
+				if errors.Is(err, syscall.ECONNREFUSED) {
+					// The agent takes the first free port of 8888-8895
+					// unless PORT= says otherwise, and says which.
+					fmt.Fprintf(d.env.stderr, "rtdriver: no agent on port %d: the JVM's libjprof line on stderr names its port (rtdriver=HOST:PORT); -b tries every port %d-%d\n",
+						p, control.DefaultFirstPort, control.DefaultLastPort)
+				}
 			}
 			continue
 		}

@@ -159,6 +159,7 @@ func TestUnreachable(t *testing.T) {
 	r := runWith(t, env{}, "-p", strconv.Itoa(deadPort(t)), "-c", "ping")
 	assert.Equal(t, 2, r.status)
 	assert.Contains(t, r.stderr, "refused")
+	assert.Contains(t, r.stderr, "names its port (rtdriver=HOST:PORT); -b tries every port 8888-8895")
 	assert.Empty(t, r.stdout)
 }
 
@@ -237,7 +238,7 @@ func TestToken(t *testing.T) {
 
 	r = runWith(t, env{}, "-p", p, "-c", "reset")
 	assert.Equal(t, 1, r.status)
-	assert.Equal(t, "ERR auth: token required: begin the line with token=<T>,\n", r.stdout)
+	assert.Equal(t, "ERR auth: token required: this agent was started with TOKEN=; give it with rtdriver -t <T> or RTDRIVER_TOKEN=<T> (a raw client begins the line with token=<T>,)\n", r.stdout)
 
 	r = runWith(t, env{}, "-p", p, "-t", "guess", "-c", "reset")
 	assert.Equal(t, 1, r.status)

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -58,7 +59,9 @@ type Run struct {
 	ClassPath []string
 	// Prefix runs java through another command (e.g. setpriv to drop
 	// capabilities): Prefix[0] is the program, the rest its arguments.
-	Prefix  []string
+	Prefix []string
+	// Java is the java to run; Java() if empty.
+	Java    string
 	Timeout time.Duration
 }
 
@@ -119,9 +122,12 @@ func Launch(t testing.TB, r Run) *Proc {
 	}
 	p := &Proc{t: t, lines: make(chan string, 1024), res: &Result{Dir: dir}}
 	p.ctx, p.cancel = context.WithTimeout(context.Background(), timeout)
-	prog := "java"
+	prog := r.Java
+	if prog == "" {
+		prog = Java()
+	}
 	if len(r.Prefix) > 0 {
-		prog, args = r.Prefix[0], append(append(append([]string(nil), r.Prefix[1:]...), "java"), args...)
+		prog, args = r.Prefix[0], append(append(append([]string(nil), r.Prefix[1:]...), prog), args...)
 	}
 	p.cmd = exec.CommandContext(p.ctx, prog, args...)
 	p.cmd.Dir = dir
@@ -277,7 +283,7 @@ func CountAgent(t testing.TB) string {
 			countErr = err
 			return
 		}
-		jh := filepath.Dir(filepath.Dir(javaBin()))
+		jh := filepath.Dir(filepath.Dir(Java()))
 		countSO = filepath.Join(dir, "count.so")
 		out, err := exec.Command("gcc", "-O2", "-shared", "-fPIC", "-I"+filepath.Join(jh, "include"),
 			"-I"+filepath.Join(jh, "include", "linux"), "-o", countSO,
@@ -292,16 +298,86 @@ func CountAgent(t testing.TB) string {
 	return countSO
 }
 
-// javaBin is the real path of the java on PATH.
-func javaBin() string {
+// Java is the java the tests run: $JAVA_HOME/bin/java when JAVA_HOME is
+// set, else the java on PATH, resolved to its real path.
+func Java() string {
+	if h := os.Getenv("JAVA_HOME"); h != "" {
+		if p := filepath.Join(h, "bin", "java"); isExec(p) {
+			return realPath(p)
+		}
+	}
 	p, err := exec.LookPath("java")
 	if err != nil {
 		return "/usr/lib/jvm/default-java/bin/java"
 	}
+	return realPath(p)
+}
+
+func realPath(p string) string {
 	if r, err := filepath.EvalSymlinks(p); err == nil {
 		return r
 	}
 	return p
+}
+
+func isExec(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}
+
+// JDK is one Java installation the tests can run on.
+type JDK struct {
+	Name string // the directory's name, e.g. temurin-25-jdk-amd64
+	Home string // for JAVA_HOME
+	Java string // its bin/java
+}
+
+// jvmDir is where Debian and the Temurin packages install JDKs.
+const jvmDir = "/usr/lib/jvm"
+
+// JDKs is every JDK the tests run their key JVM tests on: the one Java()
+// names first, then each other JDK in /usr/lib/jvm (symlinked aliases
+// counted once). The build's classes target Java 17, the oldest.
+func JDKs() []JDK {
+	seen := map[string]bool{}
+	var out []JDK
+	add := func(java string) {
+		java = realPath(java)
+		if seen[java] || !isExec(java) {
+			return
+		}
+		seen[java] = true
+		home := filepath.Dir(filepath.Dir(java))
+		out = append(out, JDK{Name: filepath.Base(home), Home: home, Java: java})
+	}
+	add(Java())
+	entries, _ := os.ReadDir(jvmDir)
+	for _, e := range entries {
+		add(filepath.Join(jvmDir, e.Name(), "bin", "java"))
+	}
+	return out
+}
+
+// OnOtherJDKs runs each test again on every JDK but the first of JDKs
+// (which every test runs on), as subtests with JAVA_HOME set to it.
+func OnOtherJDKs(t *testing.T, tests map[string]func(*testing.T)) {
+	jdks := JDKs()
+	if len(jdks) < 2 {
+		t.Skipf("no JDK besides %s", Java())
+	}
+	names := make([]string, 0, len(tests))
+	for n := range tests {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, jdk := range jdks[1:] {
+		t.Run(jdk.Name, func(t *testing.T) {
+			t.Setenv("JAVA_HOME", jdk.Home)
+			for _, n := range names {
+				t.Run(n, tests[n])
+			}
+		})
+	}
 }
 
 // Counts reads the counting agent's output: calls per method name.

@@ -1,0 +1,21 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/libjprof/libjprof/internal/jvmtest"
+)
+
+// The key JVM tests run again on every other JDK installed (Temurin 25
+// beside OpenJDK 17, say): method events, exceptions, threads and rtdriver
+// must work the same on each.
+func TestKeyTestsOnOtherJDKs(t *testing.T) {
+	jvmtest.OnOtherJDKs(t, map[string]func(*testing.T){
+		"hellop":     TestHellop,
+		"exceptions": TestExceptionsUnwindThreeFrames,
+		"threads":    TestManyThreads,
+		"rtdriver":   TestRTDriverStartFlushResetEnd,
+		"late-start": TestLateStartSeedsOpenFrames,
+		"state":      TestStateLineAtStart,
+	})
+}

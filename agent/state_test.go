@@ -1,0 +1,196 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/libjprof/libjprof/internal/jvmtest"
+	"github.com/libjprof/libjprof/reports"
+)
+
+// stderrLines is the agent's lines on a run's stderr.
+func stderrLines(r *jvmtest.Result) []string {
+	var out []string
+	for _, l := range strings.Split(r.Stderr, "\n") {
+		if strings.HasPrefix(l, "libjprof") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// The README's demo says on stderr, in one line, what the agent does, and
+// the PMU fallback (where there is no PMU) in one short line; log-msg says
+// "rtdriver listening" once.
+func TestStateLineAtStart(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "RTARCF,START"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	lines := stderrLines(r)
+	var state string
+	for _, l := range lines {
+		if strings.Contains(l, " mode=") {
+			state = l
+		}
+		assert.Less(t, len(l), 200, "a wall of text on stderr: %q", l)
+	}
+	require.NotEmpty(t, state, r.Stderr)
+	for _, want := range []string{"mode=RTARCF", "metrics=PTT_", "ptt=", "source=jvmti-method-events", "start=now",
+		"rtdriver=127.0.0.1:", "logpath=" + r.Dir} {
+		assert.Contains(t, state, want)
+	}
+	assert.LessOrEqual(t, len(lines), 2, "only the state line and at most the PMU fallback: %q", lines)
+	msg := r.ReadFile(t, "msg")
+	assert.Equal(t, 1, strings.Count(msg, "rtdriver listening"), "rtdriver listening logged more than once")
+	assert.Contains(t, msg, "libjprof state")
+	if strings.Contains(r.Stderr, "not countable") {
+		// The details are in log-msg and the header.
+		assert.Contains(t, msg, "cannot be counted here")
+		assert.Contains(t, strings.Join(r.LogRT(t, 1).Notes, "\n"), "cannot be counted here")
+	}
+}
+
+// A run that collects nothing says why at VM death and what to add;
+// NORTDRIVER without START is warned about at load.
+func TestNothingCollectedIsSaid(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "CALLTREE"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.Contains(t, r.Stderr, "start=rtdriver")
+	assert.Regexp(t, "nothing collected: .*add START, or run `rtdriver -p [0-9]+ start`", r.Stderr)
+
+	r = jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "CALLTREE,NORTDRIVER"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.Contains(t, r.Stderr, "warning: NORTDRIVER without START: nothing can be collected")
+	assert.Contains(t, r.Stderr, "rtdriver=off")
+
+	r = jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "CALLTREE,START"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.NotContains(t, r.Stderr, "nothing collected")
+}
+
+// rtdriver replies say what happened: flush with nothing collected writes
+// no file and says so, start while collecting says so, status names the
+// process.
+func TestRTDriverRepliesSayWhatHappened(t *testing.T) {
+	p, port := driven(t, "CALLTREE")
+	replies := rt(t, port, "flush")
+	require.Len(t, replies, 1)
+	assert.True(t, replies[0].OK, replies[0].String())
+	assert.Contains(t, replies[0].Detail, "nothing collected since the JVM started (not collecting: send start); no file written")
+
+	st := rt(t, port, "status")[0].Detail
+	assert.Contains(t, st, "state=stopped since=- pid=")
+	assert.Contains(t, st, "main=Driven ")
+	assert.Contains(t, st, "logpath="+p.Result().Dir+" ")
+
+	requireOK(t, rt(t, port, "start"))
+	replies = rt(t, port, "start")
+	require.True(t, replies[0].OK, replies[0].String())
+	assert.Contains(t, replies[0].Detail, "already collecting since ")
+	st = rt(t, port, "status")[0].Detail
+	assert.Regexp(t, `state=collecting since=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d`, st)
+	assert.Contains(t, st, fmt.Sprintf("pid=%d ", p.Result().PID))
+
+	p.Send("call 10")
+	p.Expect("done 10")
+	replies = rt(t, port, "flush,reset,flush")
+	requireOK(t, replies)
+	assert.Contains(t, replies[0].Detail, "log-rt.1_")
+	assert.Contains(t, replies[2].Detail, "nothing collected since the last reset at ")
+	p.Send("quit")
+	r := p.Wait()
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	files, _ := filepath.Glob(filepath.Join(r.Dir, "log-rt.*"))
+	// rt.2 is VM death's (collection was still on): the empty flush took
+	// no number and wrote nothing.
+	assert.Equal(t, []string{r.File("rt.1"), r.File("rt.2")}, files, "the empty flush wrote no file")
+}
+
+// An unwritable LOGPATH: said on stderr, START ignored, rtdriver start
+// refused with the reason; the JVM runs on.
+func TestUnwritableLogPathCollectsNothing(t *testing.T) {
+	dir := t.TempDir()
+	blocker := filepath.Join(dir, "file")
+	require.NoError(t, os.WriteFile(blocker, []byte("x"), 0o644))
+	port := freePort(t)
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "Driven",
+		Options: "CALLTREE,START,PORT=" + strconv.Itoa(port) + ",LOGPATH=" + filepath.Join(blocker, "sub")})
+	p.Expect("ready")
+	st := rt(t, port, "status")[0].Detail
+	assert.Contains(t, st, "state=stopped", "START must be ignored")
+	replies := rt(t, port, "start")
+	assert.False(t, replies[0].OK)
+	assert.Contains(t, replies[0].Detail, "not writable")
+	p.Send("quit")
+	r := p.Wait()
+	require.Equal(t, 0, r.ExitCode)
+	assert.Contains(t, r.Stderr, "nothing is collected (START ignored, rtdriver start refused)")
+	assert.Contains(t, r.Stderr, "start=never(LOGPATH-not-writable)")
+	assert.NotContains(t, r.Stderr, "log-rt not written", "nothing was collected, so nothing failed to be written")
+}
+
+// The header names the calibration table by its JVM build, and says when
+// that build (or the CPU) is not this run's.
+func TestCalibrationTableIdentityInHeader(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METRICS=PTT_TIME,PTT=clock,START"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	notes := strings.Join(r.LogRT(t, 1).Notes, "\n")
+	out, err := exec.Command(jvmtest.Java(), "-XshowSettings:properties", "-version").CombinedOutput()
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?m)^\s*java\.vm\.version = (.*)$`).FindStringSubmatch(string(out))
+	require.NotNil(t, m, string(out))
+	running := strings.TrimSpace(m[1])
+
+	tm := regexp.MustCompile(`Calibration table PTT_TIME: built-in jvm=".*" version=(\S+) `).FindStringSubmatch(notes)
+	if tm == nil {
+		assert.Contains(t, notes, "Calibration table PTT_TIME: none")
+		t.Skipf("no built-in table for JVM %s", running)
+	}
+	if tm[1] != running {
+		assert.Contains(t, notes, "Warning: calibration table PTT_TIME was made on another JVM build "+tm[1]+", this JVM is "+running)
+		assert.Contains(t, r.ReadFile(t, "msg"), "was made on another JVM build")
+	} else {
+		assert.NotContains(t, notes, "was made on another JVM build")
+	}
+}
+
+// Frames open when collection starts late (main waits in readLine, deep
+// in the JDK) are seeded as O: contexts: the calls made after the start
+// hang below O:Driven.main, not off the thread root, and main is not an
+// empty O: node at the root.
+func TestLateStartSeedsOpenFrames(t *testing.T) {
+	p, port := driven(t, "CALLTREE")
+	requireOK(t, rt(t, port, "start"))
+	p.Send("call 10")
+	p.Expect("done 10")
+	requireOK(t, rt(t, port, "flush"))
+	p.Send("quit")
+	r := p.Wait()
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	prof := r.LogRT(t, 1)
+	m := mainThread(t, prof)
+	var mainNode *reports.Node
+	for _, c := range m.Children {
+		assert.NotEqual(t, "i:Driven.work(I)J", c.Name, "work hangs off the thread root")
+		if c.Name == "O:Driven.main([Ljava/lang/String;)V" {
+			mainNode = c
+		}
+	}
+	require.NotNil(t, mainNode, "main is not a seeded O: frame at the root")
+	var work uint64
+	mainNode.Walk(func(n *reports.Node, d int) {
+		if n.Name == "i:Driven.work(I)J" {
+			work += n.Calls
+		}
+	})
+	assert.Equal(t, uint64(10), work, "the calls since the start hang below O:Driven.main")
+	assert.Equal(t, uint64(1), mainNode.Calls, "one activation of main, seen from the start")
+}
