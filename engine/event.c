@@ -12,6 +12,7 @@
 
 #include "engine.h"
 #include "store.h"
+#include "thread_priv.h"
 
 /* jp_gen_record is in loggen.c. */
 void jp_gen_record(jp_thread *t, uint32_t node, int tr, uint32_t key, const uint64_t *v);
@@ -20,7 +21,7 @@ void jp_gen_record(jp_thread *t, uint32_t node, int tr, uint32_t key, const uint
  * there is no memory for it. The Other-type context of a method is keyed
  * with the key's low bit set: source keys are pointers or handles
  * shifted left, so the bit is free, and the two contexts stay distinct. */
-static uint32_t jp_child(jp_thread *t, uint32_t parent, uintptr_t key, int other)
+uint32_t jp_child(jp_thread *t, uint32_t parent, uintptr_t key, int other)
 {
 	uintptr_t k1 = key | (other ? 1 : 0);
 	jp_slot *s = jp_map_find(&t->children, k1, parent);

@@ -1,6 +1,6 @@
 /*
  * thread_priv.h: the parts of thread records shared by the engine's own
- * C files (threads.c, vthread.c), not by event sources.
+ * C files (threads.c, vthread.c, event.c), not by event sources.
  */
 #ifndef JP_THREAD_PRIV_H
 #define JP_THREAD_PRIV_H
@@ -14,6 +14,10 @@
 jp_thread *jp_thread_new(const char *name);
 void jp_thread_list(jp_thread *t);
 void jp_thread_end(jp_thread *t);
+/* jp_child finds or makes the node of (parent, source key) in t's tree,
+ * the Other-type context when other (event.c); UINT32_MAX without
+ * memory. */
+uint32_t jp_child(jp_thread *t, uint32_t parent, uintptr_t key, int other);
 /* jp_gen_handover is in loggen.c. */
 void jp_gen_handover(jp_genbuf *b);
 

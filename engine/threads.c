@@ -352,32 +352,6 @@ int jp_engine_init(const jp_source *src, int calibrate, int loggen, uint32_t max
 	return 0;
 }
 
-/* jp_seed_child finds or makes the Other-type context of key under
- * parent, keyed as event.c keys it (low bit set), so that later events
- * of the same context find the same node. */
-static uint32_t jp_seed_child(jp_thread *t, uint32_t parent, uintptr_t key)
-{
-	uintptr_t k1 = key | 1;
-	jp_slot *s = jp_map_find(&t->children, k1, parent);
-	if (s->k1 != 0)
-		return s->val;
-	uint32_t h = jp.source->resolve(key);
-	uint32_t n = jp_arena_push(&t->nodes);
-	if (n == UINT32_MAX) {
-		t->alloc_failures++;
-		return UINT32_MAX;
-	}
-	jp_node *nd = jp_node_at(t, n);
-	nd->parent = parent;
-	nd->type = JP_T_OTHER;
-	nd->seqkey = JP_NOKEY;
-	nd->method = h;
-	jp_arena_publish(&t->nodes, n);
-	if (jp_map_put(&t->children, s, k1, parent, n) != 0)
-		t->alloc_failures++;
-	return n;
-}
-
 void jp_thread_seed(jp_thread *t, const uintptr_t *keys, uint32_t n)
 {
 	/* What jp_event does at an epoch change, with the stack seeded. */
@@ -397,7 +371,7 @@ void jp_thread_seed(jp_thread *t, const uintptr_t *keys, uint32_t n)
 		}
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t node = jp_seed_child(t, t->stack[t->depth].node, keys[i]);
+		uint32_t node = jp_child(t, t->stack[t->depth].node, keys[i], 1);
 		if (node == UINT32_MAX)
 			break; /* the rest hang off the deepest seeded frame */
 		jp_node *nd = jp_node_at(t, node);
