@@ -69,7 +69,7 @@ func TestVirtualThreadsOwnTrees(t *testing.T) {
 		Options: "METRICS=PTT_TIME,START,NORTDRIVER",
 		// Two carriers for 200 virtual threads: they interleave.
 		JVMArgs: []string{"-Djdk.virtualThreadScheduler.parallelism=2"},
-		Prefix:  []string{"env", "PATH=" + bin + ":" + os.Getenv("PATH")}})
+		Java:    filepath.Join(bin, "java")})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	require.Contains(t, r.Stdout, "vthreads: sink=")
 	p := jvmtest.ParseLogRT(t, r.File("rt.1"))
