@@ -109,7 +109,7 @@ func (w *Workload) breakdown(out io.Writer, s *Suite) {
 		{"calibration: sequence key, shared minima, per-node sequence counts (RTARCF bpf − NOCALIBRATE)", KeyBPF, KeyBPFNoCal, ""},
 		{"perf reads instead of bpf reads (RTARCF perf − RTARCF bpf)", KeyPerf, KeyBPF, perfMinusBPF},
 		{"clock reads, a syscall each, + metric work (RTARCF clock − CALLTREE)", KeyClock, KeyCallTree, twice(ReadCPU)},
-		{"log-gen records into per-thread buffers (GENERIC − CALLTREE; a Go thread formats them off the Java thread)", KeyGeneric, KeyCallTree, ""},
+		{"log-gen records into per-thread buffers (GENERIC − CALLTREE; a Go thread writes them out off the Java thread)", KeyGeneric, KeyCallTree, ""},
 		{"naive agent: a thread-CPU-time syscall per event (naive − empty)", KeyNaive, KeyEmpty, "SPEC §8: ~305"},
 	}
 	fmt.Fprintf(out, "### Where the time goes\n\n")

@@ -60,9 +60,9 @@ func writeNotes(w io.Writer, s *Suite) {
 				"table) adds %.0f ns/event; SPEC §8 quotes ~305. The PTT clock backend pays that syscall twice per event.\n", d.Median)
 		}
 		if d, ok := wl.Diff(KeyGeneric, KeyCallTree, CPU); ok {
-			fmt.Fprintf(w, "- **GENERIC** adds %.0f ns/event to CALLTREE on the Java thread: an event is a binary record "+
-				"appended to a per-thread buffer; a Go thread formats the log-gen text off the Java thread, on the "+
-				"other core when one is free.\n", d.Median)
+			fmt.Fprintf(w, "- **GENERIC** adds %.0f ns/event to CALLTREE on the Java thread: an event is a few bytes of varints "+
+				"appended to a per-thread buffer; a Go thread copies full buffers to the binary log-gen off the Java "+
+				"thread, on the other core when one is free.\n", d.Median)
 		}
 	}
 	if jc := part[*Javac](s); jc != nil && len(jc.Rows) > 0 && s.Opts.JavacRounds > 0 {
