@@ -32,7 +32,7 @@ type report struct {
 	a      *agent
 	nm     int
 	cal    *calibrator
-	calFB  *calibrator // threads whose PTT reads fell back to the clock
+	calFB  *calibrator       // threads whose PTT reads fell back to the clock
 	names  map[uint64]string // "T:class.method(sig)" per type and method
 	totals []threadTotals
 	// per-thread scratch, reused
