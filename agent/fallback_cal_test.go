@@ -23,8 +23,8 @@ func leafPerCall(t *testing.T, p *reports.Profile, thread string) (cal, raw floa
 // A thread whose PTT reads fall back to the clock (here: the pttd has one
 // bpf slot, taken by main) pays a syscall per read, hundreds of ns per
 // event more than a bpf read. Calibrated with the bpf threads' minima, its
-// leaf would keep that difference; with minima of its own it costs about
-// what the same leaf costs on main.
+// leaf would keep that difference; with minima of its own calibration
+// removes the clock's cost too.
 func TestFallbackThreadsOwnMinima(t *testing.T) {
 	sock, _ := startPttd(t, "-slots", "1")
 	r := jvmtest.Start(t, jvmtest.Run{Class: "FallbackCal",
@@ -40,10 +40,13 @@ func TestFallbackThreadsOwnMinima(t *testing.T) {
 	for _, w := range []string{"fallback-0", "fallback-1"} {
 		cal, raw := leafPerCall(t, p, w)
 		t.Logf("leaf per call: main %.0f ns calibrated (%.0f raw, bpf); %s %.0f ns calibrated (%.0f raw, clock)", mainCal, mainRaw, w, cal, raw)
-		// The clock's extra cost per read (raw - mainRaw) is removed:
-		// what is left is the leaf, as on main. With main's minima
-		// nearly all of it would stay.
+		// What calibration removed per call: the keys' minima less the
+		// environment. With main's (bpf) minima it would be what main's
+		// leaf had removed, the same keys; with minima of their own it
+		// holds the clock's syscalls, several times more. (A ratio of
+		// the removed amounts, not a bound on the calibrated time: the
+		// clock's cost per read varies with the machine's load.)
 		require.Greater(t, raw, mainRaw, "%s: reads the clock", w)
-		assert.Less(t, cal, mainCal+(raw-mainRaw)/3, "%s: calibrated leaf inflated by the clock's read cost", w)
+		assert.Greater(t, raw-cal, 2*(mainRaw-mainCal), "%s: calibrated with the bpf threads' minima", w)
 	}
 }

@@ -102,3 +102,24 @@ func TestVirtualThreadsOwnTrees(t *testing.T) {
 	msg := r.ReadFile(t, "msg")
 	assert.Contains(t, msg, fmt.Sprintf("virtual threads: %d started, each profiled on a record of its own", threads))
 }
+
+// A JVM with virtual threads but without mount/unmount events (simulated
+// by a test hook on Temurin 25): the virtual threads are counted, and the
+// header and log-msg say the carriers' trees are not exact.
+func TestVirtualThreadsDetectedOnly(t *testing.T) {
+	bin := jdk21(t)
+	r := jvmtest.Start(t, jvmtest.Run{Class: "VThreads",
+		Options: "METRICS=PTT_TIME,START,NORTDRIVER",
+		JVMArgs: []string{"-Djdk.virtualThreadScheduler.parallelism=2"},
+		Env:     []string{"LIBJPROF_TEST_NO_VT_EVENTS=1"},
+		Prefix:  []string{"env", "PATH=" + bin + ":" + os.Getenv("PATH")}})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	p := jvmtest.ParseLogRT(t, r.File("rt.1"))
+	notes := strings.Join(p.Notes, "\n")
+	assert.Contains(t, notes, "Warning: 200 virtual threads ran, but this JVM does not say when they mount or unmount")
+	assert.Contains(t, notes, "exits without a seen entry", "frames moving between carriers")
+	for _, root := range p.Threads {
+		assert.False(t, strings.HasPrefix(reports.ThreadName(root.Name), "virtual-"), root.Name)
+	}
+	assert.Contains(t, r.ReadFile(t, "msg"), "virtual threads: 200 started; the JVM gives no mount/unmount events")
+}

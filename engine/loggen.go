@@ -5,7 +5,10 @@ package engine
 */
 import "C"
 
-import "unsafe"
+import (
+	"time"
+	"unsafe"
+)
 
 // GenBlock is one buffer of encoded log-gen records of one thread, in
 // the format of loggen.c (read back by package reports).
@@ -37,6 +40,7 @@ func DrainGen(final bool, emit func(GenBlock) error) error {
 	if final {
 		var partial []*C.jp_genbuf
 		WithThreads(func(ts []Thread) {
+			var owners []*C.jp_thread
 			for _, t := range ts {
 				if t.t == nil {
 					continue // packed: its buffers were handed over at its end
@@ -46,11 +50,28 @@ func DrainGen(final bool, emit func(GenBlock) error) error {
 				}
 				if b := C.jp_gen_take_partial(t.t); b != nil {
 					partial = append(partial, b)
+					owners = append(owners, t.t)
+				}
+			}
+			// A callback already under way when events were turned off
+			// stores busy = 1 and then loads its buffer pointer; the
+			// CPU may let that load pass the store still sitting in its
+			// store buffer, so busy read 0 above while the thread may
+			// hold the buffer just taken. Such a store lands within
+			// nanoseconds: look again after it must have, and leave a
+			// buffer whose thread is still in an event unwritten and
+			// unfreed rather than free it under the thread.
+			time.Sleep(time.Millisecond)
+			for i, t := range owners {
+				if !waitIdle(t) {
+					partial[i] = nil
 				}
 			}
 		})
 		for _, b := range partial {
-			put(b)
+			if b != nil {
+				put(b)
+			}
 		}
 	}
 	return firstErr

@@ -20,6 +20,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "jvmtiagent.h"
@@ -230,7 +231,11 @@ int jp_vt_setup(jvmtiEnv *jvmti, const jvmtiEventCallbacks *cb, char *err, int e
 		return -1;
 	}
 	jint mount = 0, unmount = 0;
-	if (jp_vt_extension(jvmti, "com.sun.hotspot.events.VirtualThreadMount", &mount) &&
+	/* LIBJPROF_TEST_NO_VT_EVENTS: a test hook that makes a JVM with
+	 * the events look like one without them (agent/vthreads_test.go). */
+	const char *hook = getenv("LIBJPROF_TEST_NO_VT_EVENTS");
+	if ((hook == NULL || hook[0] == '\0') &&
+	    jp_vt_extension(jvmti, "com.sun.hotspot.events.VirtualThreadMount", &mount) &&
 	    jp_vt_extension(jvmti, "com.sun.hotspot.events.VirtualThreadUnmount", &unmount) &&
 	    (*jvmti)->SetExtensionEventCallback(jvmti, mount, (jvmtiExtensionEvent)cb_vt_mount) == JVMTI_ERROR_NONE &&
 	    (*jvmti)->SetExtensionEventCallback(jvmti, unmount, (jvmtiExtensionEvent)cb_vt_unmount) == JVMTI_ERROR_NONE)
