@@ -120,7 +120,7 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 		a.started, a.since = true, a.loaded
 	}
 	if err := jvmti.Setup(vm, a, jvmti.Config{Start: start, Calibrate: opts.Calibrate, LogGen: opts.genMode(),
-		JIT: opts.JitA2N || opts.PerfMap, MaxMethods: opts.MaxMethods, EagerThreads: opts.ThreadInfo}); err != nil {
+		JIT: opts.JitA2N || opts.PerfMap, MaxMethods: opts.MaxMethods, EagerThreads: opts.ThreadInfo, VThreads: opts.VThreads}); err != nil {
 		a.log.Error("JVMTI setup failed", zap.Error(err))
 		a.closeLog()
 		return nil, err

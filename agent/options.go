@@ -73,6 +73,8 @@ type Options struct {
 	GenMax  int64
 	// MaxMethods bounds the method registry.
 	MaxMethods int
+	// VThreads follows virtual threads across their carriers (default on).
+	VThreads bool
 }
 
 // OptionError is a bad option: the JVM must not start.
@@ -182,6 +184,7 @@ var optionSpecs = []optionSpec{
 		o.MaxMethods = n
 		return nil
 	}},
+	{name: "VTHREADS", help: "virtual threads (JDK 21+) get trees of their own, followed across carriers (default on; NOVTHREADS: only detected, and the header says carriers' trees are not exact)", set: boolOpt(func(o *Options) *bool { return &o.VThreads })},
 	{name: "JITA2N", help: "write log-jita2n: JIT-compiled code addresses, sizes, inlining", set: boolOpt(func(o *Options) *bool { return &o.JitA2N })},
 	{name: "PERFMAP", help: "write /tmp/perf-<pid>.map so perf can name JIT-compiled Java frames", set: boolOpt(func(o *Options) *bool { return &o.PerfMap })},
 	{name: "THREADINFO", help: "write log-jtnm: thread ids, names, start and end times", set: boolOpt(func(o *Options) *bool { return &o.ThreadInfo })},
@@ -305,7 +308,7 @@ func OptionHelp() string {
 // replaces an earlier one), so JPROFOPTS wins. Errors say which of the two
 // an option came from.
 func ParseOptions(agentOpts, envOpts string) (*Options, error) {
-	o := &Options{LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true, MaxMethods: engine.DefaultMaxMethods}
+	o := &Options{LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true, MaxMethods: engine.DefaultMaxMethods, VThreads: true}
 	// metricsFrom and modeFrom remember where METRICS= and the mode were
 	// last set, for the error about the two together.
 	var metricsFrom, modeFrom string

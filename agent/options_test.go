@@ -49,6 +49,7 @@ func TestParseOptions(t *testing.T) {
 			if want.MaxMethods == 0 {
 				want.MaxMethods = engine.DefaultMaxMethods
 			}
+			want.VThreads = true // default on; not varied here
 			assert.Equal(t, want, *o)
 		})
 	}

@@ -44,6 +44,9 @@ type Config struct {
 	LogGen     LogGen
 	JIT        bool // record compiled code (see TakeJIT)
 	MaxMethods int  // method registry limit
+	// VThreads follows virtual threads across carriers (JDK 21+): each
+	// gets a tree of its own. Off, they are only detected and said.
+	VThreads bool
 	// EagerThreads makes every thread's record at its start, not at its
 	// first event (for log-jtnm).
 	EagerThreads bool
@@ -59,6 +62,7 @@ func Setup(vm unsafe.Pointer, h Handler, c Config) error {
 	if c.MaxMethods <= 0 || c.MaxMethods > 1<<31 {
 		return fmt.Errorf("jvmti setup: method limit %d out of range", c.MaxMethods)
 	}
+	C.jp_vt_track = cbool(c.VThreads)
 	if C.jp_vm_setup((*C.JavaVM)(vm), C.uintptr_t(handle), cbool(c.Start), cbool(c.Calibrate), C.int(c.LogGen),
 		cbool(c.JIT), C.uint32_t(c.MaxMethods), cbool(c.EagerThreads), &errbuf[0], C.int(len(errbuf))) != 0 {
 		handle.Delete()

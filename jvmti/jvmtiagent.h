@@ -78,6 +78,7 @@ enum jp_vt_mode {
 	JP_VT_TRACKED = 2,  /* each virtual thread has a record of its own */
 };
 extern int jp_vt_mode;
+extern int jp_vt_track;
 int jp_vt_caps(jvmtiEnv *jvmti);
 int jp_vt_setup(jvmtiEnv *jvmti, const jvmtiEventCallbacks *cb, char *err, int errlen);
 uint64_t jp_vt_started(void);

@@ -35,6 +35,7 @@ typedef struct {
 } jp_callbacks21;
 
 int jp_vt_mode;             /* enum jp_vt_mode */
+int jp_vt_track = 1;        /* VTHREADS: follow mounts (set from Go before setup) */
 static uint64_t jp_vt_seen; /* virtual threads started */
 static jfieldID jp_vt_tid;  /* java.lang.Thread.tid, if the VM has it */
 static int jp_vt_tid_looked;
@@ -231,10 +232,9 @@ int jp_vt_setup(jvmtiEnv *jvmti, const jvmtiEventCallbacks *cb, char *err, int e
 		return -1;
 	}
 	jint mount = 0, unmount = 0;
-	/* LIBJPROF_TEST_NO_VT_EVENTS: a test hook that makes a JVM with
-	 * the events look like one without them (agent/vthreads_test.go). */
-	const char *hook = getenv("LIBJPROF_TEST_NO_VT_EVENTS");
-	if ((hook == NULL || hook[0] == '\0') &&
+	/* NOVTHREADS leaves mounts alone: virtual threads are detected and
+	 * said, as on a JVM without the mount events. */
+	if (jp_vt_track &&
 	    jp_vt_extension(jvmti, "com.sun.hotspot.events.VirtualThreadMount", &mount) &&
 	    jp_vt_extension(jvmti, "com.sun.hotspot.events.VirtualThreadUnmount", &unmount) &&
 	    (*jvmti)->SetExtensionEventCallback(jvmti, mount, (jvmtiExtensionEvent)cb_vt_mount) == JVMTI_ERROR_NONE &&
