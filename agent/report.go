@@ -139,7 +139,7 @@ func (r *report) thread(lw *reports.LogRTWriter, t engine.Thread) error {
 	}
 	// Each node's calls are read once: its row and its parent's CEE must
 	// agree while the thread runs on.
-	keep := growBool(r.keep, n)
+	keep := grow(r.keep, n)
 	calls := grow(r.calls, n)
 	r.calls = calls
 	for i := n - 1; i > 0; i-- {
@@ -162,7 +162,7 @@ func (r *report) thread(lw *reports.LogRTWriter, t engine.Thread) error {
 	}
 	// Children lists as first-child / next-sibling links, built
 	// backwards so that siblings come out in creation order.
-	first, next := growInt32(r.first, n), growInt32(r.next, n)
+	first, next := grow(r.first, n), grow(r.next, n)
 	r.first, r.next = first, next
 	for i := n - 1; i > 0; i-- {
 		if keep[i] {
@@ -226,27 +226,11 @@ func at(v []uint64, i int) uint64 {
 	return 0
 }
 
-func grow(s []uint64, n int) []uint64 {
+// grow returns s resized to n zeroed elements, reusing its array when
+// it is large enough: the per-thread scratch of a report.
+func grow[T any](s []T, n int) []T {
 	if cap(s) < n {
-		return make([]uint64, n)
-	}
-	s = s[:n]
-	clear(s)
-	return s
-}
-
-func growBool(s []bool, n int) []bool {
-	if cap(s) < n {
-		return make([]bool, n)
-	}
-	s = s[:n]
-	clear(s)
-	return s
-}
-
-func growInt32(s []int32, n int) []int32 {
-	if cap(s) < n {
-		return make([]int32, n)
+		return make([]T, n)
 	}
 	s = s[:n]
 	clear(s)
