@@ -86,8 +86,12 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 		return nil, err
 	}
 	a.source = jvmti.MethodEvents{}
+	if opts.Sample != nil {
+		a.source = jvmti.Sampler{}
+	}
 	if err := jvmti.Setup(vm, a, jvmti.Config{Start: opts.Start, Calibrate: opts.Calibrate, LogGen: opts.genMode(),
-		JIT: opts.JitA2N || opts.PerfMap, MaxMethods: opts.MaxMethods, EagerThreads: opts.ThreadInfo}); err != nil {
+		JIT: opts.JitA2N || opts.PerfMap, MaxMethods: opts.MaxMethods, EagerThreads: opts.ThreadInfo,
+		Sample: opts.Sample}); err != nil {
 		a.log.Error("JVMTI setup failed", zap.Error(err))
 		a.closeLog()
 		return nil, err
@@ -139,7 +143,9 @@ func (a *agent) setupPTT() error {
 	}
 	a.ptt = st
 	a.metrics = plan.want
-	if len(plan.want) > 0 {
+	// A sampled tree's time is read by the signal handler, not the
+	// PTT: the PTT's notes would describe what is not used.
+	if len(plan.want) > 0 && a.opts.Sample == nil {
 		a.notes = append(a.notes, st.Notes...)
 	}
 	a.log.Info("PTT ready", zap.Stringer("backend", st.Backend), zap.Strings("notes", st.Notes),

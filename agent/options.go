@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/libjprof/libjprof/engine"
 	"github.com/libjprof/libjprof/jvmti"
@@ -73,7 +74,26 @@ type Options struct {
 	GenMax  int64
 	// MaxMethods bounds the method registry.
 	MaxMethods int
+	// Sample selects the sampling source (SAMPLE=): a sampled tree at
+	// production overhead instead of exact method events. nil: method
+	// events.
+	Sample *jvmti.SampleConfig
+	// SampleNodes is each thread's sampled-tree capacity (SAMPLENODES=).
+	SampleNodes int
 }
+
+// Sampling defaults: SAMPLE alone samples each thread every millisecond
+// of its CPU time.
+const (
+	defaultSamplePeriod = time.Millisecond
+	defaultSampleNodes  = 16384
+	// sampleDepth is the most frames one sample walks.
+	sampleDepth = 2048
+	// Bounds on the period: below 10 µs the handler would be most of
+	// the thread's time; above a minute nothing is learnt.
+	minSamplePeriod = 10 * time.Microsecond
+	maxSamplePeriod = time.Minute
+)
 
 // OptionError is a bad option: the JVM must not start.
 type OptionError struct {
@@ -92,6 +112,9 @@ type optionSpec struct {
 	name     string
 	hasValue bool
 	help     string
+	// optValue: the value may be left out (NAME alone means the
+	// default value).
+	optValue bool
 	// notBuilt, when set, is what to tell a user who asks for an option
 	// that is recognised but not implemented yet.
 	notBuilt string
@@ -167,6 +190,19 @@ var optionSpecs = []optionSpec{
 			return fmt.Errorf("needs a number of methods 1-%d", 1<<31)
 		}
 		o.MaxMethods = n
+		return nil
+	}},
+	{name: "SAMPLE", hasValue: true, optValue: true, help: "sample stacks instead of method events: SAMPLE[=[cpu:|wall:]period], e.g. SAMPLE, SAMPLE=500us, SAMPLE=wall:10ms (default cpu:1ms: each thread every 1 ms of its CPU time); log-rt holds the sampled tree", set: setSample},
+	{name: "SAMPLENODES", hasValue: true, help: "sampled-tree capacity per thread, allocated at thread start (default 16384); samples past it are counted and shown as <sample-node-limit>", set: func(o *Options, v string, on bool) error {
+		if !on {
+			o.SampleNodes = defaultSampleNodes
+			return nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 16 || n > 1<<24 {
+			return fmt.Errorf("needs a number of nodes 16-%d", 1<<24)
+		}
+		o.SampleNodes = n
 		return nil
 	}},
 	{name: "JITA2N", help: "write log-jita2n: JIT-compiled code addresses, sizes, inlining", set: boolOpt(func(o *Options) *bool { return &o.JitA2N })},
@@ -291,7 +327,8 @@ func OptionHelp() string {
 // JPROFOPTS (either may be empty). Options are comma-separated and
 // case-insensitive; later options override earlier ones.
 func ParseOptions(agentOpts, envOpts string) (*Options, error) {
-	o := &Options{LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true, MaxMethods: engine.DefaultMaxMethods}
+	o := &Options{LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true, MaxMethods: engine.DefaultMaxMethods,
+		SampleNodes: defaultSampleNodes}
 	all := agentOpts
 	if envOpts != "" {
 		if all != "" {
@@ -314,7 +351,7 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 			return nil, &OptionError{Option: tok, Reason: "recognised but not available in this version: " + spec.notBuilt}
 		}
 		switch {
-		case spec.hasValue && on && !hasEq:
+		case spec.hasValue && on && !hasEq && !spec.optValue:
 			return nil, &OptionError{Option: tok, Reason: fmt.Sprintf("needs a value: %s=...", spec.name)}
 		case !spec.hasValue && hasEq:
 			return nil, &OptionError{Option: tok, Reason: "takes no value"}
@@ -328,6 +365,9 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 	if o.Mode == ModeCallTree && len(o.Metrics) > 0 {
 		return nil, &OptionError{Option: "METRICS", Reason: "CALLTREE collects no metrics; use RTARCF with METRICS="}
 	}
+	if err := o.checkSample(); err != nil {
+		return nil, err
+	}
 	if o.Mode == 0 {
 		o.Mode = ModeRTArcf
 	}
@@ -336,6 +376,66 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 		o.LogPath = abs
 	}
 	return o, nil
+}
+
+// setSample parses SAMPLE[=[cpu:|wall:]period].
+func setSample(o *Options, v string, on bool) error {
+	if !on {
+		o.Sample = nil
+		return nil
+	}
+	c := &jvmti.SampleConfig{Kind: jvmti.SampleCPU, Period: defaultSamplePeriod}
+	spec := strings.ToLower(strings.TrimSpace(v))
+	if kind, rest, ok := strings.Cut(spec, ":"); ok {
+		spec = rest
+		switch kind {
+		case "cpu":
+		case "wall":
+			c.Kind = jvmti.SampleWall
+		default:
+			return fmt.Errorf("unknown sampling kind %q: cpu or wall", kind)
+		}
+	} else if spec == "cpu" || spec == "wall" {
+		if spec == "wall" {
+			c.Kind = jvmti.SampleWall
+		}
+		spec = ""
+	}
+	if spec != "" {
+		d, err := time.ParseDuration(spec)
+		if err != nil || d < minSamplePeriod || d > maxSamplePeriod {
+			return fmt.Errorf("needs a period from %v to %v such as 1ms or 500us", minSamplePeriod, maxSamplePeriod)
+		}
+		c.Period = d
+	}
+	o.Sample = c
+	return nil
+}
+
+// checkSample rejects what sampling cannot do, and sets what it implies:
+// the metric is the time the samples stand for (no PTT backend beyond
+// the clock, nothing to calibrate).
+func (o *Options) checkSample() error {
+	if o.Sample == nil {
+		return nil
+	}
+	switch {
+	case o.Generic:
+		return &OptionError{Option: "SAMPLE", Reason: "log-gen (GENERIC, CALLTRACE, RAWGEN) records method events, which sampling has not"}
+	case len(o.Metrics) > 0:
+		return &OptionError{Option: "SAMPLE", Reason: "a sampled tree's metric is the time its samples stand for; METRICS= does not apply"}
+	case o.Mode == ModeCallFlow:
+		return &OptionError{Option: "SAMPLE", Reason: "CALLFLOW counts instructions and cycles per event; sampling has no events"}
+	case o.PTT != ptt.None && o.PTT != ptt.Clock:
+		return &OptionError{Option: "SAMPLE", Reason: "the sampling source reads no PTT; PTT= does not apply"}
+	case o.CalOut != "":
+		return &OptionError{Option: "SAMPLE", Reason: "CALOUT= writes calibration minima, which sampling has not"}
+	}
+	o.Sample.MaxNodes = o.SampleNodes
+	o.Sample.Depth = sampleDepth
+	o.Calibrate = false
+	o.PTT = ptt.Clock
+	return nil
 }
 
 // genMode is what the log-gen records hold.
@@ -381,6 +481,9 @@ func (o *Options) plan() metricPlan {
 	switch {
 	case o.Mode == ModeCallTree:
 		return metricPlan{}
+	case o.Sample != nil:
+		// The column the handler adds each sample's time to.
+		return metricPlan{want: []ptt.Metric{ptt.Time}}
 	case len(o.Metrics) > 0:
 		return metricPlan{want: o.Metrics}
 	case o.Mode == ModeCallFlow:

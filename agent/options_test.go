@@ -47,6 +47,9 @@ func TestParseOptions(t *testing.T) {
 			if want.MaxMethods == 0 {
 				want.MaxMethods = engine.DefaultMaxMethods
 			}
+			if want.SampleNodes == 0 {
+				want.SampleNodes = defaultSampleNodes
+			}
 			assert.Equal(t, want, *o)
 		})
 	}

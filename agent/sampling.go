@@ -1,0 +1,46 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/libjprof/libjprof/jvmti"
+	"github.com/libjprof/libjprof/reports"
+)
+
+// sampleHeader says in a log-rt header that the tree is sampled, how,
+// what its numbers mean, and what the sampler could not record.
+func (a *agent) sampleHeader(p *reports.Profile) {
+	s := a.opts.Sample
+	name, what := "SAMPLED_CPU_TIME", "its own CPU time"
+	if s.Kind == jvmti.SampleWall {
+		name, what = "SAMPLED_WALL_TIME", "wall time"
+	}
+	for i := range p.Metrics {
+		p.Metrics[i].Name = name
+	}
+	p.Notes = append(p.Notes,
+		fmt.Sprintf("Sampled tree (SAMPLE=%s:%v): each thread sampled every %v of %s (%s, stacks walked by AsyncGetCallTrace); a partial calling context tree, not exact counts",
+			s.Kind, s.Period, s.Period, what, s.Kind.Signal()),
+		"CALLS = samples with this context on the stack (CEE: those in its callees; CALLS-CEE: samples with it on top)")
+	if len(p.Metrics) > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("BASE = %s the samples with this context on top stand for: each sample weighs the thread's time since its previous sample (ns)", strings.ToLower(strings.ReplaceAll(name, "_", " "))))
+	}
+	st := jvmti.SamplingStats()
+	line := fmt.Sprintf("Sampling since VM start: %d samples on %d threads; per thread at most %d contexts (SAMPLENODES=) and %d frames",
+		st.Samples, st.Threads, s.MaxNodes, s.Depth)
+	var failed []string
+	for r, n := range st.Failed {
+		failed = append(failed, fmt.Sprintf("%s %d", r, n))
+	}
+	sort.Strings(failed)
+	if len(failed) > 0 {
+		line += "; stacks not walkable (shown as pseudo-frames under the thread): " + strings.Join(failed, ", ")
+	}
+	p.Notes = append(p.Notes, line)
+	if st.Limited > 0 || st.Misses > 0 || st.Deep > 0 || st.TimerFailures > 0 || st.SetupFailures > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("Warning: sampling: %d samples past a thread's capacity (<sample-node-limit>), %d frames of unregistered methods (<unknown-method>), %d stacks cut at the depth limit (<deeper-frames>), %d threads without a timer, %d threads not sampled (no memory)",
+			st.Limited, st.Misses, st.Deep, st.TimerFailures, st.SetupFailures))
+	}
+}
