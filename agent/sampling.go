@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/libjprof/libjprof/jvmti"
 	"github.com/libjprof/libjprof/reports"
@@ -21,8 +22,8 @@ func (a *agent) sampleHeader(p *reports.Profile) {
 		p.Metrics[i].Name = name
 	}
 	p.Notes = append(p.Notes,
-		fmt.Sprintf("Sampled tree (SAMPLE=%s:%v): each thread sampled every %v of %s (%s, stacks walked by AsyncGetCallTrace); a partial calling context tree, not exact counts",
-			s.Kind, s.Period, s.Period, what, s.Kind.Signal()),
+		fmt.Sprintf("Sampled tree (SAMPLE=%s:%s): each thread sampled every %s of %s (%s, stacks walked by AsyncGetCallTrace); a partial calling context tree, not exact counts",
+			s.Kind, period(s.Period), period(s.Period), what, s.Kind.Signal()),
 		"CALLS = samples with this context on the stack (CEE: those in its callees; CALLS-CEE: samples with it on top)")
 	if len(p.Metrics) > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("BASE = %s the samples with this context on top stand for: each sample weighs the thread's time since its previous sample (ns)", strings.ToLower(strings.ReplaceAll(name, "_", " "))))
@@ -43,4 +44,17 @@ func (a *agent) sampleHeader(p *reports.Profile) {
 		p.Notes = append(p.Notes, fmt.Sprintf("Warning: sampling: %d samples past a thread's capacity (<sample-node-limit>), %d frames of unregistered methods (<unknown-method>), %d stacks cut at the depth limit (<deeper-frames>), %d threads without a timer, %d threads not sampled (no memory)",
 			st.Limited, st.Misses, st.Deep, st.TimerFailures, st.SetupFailures))
 	}
+}
+
+// period writes a sampling period as SAMPLE= reads it, in ASCII ("100us").
+func period(d time.Duration) string {
+	switch {
+	case d%time.Second == 0:
+		return fmt.Sprintf("%ds", d/time.Second)
+	case d%time.Millisecond == 0:
+		return fmt.Sprintf("%dms", d/time.Millisecond)
+	case d%time.Microsecond == 0:
+		return fmt.Sprintf("%dus", d/time.Microsecond)
+	}
+	return fmt.Sprintf("%dns", d.Nanoseconds())
 }

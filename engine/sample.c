@@ -130,7 +130,6 @@ int jp_pcct_add(jp_thread *t, jp_pcct *p, const uint32_t *leaf, uint32_t n, uint
 				ln->base[0] += weight;
 			p->limited++;
 			p->samples++;
-			t->alloc_failures++;
 			t->events++;
 			return 1;
 		}
