@@ -29,8 +29,13 @@ func (a *agent) sampleHeader(p *reports.Profile) {
 		p.Notes = append(p.Notes, fmt.Sprintf("BASE = %s the samples with this context on top stand for: each sample weighs the thread's time since its previous sample (ns)", strings.ToLower(strings.ReplaceAll(name, "_", " "))))
 	}
 	st := jvmti.SamplingStats()
-	line := fmt.Sprintf("Sampling since VM start: %d samples on %d threads; per thread at most %d contexts (SAMPLENODES=) and %d frames",
-		st.Samples, st.Threads, s.MaxNodes, s.Depth)
+	line := fmt.Sprintf("Sampling since VM start: %d samples on %d threads", st.Samples, st.Threads)
+	if st.Samples > 0 {
+		// CPU timers fire at the kernel's tick at the earliest: the
+		// real interval can be longer than the period asked for.
+		line += fmt.Sprintf(", one per %s of %s on average", period(st.Weight/time.Duration(st.Samples)), what)
+	}
+	line += fmt.Sprintf("; per thread at most %d contexts (SAMPLENODES=) and %d frames", s.MaxNodes, s.Depth)
 	var failed []string
 	for r, n := range st.Failed {
 		failed = append(failed, fmt.Sprintf("%s %d", r, n))
@@ -53,7 +58,7 @@ func period(d time.Duration) string {
 		return fmt.Sprintf("%ds", d/time.Second)
 	case d%time.Millisecond == 0:
 		return fmt.Sprintf("%dms", d/time.Millisecond)
-	case d%time.Microsecond == 0:
+	case d%time.Microsecond == 0 || d > time.Millisecond:
 		return fmt.Sprintf("%dus", d/time.Microsecond)
 	}
 	return fmt.Sprintf("%dns", d.Nanoseconds())

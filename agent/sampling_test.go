@@ -205,15 +205,18 @@ func TestSampleJDK25(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(home, "bin", "java")); err != nil {
 		t.Skip("no JDK 25 at " + home)
 	}
-	env := []string{"PATH=" + filepath.Join(home, "bin") + ":" + os.Getenv("PATH")}
-	r := jvmtest.Start(t, jvmtest.Run{Class: "SampleHot", Args: []string{"1500"}, Options: "SAMPLE,START", Env: env})
+	// jvmtest runs "java" through the prefix, which finds JDK 25's first.
+	env := []string{"env", "PATH=" + filepath.Join(home, "bin") + ":" + os.Getenv("PATH")}
+	r := jvmtest.Start(t, jvmtest.Run{Class: "SampleHot", Args: []string{"1500"}, Options: "SAMPLE,START", Prefix: env,
+		JVMArgs: []string{"-XshowSettings:properties"}})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	require.Contains(t, r.Stderr, "java.specification.version = 25")
 	p := r.LogRT(t, 1)
 	checkSampled(t, p)
 	_, heavy, light := hotSamples(mainThread(t, p))
 	assert.NotZero(t, heavy)
 	assert.NotZero(t, light)
-	s := jvmtest.Start(t, jvmtest.Run{Class: "SampleStress", Args: []string{"60", "4"}, Options: "SAMPLE=wall:100us,START", Env: env})
+	s := jvmtest.Start(t, jvmtest.Run{Class: "SampleStress", Args: []string{"60", "4"}, Options: "SAMPLE=wall:100us,START", Prefix: env})
 	require.Equal(t, 0, s.ExitCode, s.Stderr)
 	checkSampled(t, s.LogRT(t, 1))
 }

@@ -158,6 +158,7 @@ static void jp_sample_handler(int sig, siginfo_t *si, void *uc)
 	if (jp_pcct_add(s->t, &s->pcct, s->path, n, w))
 		JP_COUNT(limited);
 	JP_COUNT(samples);
+	__atomic_fetch_add(&jps.st.weight_ns, w, __ATOMIC_RELAXED);
 out:
 	errno = saved_errno;
 }

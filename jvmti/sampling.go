@@ -98,8 +98,9 @@ type SampleStats struct {
 	Limited       uint64 // samples charged to <sample-node-limit>
 	Unowned       uint64 // signals on a thread without sampling state, or after a stop
 	TimerFailures uint64
-	SetupFailures uint64 // threads left unsampled for lack of memory
-	Threads       uint64 // threads given sampling state
+	SetupFailures uint64        // threads left unsampled for lack of memory
+	Threads       uint64        // threads given sampling state
+	Weight        time.Duration // the time all samples stand for
 }
 
 // SamplingStats reads the counters.
@@ -108,7 +109,8 @@ func SamplingStats() SampleStats {
 	C.jp_sampling_stats(&st)
 	s := SampleStats{Samples: uint64(st.samples), Failed: map[string]uint64{}, Misses: uint64(st.misses),
 		Deep: uint64(st.deep), Limited: uint64(st.limited), Unowned: uint64(st.unowned),
-		TimerFailures: uint64(st.timer_failures), SetupFailures: uint64(st.setup_failures), Threads: uint64(st.threads)}
+		TimerFailures: uint64(st.timer_failures), SetupFailures: uint64(st.setup_failures), Threads: uint64(st.threads),
+		Weight: time.Duration(st.weight_ns)}
 	for r := 0; r < C.JP_NREASONS; r++ {
 		if n := uint64(st.reasons[r]); n > 0 {
 			s.Failed[C.GoString(C.jp_sampling_reason(C.int(r)))] = n

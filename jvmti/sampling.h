@@ -28,6 +28,7 @@ typedef struct jp_sample_stats {
 	uint64_t timer_failures; /* timers that could not be made */
 	uint64_t setup_failures; /* threads left unsampled (no memory) */
 	uint64_t threads;        /* threads given sampling state */
+	uint64_t weight_ns;      /* time all samples stand for */
 } jp_sample_stats;
 
 void jp_sampling_stats(jp_sample_stats *out);
