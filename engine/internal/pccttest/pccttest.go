@@ -107,4 +107,6 @@ func Counters() (samples, limited, events uint64) {
 	return uint64(C.jp_test_p.samples), uint64(C.jp_test_p.limited), uint64(C.jp_test_t.events)
 }
 
-func (n Node) String() string { return fmt.Sprintf("%d<-%d calls %d base %d", n.Method, n.Parent, n.Calls, n.Base) }
+func (n Node) String() string {
+	return fmt.Sprintf("%d<-%d calls %d base %d", n.Method, n.Parent, n.Calls, n.Base)
+}
