@@ -180,47 +180,14 @@ var optionSpecs = []optionSpec{
 		o.GenMax = n
 		return nil
 	}},
-	{name: "MAXMETHODS", hasValue: true, help: "method registry limit (default 4194304); methods past it are reported as <method-limit-reached> and the log-rt header says how many", set: func(o *Options, v string, on bool) error {
-		if !on {
-			o.MaxMethods = engine.DefaultMaxMethods
-			return nil
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1<<31 {
-			return fmt.Errorf("needs a number of methods 1-%d", 1<<31)
-		}
-		o.MaxMethods = n
-		return nil
-	}},
+	{name: "MAXMETHODS", hasValue: true, help: "method registry limit (default 4194304); methods past it are reported as <method-limit-reached> and the log-rt header says how many", set: intOpt(func(o *Options) *int { return &o.MaxMethods }, engine.DefaultMaxMethods, 1, 1<<31, "a number of methods")},
 	{name: "SAMPLE", hasValue: true, optValue: true, help: "sample stacks instead of method events: SAMPLE[=[cpu:|wall:]period], e.g. SAMPLE, SAMPLE=500us, SAMPLE=wall:10ms (default cpu:1ms: each thread every 1 ms of its CPU time); log-rt holds the sampled tree", set: setSample},
-	{name: "SAMPLENODES", hasValue: true, help: "sampled-tree capacity per thread, allocated at thread start (default 16384); samples past it are counted and shown as <sample-node-limit>", set: func(o *Options, v string, on bool) error {
-		if !on {
-			o.SampleNodes = defaultSampleNodes
-			return nil
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 16 || n > 1<<24 {
-			return fmt.Errorf("needs a number of nodes 16-%d", 1<<24)
-		}
-		o.SampleNodes = n
-		return nil
-	}},
+	{name: "SAMPLENODES", hasValue: true, help: "sampled-tree capacity per thread, allocated at thread start (default 16384); samples past it are counted and shown as <sample-node-limit>", set: intOpt(func(o *Options) *int { return &o.SampleNodes }, defaultSampleNodes, 16, 1<<24, "a number of nodes")},
 	{name: "JITA2N", help: "write log-jita2n: JIT-compiled code addresses, sizes, inlining", set: boolOpt(func(o *Options) *bool { return &o.JitA2N })},
 	{name: "PERFMAP", help: "write /tmp/perf-<pid>.map so perf can name JIT-compiled Java frames", set: boolOpt(func(o *Options) *bool { return &o.PerfMap })},
 	{name: "THREADINFO", help: "write log-jtnm: thread ids, names, start and end times", set: boolOpt(func(o *Options) *bool { return &o.ThreadInfo })},
 	{name: "RTDRIVER", help: "listen for rtdriver commands (default on; NORTDRIVER: no socket)", set: boolOpt(func(o *Options) *bool { return &o.RTDriver })},
-	{name: "PORT", hasValue: true, help: "rtdriver TCP port (default: the first free of 8888-8895)", set: func(o *Options, v string, on bool) error {
-		if !on {
-			o.Port = 0
-			return nil
-		}
-		p, err := strconv.Atoi(v)
-		if err != nil || p < 1 || p > 65535 {
-			return fmt.Errorf("needs a TCP port number 1-65535")
-		}
-		o.Port = p
-		return nil
-	}},
+	{name: "PORT", hasValue: true, help: "rtdriver TCP port (default: the first free of 8888-8895)", set: intOpt(func(o *Options) *int { return &o.Port }, 0, 1, 65535, "a TCP port number")},
 	{name: "HOST", hasValue: true, help: "address the rtdriver socket listens on (default 127.0.0.1: loopback only)",
 		set: stringOpt(func(o *Options) *string { return &o.Host }, "", "an address", nil)},
 	{name: "TOKEN", hasValue: true, help: "shared token every rtdriver command must carry (rtdriver -t)",
@@ -247,6 +214,23 @@ func stringOpt(field func(*Options) *string, def, what string, ok func(string) b
 			return fmt.Errorf("needs %s", what)
 		}
 		*field(o) = v
+		return nil
+	}
+}
+
+// intOpt sets an integer option to a value in [lo, hi]; NONAME puts back
+// def. what names the value in errors.
+func intOpt(field func(*Options) *int, def, lo, hi int, what string) func(*Options, string, bool) error {
+	return func(o *Options, v string, on bool) error {
+		if !on {
+			*field(o) = def
+			return nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("needs %s %d-%d", what, lo, hi)
+		}
+		*field(o) = n
 		return nil
 	}
 }

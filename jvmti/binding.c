@@ -187,7 +187,7 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int l
 	if (start) {
 		int rc = jpvm.sample ? jp_sampling_set(1) : jp_methodevents_set(1);
 		if (rc != 0) {
-			snprintf(err, errlen, "enabling method events failed: JVMTI error %d", rc);
+			snprintf(err, errlen, "starting the event source failed: error %d", rc);
 			return -1;
 		}
 	}
