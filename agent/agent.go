@@ -331,4 +331,7 @@ func (a *agent) logThreadSummary(totals []threadTotals) {
 	}
 	a.log.Info("method registry", zap.Int("methods", engine.Methods()), zap.Int("limit", engine.MaxMethods()),
 		zap.Uint64("refused", engine.MethodsOver()))
+	if a.opts.Sample != nil {
+		a.logSampling()
+	}
 }

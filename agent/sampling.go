@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/libjprof/libjprof/jvmti"
 	"github.com/libjprof/libjprof/reports"
 )
@@ -62,4 +64,14 @@ func period(d time.Duration) string {
 		return fmt.Sprintf("%dus", d/time.Microsecond)
 	}
 	return fmt.Sprintf("%dns", d.Nanoseconds())
+}
+
+// logSampling writes the sampling source's counters to log-msg.
+func (a *agent) logSampling() {
+	st := jvmti.SamplingStats()
+	a.log.Info("sampling summary", zap.String("kind", a.opts.Sample.Kind.String()), zap.Duration("period", a.opts.Sample.Period),
+		zap.Uint64("samples", st.Samples), zap.Duration("weight", st.Weight), zap.Uint64("threads", st.Threads),
+		zap.Any("notWalkable", st.Failed), zap.Uint64("unknownMethods", st.Misses), zap.Uint64("deepStacks", st.Deep),
+		zap.Uint64("pastNodeLimit", st.Limited), zap.Uint64("signalsWithoutState", st.Unowned),
+		zap.Uint64("timerFailures", st.TimerFailures), zap.Uint64("threadsNotSampled", st.SetupFailures))
 }
