@@ -35,7 +35,7 @@ func (a *agent) sampleHeader(p *reports.Profile) {
 	if st.Samples > 0 {
 		// CPU timers fire at the kernel's tick at the earliest: the
 		// real interval can be longer than the period asked for.
-		line += fmt.Sprintf(", one per %s of %s on average", period(st.Weight/time.Duration(st.Samples)), what)
+		line += fmt.Sprintf(", one per %s of %s on average", period((st.Weight / time.Duration(st.Samples)).Truncate(time.Microsecond)), what)
 	}
 	line += fmt.Sprintf("; per thread at most %d contexts (SAMPLENODES=) and %d frames", s.MaxNodes, s.Depth)
 	var failed []string
