@@ -181,7 +181,7 @@ var optionSpecs = []optionSpec{
 		return nil
 	}},
 	{name: "MAXMETHODS", hasValue: true, help: "method registry limit (default 4194304); methods past it are reported as <method-limit-reached> and the log-rt header says how many", set: intOpt(func(o *Options) *int { return &o.MaxMethods }, engine.DefaultMaxMethods, 1, 1<<31, "a number of methods")},
-	{name: "SAMPLE", hasValue: true, optValue: true, help: "sample stacks instead of method events: SAMPLE[=[cpu:|wall:]period], e.g. SAMPLE, SAMPLE=500us, SAMPLE=wall:10ms (default cpu:1ms: each thread every 1 ms of its CPU time); log-rt holds the sampled tree", set: setSample},
+	{name: "SAMPLE", hasValue: true, optValue: true, help: "sample stacks instead of method events: SAMPLE[=[cpu:|timer:|wall:]period], e.g. SAMPLE, SAMPLE=500us, SAMPLE=wall:10ms (default cpu:1ms: each thread every 1 ms of its CPU time); log-rt holds the sampled tree", set: setSample},
 	{name: "SAMPLENODES", hasValue: true, help: "sampled-tree capacity per thread, allocated at thread start (default 16384); samples past it are counted and shown as <sample-node-limit>", set: intOpt(func(o *Options) *int { return &o.SampleNodes }, defaultSampleNodes, 16, 1<<24, "a number of nodes")},
 	{name: "JITA2N", help: "write log-jita2n: JIT-compiled code addresses, sizes, inlining", set: boolOpt(func(o *Options) *bool { return &o.JitA2N })},
 	{name: "PERFMAP", help: "write /tmp/perf-<pid>.map so perf can name JIT-compiled Java frames", set: boolOpt(func(o *Options) *bool { return &o.PerfMap })},
@@ -362,7 +362,9 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 	return o, nil
 }
 
-// setSample parses SAMPLE[=[cpu:|wall:]period].
+var sampleKinds = map[string]jvmti.SampleKind{"cpu": jvmti.SampleCPU, "timer": jvmti.SampleTimer, "wall": jvmti.SampleWall}
+
+// setSample parses SAMPLE[=[cpu:|timer:|wall:]period].
 func setSample(o *Options, v string, on bool) error {
 	if !on {
 		o.Sample = nil
@@ -371,18 +373,13 @@ func setSample(o *Options, v string, on bool) error {
 	c := &jvmti.SampleConfig{Kind: jvmti.SampleCPU, Period: defaultSamplePeriod}
 	spec := strings.ToLower(strings.TrimSpace(v))
 	if kind, rest, ok := strings.Cut(spec, ":"); ok {
-		spec = rest
-		switch kind {
-		case "cpu":
-		case "wall":
-			c.Kind = jvmti.SampleWall
-		default:
-			return fmt.Errorf("unknown sampling kind %q: cpu or wall", kind)
+		k, known := sampleKinds[kind]
+		if !known {
+			return fmt.Errorf("unknown sampling kind %q: cpu, timer or wall", kind)
 		}
-	} else if spec == "cpu" || spec == "wall" {
-		if spec == "wall" {
-			c.Kind = jvmti.SampleWall
-		}
+		c.Kind, spec = k, rest
+	} else if k, ok := sampleKinds[spec]; ok {
+		c.Kind = k
 		spec = ""
 	}
 	if spec != "" {

@@ -33,11 +33,16 @@ func (a *agent) sampleHeader(p *reports.Profile) {
 	st := jvmti.SamplingStats()
 	line := fmt.Sprintf("Sampling since VM start: %d samples on %d threads", st.Samples, st.Threads)
 	if st.Samples > 0 {
-		// CPU timers fire at the kernel's tick at the earliest: the
-		// real interval can be longer than the period asked for.
+		// POSIX CPU timers fire at the kernel's tick at the earliest,
+		// and a loaded timer thread wakes late: the real interval can
+		// be longer than the period asked for.
 		line += fmt.Sprintf(", one per %s of %s on average", period((st.Weight / time.Duration(st.Samples)).Truncate(time.Microsecond)), what)
 	}
 	line += fmt.Sprintf("; per thread at most %d contexts (SAMPLENODES=) and %d frames", s.MaxNodes, s.Depth)
+	if s.Kind != jvmti.SampleWall {
+		line += fmt.Sprintf("; timers: %d perf task-clock events, %d POSIX CPU timers (these fire at the kernel's tick at the earliest)",
+			st.PerfArmed, st.TimerArmed)
+	}
 	var failed []string
 	for r, n := range st.Failed {
 		failed = append(failed, fmt.Sprintf("%s %d", r, n))
@@ -73,5 +78,5 @@ func (a *agent) logSampling() {
 		zap.Uint64("samples", st.Samples), zap.Duration("weight", st.Weight), zap.Uint64("threads", st.Threads),
 		zap.Any("notWalkable", st.Failed), zap.Uint64("unknownMethods", st.Misses), zap.Uint64("deepStacks", st.Deep),
 		zap.Uint64("pastNodeLimit", st.Limited), zap.Uint64("signalsWithoutState", st.Unowned),
-		zap.Uint64("timerFailures", st.TimerFailures), zap.Uint64("threadsNotSampled", st.SetupFailures))
+		zap.Uint64("timerFailures", st.TimerFailures), zap.Uint64("perfArmed", st.PerfArmed), zap.Uint64("timerArmed", st.TimerArmed), zap.Uint64("threadsNotSampled", st.SetupFailures))
 }

@@ -71,7 +71,7 @@ func hotSamples(th *reports.Node) (outer, heavy, light uint64) {
 }
 
 func TestSampleHotPath(t *testing.T) {
-	for _, opts := range []string{"SAMPLE,START", "SAMPLE=wall:2ms,START"} {
+	for _, opts := range []string{"SAMPLE,START", "SAMPLE=timer:1ms,START", "SAMPLE=wall:2ms,START"} {
 		t.Run(opts, func(t *testing.T) {
 			plain := jvmtest.Start(t, jvmtest.Run{Class: "SampleHot", Args: []string{"1500"}, Options: "-"})
 			r := jvmtest.Start(t, jvmtest.Run{Class: "SampleHot", Args: []string{"1500"}, Options: opts})
@@ -239,6 +239,10 @@ func TestSampleOptions(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, o.Sample)
 	assert.Equal(t, "wall", o.Sample.Kind.String())
+	o2, err := ParseOptions("SAMPLE=timer", "")
+	require.NoError(t, err)
+	assert.Equal(t, "timer", o2.Sample.Kind.String())
+	assert.Equal(t, defaultSamplePeriod, o2.Sample.Period)
 	assert.Equal(t, int64(250000), o.Sample.Period.Nanoseconds())
 	assert.Equal(t, 1000, o.Sample.MaxNodes)
 	assert.False(t, o.Calibrate)

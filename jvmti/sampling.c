@@ -5,9 +5,13 @@
  * sampled tree (engine/sample.c). No method events are enabled: the JIT
  * runs as without an agent, and the walk needs no safepoint.
  *
- * Kinds: cpu, a POSIX timer on each thread's own CPU-time clock
- * (timer_create on CLOCK of that tid, SIGEV_THREAD_ID, SIGPROF), so a
- * thread is sampled only while it runs; wall, one timer thread that
+ * Kinds: cpu, a perf task-clock event on each thread that signals it
+ * (SIGPROF, F_SETOWN_EX to the thread) every period of its CPU time,
+ * timed by a high-resolution timer; where perf events are refused, a
+ * POSIX timer on the thread's CPU-time clock (timer_create,
+ * SIGEV_THREAD_ID), which the kernel checks only at its tick, so periods
+ * below the tick become one sample per tick. Either way a thread is
+ * sampled only while it runs. wall, one timer thread that
  * signals every sampled thread each period (SIGVTALRM, tgkill), running
  * or not. Neither signal is used by HotSpot (SIGSEGV, SIGBUS, SIGFPE,
  * SIGILL, SIGQUIT, SIGUSR2, SIGPIPE, SIGXFSZ and the shutdown signals);
@@ -28,6 +32,9 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -71,6 +78,7 @@ typedef struct jp_sthread {
 	JNIEnv *env;
 	int tid;
 	int armed;               /* timer made (cpu) / signalled by the wall thread */
+	int perf_fd;             /* cpu: the perf event, or -1 for the timer */
 	timer_t timer;
 	volatile uint32_t arm_gen; /* bumped at each arming */
 	uint32_t seen_gen;       /* handler: arm_gen of the previous sample */
@@ -91,6 +99,8 @@ static struct {
 	uint32_t reason_h[JP_NREASONS];
 	uint32_t unknown_h, limit_h, deep_h;
 	volatile int on;
+	int perf_refused;   /* cpu: perf events refused, POSIX timers instead */
+	int perf_user_only; /* cpu: perf events allowed for user space only */
 	pthread_mutex_t lock;
 	jp_sthread *list;
 	int wall_started;
@@ -171,12 +181,56 @@ static clockid_t jp_thread_cpuclock(int tid)
 	return (clockid_t)(((unsigned int)~tid) << 3) | 6;
 }
 
+/* jp_perf_arm opens a task-clock event on s's thread that signals it
+ * every period of its CPU time; -1 if perf events are refused. */
+static int jp_perf_arm(jp_sthread *s)
+{
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof a);
+	a.size = sizeof a;
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_TASK_CLOCK;
+	a.sample_period = jps.period_ns;
+	a.disabled = 1;
+	/* perf_event_paranoid 2 allows user-space measurement only: the
+	 * samples that land in the kernel are then skipped, and the next one
+	 * weighs their time. */
+	a.exclude_kernel = jps.perf_user_only;
+	a.exclude_hv = 1;
+	int fd = (int)syscall(__NR_perf_event_open, &a, s->tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0 && !jps.perf_user_only && (errno == EACCES || errno == EPERM)) {
+		jps.perf_user_only = 1;
+		a.exclude_kernel = 1;
+		fd = (int)syscall(__NR_perf_event_open, &a, s->tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	}
+	if (fd < 0)
+		return -1;
+	struct f_owner_ex owner = { F_OWNER_TID, s->tid };
+	if (fcntl(fd, F_SETOWN_EX, &owner) != 0 || fcntl(fd, F_SETSIG, jps.signo) != 0 ||
+	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_ASYNC) != 0 || ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 /* jp_arm starts sampling s; jps.lock held. */
 static void jp_arm(jp_sthread *s)
 {
 	if (s->armed)
 		return;
 	__atomic_add_fetch(&s->arm_gen, 1, __ATOMIC_RELAXED);
+	s->perf_fd = -1;
+	if (jps.kind == JP_SAMPLE_CPU && !jps.perf_refused) {
+		s->perf_fd = jp_perf_arm(s);
+		if (s->perf_fd >= 0) {
+			s->armed = 1;
+			JP_COUNT(perf_armed);
+			return;
+		}
+		/* Refused once, refused for all: no use trying each thread. */
+		jps.perf_refused = 1;
+	}
 	if (jps.kind == JP_SAMPLE_CPU) {
 		struct sigevent sev;
 		memset(&sev, 0, sizeof sev);
@@ -196,6 +250,7 @@ static void jp_arm(jp_sthread *s)
 			JP_COUNT(timer_failures);
 			return;
 		}
+		JP_COUNT(timer_armed);
 	}
 	s->armed = 1;
 }
@@ -206,8 +261,12 @@ static void jp_disarm(jp_sthread *s)
 {
 	if (!s->armed)
 		return;
-	if (jps.kind == JP_SAMPLE_CPU)
+	if (s->perf_fd >= 0) {
+		close(s->perf_fd);
+		s->perf_fd = -1;
+	} else if (jps.kind == JP_SAMPLE_CPU) {
 		timer_delete(s->timer);
+	}
 	s->armed = 0;
 }
 
@@ -231,9 +290,14 @@ static void *jp_wall_main(void *arg)
 
 int jp_sampling_configure(int kind, uint64_t period_ns, uint32_t max_nodes, uint32_t depth, char *err, int errlen)
 {
-	if ((kind != JP_SAMPLE_CPU && kind != JP_SAMPLE_WALL) || period_ns == 0 || max_nodes < 16 || depth < 1) {
+	if ((kind != JP_SAMPLE_CPU && kind != JP_SAMPLE_WALL && kind != JP_SAMPLE_TIMER) || period_ns == 0 ||
+	    max_nodes < 16 || depth < 1) {
 		snprintf(err, errlen, "bad sampling configuration");
 		return -1;
+	}
+	if (kind == JP_SAMPLE_TIMER) {
+		kind = JP_SAMPLE_CPU;
+		jps.perf_refused = 1;
 	}
 	jps.kind = kind;
 	jps.period_ns = period_ns;
@@ -326,6 +390,7 @@ void jp_sampling_thread_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 		JP_COUNT(setup_failures);
 		return;
 	}
+	s->perf_fd = -1;
 	s->t = t;
 	s->env = jni;
 	s->tid = t->tid;

@@ -21,11 +21,17 @@ const (
 	// SampleWall: wall time; every thread is sampled each period,
 	// running or waiting.
 	SampleWall SampleKind = C.JP_SAMPLE_WALL
+	// SampleTimer: like SampleCPU, with POSIX CPU timers only (no perf
+	// events), which fire at the kernel's tick at the earliest.
+	SampleTimer SampleKind = C.JP_SAMPLE_TIMER
 )
 
 func (k SampleKind) String() string {
-	if k == SampleWall {
+	switch k {
+	case SampleWall:
 		return "wall"
+	case SampleTimer:
+		return "timer"
 	}
 	return "cpu"
 }
@@ -101,6 +107,9 @@ type SampleStats struct {
 	SetupFailures uint64        // threads left unsampled for lack of memory
 	Threads       uint64        // threads given sampling state
 	Weight        time.Duration // the time all samples stand for
+	// PerfArmed and TimerArmed count armings (cpu kind) with a perf
+	// task-clock event and with a POSIX CPU timer (tick-bound).
+	PerfArmed, TimerArmed uint64
 }
 
 // SamplingStats reads the counters.
@@ -110,7 +119,7 @@ func SamplingStats() SampleStats {
 	s := SampleStats{Samples: uint64(st.samples), Failed: map[string]uint64{}, Misses: uint64(st.misses),
 		Deep: uint64(st.deep), Limited: uint64(st.limited), Unowned: uint64(st.unowned),
 		TimerFailures: uint64(st.timer_failures), SetupFailures: uint64(st.setup_failures), Threads: uint64(st.threads),
-		Weight: time.Duration(st.weight_ns)}
+		Weight: time.Duration(st.weight_ns), PerfArmed: uint64(st.perf_armed), TimerArmed: uint64(st.timer_armed)}
 	for r := 0; r < C.JP_NREASONS; r++ {
 		if n := uint64(st.reasons[r]); n > 0 {
 			s.Failed[C.GoString(C.jp_sampling_reason(C.int(r)))] = n

@@ -10,6 +10,7 @@
 enum jp_sample_kind {
 	JP_SAMPLE_CPU = 0,  /* per-thread CPU-time timers, SIGPROF */
 	JP_SAMPLE_WALL = 1, /* a timer thread signals every thread, SIGVTALRM */
+	JP_SAMPLE_TIMER = 2, /* cpu with POSIX CPU timers only, no perf events */
 };
 
 /* AsyncGetCallTrace's failure codes, negated: 0 no Java frame ... 10
@@ -29,6 +30,8 @@ typedef struct jp_sample_stats {
 	uint64_t setup_failures; /* threads left unsampled (no memory) */
 	uint64_t threads;        /* threads given sampling state */
 	uint64_t weight_ns;      /* time all samples stand for */
+	uint64_t perf_armed;     /* cpu: threads armed with a perf task-clock event */
+	uint64_t timer_armed;    /* cpu: threads armed with a POSIX CPU timer */
 } jp_sample_stats;
 
 void jp_sampling_stats(jp_sample_stats *out);
