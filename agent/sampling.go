@@ -75,7 +75,7 @@ func period(d time.Duration) string {
 func (a *agent) logSampling() {
 	st := jvmti.SamplingStats()
 	a.log.Info("sampling summary", zap.String("kind", a.opts.Sample.Kind.String()), zap.Duration("period", a.opts.Sample.Period),
-		zap.Uint64("samples", st.Samples), zap.Duration("weight", st.Weight), zap.Uint64("threads", st.Threads),
+		zap.Uint64("samples", st.Samples), zap.Duration("weight", st.Weight), zap.Duration("inHandler", st.Handler), zap.Uint64("threads", st.Threads),
 		zap.Any("notWalkable", st.Failed), zap.Uint64("unknownMethods", st.Misses), zap.Uint64("deepStacks", st.Deep),
 		zap.Uint64("pastNodeLimit", st.Limited), zap.Uint64("signalsWithoutState", st.Unowned),
 		zap.Uint64("timerFailures", st.TimerFailures), zap.Uint64("perfArmed", st.PerfArmed), zap.Uint64("timerArmed", st.TimerArmed), zap.Uint64("threadsNotSampled", st.SetupFailures))

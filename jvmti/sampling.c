@@ -129,7 +129,8 @@ static void jp_sample_handler(int sig, siginfo_t *si, void *uc)
 	}
 	/* Weight: the thread's CPU (or wall) time since its previous sample;
 	 * the first sample after arming stands for one period. */
-	uint64_t now = jp_clock_ns(jps.kind == JP_SAMPLE_WALL ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID);
+	uint64_t cpu0 = jp_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	uint64_t now = jps.kind == JP_SAMPLE_WALL ? jp_clock_ns(CLOCK_MONOTONIC) : cpu0;
 	uint32_t gen = __atomic_load_n(&s->arm_gen, __ATOMIC_RELAXED);
 	uint64_t w = jps.period_ns;
 	if (gen == s->seen_gen && now > s->last)
@@ -169,6 +170,7 @@ static void jp_sample_handler(int sig, siginfo_t *si, void *uc)
 		JP_COUNT(limited);
 	JP_COUNT(samples);
 	__atomic_fetch_add(&jps.st.weight_ns, w, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&jps.st.handler_ns, jp_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0, __ATOMIC_RELAXED);
 out:
 	errno = saved_errno;
 }

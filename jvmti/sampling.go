@@ -110,6 +110,9 @@ type SampleStats struct {
 	// PerfArmed and TimerArmed count armings (cpu kind) with a perf
 	// task-clock event and with a POSIX CPU timer (tick-bound).
 	PerfArmed, TimerArmed uint64
+	// Handler is the thread CPU time spent in the signal handler: the
+	// sampler's own cost on the sampled threads (signal delivery aside).
+	Handler time.Duration
 }
 
 // SamplingStats reads the counters.
@@ -119,7 +122,8 @@ func SamplingStats() SampleStats {
 	s := SampleStats{Samples: uint64(st.samples), Failed: map[string]uint64{}, Misses: uint64(st.misses),
 		Deep: uint64(st.deep), Limited: uint64(st.limited), Unowned: uint64(st.unowned),
 		TimerFailures: uint64(st.timer_failures), SetupFailures: uint64(st.setup_failures), Threads: uint64(st.threads),
-		Weight: time.Duration(st.weight_ns), PerfArmed: uint64(st.perf_armed), TimerArmed: uint64(st.timer_armed)}
+		Weight: time.Duration(st.weight_ns), PerfArmed: uint64(st.perf_armed), TimerArmed: uint64(st.timer_armed),
+		Handler: time.Duration(st.handler_ns)}
 	for r := 0; r < C.JP_NREASONS; r++ {
 		if n := uint64(st.reasons[r]); n > 0 {
 			s.Failed[C.GoString(C.jp_sampling_reason(C.int(r)))] = n

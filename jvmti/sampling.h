@@ -32,6 +32,7 @@ typedef struct jp_sample_stats {
 	uint64_t weight_ns;      /* time all samples stand for */
 	uint64_t perf_armed;     /* cpu: threads armed with a perf task-clock event */
 	uint64_t timer_armed;    /* cpu: threads armed with a POSIX CPU timer */
+	uint64_t handler_ns;     /* thread CPU time spent in the handler (its own cost) */
 } jp_sample_stats;
 
 void jp_sampling_stats(jp_sample_stats *out);
