@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -91,6 +92,10 @@ func TestSampleHotPath(t *testing.T) {
 			assert.True(t, ratio > 1.8 && ratio < 5, "heavy/light samples %d/%d = %.2f, want about 3", heavy, light, ratio)
 			// The hot path dominates the main thread.
 			assert.Greater(t, 2*outer, m.Callees(), "outer() in %d of %d samples", outer, m.Callees())
+			// The readers take a sampled tree as they take an exact one.
+			out, err := exec.Command(jvmtest.Tool("jprof"), "collapsed", r.File("rt.1")).CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			assert.Regexp(t, `(?m)_main;i:SampleHot\.main\(\[Ljava/lang/String,\)V;i:SampleHot\.outer\(J\)J;i:SampleHot\.heavy\(J\)J;i:SampleHot\.mix\(JI\)J [1-9][0-9]*$`, string(out))
 			if strings.Contains(opts, "wall") {
 				assert.Equal(t, "SAMPLED_WALL_TIME", p.Metrics[0].Name)
 			} else {
