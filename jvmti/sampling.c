@@ -85,6 +85,11 @@ typedef struct jp_sthread {
 	uint64_t last;           /* handler: clock at the previous sample */
 	jp_agct_frame *frames;   /* [jps.depth] */
 	uint32_t *path;          /* [jps.depth + 1]: handles, top first */
+	/* The previous walk, root first: a frame whose method is the one
+	 * at the same depth then takes its handle without a lookup. */
+	jmethodID *prev_mid;     /* [jps.depth] */
+	uint32_t *prev_h;        /* [jps.depth] */
+	uint32_t prev_n;
 	jp_pcct pcct;
 } jp_sthread;
 
@@ -148,16 +153,28 @@ static void jp_sample_handler(int sig, siginfo_t *si, void *uc)
 		__atomic_fetch_add(&jps.st.reasons[r], 1, __ATOMIC_RELAXED);
 		s->path[0] = jps.reason_h[r];
 		n = 1;
+		s->prev_n = 0;
 	} else {
 		n = (uint32_t)tr.num_frames;
-		for (uint32_t i = 0; i < n; i++) {
-			uint32_t h = s->frames[i].method_id != NULL ? jp_mid_find(s->frames[i].method_id) : UINT32_MAX;
+		/* Root first: the outer frames mostly repeat the previous
+		 * walk's, whose handles are known. */
+		uint32_t d = 0, known = n;
+		for (; d < n && d < s->prev_n && s->prev_mid[d] == s->frames[n - 1 - d].method_id; d++)
+			s->path[n - 1 - d] = s->prev_h[d];
+		for (; d < n; d++) {
+			jmethodID mid = s->frames[n - 1 - d].method_id;
+			uint32_t h = mid != NULL ? jp_mid_find(mid) : UINT32_MAX;
 			if (h == UINT32_MAX) {
 				h = jps.unknown_h;
 				JP_COUNT(misses);
+				if (known > d)
+					known = d; /* not reused: it may be registered by the next walk */
 			}
-			s->path[i] = h;
+			s->path[n - 1 - d] = h;
+			s->prev_mid[d] = mid;
+			s->prev_h[d] = h;
 		}
+		s->prev_n = known;
 		if (n >= jps.depth) {
 			/* The walk stopped at the depth: the outer frames are
 			 * missing, and the path hangs under a pseudo-frame
@@ -368,6 +385,15 @@ int jp_sampling_setup(jvmtiEnv *jvmti, jvmtiCapabilities *caps, jvmtiEventCallba
 	return 0;
 }
 
+static void jp_sthread_free(jp_sthread *s)
+{
+	free(s->frames);
+	free(s->path);
+	free(s->prev_mid);
+	free(s->prev_h);
+	free(s);
+}
+
 void jp_sampling_thread_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 {
 	if (jp_sself != NULL)
@@ -384,11 +410,11 @@ void jp_sampling_thread_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 	}
 	s->frames = calloc(jps.depth, sizeof(jp_agct_frame));
 	s->path = calloc((size_t)jps.depth + 1, sizeof(uint32_t));
-	if (s->frames == NULL || s->path == NULL ||
+	s->prev_mid = calloc(jps.depth, sizeof(jmethodID));
+	s->prev_h = calloc(jps.depth, sizeof(uint32_t));
+	if (s->frames == NULL || s->path == NULL || s->prev_mid == NULL || s->prev_h == NULL ||
 	    jp_pcct_init(t, &s->pcct, jps.max_nodes, jps.depth + 1, jps.limit_h) != 0) {
-		free(s->frames);
-		free(s->path);
-		free(s);
+		jp_sthread_free(s);
 		JP_COUNT(setup_failures);
 		return;
 	}
@@ -428,9 +454,7 @@ void jp_sampling_thread_end(void)
 		s->next->prev = s->prev;
 	pthread_mutex_unlock(&jps.lock);
 	jp_pcct_free(&s->pcct);
-	free(s->frames);
-	free(s->path);
-	free(s);
+	jp_sthread_free(s);
 }
 
 void jp_sampling_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
