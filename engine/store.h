@@ -38,8 +38,8 @@ static inline uint32_t jp_arena_push(jp_arena *a)
 /* jp_arena_reserve gives elements [0, n) their storage now, so that
  * pushes up to at least n need no allocation (jp_arena_push_ready): for
  * writers that must not allocate, such as a signal handler. Whole chunks
- * are allocated, so the room may exceed n; jp_arena_room says how much.
- * Returns 0, or -1 without memory (chunks already had stay). */
+ * are allocated, so the room may exceed n. Returns 0, or -1 without
+ * memory (the chunks allocated stay). */
 static inline int jp_arena_reserve(jp_arena *a, uint32_t n)
 {
 	for (int k = 0; k < JP_NCHUNKS; k++) {
@@ -54,16 +54,6 @@ static inline int jp_arena_reserve(jp_arena *a, uint32_t n)
 		}
 	}
 	return 0;
-}
-
-/* jp_arena_room is how many elements have storage (leading chunks). */
-static inline uint32_t jp_arena_room(const jp_arena *a)
-{
-	int k = 0;
-	while (k < JP_NCHUNKS && a->chunks[k] != NULL)
-		k++;
-	uint64_t room = ((uint64_t)1 << (k + JP_CHUNK0_SHIFT)) - (1u << JP_CHUNK0_SHIFT);
-	return room > UINT32_MAX ? UINT32_MAX : (uint32_t)room;
 }
 
 /* jp_arena_push_ready is jp_arena_push that never allocates: UINT32_MAX
