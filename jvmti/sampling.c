@@ -289,19 +289,44 @@ static void jp_disarm(jp_sthread *s)
 	s->armed = 0;
 }
 
+/* The wall timer thread signals at most this many threads per period,
+ * taking turns: with many threads, each is sampled less often rather
+ * than the process drowning in signals. A sample still weighs the wall
+ * time since its thread's previous one. */
+#define JP_WALL_BATCH 16
+
 static void *jp_wall_main(void *arg)
 {
 	(void)arg;
 	pid_t pid = getpid();
 	struct timespec ts = { (time_t)(jps.period_ns / 1000000000ull), (long)(jps.period_ns % 1000000000ull) };
+	uint64_t turn = 0; /* armed threads signalled so far, all periods */
 	while (!jp.dead) {
 		nanosleep(&ts, NULL);
 		if (!jps.on)
 			continue;
 		pthread_mutex_lock(&jps.lock);
+		uint64_t armed = 0;
 		for (jp_sthread *s = jps.list; s != NULL; s = s->next)
-			if (s->armed)
-				syscall(SYS_tgkill, pid, s->tid, jps.signo);
+			armed += s->armed != 0;
+		if (armed > 0) {
+			/* The batch starts where the previous one stopped. */
+			uint64_t first = turn % armed, i = 0;
+			int sent = 0;
+			for (int pass = 0; pass < 2 && sent < JP_WALL_BATCH && (uint64_t)sent < armed; pass++) {
+				i = 0;
+				for (jp_sthread *s = jps.list; s != NULL && sent < JP_WALL_BATCH && (uint64_t)sent < armed; s = s->next) {
+					if (!s->armed)
+						continue;
+					if ((pass == 0 && i >= first) || (pass == 1 && i < first)) {
+						syscall(SYS_tgkill, pid, s->tid, jps.signo);
+						sent++;
+					}
+					i++;
+				}
+			}
+			turn += (uint64_t)sent;
+		}
 		pthread_mutex_unlock(&jps.lock);
 	}
 	return NULL;
