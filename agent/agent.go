@@ -114,13 +114,17 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 		return nil, err
 	}
 	a.source = jvmti.MethodEvents{}
+	if opts.Sample != nil {
+		a.source = jvmti.Sampler{}
+	}
 	// START with an unwritable LOGPATH is ignored (openLogMsg said so).
 	start := opts.Start && a.outErr == nil
 	if start {
 		a.started, a.since = true, a.loaded
 	}
 	if err := jvmti.Setup(vm, a, jvmti.Config{Start: start, Calibrate: opts.Calibrate, LogGen: opts.genMode(),
-		JIT: opts.JitA2N || opts.PerfMap, MaxMethods: opts.MaxMethods, EagerThreads: opts.ThreadInfo, VThreads: opts.VThreads}); err != nil {
+		JIT: opts.JitA2N || opts.PerfMap, MaxMethods: opts.MaxMethods, EagerThreads: opts.ThreadInfo, VThreads: opts.VThreads,
+		Sample: opts.Sample}); err != nil {
 		a.log.Error("JVMTI setup failed", zap.Error(err))
 		a.closeLog()
 		return nil, err
@@ -177,7 +181,9 @@ func (a *agent) setupPTT() error {
 	}
 	a.ptt = st
 	a.metrics = plan.want
-	if len(plan.want) > 0 {
+	// A sampled tree's time is read by the signal handler, not the
+	// PTT: the PTT's notes would describe what is not used.
+	if len(plan.want) > 0 && a.opts.Sample == nil {
 		a.notes = append(a.notes, st.Notes...)
 	}
 	a.log.Info("PTT ready", zap.Stringer("backend", st.Backend), zap.Strings("notes", st.Notes),
@@ -452,4 +458,7 @@ func (a *agent) logThreadSummary(s *threadSummary) {
 	}
 	a.log.Info("method registry", zap.Int("methods", engine.Methods()), zap.Int("limit", engine.MaxMethods()),
 		zap.Uint64("refused", engine.MethodsOver()))
+	if a.opts.Sample != nil {
+		a.logSampling()
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/libjprof/libjprof/engine"
 	"github.com/libjprof/libjprof/jvmti"
@@ -75,7 +76,26 @@ type Options struct {
 	MaxMethods int
 	// VThreads follows virtual threads across their carriers (default on).
 	VThreads bool
+	// Sample selects the sampling source (SAMPLE=): a sampled tree at
+	// production overhead instead of exact method events. nil: method
+	// events.
+	Sample *jvmti.SampleConfig
+	// SampleNodes is each thread's sampled-tree capacity (SAMPLENODES=).
+	SampleNodes int
 }
+
+// Sampling defaults: SAMPLE alone samples each thread every millisecond
+// of its CPU time.
+const (
+	defaultSamplePeriod = time.Millisecond
+	defaultSampleNodes  = 16384
+	// sampleDepth is the most frames one sample walks.
+	sampleDepth = 2048
+	// Bounds on the period: below 10 µs the handler would be most of
+	// the thread's time; above a minute nothing is learnt.
+	minSamplePeriod = 10 * time.Microsecond
+	maxSamplePeriod = time.Minute
+)
 
 // OptionError is a bad option: the JVM must not start.
 type OptionError struct {
@@ -107,6 +127,9 @@ type optionSpec struct {
 	name     string
 	hasValue bool
 	help     string
+	// optValue: the value may be left out (NAME alone means the
+	// default value).
+	optValue bool
 	// notBuilt, when set, is what to tell a user who asks for an option
 	// that is recognised but not implemented yet.
 	notBuilt string
@@ -172,35 +195,15 @@ var optionSpecs = []optionSpec{
 		o.GenMax = n
 		return nil
 	}},
-	{name: "MAXMETHODS", hasValue: true, help: "method registry limit (default 4194304); methods past it are reported as <method-limit-reached> and the log-rt header says how many", set: func(o *Options, v string, on bool) error {
-		if !on {
-			o.MaxMethods = engine.DefaultMaxMethods
-			return nil
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1<<31 {
-			return fmt.Errorf("needs a number of methods 1-%d", 1<<31)
-		}
-		o.MaxMethods = n
-		return nil
-	}},
+	{name: "MAXMETHODS", hasValue: true, help: "method registry limit (default 4194304); methods past it are reported as <method-limit-reached> and the log-rt header says how many", set: intOpt(func(o *Options) *int { return &o.MaxMethods }, engine.DefaultMaxMethods, 1, 1<<31, "a number of methods")},
 	{name: "VTHREADS", help: "virtual threads (JDK 21+) get trees of their own, followed across carriers (default on; NOVTHREADS: only detected, and the header says carriers' trees are not exact)", set: boolOpt(func(o *Options) *bool { return &o.VThreads })},
+	{name: "SAMPLE", hasValue: true, optValue: true, help: "sample stacks instead of method events: SAMPLE[=[cpu:|timer:|wall:]period], e.g. SAMPLE, SAMPLE=500us, SAMPLE=wall:10ms (default cpu:1ms: each thread every 1 ms of its CPU time); log-rt holds the sampled tree", set: setSample},
+	{name: "SAMPLENODES", hasValue: true, help: "sampled-tree capacity per thread, allocated at thread start (default 16384); samples past it are counted and shown as <sample-node-limit>", set: intOpt(func(o *Options) *int { return &o.SampleNodes }, defaultSampleNodes, 16, 1<<24, "a number of nodes")},
 	{name: "JITA2N", help: "write log-jita2n: JIT-compiled code addresses, sizes, inlining", set: boolOpt(func(o *Options) *bool { return &o.JitA2N })},
 	{name: "PERFMAP", help: "write /tmp/perf-<pid>.map so perf can name JIT-compiled Java frames", set: boolOpt(func(o *Options) *bool { return &o.PerfMap })},
 	{name: "THREADINFO", help: "write log-jtnm: thread ids, names, start and end times", set: boolOpt(func(o *Options) *bool { return &o.ThreadInfo })},
 	{name: "RTDRIVER", help: "listen for rtdriver commands (default on; NORTDRIVER: no socket)", set: boolOpt(func(o *Options) *bool { return &o.RTDriver })},
-	{name: "PORT", hasValue: true, help: "rtdriver TCP port (default: the first free of 8888-8895)", set: func(o *Options, v string, on bool) error {
-		if !on {
-			o.Port = 0
-			return nil
-		}
-		p, err := strconv.Atoi(v)
-		if err != nil || p < 1 || p > 65535 {
-			return fmt.Errorf("needs a TCP port number 1-65535")
-		}
-		o.Port = p
-		return nil
-	}},
+	{name: "PORT", hasValue: true, help: "rtdriver TCP port (default: the first free of 8888-8895)", set: intOpt(func(o *Options) *int { return &o.Port }, 0, 1, 65535, "a TCP port number")},
 	{name: "HOST", hasValue: true, help: "address the rtdriver socket listens on (default 127.0.0.1: loopback only)",
 		set: stringOpt(func(o *Options) *string { return &o.Host }, "", "an address", nil)},
 	{name: "TOKEN", hasValue: true, help: "shared token every rtdriver command must carry (rtdriver -t)",
@@ -227,6 +230,23 @@ func stringOpt(field func(*Options) *string, def, what string, ok func(string) b
 			return fmt.Errorf("needs %s", what)
 		}
 		*field(o) = v
+		return nil
+	}
+}
+
+// intOpt sets an integer option to a value in [lo, hi]; NONAME puts back
+// def. what names the value in errors.
+func intOpt(field func(*Options) *int, def, lo, hi int, what string) func(*Options, string, bool) error {
+	return func(o *Options, v string, on bool) error {
+		if !on {
+			*field(o) = def
+			return nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("needs %s %d-%d", what, lo, hi)
+		}
+		*field(o) = n
 		return nil
 	}
 }
@@ -308,7 +328,8 @@ func OptionHelp() string {
 // replaces an earlier one), so JPROFOPTS wins. Errors say which of the two
 // an option came from.
 func ParseOptions(agentOpts, envOpts string) (*Options, error) {
-	o := &Options{LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true, MaxMethods: engine.DefaultMaxMethods, VThreads: true}
+	o := &Options{LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true, MaxMethods: engine.DefaultMaxMethods, VThreads: true,
+		SampleNodes: defaultSampleNodes}
 	// metricsFrom and modeFrom remember where METRICS= and the mode were
 	// last set, for the error about the two together.
 	var metricsFrom, modeFrom string
@@ -338,6 +359,9 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 		}
 		return nil, &OptionError{Option: "METRICS", Origin: origin, Reason: "CALLTREE collects no metrics; use RTARCF with METRICS="}
 	}
+	if err := o.checkSample(); err != nil {
+		return nil, err
+	}
 	if o.Mode == 0 {
 		o.Mode = ModeRTArcf
 	}
@@ -360,7 +384,7 @@ func parseOne(o *Options, tok string) (*optionSpec, *OptionError) {
 		return nil, &OptionError{Option: tok, Reason: "recognised but not available in this version: " + spec.notBuilt}
 	}
 	switch {
-	case spec.hasValue && on && !hasEq:
+	case spec.hasValue && on && !hasEq && !spec.optValue:
 		return nil, &OptionError{Option: tok, Reason: fmt.Sprintf("needs a value: %s=...", spec.name)}
 	case !spec.hasValue && hasEq:
 		return nil, &OptionError{Option: tok, Reason: "takes no value"}
@@ -371,6 +395,63 @@ func parseOne(o *Options, tok string) (*optionSpec, *OptionError) {
 		return nil, &OptionError{Option: tok, Reason: err.Error()}
 	}
 	return spec, nil
+}
+
+var sampleKinds = map[string]jvmti.SampleKind{"cpu": jvmti.SampleCPU, "timer": jvmti.SampleTimer, "wall": jvmti.SampleWall}
+
+// setSample parses SAMPLE[=[cpu:|timer:|wall:]period].
+func setSample(o *Options, v string, on bool) error {
+	if !on {
+		o.Sample = nil
+		return nil
+	}
+	c := &jvmti.SampleConfig{Kind: jvmti.SampleCPU, Period: defaultSamplePeriod}
+	spec := strings.ToLower(strings.TrimSpace(v))
+	if kind, rest, ok := strings.Cut(spec, ":"); ok {
+		k, known := sampleKinds[kind]
+		if !known {
+			return fmt.Errorf("unknown sampling kind %q: cpu, timer or wall", kind)
+		}
+		c.Kind, spec = k, rest
+	} else if k, ok := sampleKinds[spec]; ok {
+		c.Kind = k
+		spec = ""
+	}
+	if spec != "" {
+		d, err := time.ParseDuration(spec)
+		if err != nil || d < minSamplePeriod || d > maxSamplePeriod {
+			return fmt.Errorf("needs a period from %v to %v such as 1ms or 500us", minSamplePeriod, maxSamplePeriod)
+		}
+		c.Period = d
+	}
+	o.Sample = c
+	return nil
+}
+
+// checkSample rejects what sampling cannot do, and sets what it implies:
+// the metric is the time the samples stand for (no PTT backend beyond
+// the clock, nothing to calibrate).
+func (o *Options) checkSample() error {
+	if o.Sample == nil {
+		return nil
+	}
+	switch {
+	case o.Generic:
+		return &OptionError{Option: "SAMPLE", Reason: "log-gen (GENERIC, CALLTRACE, RAWGEN) records method events, which sampling has not"}
+	case len(o.Metrics) > 0:
+		return &OptionError{Option: "SAMPLE", Reason: "a sampled tree's metric is the time its samples stand for; METRICS= does not apply"}
+	case o.Mode == ModeCallFlow:
+		return &OptionError{Option: "SAMPLE", Reason: "CALLFLOW counts instructions and cycles per event; sampling has no events"}
+	case o.PTT != ptt.None && o.PTT != ptt.Clock:
+		return &OptionError{Option: "SAMPLE", Reason: "the sampling source reads no PTT; PTT= does not apply"}
+	case o.CalOut != "":
+		return &OptionError{Option: "SAMPLE", Reason: "CALOUT= writes calibration minima, which sampling has not"}
+	}
+	o.Sample.MaxNodes = o.SampleNodes
+	o.Sample.Depth = sampleDepth
+	o.Calibrate = false
+	o.PTT = ptt.Clock
+	return nil
 }
 
 // genMode is what the log-gen records hold.
@@ -416,6 +497,9 @@ func (o *Options) plan() metricPlan {
 	switch {
 	case o.Mode == ModeCallTree:
 		return metricPlan{}
+	case o.Sample != nil:
+		// The column the handler adds each sample's time to.
+		return metricPlan{want: []ptt.Metric{ptt.Time}}
 	case len(o.Metrics) > 0:
 		return metricPlan{want: o.Metrics}
 	case o.Mode == ModeCallFlow:

@@ -50,6 +50,9 @@ func TestParseOptions(t *testing.T) {
 				want.MaxMethods = engine.DefaultMaxMethods
 			}
 			want.VThreads = true // default on; not varied here
+			if want.SampleNodes == 0 {
+				want.SampleNodes = defaultSampleNodes
+			}
 			assert.Equal(t, want, *o)
 		})
 	}

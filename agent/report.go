@@ -52,9 +52,12 @@ func (r *report) header(ts []engine.Thread, seq int) *reports.Profile {
 		p.Metrics = append(p.Metrics, reports.Metric{Name: m.String(), Unit: m.Unit(), Calibrated: r.cal != nil})
 	}
 	p.Notes = append(p.Notes, fmt.Sprintf("Event source: %s", engine.SourceName()))
+	if a.opts.Sample != nil {
+		a.sampleHeader(p)
+	}
 	if r.cal != nil {
 		p.Notes = append(p.Notes, "Calibration: final minima (every event calibrated with the minimum over the whole run, per type/transition sequence)")
-	} else if r.nm > 0 {
+	} else if r.nm > 0 && a.opts.Sample == nil {
 		p.Notes = append(p.Notes, "Calibration: off (NOCALIBRATE): BASE is the raw metric between events")
 	}
 	if over := engine.MethodsOver(); over > 0 {

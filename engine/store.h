@@ -35,6 +35,39 @@ static inline uint32_t jp_arena_push(jp_arena *a)
 	return i;
 }
 
+/* jp_arena_reserve gives elements [0, n) their storage now, so that
+ * pushes up to at least n need no allocation (jp_arena_push_ready): for
+ * writers that must not allocate, such as a signal handler. Whole chunks
+ * are allocated, so the room may exceed n. Returns 0, or -1 without
+ * memory (the chunks allocated stay). */
+static inline int jp_arena_reserve(jp_arena *a, uint32_t n)
+{
+	for (int k = 0; k < JP_NCHUNKS; k++) {
+		uint64_t first = ((uint64_t)1 << (k + JP_CHUNK0_SHIFT)) - (1u << JP_CHUNK0_SHIFT);
+		if (first >= n)
+			break;
+		if (a->chunks[k] == NULL) {
+			char *c = calloc((size_t)1 << (k + JP_CHUNK0_SHIFT), a->stride);
+			if (c == NULL)
+				return -1;
+			__atomic_store_n(&a->chunks[k], c, __ATOMIC_RELEASE);
+		}
+	}
+	return 0;
+}
+
+/* jp_arena_push_ready is jp_arena_push that never allocates: UINT32_MAX
+ * when the next element has no storage yet. Async-signal-safe. */
+static inline uint32_t jp_arena_push_ready(jp_arena *a)
+{
+	uint32_t i = a->n;
+	uint64_t j = (uint64_t)i + (1u << JP_CHUNK0_SHIFT);
+	int k = 63 - __builtin_clzll(j) - JP_CHUNK0_SHIFT;
+	if (k >= JP_NCHUNKS || __atomic_load_n(&a->chunks[k], __ATOMIC_ACQUIRE) == NULL)
+		return UINT32_MAX;
+	return i;
+}
+
 static inline void jp_arena_publish(jp_arena *a, uint32_t i)
 {
 	__atomic_store_n(&a->n, i + 1, __ATOMIC_RELEASE);

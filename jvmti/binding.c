@@ -19,7 +19,10 @@ void jp_methodevents_die(void);
  * log-jtnm lists threads that never ran a collected method. */
 static void JNICALL cb_thread_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 {
-	(void)jni;
+	if (jpvm.sample) {
+		jp_sampling_thread_start(jvmti, jni, thread);
+		return;
+	}
 	if (jp_thread_self() == NULL)
 		jp_vm_thread(jvmti, thread);
 }
@@ -29,6 +32,8 @@ static void JNICALL cb_thread_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 	(void)jvmti;
 	(void)jni;
 	(void)thread;
+	if (jpvm.sample)
+		jp_sampling_thread_end();
 	jp_thread_detach();
 }
 
@@ -46,6 +51,8 @@ static void JNICALL cb_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 			(*jvmti)->Deallocate(jvmti, (unsigned char *)info.name);
 		}
 	}
+	if (jpvm.sample)
+		jp_sampling_vm_init(jvmti, jni, thread);
 	jpGoVMInit(jpvm.go_handle);
 }
 
@@ -53,6 +60,8 @@ static void JNICALL cb_vm_death(jvmtiEnv *jvmti, JNIEnv *jni)
 {
 	(void)jvmti;
 	(void)jni;
+	if (jpvm.sample)
+		jp_sampling_die();
 	jp_methodevents_die();
 	jpGoVMDeath(jpvm.go_handle);
 }
@@ -106,7 +115,7 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int l
 	jpvm.jvmti = jvmti;
 	jpvm.go_handle = go_handle;
 	jpvm.jit = jit;
-	if (jp_engine_init(&jp_methodevents, calibrate, loggen, max_methods, err, errlen) != 0)
+	if (jp_engine_init(jpvm.sample ? &jp_sampling : &jp_methodevents, calibrate, loggen, max_methods, err, errlen) != 0)
 		return -1;
 	if (jp_mid_init() != 0) {
 		snprintf(err, errlen, "no memory for the method id table");
@@ -115,8 +124,16 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int l
 
 	jvmtiCapabilities caps;
 	memset(&caps, 0, sizeof caps);
-	caps.can_generate_method_entry_events = 1;
-	caps.can_generate_method_exit_events = 1;
+	jvmtiEventCallbacks cb;
+	memset(&cb, 0, sizeof cb);
+	/* The sampling source needs no method events (nor their capability,
+	 * which costs the JIT something even unused). */
+	if (!jpvm.sample) {
+		caps.can_generate_method_entry_events = 1;
+		caps.can_generate_method_exit_events = 1;
+	} else if (jp_sampling_setup(jvmti, &caps, &cb, err, errlen) != 0) {
+		return -1;
+	}
 	jvmtiError e = (*jvmti)->AddCapabilities(jvmti, &caps);
 	if (e != JVMTI_ERROR_NONE) {
 		snprintf(err, errlen, "AddCapabilities(method entry/exit events) failed: JVMTI error %d", (int)e);
@@ -133,8 +150,6 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int l
 		}
 	}
 
-	jvmtiEventCallbacks cb;
-	memset(&cb, 0, sizeof cb);
 	cb.MethodEntry = jp_cb_method_entry;
 	cb.MethodExit = jp_cb_method_exit;
 	cb.ThreadStart = cb_thread_start;
@@ -154,7 +169,12 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int l
 	const jvmtiEvent life[] = { JVMTI_EVENT_VM_INIT, JVMTI_EVENT_VM_DEATH, JVMTI_EVENT_THREAD_END };
 	if (jp_enable(jvmti, life, sizeof life / sizeof life[0], err, errlen) != 0)
 		return -1;
-	if (eager_threads) {
+	if (jpvm.sample) {
+		const jvmtiEvent sevs[] = { JVMTI_EVENT_CLASS_LOAD, JVMTI_EVENT_CLASS_PREPARE };
+		if (jp_enable(jvmti, sevs, sizeof sevs / sizeof sevs[0], err, errlen) != 0)
+			return -1;
+	}
+	if (eager_threads || jpvm.sample) {
 		const jvmtiEvent ts[] = { JVMTI_EVENT_THREAD_START };
 		if (jp_enable(jvmti, ts, 1, err, errlen) != 0)
 			return -1;
@@ -168,9 +188,9 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int l
 	/* START: from the first Java method, not from VM init: the VM runs
 	 * Java code (System.initPhase3, the system class loader) before it. */
 	if (start) {
-		int rc = jp_methodevents_set(1);
+		int rc = jpvm.sample ? jp_sampling_set(1) : jp_methodevents_set(1);
 		if (rc != 0) {
-			snprintf(err, errlen, "enabling method events failed: JVMTI error %d", rc);
+			snprintf(err, errlen, "starting the event source failed: error %d", rc);
 			return -1;
 		}
 	}

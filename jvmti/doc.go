@@ -5,6 +5,8 @@
 // methodevents.c is the method-event source, which hands every
 // MethodEntry and MethodExit to the engine (package engine) keyed by
 // jmethodID; methodids.c names those methods in the engine's registry;
-// jit.c records compiled code. Go sets the binding up, switches the
+// jit.c records compiled code; sampling.c is the sampling source
+// (SAMPLE=), whose signal handler walks stacks with AsyncGetCallTrace
+// into the engine's sampled trees. Go sets the binding up, switches the
 // source, and takes the JIT records.
 package jvmti

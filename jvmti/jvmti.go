@@ -50,6 +50,9 @@ type Config struct {
 	// EagerThreads makes every thread's record at its start, not at its
 	// first event (for log-jtnm).
 	EagerThreads bool
+	// Sample, when set, makes the sampling source feed the engine
+	// instead of method events (Start then starts sampling).
+	Sample *SampleConfig
 }
 
 // Setup attaches the agent to the JVM: JVMTI environment, capabilities,
@@ -63,6 +66,12 @@ func Setup(vm unsafe.Pointer, h Handler, c Config) error {
 		return fmt.Errorf("jvmti setup: method limit %d out of range", c.MaxMethods)
 	}
 	C.jp_vt_track = cbool(c.VThreads)
+	if c.Sample != nil {
+		if err := configureSampling(c.Sample); err != nil {
+			handle.Delete()
+			return err
+		}
+	}
 	if C.jp_vm_setup((*C.JavaVM)(vm), C.uintptr_t(handle), cbool(c.Start), cbool(c.Calibrate), C.int(c.LogGen),
 		cbool(c.JIT), C.uint32_t(c.MaxMethods), cbool(c.EagerThreads), &errbuf[0], C.int(len(errbuf))) != 0 {
 		handle.Delete()

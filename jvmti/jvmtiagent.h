@@ -15,6 +15,7 @@ typedef struct jp_vm {
 	uintptr_t go_handle; /* cgo.Handle of the Go agent */
 	int start_at_load;   /* method events from Agent_OnLoad on */
 	int jit;             /* JIT records wanted */
+	int sample;          /* the sampling source feeds the engine (sampling.c) */
 } jp_vm;
 
 extern jp_vm jpvm;
@@ -35,6 +36,14 @@ uint32_t jp_mid_resolve(uintptr_t mid);
 /* jp_mid_find returns the handle of a method seen before, or UINT32_MAX. */
 uint32_t jp_mid_find(jmethodID mid);
 int jp_mid_init(void);
+/* jp_mid_insert caches mid -> fresh (a handle just registered for it)
+ * unless mid is cached already; returns the cached handle. */
+uint32_t jp_mid_insert(jmethodID mid, uint32_t fresh);
+/* jp_mid_register_class makes the jmethodIDs of a prepared class and
+ * registers its methods not seen yet; returns how many it registered. */
+int jp_mid_register_class(jvmtiEnv *jvmti, jclass klass);
+/* jp_class_name: "Ljava/lang/String;" -> "java/lang/String" (malloc'd). */
+char *jp_class_name(const char *sig);
 
 /* The calling Java thread's engine record, made on its first event. */
 jp_thread *jp_vm_thread(jvmtiEnv *jvmti, jthread thread);
@@ -83,5 +92,18 @@ int jp_vt_caps(jvmtiEnv *jvmti);
 int jp_vt_setup(jvmtiEnv *jvmti, const jvmtiEventCallbacks *cb, char *err, int errlen);
 uint64_t jp_vt_started(void);
 jp_thread *jp_vt_first_event(jvmtiEnv *jvmti, jthread thread);
+
+/* The sampling source (sampling.c). jp_sampling_configure, before
+ * jp_vm_setup, selects it (jpvm.sample); the lifecycle callbacks call
+ * the others when it is selected. */
+extern const jp_source jp_sampling;
+int jp_sampling_configure(int kind, uint64_t period_ns, uint32_t max_nodes, uint32_t depth, char *err, int errlen);
+int jp_sampling_setup(jvmtiEnv *jvmti, jvmtiCapabilities *caps, jvmtiEventCallbacks *cb, char *err, int errlen);
+void jp_sampling_thread_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread);
+void jp_sampling_thread_end(void);
+void jp_sampling_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread);
+/* jp_sampling_set starts or stops sampling; -1 once the VM is dying. */
+int jp_sampling_set(int on);
+void jp_sampling_die(void);
 
 #endif /* JP_JVMTIAGENT_H */

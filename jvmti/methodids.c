@@ -75,7 +75,7 @@ static void jp_midtab_put(jp_midtab *t, jmethodID mid, uint32_t h)
 /* jp_class_name turns a class signature "Ljava/lang/String;" into
  * "java/lang/String" (malloc'd); array and primitive signatures stay as
  * they are. */
-static char *jp_class_name(const char *sig)
+char *jp_class_name(const char *sig)
 {
 	size_t len = strlen(sig);
 	if (len >= 2 && sig[0] == 'L' && sig[len - 1] == ';')
@@ -83,25 +83,19 @@ static char *jp_class_name(const char *sig)
 	return strdup(sig);
 }
 
-/* jp_mid_register asks the VM for a method's name and type and registers
- * it with the engine. */
-static uint32_t jp_mid_register(jmethodID mid)
+/* jp_mid_register_named registers a method of the class named cname
+ * (NULL: unknown), asking the VM for the method's name and type. */
+static uint32_t jp_mid_register_named(jvmtiEnv *jvmti, jmethodID mid, const char *cname)
 {
-	jvmtiEnv *jvmti = jpvm.jvmti;
-	char *mname = NULL, *msig = NULL, *csig = NULL, *cname = NULL;
-	jclass klass = NULL;
+	char *mname = NULL, *msig = NULL;
 	jint mods = 0;
-	jboolean native = JNI_FALSE;
 
 	if ((*jvmti)->GetMethodName(jvmti, mid, &mname, &msig, NULL) != JVMTI_ERROR_NONE)
 		mname = msig = NULL;
-	if ((*jvmti)->GetMethodDeclaringClass(jvmti, mid, &klass) == JVMTI_ERROR_NONE &&
-	    (*jvmti)->GetClassSignature(jvmti, klass, &csig, NULL) == JVMTI_ERROR_NONE)
-		cname = jp_class_name(csig);
 	(*jvmti)->GetMethodModifiers(jvmti, mid, &mods);
-	(*jvmti)->IsMethodNative(jvmti, mid, &native);
 
 	int is_static = (mods & 0x0008) != 0; /* ACC_STATIC */
+	int native = (mods & 0x0100) != 0;    /* ACC_NATIVE */
 	int type = native ? (is_static ? JP_T_NATIVE_STATIC : JP_T_NATIVE)
 			  : (is_static ? JP_T_INTERP_STATIC : JP_T_INTERP);
 	char *name = NULL;
@@ -110,14 +104,59 @@ static uint32_t jp_mid_register(jmethodID mid)
 	uint32_t h = jp_method_register(name != NULL ? name : "?", type);
 
 	free(name);
-	free(cname);
 	if (mname)
 		(*jvmti)->Deallocate(jvmti, (unsigned char *)mname);
 	if (msig)
 		(*jvmti)->Deallocate(jvmti, (unsigned char *)msig);
-	if (csig)
-		(*jvmti)->Deallocate(jvmti, (unsigned char *)csig);
 	return h;
+}
+
+/* jp_klass_name is the name of a class (malloc'd), NULL if unknown. */
+static char *jp_klass_name(jvmtiEnv *jvmti, jclass klass)
+{
+	char *csig = NULL, *cname = NULL;
+	if ((*jvmti)->GetClassSignature(jvmti, klass, &csig, NULL) == JVMTI_ERROR_NONE) {
+		cname = jp_class_name(csig);
+		(*jvmti)->Deallocate(jvmti, (unsigned char *)csig);
+	}
+	return cname;
+}
+
+/* jp_mid_register asks the VM for a method's name and type and registers
+ * it with the engine. */
+static uint32_t jp_mid_register(jmethodID mid)
+{
+	jvmtiEnv *jvmti = jpvm.jvmti;
+	jclass klass = NULL;
+	char *cname = NULL;
+	if ((*jvmti)->GetMethodDeclaringClass(jvmti, mid, &klass) == JVMTI_ERROR_NONE)
+		cname = jp_klass_name(jvmti, klass);
+	uint32_t h = jp_mid_register_named(jvmti, mid, cname);
+	free(cname);
+	return h;
+}
+
+int jp_mid_register_class(jvmtiEnv *jvmti, jclass klass)
+{
+	jint n = 0;
+	jmethodID *ms = NULL;
+	/* This call is also what makes the methods' jmethodIDs exist, which
+	 * AsyncGetCallTrace needs to name a frame. */
+	if ((*jvmti)->GetClassMethods(jvmti, klass, &n, &ms) != JVMTI_ERROR_NONE)
+		return 0;
+	char *cname = NULL;
+	int added = 0;
+	for (jint i = 0; i < n; i++) {
+		if (jp_mid_find(ms[i]) != UINT32_MAX)
+			continue;
+		if (cname == NULL && (cname = jp_klass_name(jvmti, klass)) == NULL)
+			cname = strdup("?");
+		jp_mid_insert(ms[i], jp_mid_register_named(jvmti, ms[i], cname));
+		added++;
+	}
+	free(cname);
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)ms);
+	return added;
 }
 
 uint32_t jp_mid_resolve(uintptr_t key)
@@ -129,7 +168,12 @@ uint32_t jp_mid_resolve(uintptr_t key)
 	/* Resolve outside the lock: JVMTI calls can take microseconds. Two
 	 * threads racing on one method register it twice; the loser's handle
 	 * is never used. */
-	uint32_t fresh = jp_mid_register(mid);
+	return jp_mid_insert(mid, jp_mid_register(mid));
+}
+
+uint32_t jp_mid_insert(jmethodID mid, uint32_t fresh)
+{
+	uint32_t h;
 	pthread_mutex_lock(&jp_mids_lock);
 	jp_midtab *t = jp_mids;
 	h = jp_midtab_find(t, mid);

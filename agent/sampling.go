@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/libjprof/libjprof/jvmti"
+	"github.com/libjprof/libjprof/reports"
+)
+
+// sampleHeader says in a log-rt header that the tree is sampled, how,
+// what its numbers mean, and what the sampler could not record.
+func (a *agent) sampleHeader(p *reports.Profile) {
+	s := a.opts.Sample
+	name, what := "SAMPLED_CPU_TIME", "its own CPU time"
+	if s.Kind == jvmti.SampleWall {
+		name, what = "SAMPLED_WALL_TIME", "wall time"
+	}
+	for i := range p.Metrics {
+		p.Metrics[i].Name = name
+	}
+	p.Notes = append(p.Notes,
+		fmt.Sprintf("Sampled tree (SAMPLE=%s:%s): each thread sampled every %s of %s (%s, stacks walked by AsyncGetCallTrace); a partial calling context tree, not exact counts",
+			s.Kind, period(s.Period), period(s.Period), what, s.Kind.Signal()),
+		"CALLS = samples with this context on the stack (CEE: those in its callees; CALLS-CEE: samples with it on top)")
+	if len(p.Metrics) > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("BASE = %s the samples with this context on top stand for: each sample weighs the thread's time since its previous sample (ns)", strings.ToLower(strings.ReplaceAll(name, "_", " "))))
+	}
+	st := jvmti.SamplingStats()
+	line := fmt.Sprintf("Sampling since VM start: %d samples on %d threads", st.Samples, st.Threads)
+	if st.Samples > 0 {
+		// POSIX CPU timers fire at the kernel's tick at the earliest,
+		// and a loaded timer thread wakes late: the real interval can
+		// be longer than the period asked for.
+		line += fmt.Sprintf(", one per %s of %s on average", period((st.Weight / time.Duration(st.Samples)).Truncate(time.Microsecond)), what)
+	}
+	line += fmt.Sprintf("; per thread at most %d contexts (SAMPLENODES=) and %d frames", s.MaxNodes, s.Depth)
+	if s.Kind != jvmti.SampleWall {
+		line += fmt.Sprintf("; timers: %d perf task-clock events, %d POSIX CPU timers (these fire at the kernel's tick at the earliest)",
+			st.PerfArmed, st.TimerArmed)
+	}
+	var failed []string
+	for r, n := range st.Failed {
+		failed = append(failed, fmt.Sprintf("%s %d", r, n))
+	}
+	sort.Strings(failed)
+	if len(failed) > 0 {
+		line += "; stacks not walkable (shown as pseudo-frames under the thread): " + strings.Join(failed, ", ")
+	}
+	p.Notes = append(p.Notes, line)
+	if st.Limited > 0 || st.Misses > 0 || st.Deep > 0 || st.TimerFailures > 0 || st.SetupFailures > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("Warning: sampling: %d samples past a thread's capacity (<sample-node-limit>), %d frames of unregistered methods (<unknown-method>), %d stacks cut at the depth limit (<deeper-frames>), %d threads without a timer, %d threads not sampled (no memory)",
+			st.Limited, st.Misses, st.Deep, st.TimerFailures, st.SetupFailures))
+	}
+}
+
+// period writes a sampling period as SAMPLE= reads it, in ASCII ("100us").
+func period(d time.Duration) string {
+	switch {
+	case d%time.Second == 0:
+		return fmt.Sprintf("%ds", d/time.Second)
+	case d%time.Millisecond == 0:
+		return fmt.Sprintf("%dms", d/time.Millisecond)
+	case d%time.Microsecond == 0 || d > time.Millisecond:
+		return fmt.Sprintf("%dus", d/time.Microsecond)
+	}
+	return fmt.Sprintf("%dns", d.Nanoseconds())
+}
+
+// logSampling writes the sampling source's counters to log-msg.
+func (a *agent) logSampling() {
+	st := jvmti.SamplingStats()
+	a.log.Info("sampling summary", zap.String("kind", a.opts.Sample.Kind.String()), zap.Duration("period", a.opts.Sample.Period),
+		zap.Uint64("samples", st.Samples), zap.Duration("weight", st.Weight), zap.Duration("inHandler", st.Handler), zap.Uint64("threads", st.Threads),
+		zap.Any("notWalkable", st.Failed), zap.Uint64("unknownMethods", st.Misses), zap.Uint64("deepStacks", st.Deep),
+		zap.Uint64("pastNodeLimit", st.Limited), zap.Uint64("signalsWithoutState", st.Unowned),
+		zap.Uint64("timerFailures", st.TimerFailures), zap.Uint64("perfArmed", st.PerfArmed), zap.Uint64("timerArmed", st.TimerArmed), zap.Uint64("threadsNotSampled", st.SetupFailures))
+}

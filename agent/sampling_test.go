@@ -1,0 +1,266 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/libjprof/libjprof/internal/jvmtest"
+	"github.com/libjprof/libjprof/reports"
+)
+
+// The sampling source (SAMPLE=) with a real JVM: the sampled tree of a
+// known workload, rtdriver control, and the signal-heavy cases (thread
+// churn, GC, deoptimization, implicit null checks) that must neither
+// crash nor hang.
+
+const (
+	hotOuter = "i:SampleHot.outer(J)J"
+	hotHeavy = "i:SampleHot.heavy(J)J"
+	hotLight = "i:SampleHot.light(J)J"
+)
+
+// checkSampled checks what every sampled tree must hold: roots have no
+// samples of their own, a context is on the stack in at least as many
+// samples as its callees together (CALLS counts samples with the context
+// on the stack), only contexts on top have time, and nothing wrapped.
+func checkSampled(t *testing.T, p *reports.Profile) {
+	t.Helper()
+	require.Len(t, p.Metrics, 1)
+	assert.Contains(t, p.Metrics[0].Name, "SAMPLED_")
+	assert.Contains(t, strings.Join(p.Notes, "\n"), "Sampled tree (SAMPLE=")
+	for _, th := range p.Threads {
+		assert.Zero(t, th.Calls, "thread root %s", th.Name)
+		th.Walk(func(n *reports.Node, d int) {
+			if d == 0 {
+				return
+			}
+			assert.NotZero(t, n.Calls, "node %s under %s has no samples", n.Name, th.Name)
+			assert.GreaterOrEqual(t, n.Calls, n.Callees(), "%s: fewer samples than its callees", n.Name)
+			if n.Calls == n.Callees() {
+				assert.Zero(t, n.Base[0], "%s never on top but has time", n.Name)
+			} else {
+				assert.NotZero(t, n.Base[0], "%s on top without time", n.Name)
+			}
+			assert.Less(t, n.Base[0], uint64(1)<<50, "absurd value at %s", n.Name)
+		})
+	}
+}
+
+// hotSamples is the samples of heavy and light under outer, over every
+// path that reaches outer in thread th.
+func hotSamples(th *reports.Node) (outer, heavy, light uint64) {
+	th.Walk(func(n *reports.Node, d int) {
+		if n.Name != hotOuter {
+			return
+		}
+		outer += n.Calls
+		if h := n.Path(hotHeavy); h != nil {
+			heavy += h.Calls
+		}
+		if l := n.Path(hotLight); l != nil {
+			light += l.Calls
+		}
+	})
+	return
+}
+
+func TestSampleHotPath(t *testing.T) {
+	for _, opts := range []string{"SAMPLE,START", "SAMPLE=timer:1ms,START", "SAMPLE=wall:2ms,START"} {
+		t.Run(opts, func(t *testing.T) {
+			plain := jvmtest.Start(t, jvmtest.Run{Class: "SampleHot", Args: []string{"1500"}, Options: "-"})
+			r := jvmtest.Start(t, jvmtest.Run{Class: "SampleHot", Args: []string{"1500"}, Options: opts})
+			require.Equal(t, 0, r.ExitCode, r.Stderr)
+			assert.Equal(t, plain.Stdout, r.Stdout)
+			p := r.LogRT(t, 1)
+			checkSampled(t, p)
+			m := mainThread(t, p)
+			hmain := m.Path("i:SampleHot.main([Ljava/lang/String;)V")
+			require.NotNil(t, hmain, "no SampleHot.main under main")
+			outer, heavy, light := hotSamples(m)
+			require.NotZero(t, light, "no samples in light()")
+			assert.LessOrEqual(t, heavy+light, outer)
+			// heavy does three times light's work: the sampled shares
+			// follow, within what a few hundred samples allow.
+			ratio := float64(heavy) / float64(light)
+			assert.True(t, ratio > 1.8 && ratio < 5, "heavy/light samples %d/%d = %.2f, want about 3", heavy, light, ratio)
+			// The hot path dominates the main thread.
+			assert.Greater(t, 2*outer, m.Callees(), "outer() in %d of %d samples", outer, m.Callees())
+			// The readers take a sampled tree as they take an exact one.
+			out, err := exec.Command(jvmtest.Tool("jprof"), "collapsed", r.File("rt.1")).CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			assert.Regexp(t, `(?m)_main;i:SampleHot\.main\(\[Ljava/lang/String,\)V;i:SampleHot\.outer\(J\)J;i:SampleHot\.heavy\(J\)J;i:SampleHot\.mix\(JI\)J [1-9][0-9]*$`, string(out))
+			if strings.Contains(opts, "wall") {
+				assert.Equal(t, "SAMPLED_WALL_TIME", p.Metrics[0].Name)
+			} else {
+				assert.Equal(t, "SAMPLED_CPU_TIME", p.Metrics[0].Name)
+			}
+		})
+	}
+}
+
+func TestSampleRTDriver(t *testing.T) {
+	port := freePort(t)
+	proc := jvmtest.Launch(t, jvmtest.Run{Class: "SampleHot", Args: []string{"driven"}, Options: fmt.Sprintf("SAMPLE,PORT=%d", port)})
+	proc.Expect("ready")
+	proc.Send("run 200") // not sampling yet
+	proc.Expect("done 200")
+	st := rt(t, port, "status")
+	require.NotEmpty(t, st)
+	assert.Contains(t, st[0].String(), "state=stopped")
+	assert.Contains(t, st[0].String(), "source=asgct-sampling")
+
+	requireOK(t, rt(t, port, "start"))
+	proc.Send("run 600")
+	proc.Expect("done 600")
+	requireOK(t, rt(t, port, "flush"))
+	res := proc.Result()
+	p1 := jvmtest.ParseLogRT(t, res.File("rt.1"))
+	checkSampled(t, p1)
+	o1, h1, l1 := hotSamples(mainThread(t, p1))
+	require.NotZero(t, h1, "no samples of heavy() after start")
+	assert.NotZero(t, l1)
+
+	// end: stop, flush, reset. Work after it is not sampled.
+	requireOK(t, rt(t, port, "end"))
+	p2 := jvmtest.ParseLogRT(t, res.File("rt.2"))
+	o2, _, _ := hotSamples(mainThread(t, p2))
+	assert.GreaterOrEqual(t, o2, o1, "the end report holds at least what the flush held")
+	proc.Send("run 300")
+	proc.Expect("done 300")
+	requireOK(t, rt(t, port, "flush"))
+	p3 := jvmtest.ParseLogRT(t, res.File("rt.3"))
+	if m3 := p3.Thread("main"); m3 != nil {
+		o3, _, _ := hotSamples(m3)
+		assert.Zero(t, o3, "samples taken while stopped")
+	}
+
+	// start again: the tree grows from where it was, less the reset.
+	requireOK(t, rt(t, port, "start"))
+	proc.Send("run 300")
+	proc.Expect("done 300")
+	requireOK(t, rt(t, port, "flush"))
+	p4 := jvmtest.ParseLogRT(t, res.File("rt.4"))
+	checkSampled(t, p4)
+	o4, _, _ := hotSamples(mainThread(t, p4))
+	assert.NotZero(t, o4, "no samples after a second start")
+	proc.Send("quit")
+	r := proc.Wait()
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+}
+
+// The stress run: thread churn, GC, deoptimization, implicit null checks
+// and deep recursion under the fastest sampling, CPU and wall.
+func TestSampleStress(t *testing.T) {
+	plain := jvmtest.Start(t, jvmtest.Run{Class: "SampleStress", Args: []string{"120", "4"}, Options: "-"})
+	require.Equal(t, 0, plain.ExitCode, plain.Stderr)
+	for _, c := range []struct{ opts, conc string }{
+		{"SAMPLE=100us,START", "4"},
+		// More threads alive than the wall timer signals per period.
+		{"SAMPLE=wall:100us,START,SAMPLENODES=64", "24"},
+	} {
+		opts := c.opts
+		t.Run(opts, func(t *testing.T) {
+			r := jvmtest.Start(t, jvmtest.Run{Class: "SampleStress", Args: []string{"120", c.conc}, Options: opts})
+			require.Equal(t, 0, r.ExitCode, r.Stderr)
+			assert.Equal(t, plain.Stdout, r.Stdout)
+			p := r.LogRT(t, 1)
+			checkSampled(t, p)
+			stress := jvmtest.Threads(p, "stress-")
+			assert.NotEmpty(t, stress, "no worker thread sampled")
+			var work uint64
+			for _, th := range stress {
+				th.Walk(func(n *reports.Node, d int) {
+					if n.Name == "i:SampleStress.work(I)J" {
+						work += n.Calls
+					}
+				})
+			}
+			assert.NotZero(t, work, "no samples in the workers' work()")
+			notes := strings.Join(p.Notes, "\n")
+			if strings.Contains(opts, "SAMPLENODES=64") {
+				// The recursion alone needs more than 64 contexts: the
+				// overflow is counted and shown, not lost.
+				assert.Contains(t, notes, "past a thread's capacity")
+				found := false
+				for _, th := range p.Threads {
+					if th.Path("O:<sample-node-limit>") != nil {
+						found = true
+					}
+				}
+				assert.True(t, found, "no <sample-node-limit> context")
+			}
+		})
+	}
+}
+
+// HotSpot's implicit null checks are SIGSEGVs it handles itself: they
+// must keep working while SIGPROF interrupts the same code.
+func TestSampleNullChecks(t *testing.T) {
+	plain := jvmtest.Start(t, jvmtest.Run{Class: "NullChecks", Args: []string{"3000000"}, Options: "-"})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "NullChecks", Args: []string{"3000000"}, Options: "SAMPLE=100us,START"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.Equal(t, plain.Stdout, r.Stdout)
+	checkSampled(t, r.LogRT(t, 1))
+}
+
+func TestSampleJDK25(t *testing.T) {
+	const home = "/usr/lib/jvm/temurin-25-jdk-amd64"
+	if _, err := os.Stat(filepath.Join(home, "bin", "java")); err != nil {
+		t.Skip("no JDK 25 at " + home)
+	}
+	// jvmtest runs "java" through the prefix, which finds JDK 25's first.
+	env := []string{"env", "PATH=" + filepath.Join(home, "bin") + ":" + os.Getenv("PATH")}
+	r := jvmtest.Start(t, jvmtest.Run{Class: "SampleHot", Args: []string{"1500"}, Options: "SAMPLE,START", Prefix: env,
+		JVMArgs: []string{"-XshowSettings:properties"}})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	require.Contains(t, r.Stderr, "java.specification.version = 25")
+	p := r.LogRT(t, 1)
+	checkSampled(t, p)
+	_, heavy, light := hotSamples(mainThread(t, p))
+	assert.NotZero(t, heavy)
+	assert.NotZero(t, light)
+	s := jvmtest.Start(t, jvmtest.Run{Class: "SampleStress", Args: []string{"60", "4"}, Options: "SAMPLE=wall:100us,START", Prefix: env})
+	require.Equal(t, 0, s.ExitCode, s.Stderr)
+	checkSampled(t, s.LogRT(t, 1))
+}
+
+func TestSampleOptions(t *testing.T) {
+	for _, c := range []struct{ opts, want string }{
+		{"SAMPLE,GENERIC", "log-gen"},
+		{"SAMPLE,METRICS=PTT_TIME", "METRICS= does not apply"},
+		{"SAMPLE,CALLFLOW", "CALLFLOW"},
+		{"SAMPLE,PTT=bpf", "PTT= does not apply"},
+		{"SAMPLE=5ns", "needs a period"},
+		{"SAMPLE=gpu:1ms", "unknown sampling kind"},
+		{"SAMPLENODES=3", "16-"},
+	} {
+		_, err := ParseOptions(c.opts, "")
+		require.Error(t, err, c.opts)
+		assert.Contains(t, err.Error(), c.want, c.opts)
+	}
+	o, err := ParseOptions("SAMPLE=wall:250us,SAMPLENODES=1000", "")
+	require.NoError(t, err)
+	require.NotNil(t, o.Sample)
+	assert.Equal(t, "wall", o.Sample.Kind.String())
+	o2, err := ParseOptions("SAMPLE=timer", "")
+	require.NoError(t, err)
+	assert.Equal(t, "timer", o2.Sample.Kind.String())
+	assert.Equal(t, defaultSamplePeriod, o2.Sample.Period)
+	assert.Equal(t, int64(250000), o.Sample.Period.Nanoseconds())
+	assert.Equal(t, 1000, o.Sample.MaxNodes)
+	assert.False(t, o.Calibrate)
+	o, err = ParseOptions("SAMPLE", "")
+	require.NoError(t, err)
+	assert.Equal(t, "cpu", o.Sample.Kind.String())
+	assert.Equal(t, defaultSamplePeriod, o.Sample.Period)
+	o, err = ParseOptions("SAMPLE,NOSAMPLE", "")
+	require.NoError(t, err)
+	assert.Nil(t, o.Sample)
+}

@@ -1,0 +1,148 @@
+/*
+ * sample.c: the sampled tree (PCCT). A sample is a stack, top first; it
+ * adds one to the calls of every context on it, from the root down, and
+ * its weight to the top context's base. Everything it touches was made
+ * by jp_pcct_init, because it runs in a signal handler that may have
+ * interrupted malloc itself.
+ *
+ * The child map is sized for the node capacity at half load, so a probe
+ * always ends, and it never grows (growing would allocate). Consecutive
+ * samples of one thread mostly share their outer frames: the path of the
+ * previous sample is kept, and the common prefix reuses its nodes
+ * without a map probe (what is left of Whaley's "stop at the first
+ * visited frame" when the walker cannot mark frames: it saves the tree
+ * update, not the walk).
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "store.h"
+
+static uint32_t jp_pow2_at_least(uint64_t n)
+{
+	uint32_t c = 8;
+	while (c < n && c < (1u << 31))
+		c <<= 1;
+	return c;
+}
+
+/* jp_pcct_node fills in node n, pushed into t's arena and not yet
+ * published. */
+static void jp_pcct_fill(jp_thread *t, uint32_t n, uint32_t parent, uint32_t h)
+{
+	jp_node *nd = jp_node_at(t, n);
+	nd->parent = parent;
+	nd->type = jp_method_at(h)->type;
+	nd->seqkey = JP_NOKEY;
+	nd->method = h;
+	jp_arena_publish(&t->nodes, n);
+}
+
+int jp_pcct_init(jp_thread *t, jp_pcct *p, uint32_t max_nodes, uint32_t depth, uint32_t limit_method)
+{
+	memset(p, 0, sizeof *p);
+	if (max_nodes < 2 || depth < 1)
+		return -1;
+	if (jp_arena_reserve(&t->nodes, max_nodes) != 0)
+		return -1;
+	/* Whatever the whole chunks hold beyond max_nodes stays unused: the
+	 * capacity is the one asked for. */
+	p->max_nodes = max_nodes;
+	uint32_t cap = jp_pow2_at_least((uint64_t)max_nodes * 2);
+	p->slots = calloc(cap, sizeof(jp_slot));
+	p->prev_h = calloc(depth, sizeof(uint32_t));
+	p->prev_node = calloc(depth, sizeof(uint32_t));
+	if (p->slots == NULL || p->prev_h == NULL || p->prev_node == NULL) {
+		jp_pcct_free(p);
+		return -1;
+	}
+	p->mask = cap - 1;
+	p->depth = depth;
+	uint32_t n = jp_arena_push_ready(&t->nodes);
+	if (n == UINT32_MAX) {
+		jp_pcct_free(p);
+		return -1;
+	}
+	jp_pcct_fill(t, n, 0, limit_method);
+	p->limit_node = n;
+	return 0;
+}
+
+void jp_pcct_free(jp_pcct *p)
+{
+	free(p->slots);
+	free(p->prev_h);
+	free(p->prev_node);
+	p->slots = NULL;
+	p->prev_h = p->prev_node = NULL;
+}
+
+/* jp_pcct_child finds or makes the node of method h under parent;
+ * UINT32_MAX when the capacity is reached. */
+static uint32_t jp_pcct_child(jp_thread *t, jp_pcct *p, uint32_t parent, uint32_t h)
+{
+	uintptr_t k1 = (uintptr_t)h + 1;
+	uint32_t i = jp_map_hash(k1, parent) & p->mask;
+	for (;;) {
+		jp_slot *s = &p->slots[i];
+		if (s->k1 == k1 && s->k2 == parent)
+			return s->val;
+		if (s->k1 == 0) {
+			if (t->nodes.n >= p->max_nodes)
+				return UINT32_MAX;
+			uint32_t n = jp_arena_push_ready(&t->nodes);
+			if (n == UINT32_MAX)
+				return UINT32_MAX;
+			jp_pcct_fill(t, n, parent, h);
+			s->k2 = parent;
+			s->val = n;
+			s->k1 = k1;
+			return n;
+		}
+		i = (i + 1) & p->mask;
+	}
+}
+
+int jp_pcct_add(jp_thread *t, jp_pcct *p, const uint32_t *leaf, uint32_t n, uint64_t weight)
+{
+	if (n > p->depth)
+		n = p->depth; /* the caller's buffers are p->depth long */
+	uint32_t node = 0, d = 0;
+	/* The prefix shared with the previous sample: known nodes. */
+	while (d < n && d < p->prev_n && p->prev_h[d] == leaf[n - 1 - d]) {
+		node = p->prev_node[d];
+		d++;
+	}
+	for (; d < n; d++) {
+		uint32_t h = leaf[n - 1 - d];
+		uint32_t c = jp_pcct_child(t, p, node, h);
+		if (c == UINT32_MAX) {
+			/* No room for this path: the whole sample goes to the
+			 * limit node, so that no context shows samples that
+			 * were not all its own. Nodes made for the path so far
+			 * keep zero calls, which the reports leave out. */
+			p->prev_n = d;
+			jp_node *ln = jp_node_at(t, p->limit_node);
+			ln->calls++;
+			if (jp.nmetrics)
+				ln->base[0] += weight;
+			p->limited++;
+			p->samples++;
+			t->events++;
+			return 1;
+		}
+		p->prev_h[d] = h;
+		p->prev_node[d] = c;
+		node = c;
+	}
+	p->prev_n = n;
+	for (d = 0; d < n; d++)
+		jp_node_at(t, p->prev_node[d])->calls++;
+	if (n > 0 && jp.nmetrics)
+		jp_node_at(t, node)->base[0] += weight;
+	p->samples++;
+	t->events++;
+	return 0;
+}

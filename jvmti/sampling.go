@@ -1,0 +1,133 @@
+package jvmti
+
+/*
+#include "jvmtiagent.h"
+#include "sampling.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"time"
+)
+
+// SampleKind is what a sample's period counts.
+type SampleKind int
+
+const (
+	// SampleCPU: each thread's own CPU time (a timer on its CPU-time
+	// clock); only running threads are sampled.
+	SampleCPU SampleKind = C.JP_SAMPLE_CPU
+	// SampleWall: wall time; every thread is sampled each period,
+	// running or waiting.
+	SampleWall SampleKind = C.JP_SAMPLE_WALL
+	// SampleTimer: like SampleCPU, with POSIX CPU timers only (no perf
+	// events), which fire at the kernel's tick at the earliest.
+	SampleTimer SampleKind = C.JP_SAMPLE_TIMER
+)
+
+func (k SampleKind) String() string {
+	switch k {
+	case SampleWall:
+		return "wall"
+	case SampleTimer:
+		return "timer"
+	}
+	return "cpu"
+}
+
+// Signal names the signal the kind uses.
+func (k SampleKind) Signal() string {
+	if k == SampleWall {
+		return "SIGVTALRM"
+	}
+	return "SIGPROF"
+}
+
+// SampleConfig selects the sampling source (Config.Sample).
+type SampleConfig struct {
+	Kind   SampleKind
+	Period time.Duration
+	// MaxNodes is each thread's sampled-tree capacity, allocated when
+	// the thread starts; samples past it are counted and charged to
+	// <sample-node-limit>.
+	MaxNodes int
+	// Depth is the most frames one sample walks; deeper stacks hang
+	// under <deeper-frames>.
+	Depth int
+}
+
+// Sampler is the sampling event source: per-thread timers, stacks
+// walked by AsyncGetCallTrace in the signal handler, no method events.
+type Sampler struct{}
+
+// Name implements the agent's source interface.
+func (Sampler) Name() string { return "asgct-sampling" }
+
+// Start arms every sampled thread's timer (and those of threads that
+// start later).
+func (Sampler) Start() error { return setSampling(true) }
+
+// Stop disarms them.
+func (Sampler) Stop() error { return setSampling(false) }
+
+func setSampling(on bool) error {
+	switch e := C.jp_sampling_set(cbool(on)); {
+	case e == -1:
+		return ErrDead
+	case e != 0:
+		return fmt.Errorf("sampling: starting the wall-clock timer thread failed: error %d", int(e))
+	}
+	return nil
+}
+
+func configureSampling(s *SampleConfig) error {
+	var errbuf [256]C.char
+	if s.Period <= 0 || s.MaxNodes < 16 || s.MaxNodes > 1<<30 || s.Depth < 1 || s.Depth > 1<<16 {
+		return fmt.Errorf("sampling: bad configuration %+v", *s)
+	}
+	if C.jp_sampling_configure(C.int(s.Kind), C.uint64_t(s.Period.Nanoseconds()), C.uint32_t(s.MaxNodes),
+		C.uint32_t(s.Depth), &errbuf[0], C.int(len(errbuf))) != 0 {
+		return fmt.Errorf("sampling: %s", C.GoString(&errbuf[0]))
+	}
+	return nil
+}
+
+// SampleStats are the sampling source's counters since VM start.
+type SampleStats struct {
+	Samples uint64 // signals handled on a sampled thread
+	// Failed counts walks AsyncGetCallTrace refused, by pseudo-frame
+	// name ("<GC_active>", ...); only reasons seen are present.
+	Failed        map[string]uint64
+	Misses        uint64 // frames whose jmethodID was not registered (<unknown-method>)
+	Deep          uint64 // walks cut at the depth limit (<deeper-frames>)
+	Limited       uint64 // samples charged to <sample-node-limit>
+	Unowned       uint64 // signals on a thread without sampling state, or after a stop
+	TimerFailures uint64
+	SetupFailures uint64        // threads left unsampled for lack of memory
+	Threads       uint64        // threads given sampling state
+	Weight        time.Duration // the time all samples stand for
+	// PerfArmed and TimerArmed count armings (cpu kind) with a perf
+	// task-clock event and with a POSIX CPU timer (tick-bound).
+	PerfArmed, TimerArmed uint64
+	// Handler is the thread CPU time spent in the signal handler: the
+	// sampler's own cost on the sampled threads (signal delivery aside).
+	Handler time.Duration
+}
+
+// SamplingStats reads the counters.
+func SamplingStats() SampleStats {
+	var st C.jp_sample_stats
+	C.jp_sampling_stats(&st)
+	s := SampleStats{Samples: uint64(st.samples), Failed: map[string]uint64{}, Misses: uint64(st.misses),
+		Deep: uint64(st.deep), Limited: uint64(st.limited), Unowned: uint64(st.unowned),
+		TimerFailures: uint64(st.timer_failures), SetupFailures: uint64(st.setup_failures), Threads: uint64(st.threads),
+		Weight: time.Duration(st.weight_ns), PerfArmed: uint64(st.perf_armed), TimerArmed: uint64(st.timer_armed),
+		Handler: time.Duration(st.handler_ns)}
+	for r := 0; r < C.JP_NREASONS; r++ {
+		if n := uint64(st.reasons[r]); n > 0 {
+			s.Failed[C.GoString(C.jp_sampling_reason(C.int(r)))] = n
+		}
+	}
+	return s
+}

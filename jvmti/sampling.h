@@ -1,0 +1,41 @@
+/*
+ * sampling.h: the sampling source's kinds and counters, shared by
+ * sampling.c and the Go side (sampling.go).
+ */
+#ifndef JP_SAMPLING_H
+#define JP_SAMPLING_H
+
+#include <stdint.h>
+
+enum jp_sample_kind {
+	JP_SAMPLE_CPU = 0,  /* per-thread CPU-time timers, SIGPROF */
+	JP_SAMPLE_WALL = 1, /* a timer thread signals every thread, SIGVTALRM */
+	JP_SAMPLE_TIMER = 2, /* cpu with POSIX CPU timers only, no perf events */
+};
+
+/* AsyncGetCallTrace's failure codes, negated: 0 no Java frame ... 10
+ * safepoint (HotSpot prims/forte.cpp). */
+#define JP_NREASONS 11
+
+/* Counters since VM start; all uint64_t (jp_sampling_stats copies them
+ * as an array). */
+typedef struct jp_sample_stats {
+	uint64_t samples;        /* signals handled on a sampled thread */
+	uint64_t reasons[JP_NREASONS]; /* walks that failed, by reason */
+	uint64_t misses;         /* frames whose jmethodID was not registered */
+	uint64_t deep;           /* walks cut at the depth limit */
+	uint64_t limited;        /* samples charged to <sample-node-limit> */
+	uint64_t unowned;        /* signals on a thread without state, or after stop */
+	uint64_t timer_failures; /* timers that could not be made */
+	uint64_t setup_failures; /* threads left unsampled (no memory) */
+	uint64_t threads;        /* threads given sampling state */
+	uint64_t weight_ns;      /* time all samples stand for */
+	uint64_t perf_armed;     /* cpu: threads armed with a perf task-clock event */
+	uint64_t timer_armed;    /* cpu: threads armed with a POSIX CPU timer */
+	uint64_t handler_ns;     /* thread CPU time spent in the handler (its own cost) */
+} jp_sample_stats;
+
+void jp_sampling_stats(jp_sample_stats *out);
+const char *jp_sampling_reason(int r);
+
+#endif /* JP_SAMPLING_H */
