@@ -216,8 +216,8 @@ func TestSampleJDK25(t *testing.T) {
 		t.Skip("no JDK 25 at " + home)
 	}
 	// jvmtest runs "java" through the prefix, which finds JDK 25's first.
-	env := []string{"env", "PATH=" + filepath.Join(home, "bin") + ":" + os.Getenv("PATH")}
-	r := jvmtest.Start(t, jvmtest.Run{Class: "SampleHot", Args: []string{"1500"}, Options: "SAMPLE,START", Prefix: env,
+	java := filepath.Join(home, "bin", "java")
+	r := jvmtest.Start(t, jvmtest.Run{Class: "SampleHot", Args: []string{"1500"}, Options: "SAMPLE,START", Java: java,
 		JVMArgs: []string{"-XshowSettings:properties"}})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	require.Contains(t, r.Stderr, "java.specification.version = 25")
@@ -226,7 +226,7 @@ func TestSampleJDK25(t *testing.T) {
 	_, heavy, light := hotSamples(mainThread(t, p))
 	assert.NotZero(t, heavy)
 	assert.NotZero(t, light)
-	s := jvmtest.Start(t, jvmtest.Run{Class: "SampleStress", Args: []string{"60", "4"}, Options: "SAMPLE=wall:100us,START", Prefix: env})
+	s := jvmtest.Start(t, jvmtest.Run{Class: "SampleStress", Args: []string{"60", "4"}, Options: "SAMPLE=wall:100us,START", Java: java})
 	require.Equal(t, 0, s.ExitCode, s.Stderr)
 	checkSampled(t, s.LogRT(t, 1))
 }
