@@ -20,6 +20,9 @@ VERSION_LDFLAGS := -X github.com/libjprof/libjprof/internal/buildinfo.Version=$(
 
 GO_SRC    := $(shell find agent engine jvmti ptt calibration reports trainer cmd internal -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.o' 2>/dev/null) go.mod go.sum
 JAVA_SRC  := $(wildcard java/src/*.java)
+# The BCI source's Java half (option BCI), compiled against Debian's ASM.
+ASM_JARS  := /usr/share/java/asm.jar:/usr/share/java/asm-commons.jar
+BCI_SRC   := $(wildcard java/agent/libjprof/bci/*.java)
 
 .PHONY: all help deps agent java cmds demo test train clean
 
@@ -34,18 +37,26 @@ help:
 	    if (match(c, /\. /)) c = substr(c, 1, RSTART - 1); sub("\\.$$", "", c); printf "  make %-14s %s\n", t, c } \
 	  { c = "" }' $(MAKEFILE_LIST)
 
-# deps installs what a fresh Debian machine lacks: a JDK 17, gcc, and
-# chromium for the flame graph's headless-browser test (as root).
+# deps installs what a fresh Debian machine lacks: a JDK 17, gcc, ASM
+# (libasm-java, for BCI) and chromium for the flame graph's
+# headless-browser test (as root).
 deps:
 	@missing=""; \
 	command -v $(JAVAC) >/dev/null 2>&1 || missing="$$missing openjdk-17-jdk-headless"; \
 	command -v gcc >/dev/null 2>&1 || missing="$$missing gcc"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	[ -r /usr/share/java/asm-commons.jar ] || missing="$$missing libasm-java"; \
 	if [ -n "$$missing" ]; then echo "installing$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
 
-# agent: build/libjprof.so, for java -agentpath.
-agent: $(BUILD)/libjprof.so
+# agent: build/libjprof.so, for java -agentpath, and build/jprof-bci.jar
+# beside it (the BCI source's transformer).
+agent: $(BUILD)/libjprof.so $(BUILD)/jprof-bci.jar
+
+$(BUILD)/jprof-bci.jar: $(BCI_SRC)
+	@rm -rf $(BUILD)/bci && mkdir -p $(BUILD)/bci
+	$(JAVAC) -d $(BUILD)/bci -cp $(ASM_JARS) --release 11 $(BCI_SRC)
+	jar cf $@ -C $(BUILD)/bci .
 
 $(BUILD)/libjprof.so: $(GO_SRC)
 	@mkdir -p $(BUILD)

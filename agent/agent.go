@@ -85,9 +85,15 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 		a.closeLog()
 		return nil, err
 	}
+	cfg := jvmti.Config{Start: opts.Start, Calibrate: opts.Calibrate, LogGen: opts.genMode(),
+		JIT: opts.JitA2N || opts.PerfMap, MaxMethods: opts.MaxMethods, EagerThreads: opts.ThreadInfo}
 	a.source = jvmti.MethodEvents{}
-	if err := jvmti.Setup(vm, a, jvmti.Config{Start: opts.Start, Calibrate: opts.Calibrate, LogGen: opts.genMode(),
-		JIT: opts.JitA2N || opts.PerfMap, MaxMethods: opts.MaxMethods, EagerThreads: opts.ThreadInfo}); err != nil {
+	if opts.BCI {
+		a.source = jvmti.BCI{}
+		cfg.BCI = &jvmti.BCIConfig{ASMJars: jvmti.DefaultASMJars, Include: opts.Include, Exclude: opts.Exclude,
+			Note: func(msg string) { a.log.Warn(msg) }}
+	}
+	if err := jvmti.Setup(vm, a, cfg); err != nil {
 		a.log.Error("JVMTI setup failed", zap.Error(err))
 		a.closeLog()
 		return nil, err

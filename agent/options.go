@@ -73,6 +73,10 @@ type Options struct {
 	GenMax  int64
 	// MaxMethods bounds the method registry.
 	MaxMethods int
+	// BCI takes events from injected bytecode instead of JVMTI method
+	// events; Include and Exclude are its package filters.
+	BCI              bool
+	Include, Exclude string
 }
 
 // OptionError is a bad option: the JVM must not start.
@@ -103,6 +107,11 @@ var optionSpecs = []optionSpec{
 	{name: "RTARCF", help: "call tree in log-rt with one metric (default instructions, else PTT_TIME)", set: setMode(ModeRTArcf)},
 	{name: "CALLFLOW", help: "call tree in log-rt with instructions and cycles (else PTT_TIME)", set: setMode(ModeCallFlow)},
 	{name: "METRICS", hasValue: true, help: "metrics to count, a+b+... (PTT_TIME, PTT_INSTS, PTT_CYCLES)", set: setMetrics},
+	{name: "BCI", help: "events from bytecode instrumentation that keeps the JIT, instead of JVMTI method events (every method outside java.base; native methods are not seen)", set: boolOpt(func(o *Options) *bool { return &o.BCI })},
+	{name: "INCLUDE", hasValue: true, help: "with BCI: instrument only classes under these package prefixes, a,b,... (default: all outside java.base)",
+		set: stringOpt(func(o *Options) *string { return &o.Include }, "", "package prefixes a,b,...", nil)},
+	{name: "EXCLUDE", hasValue: true, help: "with BCI: never instrument classes under these package prefixes, a,b,...",
+		set: stringOpt(func(o *Options) *string { return &o.Exclude }, "", "package prefixes a,b,...", nil)},
 	{name: "START", help: "collect from VM start (default: wait for rtdriver start)", set: boolOpt(func(o *Options) *bool { return &o.Start })},
 	{name: "LOGPATH", hasValue: true, help: "directory for the output files (default: current directory)",
 		set: stringOpt(func(o *Options) *string { return &o.LogPath }, ".", "a directory", nil)},

@@ -46,6 +46,8 @@ static void JNICALL cb_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 			(*jvmti)->Deallocate(jvmti, (unsigned char *)info.name);
 		}
 	}
+	if (jpvm.bci)
+		jp_bci_vm_init(jni);
 	jpGoVMInit(jpvm.go_handle);
 }
 
@@ -53,7 +55,10 @@ static void JNICALL cb_vm_death(jvmtiEnv *jvmti, JNIEnv *jni)
 {
 	(void)jvmti;
 	(void)jni;
-	jp_methodevents_die();
+	if (jpvm.bci)
+		jp_bci_die();
+	else
+		jp_methodevents_die();
 	jpGoVMDeath(jpvm.go_handle);
 }
 
@@ -106,7 +111,7 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int l
 	jpvm.jvmti = jvmti;
 	jpvm.go_handle = go_handle;
 	jpvm.jit = jit;
-	if (jp_engine_init(&jp_methodevents, calibrate, loggen, max_methods, err, errlen) != 0)
+	if (jp_engine_init(jpvm.bci ? &jp_bci : &jp_methodevents, calibrate, loggen, max_methods, err, errlen) != 0)
 		return -1;
 	if (jp_mid_init() != 0) {
 		snprintf(err, errlen, "no memory for the method id table");
@@ -115,9 +120,11 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int l
 
 	jvmtiCapabilities caps;
 	memset(&caps, 0, sizeof caps);
-	caps.can_generate_method_entry_events = 1;
-	caps.can_generate_method_exit_events = 1;
-	jvmtiError e = (*jvmti)->AddCapabilities(jvmti, &caps);
+	/* BCI: no method event may ever be possible, or HotSpot would not
+	 * compile as it does without an agent. */
+	caps.can_generate_method_entry_events = !jpvm.bci;
+	caps.can_generate_method_exit_events = !jpvm.bci;
+	jvmtiError e = jpvm.bci ? JVMTI_ERROR_NONE : (*jvmti)->AddCapabilities(jvmti, &caps);
 	if (e != JVMTI_ERROR_NONE) {
 		snprintf(err, errlen, "AddCapabilities(method entry/exit events) failed: JVMTI error %d", (int)e);
 		return -1;
@@ -143,6 +150,8 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int l
 	cb.CompiledMethodLoad = jp_cb_compiled_method_load;
 	cb.CompiledMethodUnload = jp_cb_compiled_method_unload;
 	cb.DynamicCodeGenerated = jp_cb_dynamic_code;
+	if (jpvm.bci)
+		cb.ClassFileLoadHook = jp_bci_class_file_load;
 	e = (*jvmti)->SetEventCallbacks(jvmti, &cb, (jint)sizeof cb);
 	if (e != JVMTI_ERROR_NONE) {
 		snprintf(err, errlen, "SetEventCallbacks failed: JVMTI error %d", (int)e);
@@ -150,6 +159,8 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int l
 	}
 	const jvmtiEvent life[] = { JVMTI_EVENT_VM_INIT, JVMTI_EVENT_VM_DEATH, JVMTI_EVENT_THREAD_END };
 	if (jp_enable(jvmti, life, sizeof life / sizeof life[0], err, errlen) != 0)
+		return -1;
+	if (jpvm.bci && jp_bci_onload(jvmti, err, errlen) != 0)
 		return -1;
 	if (eager_threads) {
 		const jvmtiEvent ts[] = { JVMTI_EVENT_THREAD_START };
@@ -165,7 +176,7 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int l
 	/* START: from the first Java method, not from VM init: the VM runs
 	 * Java code (System.initPhase3, the system class loader) before it. */
 	if (start) {
-		int rc = jp_methodevents_set(1);
+		int rc = jpvm.bci ? jp_bci_set(1) : jp_methodevents_set(1);
 		if (rc != 0) {
 			snprintf(err, errlen, "enabling method events failed: JVMTI error %d", rc);
 			return -1;

@@ -47,6 +47,9 @@ type Config struct {
 	// EagerThreads makes every thread's record at its start, not at its
 	// first event (for log-jtnm).
 	EagerThreads bool
+	// BCI, when set, makes bytecode instrumentation the event source
+	// (bci.go) instead of JVMTI method events.
+	BCI *BCIConfig
 }
 
 // Setup attaches the agent to the JVM: JVMTI environment, capabilities,
@@ -58,6 +61,12 @@ func Setup(vm unsafe.Pointer, h Handler, c Config) error {
 	var errbuf [256]C.char
 	if c.MaxMethods <= 0 || c.MaxMethods > 1<<31 {
 		return fmt.Errorf("jvmti setup: method limit %d out of range", c.MaxMethods)
+	}
+	if c.BCI != nil {
+		if err := configureBCI(c.BCI); err != nil {
+			handle.Delete()
+			return fmt.Errorf("jvmti setup: %w", err)
+		}
 	}
 	if C.jp_vm_setup((*C.JavaVM)(vm), C.uintptr_t(handle), cbool(c.Start), cbool(c.Calibrate), C.int(c.LogGen),
 		cbool(c.JIT), C.uint32_t(c.MaxMethods), cbool(c.EagerThreads), &errbuf[0], C.int(len(errbuf))) != 0 {

@@ -15,6 +15,7 @@ typedef struct jp_vm {
 	uintptr_t go_handle; /* cgo.Handle of the Go agent */
 	int start_at_load;   /* method events from Agent_OnLoad on */
 	int jit;             /* JIT records wanted */
+	int bci;             /* the bytecode-instrumentation source (bci.c) instead of method events */
 } jp_vm;
 
 extern jp_vm jpvm;
@@ -70,5 +71,17 @@ void JNICALL jp_cb_method_entry(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jm
 void JNICALL jp_cb_method_exit(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jmethodID mid,
 			       jboolean by_exception, jvalue rv);
 extern const jp_source jp_methodevents;
+
+/* The bytecode-instrumentation source (bci.c). */
+extern const jp_source jp_bci;
+int jp_bci_configure(const char *asm_jars, const char *include, const char *exclude, char *err, int errlen);
+int jp_bci_onload(jvmtiEnv *jvmti, char *err, int errlen);
+void jp_bci_vm_init(JNIEnv *jni);
+int jp_bci_set(int on);
+void jp_bci_die(void);
+uint64_t jp_bci_transformed(void);
+void JNICALL jp_bci_class_file_load(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefined, jobject loader,
+				    const char *name, jobject pd, jint len, const unsigned char *data,
+				    jint *new_len, unsigned char **new_data);
 
 #endif /* JP_JVMTIAGENT_H */

@@ -1,0 +1,96 @@
+package jvmti
+
+/*
+#include <stdlib.h>
+#include "jvmtiagent.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"sync"
+	"unsafe"
+)
+
+// BCIConfig selects the bytecode-instrumentation source (option BCI)
+// instead of JVMTI method events.
+type BCIConfig struct {
+	// ASMJars are the ASM jars put on the boot class path with the
+	// agent's own jprof-bci.jar (found beside libjprof.so).
+	ASMJars []string
+	// Include and Exclude are comma-separated package (or class name)
+	// prefixes; an empty Include means every class outside java.base.
+	Include, Exclude string
+	// Note receives what log-msg should say: classes or methods left as
+	// they were, and why. Called from Java threads; must not block long.
+	Note func(string)
+}
+
+// DefaultASMJars is where Debian's libasm-java puts ASM.
+var DefaultASMJars = []string{"/usr/share/java/asm.jar", "/usr/share/java/asm-commons.jar"}
+
+var (
+	bciNoteMu sync.Mutex
+	bciNote   func(string)
+)
+
+func configureBCI(c *BCIConfig) error {
+	jars := ""
+	for i, j := range c.ASMJars {
+		if i > 0 {
+			jars += ":"
+		}
+		jars += j
+	}
+	cj, ci, ce := C.CString(jars), C.CString(c.Include), C.CString(c.Exclude)
+	defer C.free(unsafe.Pointer(cj))
+	defer C.free(unsafe.Pointer(ci))
+	defer C.free(unsafe.Pointer(ce))
+	bciNoteMu.Lock()
+	bciNote = c.Note
+	bciNoteMu.Unlock()
+	var errbuf [256]C.char
+	if C.jp_bci_configure(cj, ci, ce, &errbuf[0], C.int(len(errbuf))) != 0 {
+		return fmt.Errorf("%s", C.GoString(&errbuf[0]))
+	}
+	return nil
+}
+
+//export jpGoBCINote
+func jpGoBCINote(msg *C.char) {
+	s := C.GoString(msg)
+	bciNoteMu.Lock()
+	f := bciNote
+	bciNoteMu.Unlock()
+	if f != nil {
+		f(s)
+	}
+}
+
+// BCI is the bytecode-instrumentation source. Start instruments (the
+// first time: classes loaded before are retransformed, later ones are
+// rewritten as they load) and turns collection on; Stop turns it off, and
+// the injected calls then return at once. Both need a thread attached to
+// the VM (VMThread).
+type BCI struct{}
+
+// Name implements the agent's source interface.
+func (BCI) Name() string { return "bci" }
+
+// Start implements the agent's source interface.
+func (BCI) Start() error {
+	if C.jp_bci_set(1) != 0 {
+		return ErrDead
+	}
+	return nil
+}
+
+// Stop implements the agent's source interface.
+func (BCI) Stop() error {
+	C.jp_bci_set(0)
+	return nil
+}
+
+// BCITransformed is how many classes the source has rewritten (each
+// retransformation counts again).
+func BCITransformed() uint64 { return uint64(C.jp_bci_transformed()) }
