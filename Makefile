@@ -96,11 +96,15 @@ demo: deps all
 # measure the environmental overhead without the agent, and write the
 # calibration table for this JVM, metric and PTT backend into
 # calibration/tables, where the next build embeds it as the default.
-# PTT=clock|perf|bpf picks the backend (default: the best available).
+# PTT=clock|perf|bpf picks the backend (default: the best available);
+# SOURCE=bci trains the bytecode-instrumentation source (its own table,
+# without the interpreter's environmental overhead, which it does not have).
 TRAIN_PTT ?= $(or $(PTT),bpf)
+TRAIN_SOURCE_OPTS := $(if $(filter bci,$(SOURCE)),-agent-options BCI -no-env)
+TRAIN_SUFFIX := $(if $(filter bci,$(SOURCE)),-bci)
 train: deps all
-	$(GO) run ./trainer/cmd/train -backend $(TRAIN_PTT) \
-	  -o calibration/tables/openjdk-$$($(JAVA) -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')-$$(uname -m)-PTT_TIME-$(TRAIN_PTT).cal
+	$(GO) run ./trainer/cmd/train -backend $(TRAIN_PTT) $(TRAIN_SOURCE_OPTS) \
+	  -o calibration/tables/openjdk-$$($(JAVA) -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')-$$(uname -m)-PTT_TIME-$(TRAIN_PTT)$(TRAIN_SUFFIX).cal
 
 # test: go vet and every package's tests.
 test: deps all
