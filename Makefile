@@ -67,7 +67,7 @@ java: $(BUILD)/java/.stamp $(BUILD)/native/libjpnative.so $(BUILD)/native/libjpt
 
 $(BUILD)/java/.stamp: $(JAVA_SRC)
 	@mkdir -p $(BUILD)/java
-	$(JAVAC) -d $(BUILD)/java $(JAVA_SRC)
+	$(JAVAC) -d $(BUILD)/java -cp $(ASM_JARS) $(JAVA_SRC)
 	@touch $@
 
 $(BUILD)/native/libjpnative.so: java/native/jpnative.c
