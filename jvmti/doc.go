@@ -5,6 +5,9 @@
 // methodevents.c is the method-event source, which hands every
 // MethodEntry and MethodExit to the engine (package engine) keyed by
 // jmethodID; methodids.c names those methods in the engine's registry;
-// jit.c records compiled code. Go sets the binding up, switches the
-// source, and takes the JIT records.
+// jit.c records compiled code; bci.c is the bytecode-instrumentation
+// source (option BCI): a ClassFileLoadHook hands class files to the ASM
+// transformer in java/agent, whose injected calls to static natives feed
+// the engine with no method event enabled, so the JIT stays on. Go sets
+// the binding up, switches the source, and takes the JIT records.
 package jvmti
