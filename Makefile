@@ -23,6 +23,9 @@ JAVA_SRC  := $(wildcard java/src/*.java)
 # The BCI source's Java half (option BCI), compiled against Debian's ASM.
 ASM_JARS  := /usr/share/java/asm.jar:/usr/share/java/asm-commons.jar
 BCI_SRC   := $(wildcard java/agent/libjprof/bci/*.java)
+# Workloads that generate classes with ASM (kept out of java/src, which
+# the javac benchmark compiles without ASM).
+ASM_JAVA_SRC := $(wildcard java/asmsrc/*.java)
 
 .PHONY: all help deps agent java cmds demo test train clean
 
@@ -65,9 +68,10 @@ $(BUILD)/libjprof.so: $(GO_SRC)
 # java: the Java workloads and their native libraries.
 java: $(BUILD)/java/.stamp $(BUILD)/native/libjpnative.so $(BUILD)/native/libjptrainer.so
 
-$(BUILD)/java/.stamp: $(JAVA_SRC)
+$(BUILD)/java/.stamp: $(JAVA_SRC) $(ASM_JAVA_SRC)
 	@mkdir -p $(BUILD)/java
-	$(JAVAC) -d $(BUILD)/java -cp $(ASM_JARS) $(JAVA_SRC)
+	$(JAVAC) -d $(BUILD)/java $(JAVA_SRC)
+	$(JAVAC) -d $(BUILD)/java -cp $(ASM_JARS) $(ASM_JAVA_SRC)
 	@touch $@
 
 $(BUILD)/native/libjpnative.so: java/native/jpnative.c

@@ -75,8 +75,8 @@ type Options struct {
 	MaxMethods int
 	// BCI takes events from injected bytecode instead of JVMTI method
 	// events; Include and Exclude are its package filters.
-	BCI              bool
-	Include, Exclude string
+	BCI                     bool
+	Include, Exclude, Roots string
 }
 
 // OptionError is a bad option: the JVM must not start.
@@ -112,6 +112,8 @@ var optionSpecs = []optionSpec{
 		set: stringOpt(func(o *Options) *string { return &o.Include }, "", "prefixes a+b+...", nil)},
 	{name: "EXCLUDE", hasValue: true, help: "with BCI: never instrument classes under these package or class name prefixes, a+b+...",
 		set: stringOpt(func(o *Options) *string { return &o.Exclude }, "", "prefixes a+b+...", nil)},
+	{name: "ROOTS", hasValue: true, help: "with BCI: instrument only the methods reachable from these root methods, Class.method+... (globs with *)",
+		set: stringOpt(func(o *Options) *string { return &o.Roots }, "", "root methods Class.method+...", nil)},
 	{name: "START", help: "collect from VM start (default: wait for rtdriver start)", set: boolOpt(func(o *Options) *bool { return &o.Start })},
 	{name: "LOGPATH", hasValue: true, help: "directory for the output files (default: current directory)",
 		set: stringOpt(func(o *Options) *string { return &o.LogPath }, ".", "a directory", nil)},
@@ -339,6 +341,13 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 	}
 	if o.Mode == 0 {
 		o.Mode = ModeRTArcf
+	}
+	if !o.BCI {
+		for _, f := range []struct{ name, v string }{{"ROOTS", o.Roots}, {"INCLUDE", o.Include}, {"EXCLUDE", o.Exclude}} {
+			if f.v != "" {
+				return nil, &OptionError{Option: f.name, Reason: "selects what bytecode instrumentation instruments: needs BCI"}
+			}
+		}
 	}
 	// Files are named in log-msg and rtdriver replies: make them absolute.
 	if abs, err := filepath.Abs(o.LogPath); err == nil {

@@ -39,11 +39,17 @@ static struct {
 	char *jars;    /* ':'-separated, for the boot class path */
 	char *include; /* package prefixes, may be "" */
 	char *exclude;
+	char *roots;   /* ROOTS patterns, "" for every method */
 	volatile int ready;         /* Java side set up (after VM init) */
 	volatile int instrumenting; /* rewrite classes as they load */
 	jclass transformer;         /* global refs */
 	jclass probe;
-	jmethodID m_transform, m_wanted, m_init;
+	jmethodID m_transform, m_wanted, m_init, m_roots;
+	/* Selective instrumentation: root methods (bit per handle) and
+	 * whether events outside them are dropped. */
+	volatile int selective;
+	uint8_t *root_bits;
+	uint32_t root_nbits;
 	uint64_t transformed, failed; /* classes rewritten / retransform failures */
 } bci;
 
@@ -79,9 +85,42 @@ static __attribute__((noinline)) jp_thread *bci_thread(void)
 	return t;
 }
 
+/* With ROOTS, a thread's depth of root frames: events of other methods
+ * count only inside one. Reset with each collection epoch. */
+static __thread struct {
+	uint32_t epoch;
+	uint32_t depth;
+} bci_rd;
+
+static inline int bci_is_root(jint id)
+{
+	uint32_t h = (uint32_t)id;
+	return bci.root_bits != NULL && h < bci.root_nbits &&
+	       (__atomic_load_n(&bci.root_bits[h >> 3], __ATOMIC_RELAXED) >> (h & 7) & 1);
+}
+
+static __attribute__((noinline)) int bci_inside_roots(jint id, int tr)
+{
+	uint32_t ep = __atomic_load_n(&jp.epoch, __ATOMIC_RELAXED);
+	if (bci_rd.epoch != ep) {
+		bci_rd.epoch = ep;
+		bci_rd.depth = 0;
+	}
+	if (bci_is_root(id)) {
+		if (tr == JP_TR_ENTRY)
+			bci_rd.depth++;
+		else if (bci_rd.depth > 0)
+			bci_rd.depth--;
+		return 1;
+	}
+	return bci_rd.depth > 0;
+}
+
 static inline void bci_event(jint id, int tr)
 {
 	if (!__atomic_load_n(&jp.collecting, __ATOMIC_RELAXED))
+		return;
+	if (__builtin_expect(bci.selective, 0) && !bci_inside_roots(id, tr))
 		return;
 	jp_thread *t = jp_thread_self();
 	if (__builtin_expect(t == NULL, 0) && (t = bci_thread()) == NULL)
@@ -138,6 +177,23 @@ static void JNICALL bci_add_reads(JNIEnv *env, jclass c, jobject from, jobject t
 	(*jpvm.jvmti)->AddModuleReads(jpvm.jvmti, from, to);
 }
 
+static void JNICALL bci_mark_root(JNIEnv *env, jclass c, jint id)
+{
+	(void)env;
+	(void)c;
+	uint32_t h = (uint32_t)id;
+	if (bci.root_bits != NULL && h < bci.root_nbits)
+		__atomic_or_fetch(&bci.root_bits[h >> 3], (uint8_t)(1u << (h & 7)), __ATOMIC_RELAXED);
+}
+
+static void bci_retransform_named(JNIEnv *jni, jobjectArray names);
+
+static void JNICALL bci_retransform_natives(JNIEnv *env, jclass c, jobjectArray names)
+{
+	(void)c;
+	bci_retransform_named(env, names);
+}
+
 static void bci_notef(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void bci_notef(const char *fmt, ...)
 {
@@ -151,7 +207,8 @@ static void bci_notef(const char *fmt, ...)
 
 /* jp_bci_configure is called by Go before jp_vm_setup: the source's jars
  * (found beside this library unless given) and package filters. */
-int jp_bci_configure(const char *asm_jars, const char *include, const char *exclude, char *err, int errlen)
+int jp_bci_configure(const char *asm_jars, const char *include, const char *exclude, const char *roots,
+		     char *err, int errlen)
 {
 	Dl_info di;
 	if (dladdr((void *)jp_bci_configure, &di) == 0 || di.dli_fname == NULL) {
@@ -179,6 +236,7 @@ int jp_bci_configure(const char *asm_jars, const char *include, const char *excl
 	free(jar);
 	bci.include = strdup(include);
 	bci.exclude = strdup(exclude);
+	bci.roots = strdup(roots);
 	jpvm.bci = 1;
 	return 0;
 }
@@ -269,9 +327,96 @@ static JNIEnv *bci_env(void)
 	return env;
 }
 
+/* bci_retransform_list retransforms classes (local refs, deleted here);
+ * classes that cannot be are named in log-msg and stay as they are. */
+static void bci_retransform_list(JNIEnv *jni, jclass *want, jint nw)
+{
+	jvmtiEnv *jvmti = jpvm.jvmti;
+	/* In batches; a batch that fails is retried class by class, so that
+	 * one class the VM refuses does not keep the others as they were. */
+	const jint batch = 256;
+	for (jint i = 0; i < nw; i += batch) {
+		jint m = nw - i < batch ? nw - i : batch;
+		jvmtiError e = (*jvmti)->RetransformClasses(jvmti, m, want + i);
+		if (e == JVMTI_ERROR_NONE)
+			continue;
+		for (jint j = i; j < i + m; j++) {
+			e = (*jvmti)->RetransformClasses(jvmti, 1, want + j);
+			if (e != JVMTI_ERROR_NONE) {
+				char *sig = NULL;
+				(*jvmti)->GetClassSignature(jvmti, want[j], &sig, NULL);
+				bci_notef("BCI: class %s left as it was: RetransformClasses: JVMTI error %d",
+					  sig ? sig : "?", (int)e);
+				__atomic_add_fetch(&bci.failed, 1, __ATOMIC_RELAXED);
+				if (sig)
+					(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
+			}
+		}
+	}
+	for (jint i = 0; i < nw; i++)
+		(*jni)->DeleteLocalRef(jni, want[i]);
+}
+
+/* bci_retransform_named retransforms the loaded classes of these names
+ * (selective instrumentation's queue), on the caller's thread. */
+static void bci_retransform_named(JNIEnv *jni, jobjectArray names)
+{
+	jvmtiEnv *jvmti = jpvm.jvmti;
+	jint nn = (*jni)->GetArrayLength(jni, names);
+	char **want_names = calloc(nn > 0 ? nn : 1, sizeof(char *));
+	if (want_names == NULL)
+		return;
+	for (jint i = 0; i < nn; i++) {
+		jstring s = (jstring)(*jni)->GetObjectArrayElement(jni, names, i);
+		const char *u = s ? (*jni)->GetStringUTFChars(jni, s, NULL) : NULL;
+		if (u != NULL) {
+			want_names[i] = strdup(u);
+			(*jni)->ReleaseStringUTFChars(jni, s, u);
+		}
+		if (s)
+			(*jni)->DeleteLocalRef(jni, s);
+	}
+	jint n = 0;
+	jclass *classes = NULL;
+	if ((*jvmti)->GetLoadedClasses(jvmti, &n, &classes) == JVMTI_ERROR_NONE) {
+		jclass *want = calloc(n > 0 ? n : 1, sizeof(jclass));
+		jint nw = 0;
+		for (jint i = 0; i < n; i++) {
+			char *sig = NULL;
+			int keep = 0;
+			jboolean mod = JNI_FALSE;
+			if (want != NULL && (*jvmti)->GetClassSignature(jvmti, classes[i], &sig, NULL) == JVMTI_ERROR_NONE &&
+			    sig != NULL) {
+				size_t l = strlen(sig);
+				if (l > 2 && sig[0] == 'L' && sig[l - 1] == ';') {
+					for (jint k = 0; k < nn && !keep; k++)
+						keep = want_names[k] != NULL && strlen(want_names[k]) == l - 2 &&
+						       strncmp(want_names[k], sig + 1, l - 2) == 0;
+				}
+				(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
+			}
+			if (keep && (*jvmti)->IsModifiableClass(jvmti, classes[i], &mod) == JVMTI_ERROR_NONE && mod)
+				want[nw++] = classes[i];
+			else
+				(*jni)->DeleteLocalRef(jni, classes[i]);
+		}
+		pthread_mutex_lock(&bci_lock);
+		if (bci.instrumenting && !jp.dead)
+			bci_retransform_list(jni, want, nw);
+		else
+			for (jint i = 0; i < nw; i++)
+				(*jni)->DeleteLocalRef(jni, want[i]);
+		pthread_mutex_unlock(&bci_lock);
+		free(want);
+		(*jvmti)->Deallocate(jvmti, (unsigned char *)classes);
+	}
+	for (jint i = 0; i < nn; i++)
+		free(want_names[i]);
+	free(want_names);
+}
+
 /* bci_retransform retransforms the loaded classes the transformer
- * wants; classes that cannot be are named in log-msg and stay as they
- * are. Called with bci_lock held, on a thread attached to the VM. */
+ * wants. Called with bci_lock held, on a thread attached to the VM. */
 static void bci_retransform(JNIEnv *jni)
 {
 	jvmtiEnv *jvmti = jpvm.jvmti;
@@ -315,29 +460,8 @@ static void bci_retransform(JNIEnv *jni)
 		else
 			(*jni)->DeleteLocalRef(jni, classes[i]);
 	}
-	/* In batches; a batch that fails is retried class by class, so that
-	 * one class the VM refuses does not keep the others as they were. */
-	const jint batch = 256;
-	for (jint i = 0; i < nw; i += batch) {
-		jint m = nw - i < batch ? nw - i : batch;
-		jvmtiError e = (*jvmti)->RetransformClasses(jvmti, m, want + i);
-		if (e == JVMTI_ERROR_NONE)
-			continue;
-		for (jint j = i; j < i + m; j++) {
-			e = (*jvmti)->RetransformClasses(jvmti, 1, want + j);
-			if (e != JVMTI_ERROR_NONE) {
-				char *sig = NULL;
-				(*jvmti)->GetClassSignature(jvmti, want[j], &sig, NULL);
-				bci_notef("BCI: class %s left as it was: RetransformClasses: JVMTI error %d",
-					  sig ? sig : "?", (int)e);
-				__atomic_add_fetch(&bci.failed, 1, __ATOMIC_RELAXED);
-				if (sig)
-					(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
-			}
-		}
-	}
-	for (jint i = 0; i < nw; i++)
-		(*jni)->DeleteLocalRef(jni, want[i]);
+	if (want != NULL)
+		bci_retransform_list(jni, want, nw);
 	free(want);
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)classes);
 }
@@ -353,7 +477,11 @@ void jp_bci_vm_init(JNIEnv *jni)
 		{ "register", "(Ljava/lang/String;I)I", (void *)bci_register },
 		{ "note", "(Ljava/lang/String;)V", (void *)bci_note },
 		{ "addReads", "(Ljava/lang/Module;Ljava/lang/Module;)V", (void *)bci_add_reads },
+		{ "markRoot", "(I)V", (void *)bci_mark_root },
+		{ "retransform", "([Ljava/lang/String;)V", (void *)bci_retransform_natives },
 	};
+	bci.root_nbits = jp.max_methods;
+	bci.root_bits = calloc(jp.max_methods / 8 + 1, 1);
 	bci_busy = 1;
 	jclass p = (*jni)->FindClass(jni, "libjprof/bci/Probe");
 	jclass t = p ? (*jni)->FindClass(jni, "libjprof/bci/Transformer") : NULL;
@@ -370,13 +498,16 @@ void jp_bci_vm_init(JNIEnv *jni)
 	bci.transformer = (*jni)->NewGlobalRef(jni, t);
 	bci.m_transform = (*jni)->GetStaticMethodID(jni, t, "transform", "(Ljava/lang/String;Z[B)[B");
 	bci.m_wanted = (*jni)->GetStaticMethodID(jni, t, "wanted", "(Ljava/lang/String;Z)Z");
-	bci.m_init = (*jni)->GetStaticMethodID(jni, t, "init", "(Ljava/lang/String;Ljava/lang/String;)V");
-	if (bci.m_transform && bci.m_wanted && bci.m_init) {
+	bci.m_init = (*jni)->GetStaticMethodID(jni, t, "init", "(Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;)V");
+	bci.m_roots = (*jni)->GetStaticMethodID(jni, t, "setRoots", "(Ljava/lang/String;)V");
+	if (bci.m_transform && bci.m_wanted && bci.m_init && bci.m_roots) {
 		jstring inc = (*jni)->NewStringUTF(jni, bci.include);
 		jstring exc = (*jni)->NewStringUTF(jni, bci.exclude);
-		(*jni)->CallStaticVoidMethod(jni, t, bci.m_init, inc, exc);
+		jstring roots = (*jni)->NewStringUTF(jni, bci.roots);
+		(*jni)->CallStaticVoidMethod(jni, t, bci.m_init, inc, exc, roots);
+		bci.selective = bci.roots[0] != 0 && strcmp(bci.roots, "all") != 0;
 	}
-	if ((*jni)->ExceptionCheck(jni) || !bci.m_transform || !bci.m_wanted || !bci.m_init) {
+	if ((*jni)->ExceptionCheck(jni) || !bci.m_transform || !bci.m_wanted || !bci.m_init || !bci.m_roots) {
 		(*jni)->ExceptionDescribe(jni);
 		(*jni)->ExceptionClear(jni);
 		bci_busy = 0;
@@ -411,6 +542,49 @@ int jp_bci_set(int on)
 		}
 	} else {
 		jp_collect(0);
+	}
+	pthread_mutex_unlock(&bci_lock);
+	return rc;
+}
+
+/* jp_bci_roots changes the roots of selective instrumentation (""
+ * or "all": every method) and re-instruments the loaded classes; a new
+ * collection epoch starts if collecting. Returns 0, or -1 with err. */
+int jp_bci_roots(const char *roots, char *err, int errlen)
+{
+	JNIEnv *jni = bci_env();
+	if (!bci.ready || jni == NULL) {
+		snprintf(err, errlen, "BCI is not set up (yet)");
+		return -1;
+	}
+	pthread_mutex_lock(&bci_lock);
+	int rc = 0;
+	jstring s = (*jni)->NewStringUTF(jni, roots);
+	if (s != NULL)
+		(*jni)->CallStaticVoidMethod(jni, bci.transformer, bci.m_roots, s);
+	jthrowable ex = (*jni)->ExceptionOccurred(jni);
+	if (s == NULL || ex != NULL) {
+		(*jni)->ExceptionClear(jni);
+		snprintf(err, errlen, "bad roots %s", roots);
+		if (ex != NULL) {
+			jclass tc = (*jni)->GetObjectClass(jni, ex);
+			jmethodID gm = (*jni)->GetMethodID(jni, tc, "getMessage", "()Ljava/lang/String;");
+			jstring m = gm ? (jstring)(*jni)->CallObjectMethod(jni, ex, gm) : NULL;
+			(*jni)->ExceptionClear(jni);
+			const char *u = m ? (*jni)->GetStringUTFChars(jni, m, NULL) : NULL;
+			if (u != NULL) {
+				snprintf(err, errlen, "%s", u);
+				(*jni)->ReleaseStringUTFChars(jni, m, u);
+			}
+		}
+		rc = -1;
+	} else {
+		memset(bci.root_bits, 0, bci.root_nbits / 8 + 1);
+		bci.selective = roots[0] != 0 && strcmp(roots, "all") != 0;
+		if (bci.instrumenting)
+			bci_retransform(jni);
+		if (jp.collecting)
+			jp_collect(1);
 	}
 	pthread_mutex_unlock(&bci_lock);
 	return rc;

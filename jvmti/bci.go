@@ -21,6 +21,9 @@ type BCIConfig struct {
 	// Include and Exclude are comma-separated package (or class name)
 	// prefixes; an empty Include means every class outside java.base.
 	Include, Exclude string
+	// Roots, when set, instruments only the methods reachable from these
+	// root methods ("a.B.m+c.D.*", globs with *).
+	Roots string
 	// Note receives what log-msg should say: classes or methods left as
 	// they were, and why. Called from Java threads; must not block long.
 	Note func(string)
@@ -42,7 +45,8 @@ func configureBCI(c *BCIConfig) error {
 		}
 		jars += j
 	}
-	cj, ci, ce := C.CString(jars), C.CString(c.Include), C.CString(c.Exclude)
+	cj, ci, ce, cr := C.CString(jars), C.CString(c.Include), C.CString(c.Exclude), C.CString(c.Roots)
+	defer C.free(unsafe.Pointer(cr))
 	defer C.free(unsafe.Pointer(cj))
 	defer C.free(unsafe.Pointer(ci))
 	defer C.free(unsafe.Pointer(ce))
@@ -50,7 +54,7 @@ func configureBCI(c *BCIConfig) error {
 	bciNote = c.Note
 	bciNoteMu.Unlock()
 	var errbuf [256]C.char
-	if C.jp_bci_configure(cj, ci, ce, &errbuf[0], C.int(len(errbuf))) != 0 {
+	if C.jp_bci_configure(cj, ci, ce, cr, &errbuf[0], C.int(len(errbuf))) != 0 {
 		return fmt.Errorf("%s", C.GoString(&errbuf[0]))
 	}
 	return nil
@@ -88,6 +92,19 @@ func (BCI) Start() error {
 // Stop implements the agent's source interface.
 func (BCI) Stop() error {
 	C.jp_bci_set(0)
+	return nil
+}
+
+// SetRoots changes the roots of selective instrumentation ("" or "all":
+// every method) and re-instruments the loaded classes. The caller must be
+// a thread attached to the VM.
+func (BCI) SetRoots(roots string) error {
+	cs := C.CString(roots)
+	defer C.free(unsafe.Pointer(cs))
+	var errbuf [256]C.char
+	if C.jp_bci_roots(cs, &errbuf[0], C.int(len(errbuf))) != 0 {
+		return fmt.Errorf("%s", C.GoString(&errbuf[0]))
+	}
 	return nil
 }
 

@@ -29,6 +29,12 @@ public final class Probe {
     /** Says something in log-msg. */
     static native void note(String msg);
 
+    /** Marks a method as a root of selective instrumentation. */
+    static native void markRoot(int id);
+
+    /** Retransforms the loaded classes of these names. */
+    static native void retransform(String[] names);
+
     /** Makes module from read module to (JVMTI AddModuleReads). */
     static native void addReads(Module from, Module to);
 }

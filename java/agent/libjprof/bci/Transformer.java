@@ -44,6 +44,9 @@ public final class Transformer {
     private static String[] includes = new String[0], excludes = new String[0];
     private static final Set<Module> reads = ConcurrentHashMap.newKeySet();
     private static final ConcurrentHashMap<String, Integer> ids = new ConcurrentHashMap<>();
+    /** Selective instrumentation (ROOTS), or null: every method. */
+    static volatile Selective selective;
+    private static Thread drainer;
 
     /**
      * init runs once, from the agent at VM init: the packages of java.base
@@ -51,7 +54,7 @@ public final class Transformer {
      * be made to read Probe's unnamed module) and the package filters
      * (comma-separated, dotted or slashed prefixes).
      */
-    public static void init(String include, String exclude) {
+    public static void init(String include, String exclude, String roots) {
         Map<String, Module> mods = new HashMap<>();
         Set<String> base = new HashSet<>();
         for (Module m : ModuleLayer.boot().modules()) {
@@ -66,6 +69,53 @@ public final class Transformer {
         basePackages = base;
         includes = prefixes(include);
         excludes = prefixes(exclude);
+        setRoots(roots);
+    }
+
+    /**
+     * setRoots switches to selective instrumentation from these roots
+     * ("a.B.m+c.D.*"), or back to every method ("" or "all"). The agent
+     * then retransforms the loaded classes.
+     */
+    public static synchronized void setRoots(String roots) {
+        if (roots == null || roots.isEmpty() || roots.equals("all")) {
+            selective = null;
+        } else {
+            selective = new Selective(roots, bootModules);
+            if (drainer == null) {
+                drainer = new Thread(Transformer::drain, "libjprof BCI roots");
+                drainer.setDaemon(true);
+                drainer.start();
+            }
+        }
+        Selective.pending.clear();
+    }
+
+    /** drain retransforms the classes selective instrumentation queued. */
+    private static void drain() {
+        for (;;) {
+            try {
+                Thread.sleep(10);
+            } catch (InterruptedException e) {
+                return;
+            }
+            if (Selective.pending.isEmpty())
+                continue;
+            List<String> names = new ArrayList<>();
+            for (java.util.Iterator<String> it = Selective.pending.iterator(); it.hasNext();) {
+                names.add(it.next());
+                it.remove();
+            }
+            try {
+                Probe.retransform(names.toArray(new String[0]));
+            } catch (Throwable e) {
+                Probe.note("BCI: retransforming for ROOTS failed: " + e);
+            }
+        }
+    }
+
+    static boolean inBase(String cls) {
+        return basePackages.contains(pkg(cls));
     }
 
     private static String[] prefixes(String list) {
@@ -103,6 +153,13 @@ public final class Transformer {
         for (String x : excludes)
             if (cls.startsWith(x))
                 return false;
+        Selective sel = selective;
+        if (sel != null && includes.length == 0) {
+            // Selective: JDK modules only where a root is.
+            Module m = bootModules.get(p);
+            if (m != null && !sel.modules.contains(m))
+                return false;
+        }
         if (includes.length == 0)
             return true;
         for (String x : includes)
@@ -147,8 +204,15 @@ public final class Transformer {
         if ((cr.getAccess() & Opcodes.ACC_MODULE) != 0)
             return null;
         int version = cr.readUnsignedShort(6);
+        Selective sel = selective;
+        Set<String> only = null;
+        if (sel != null) {
+            only = sel.select(cr, cr.getClassName());
+            if (only.isEmpty())
+                return null;
+        }
         ClassWriter cw = new ClassWriter(cr, ClassWriter.COMPUTE_MAXS);
-        Instrument ci = new Instrument(cw, version, skip);
+        Instrument ci = new Instrument(cw, version, skip, only, sel);
         cr.accept(ci, ClassReader.EXPAND_FRAMES);
         return ci.changed ? cw.toByteArray() : null;
     }
@@ -165,14 +229,17 @@ public final class Transformer {
 
     static final class Instrument extends ClassVisitor {
         final int version;
-        final Set<String> skip;
+        final Set<String> skip, only;
+        final Selective sel;
         String cls;
         boolean changed;
 
-        Instrument(ClassVisitor cv, int version, Set<String> skip) {
+        Instrument(ClassVisitor cv, int version, Set<String> skip, Set<String> only, Selective sel) {
             super(Opcodes.ASM9, cv);
             this.version = version;
             this.skip = skip;
+            this.only = only;
+            this.sel = sel;
         }
 
         @Override
@@ -184,10 +251,13 @@ public final class Transformer {
         @Override
         public MethodVisitor visitMethod(int access, String name, String desc, String sig, String[] exc) {
             MethodVisitor mv = super.visitMethod(access, name, desc, sig, exc);
-            if ((access & (Opcodes.ACC_ABSTRACT | Opcodes.ACC_NATIVE)) != 0 || skip.contains(name + desc))
+            if ((access & (Opcodes.ACC_ABSTRACT | Opcodes.ACC_NATIVE)) != 0 || skip.contains(name + desc)
+                    || (only != null && !only.contains(name + desc)))
                 return mv;
             changed = true;
             int h = id(cls, name, desc, (access & Opcodes.ACC_STATIC) != 0);
+            if (sel != null && sel.isRoot(cls, name))
+                Probe.markRoot(h);
             return new MethodProbes(mv, access, name, desc, h, version >= V1_6 + 1);
         }
     }

@@ -1,0 +1,216 @@
+package libjprof.bci;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.regex.Pattern;
+
+import org.objectweb.asm.ClassReader;
+import org.objectweb.asm.ClassVisitor;
+import org.objectweb.asm.MethodVisitor;
+import org.objectweb.asm.Opcodes;
+
+/**
+ * Selective instrumentation (ROOTS, as JFluid does it): only the root
+ * methods and the methods reachable from them are instrumented.
+ *
+ * Reachability is found as classes are transformed: a wanted method's
+ * call sites (invoke instructions) make their targets wanted, as
+ * (name+descriptor, owner) pairs. A target is wanted in the owner and in
+ * every class related to it (a subclass: virtual dispatch; a superclass:
+ * an inherited implementation), and where the hierarchy is not known,
+ * conservatively, in any class declaring that method. A class loaded
+ * later is instrumented as it loads; one loaded already is queued and
+ * retransformed by a daemon thread shortly after (calls it gets before
+ * then are not seen).
+ *
+ * Events of non-root methods count only inside a root (jvmti/bci.c keeps
+ * a per-thread root depth), so log-rt holds the roots' subgraph even
+ * though the static over-approximation instruments more.
+ */
+final class Selective {
+    final String spec;
+    private final Pattern[] classes, methods;
+    /** Modules whose classes may be instrumented besides the class path:
+     *  those the roots are in (JDK modules are otherwise left alone). */
+    final Set<Module> modules = new HashSet<>();
+
+    /** name+desc -> owners it was called on from wanted code. */
+    private final ConcurrentHashMap<String, Set<String>> reached = new ConcurrentHashMap<>();
+
+    /** What is known of every class seen: supertypes and methods. Shared
+     *  by all Selective instances (it describes classes, not roots). */
+    static final class Info {
+        final String[] supers;
+        final Map<String, Boolean> methods; // name+desc -> instrumented now
+        Info(String[] supers, Map<String, Boolean> methods) { this.supers = supers; this.methods = methods; }
+    }
+    static final ConcurrentHashMap<String, Info> known = new ConcurrentHashMap<>();
+    /** name+desc -> classes declaring it. */
+    static final ConcurrentHashMap<String, Set<String>> declaring = new ConcurrentHashMap<>();
+    /** Classes to retransform: they declare a method that became wanted. */
+    static final Set<String> pending = ConcurrentHashMap.newKeySet();
+
+    Selective(String spec, Map<String, Module> bootModules) {
+        this.spec = spec;
+        List<Pattern> cs = new ArrayList<>(), ms = new ArrayList<>();
+        for (String p : spec.split("[+:]")) {
+            p = p.trim().replace('/', '.');
+            if (p.isEmpty())
+                continue;
+            int dot = p.lastIndexOf('.');
+            if (dot <= 0 || dot == p.length() - 1)
+                throw new IllegalArgumentException("root " + p + ": want Class.method (globs with *)");
+            String c = p.substring(0, dot), m = p.substring(dot + 1);
+            cs.add(glob(c));
+            ms.add(glob(m));
+            String lit = c.indexOf('*') < 0 ? c : c.substring(0, c.indexOf('*'));
+            for (Map.Entry<String, Module> e : bootModules.entrySet()) {
+                String pkg = e.getKey().replace('/', '.') + ".";
+                if (lit.startsWith(pkg) || pkg.startsWith(lit))
+                    modules.add(e.getValue());
+            }
+        }
+        if (cs.isEmpty())
+            throw new IllegalArgumentException("no root given");
+        classes = cs.toArray(new Pattern[0]);
+        methods = ms.toArray(new Pattern[0]);
+    }
+
+    private static Pattern glob(String g) {
+        StringBuilder b = new StringBuilder();
+        String[] parts = g.split("\\*", -1);
+        for (int i = 0; i < parts.length; i++) {
+            if (i > 0)
+                b.append(".*");
+            if (!parts[i].isEmpty())
+                b.append(Pattern.quote(parts[i]));
+        }
+        return Pattern.compile(b.toString());
+    }
+
+    boolean isRoot(String cls, String name) {
+        String dotted = cls.replace('/', '.');
+        for (int i = 0; i < classes.length; i++)
+            if (methods[i].matcher(name).matches() && classes[i].matcher(dotted).matches())
+                return true;
+        return false;
+    }
+
+    private boolean wants(String cls, String name, String desc) {
+        if (isRoot(cls, name))
+            return true;
+        Set<String> owners = reached.get(name + desc);
+        if (owners == null)
+            return false;
+        for (String o : owners)
+            if (related(cls, o))
+                return true;
+        return false;
+    }
+
+    /** related: equal, or one a subtype of the other, or not known. */
+    static boolean related(String a, String b) {
+        if (a.equals(b))
+            return true;
+        int x = subtype(a, b), y = subtype(b, a);
+        return x != 0 || y != 0;
+    }
+
+    /** subtype: 1 if a is a subtype of b, 0 if not, -1 if not known. */
+    private static int subtype(String a, String b) {
+        List<String> work = new ArrayList<>();
+        Set<String> seen = new HashSet<>();
+        work.add(a);
+        int unknown = 0;
+        while (!work.isEmpty()) {
+            String c = work.remove(work.size() - 1);
+            if (c == null || !seen.add(c))
+                continue;
+            if (c.equals(b))
+                return 1;
+            if (Transformer.inBase(c))
+                continue; // java.base classes never extend anything outside it
+            Info i = known.get(c);
+            if (i == null) {
+                unknown = -1;
+                continue;
+            }
+            for (String s : i.supers)
+                work.add(s);
+        }
+        return unknown;
+    }
+
+    /** select returns the methods of a class to instrument (name+desc),
+     *  marks what they call as reached, and records the class. */
+    Set<String> select(ClassReader cr, String cls) {
+        Map<String, List<String[]>> calls = new HashMap<>();
+        cr.accept(new ClassVisitor(Opcodes.ASM9) {
+            @Override
+            public MethodVisitor visitMethod(int access, String name, String desc, String sig, String[] exc) {
+                List<String[]> l = new ArrayList<>();
+                calls.put(name + desc, l);
+                if ((access & (Opcodes.ACC_ABSTRACT | Opcodes.ACC_NATIVE)) != 0)
+                    return null;
+                return new MethodVisitor(Opcodes.ASM9) {
+                    @Override
+                    public void visitMethodInsn(int op, String owner, String n, String d, boolean itf) {
+                        l.add(new String[] {owner, n, d});
+                    }
+                };
+            }
+        }, ClassReader.SKIP_DEBUG | ClassReader.SKIP_FRAMES);
+        Set<String> want = new HashSet<>();
+        List<String> work = new ArrayList<>();
+        for (String nd : calls.keySet()) {
+            int p = nd.indexOf('(');
+            if (wants(cls, nd.substring(0, p), nd.substring(p)))
+                work.add(nd);
+        }
+        while (!work.isEmpty()) {
+            String nd = work.remove(work.size() - 1);
+            if (!want.add(nd))
+                continue;
+            for (String[] c : calls.get(nd)) {
+                String cnd = c[1] + c[2];
+                reach(c[0], cnd, cls);
+                if (calls.containsKey(cnd) && related(cls, c[0]))
+                    work.add(cnd);
+            }
+        }
+        String[] ifs = cr.getInterfaces();
+        String[] supers = new String[ifs.length + 1];
+        supers[0] = cr.getSuperName();
+        System.arraycopy(ifs, 0, supers, 1, ifs.length);
+        Map<String, Boolean> ms = new ConcurrentHashMap<>();
+        for (String nd : calls.keySet()) {
+            ms.put(nd, want.contains(nd));
+            declaring.computeIfAbsent(nd, k -> ConcurrentHashMap.newKeySet()).add(cls);
+        }
+        known.put(cls, new Info(supers, ms));
+        return want;
+    }
+
+    /** reach marks nd called on owner; loaded classes that declare it
+     *  uninstrumented and are related to owner are queued. */
+    private void reach(String owner, String nd, String from) {
+        Set<String> owners = reached.computeIfAbsent(nd, k -> ConcurrentHashMap.newKeySet());
+        if (!owners.add(owner))
+            return;
+        Set<String> decl = declaring.get(nd);
+        if (decl == null)
+            return;
+        for (String k : decl) {
+            if (k.equals(from))
+                continue;
+            Info i = known.get(k);
+            if (i != null && Boolean.FALSE.equals(i.methods.get(nd)) && related(k, owner))
+                pending.add(k);
+        }
+    }
+}
