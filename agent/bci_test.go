@@ -299,3 +299,56 @@ func TestBCIOutputs(t *testing.T) {
 		assert.Contains(t, string(out), "Exceptions.level3", rep)
 	}
 }
+
+// ROOTS instruments the roots and what they reach, and log-rt holds only
+// their subgraph: here the constructor, its super constructor and the
+// two methods it calls, with their exception exits.
+func TestBCIRoots(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "BCICases", Args: []string{"10"},
+		Options: "BCI,CALLTREE,GENERIC,GENFORMAT=text,START,NORTDRIVER,ROOTS=BCICases$Derived.<init>"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	p := r.LogRT(t, 1)
+	checkBalanced(t, p)
+	root := mainThread(t, p)
+	require.Len(t, root.Children, 1, "only the root's subgraph")
+	ctor := root.Path("I:BCICases$Derived.<init>(I)V")
+	require.NotNil(t, ctor)
+	assert.Equal(t, uint64(30), ctor.Calls)
+	assert.Equal(t, map[string]uint64{"BCICases$Derived.<init>(I)V": 30, "BCICases$Derived.check(I)I": 30,
+		"BCICases$Base.<init>(I)V": 20, "BCICases$Derived.body(I)V": 20}, methodCalls(p))
+	gen := r.ReadFile(t, "gen")
+	assert.Equal(t, 20, strings.Count(gen, "<! I:BCICases$Derived.<init>(I)V "))
+}
+
+// rtdriver roots= re-instruments a running JVM: first one leaf method,
+// then its caller (which reaches the leaf again), then everything.
+func TestBCIRootsByRTDriver(t *testing.T) {
+	p, port := driven(t, "BCI,CALLTREE,ROOTS=Driven.leaf")
+	requireOK(t, rt(t, port, "start"))
+	p.Send("call 100")
+	p.Expect("done 100")
+	requireOK(t, rt(t, port, "flush,reset"))
+	requireOK(t, rt(t, port, "roots=Driven.work"))
+	p.Send("call 50")
+	p.Expect("done 50")
+	requireOK(t, rt(t, port, "flush,reset"))
+	requireOK(t, rt(t, port, "roots=all"))
+	p.Send("call 10")
+	p.Expect("done 10")
+	replies := rt(t, port, "roots")
+	require.Len(t, replies, 1)
+	assert.False(t, replies[0].OK, "roots needs an argument")
+	p.Send("quit")
+	r := p.Wait()
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+
+	first := r.LogRT(t, 1)
+	assert.Equal(t, map[string]uint64{"Driven.leaf(I)J": 100}, methodCalls(first))
+	second := r.LogRT(t, 2)
+	assert.Equal(t, map[string]uint64{"Driven.work(I)J": 50, "Driven.leaf(I)J": 50}, methodCalls(second))
+	require.NotNil(t, mainThread(t, second).Path("i:Driven.work(I)J", "i:Driven.leaf(I)J"))
+	third := methodCalls(r.LogRT(t, 3))
+	assert.Equal(t, uint64(10), third["Driven.work(I)J"])
+	assert.Equal(t, uint64(10), third["Driven.leaf(I)J"])
+	assert.Contains(t, r.ReadFile(t, "msg"), "BCI roots changed")
+}
