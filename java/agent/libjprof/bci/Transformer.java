@@ -199,7 +199,29 @@ public final class Transformer {
         return null;
     }
 
+    /** The newest class file version ASM 9.4 reads (Java 20). */
+    private static final int ASM_MAX_MAJOR = 64;
+
     private static byte[] rewrite(byte[] bytes, Set<String> skip) {
+        // Newer class files (JDK 21+) use nothing ASM 9.4 cannot carry
+        // through (no new constant kinds; unknown attributes are copied):
+        // read them as the newest version it knows, and give the result
+        // its own version back.
+        int major = ((bytes[6] & 0xff) << 8) | (bytes[7] & 0xff);
+        if (major > ASM_MAX_MAJOR) {
+            bytes = bytes.clone();
+            bytes[6] = 0;
+            bytes[7] = (byte) ASM_MAX_MAJOR;
+        }
+        byte[] out = rewrite0(bytes, skip);
+        if (out != null && major > ASM_MAX_MAJOR) {
+            out[6] = (byte) (major >> 8);
+            out[7] = (byte) major;
+        }
+        return out;
+    }
+
+    private static byte[] rewrite0(byte[] bytes, Set<String> skip) {
         ClassReader cr = new ClassReader(bytes);
         if ((cr.getAccess() & Opcodes.ACC_MODULE) != 0)
             return null;
