@@ -14,12 +14,17 @@
  *
  * Fast path: the injected call is a JNI static native with an int
  * constant. Once the caller is compiled this is a direct call into the
- * JNI wrapper (thread-state transitions, no handles, no object touched),
- * a few nanoseconds beside the engine's own work. Java code writing a
- * per-thread buffer would need the engine's tree logic in Java or a
- * consumer thread, and would lose the Early/Late PTT reads around each
- * event; the native call keeps jp_event exactly as the JVMTI source
- * uses it.
+ * JNI wrapper (thread-state transitions, no handles, no object touched).
+ * Measured with C2-compiled callers on this project's 2-core VM (a loop
+ * calling an empty native before and after a trivial method, against the
+ * same loop appending the id to a ThreadLocal int buffer instead): 8-16 ns
+ * per event for the empty JNI call, 5-15 ns for the Java append, the
+ * spread being the machine's load. The append would save a few ns but
+ * leaves all of the engine's work still to do, later, on another thread
+ * or in Java, and loses the Early/Late PTT reads around each event (the
+ * calibration's premise); the engine's event itself (child lookup, PTT
+ * reads: ~26 ns each with bpf) costs more than the call. So the native
+ * call it is: jp_event runs exactly as for the JVMTI source.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>

@@ -8,8 +8,9 @@ package libjprof.bci;
  * A static native call with an int constant is the cheapest way from
  * JIT-compiled code into the C engine that needs no VM internals: the
  * compiled caller passes the constant in a register and the JNI wrapper
- * costs a few nanoseconds (measured in jvmti/bci.go's doc); it touches no
- * object, so it is legal before super() in a constructor.
+ * costs about as much as a Java ThreadLocal append would (jvmti/bci.c
+ * has the measurement and the choice); it touches no object, so it is
+ * legal before super() in a constructor.
  */
 public final class Probe {
     private Probe() {}

@@ -47,6 +47,11 @@ final class Selective {
     static final class Info {
         final String[] supers;
         final Map<String, Boolean> methods; // name+desc -> instrumented now
+        /** All supertypes reachable through known classes, made when first
+         *  asked; base/unknown: one of them is in java.base (whose own
+         *  supertypes are not recorded) or not known at all. */
+        volatile Set<String> ancestors;
+        boolean base, unknown;
         Info(String[] supers, Map<String, Boolean> methods) { this.supers = supers; this.methods = methods; }
     }
     static final ConcurrentHashMap<String, Info> known = new ConcurrentHashMap<>();
@@ -123,27 +128,48 @@ final class Selective {
 
     /** subtype: 1 if a is a subtype of b, 0 if not, -1 if not known. */
     private static int subtype(String a, String b) {
+        if (b.equals("java/lang/Object"))
+            return 1;
+        Info i = known.get(a);
+        if (i == null)
+            return Transformer.inBase(a) && !Transformer.inBase(b) ? 0 : -1;
+        Set<String> anc = ancestors(i);
+        if (anc.contains(b))
+            return 1;
+        if (i.unknown || (i.base && Transformer.inBase(b)))
+            return -1; // java.base classes never extend anything outside it
+        return 0;
+    }
+
+    private static Set<String> ancestors(Info i) {
+        Set<String> anc = i.ancestors;
+        if (anc != null)
+            return anc;
+        anc = new HashSet<>();
+        boolean base = false, unknown = false;
         List<String> work = new ArrayList<>();
-        Set<String> seen = new HashSet<>();
-        work.add(a);
-        int unknown = 0;
+        for (String s : i.supers)
+            work.add(s);
         while (!work.isEmpty()) {
             String c = work.remove(work.size() - 1);
-            if (c == null || !seen.add(c))
+            if (c == null || !anc.add(c))
                 continue;
-            if (c.equals(b))
-                return 1;
-            if (Transformer.inBase(c))
-                continue; // java.base classes never extend anything outside it
-            Info i = known.get(c);
-            if (i == null) {
-                unknown = -1;
+            if (Transformer.inBase(c)) {
+                base = true;
                 continue;
             }
-            for (String s : i.supers)
+            Info ci = known.get(c);
+            if (ci == null) {
+                unknown = true;
+                continue;
+            }
+            for (String s : ci.supers)
                 work.add(s);
         }
-        return unknown;
+        i.base = base;
+        i.unknown = unknown;
+        i.ancestors = anc;
+        return anc;
     }
 
     /** select returns the methods of a class to instrument (name+desc),
