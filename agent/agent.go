@@ -90,7 +90,7 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 	a.source = jvmti.MethodEvents{}
 	if opts.BCI {
 		a.source = jvmti.BCI{}
-		cfg.BCI = &jvmti.BCIConfig{ASMJars: jvmti.DefaultASMJars, Include: opts.Include, Exclude: opts.Exclude, Roots: opts.Roots,
+		cfg.BCI = &jvmti.BCIConfig{Include: opts.Include, Exclude: opts.Exclude, Roots: opts.Roots,
 			Note: func(msg string) { a.log.Warn(msg) }}
 	}
 	if err := jvmti.Setup(vm, a, cfg); err != nil {

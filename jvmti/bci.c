@@ -41,7 +41,7 @@
 extern void jpGoBCINote(char *msg);
 
 static struct {
-	char *jars;    /* ':'-separated, for the boot class path */
+	char *jar;     /* jprof-bci.jar (with ASM inside), for the boot class path */
 	char *include; /* package prefixes, may be "" */
 	char *exclude;
 	char *roots;   /* ROOTS patterns, "" for every method */
@@ -210,10 +210,9 @@ static void bci_notef(const char *fmt, ...)
 	jpGoBCINote(buf);
 }
 
-/* jp_bci_configure is called by Go before jp_vm_setup: the source's jars
- * (found beside this library unless given) and package filters. */
-int jp_bci_configure(const char *asm_jars, const char *include, const char *exclude, const char *roots,
-		     char *err, int errlen)
+/* jp_bci_configure is called by Go before jp_vm_setup: the source's jar
+ * (found beside this library), package filters and roots. */
+int jp_bci_configure(const char *include, const char *exclude, const char *roots, char *err, int errlen)
 {
 	Dl_info di;
 	if (dladdr((void *)jp_bci_configure, &di) == 0 || di.dli_fname == NULL) {
@@ -234,11 +233,7 @@ int jp_bci_configure(const char *asm_jars, const char *include, const char *excl
 		free(jar);
 		return -1;
 	}
-	if (asprintf(&bci.jars, "%s:%s", jar, asm_jars) < 0) {
-		free(jar);
-		return -1;
-	}
-	free(jar);
+	bci.jar = jar;
 	bci.include = strdup(include);
 	bci.exclude = strdup(exclude);
 	bci.roots = strdup(roots);
@@ -246,7 +241,7 @@ int jp_bci_configure(const char *asm_jars, const char *include, const char *excl
 	return 0;
 }
 
-/* jp_bci_onload adds the capabilities, puts the jars on the boot class
+/* jp_bci_onload adds the capabilities, puts the jar on the boot class
  * path and turns the class file hook on (Agent_OnLoad). */
 int jp_bci_onload(jvmtiEnv *jvmti, char *err, int errlen)
 {
@@ -259,21 +254,11 @@ int jp_bci_onload(jvmtiEnv *jvmti, char *err, int errlen)
 		snprintf(err, errlen, "BCI: AddCapabilities(retransform classes) failed: JVMTI error %d", (int)e);
 		return -1;
 	}
-	char *jars = strdup(bci.jars);
-	for (char *save = NULL, *p = strtok_r(jars, ":", &save); p != NULL; p = strtok_r(NULL, ":", &save)) {
-		if (access(p, R_OK) != 0) {
-			snprintf(err, errlen, "BCI: %s not found (make deps installs libasm-java)", p);
-			free(jars);
-			return -1;
-		}
-		e = (*jvmti)->AddToBootstrapClassLoaderSearch(jvmti, p);
-		if (e != JVMTI_ERROR_NONE) {
-			snprintf(err, errlen, "BCI: AddToBootstrapClassLoaderSearch(%s) failed: JVMTI error %d", p, (int)e);
-			free(jars);
-			return -1;
-		}
+	e = (*jvmti)->AddToBootstrapClassLoaderSearch(jvmti, bci.jar);
+	if (e != JVMTI_ERROR_NONE) {
+		snprintf(err, errlen, "BCI: AddToBootstrapClassLoaderSearch(%s) failed: JVMTI error %d", bci.jar, (int)e);
+		return -1;
 	}
-	free(jars);
 	e = (*jvmti)->SetEventNotificationMode(jvmti, JVMTI_ENABLE, JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, NULL);
 	if (e != JVMTI_ERROR_NONE) {
 		snprintf(err, errlen, "BCI: enabling ClassFileLoadHook failed: JVMTI error %d", (int)e);

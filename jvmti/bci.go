@@ -15,9 +15,6 @@ import (
 // BCIConfig selects the bytecode-instrumentation source (option BCI)
 // instead of JVMTI method events.
 type BCIConfig struct {
-	// ASMJars are the ASM jars put on the boot class path with the
-	// agent's own jprof-bci.jar (found beside libjprof.so).
-	ASMJars []string
 	// Include and Exclude are comma-separated package (or class name)
 	// prefixes; an empty Include means every class outside java.base.
 	Include, Exclude string
@@ -29,32 +26,21 @@ type BCIConfig struct {
 	Note func(string)
 }
 
-// DefaultASMJars is where Debian's libasm-java puts ASM.
-var DefaultASMJars = []string{"/usr/share/java/asm.jar", "/usr/share/java/asm-commons.jar"}
-
 var (
 	bciNoteMu sync.Mutex
 	bciNote   func(string)
 )
 
 func configureBCI(c *BCIConfig) error {
-	jars := ""
-	for i, j := range c.ASMJars {
-		if i > 0 {
-			jars += ":"
-		}
-		jars += j
-	}
-	cj, ci, ce, cr := C.CString(jars), C.CString(c.Include), C.CString(c.Exclude), C.CString(c.Roots)
+	ci, ce, cr := C.CString(c.Include), C.CString(c.Exclude), C.CString(c.Roots)
 	defer C.free(unsafe.Pointer(cr))
-	defer C.free(unsafe.Pointer(cj))
 	defer C.free(unsafe.Pointer(ci))
 	defer C.free(unsafe.Pointer(ce))
 	bciNoteMu.Lock()
 	bciNote = c.Note
 	bciNoteMu.Unlock()
 	var errbuf [256]C.char
-	if C.jp_bci_configure(cj, ci, ce, cr, &errbuf[0], C.int(len(errbuf))) != 0 {
+	if C.jp_bci_configure(ci, ce, cr, &errbuf[0], C.int(len(errbuf))) != 0 {
 		return fmt.Errorf("%s", C.GoString(&errbuf[0]))
 	}
 	return nil

@@ -74,8 +74,7 @@ extern const jp_source jp_methodevents;
 
 /* The bytecode-instrumentation source (bci.c). */
 extern const jp_source jp_bci;
-int jp_bci_configure(const char *asm_jars, const char *include, const char *exclude, const char *roots,
-		     char *err, int errlen);
+int jp_bci_configure(const char *include, const char *exclude, const char *roots, char *err, int errlen);
 int jp_bci_roots(const char *roots, char *err, int errlen);
 int jp_bci_onload(jvmtiEnv *jvmti, char *err, int errlen);
 void jp_bci_vm_init(JNIEnv *jni);

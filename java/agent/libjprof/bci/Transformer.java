@@ -139,8 +139,9 @@ public final class Transformer {
 
     /**
      * wanted says whether a class (internal name) is to be instrumented:
-     * not in java.base, not the agent's own classes or ASM (on the boot
-     * class path), inside INCLUDE if given and outside EXCLUDE.
+     * not in java.base, not the agent's own classes (with its renamed ASM,
+     * on the boot class path), inside INCLUDE if given and outside
+     * EXCLUDE.
      */
     public static boolean wanted(String cls, boolean boot) {
         if (cls == null)
@@ -148,8 +149,8 @@ public final class Transformer {
         String p = pkg(cls);
         if (basePackages.contains(p))
             return false;
-        if (boot && (cls.startsWith("libjprof/bci/") || cls.startsWith("org/objectweb/asm/")))
-            return false;
+        if (boot && cls.startsWith("libjprof/bci/"))
+            return false; // the agent's own classes and its ASM
         for (String x : excludes)
             if (cls.startsWith(x))
                 return false;
