@@ -257,6 +257,11 @@ func (a *agent) VMDeath() {
 		a.writeJtnm()
 	}
 	a.logThreadSummary(totals)
+	if b, ok := a.source.(jvmti.BCI); ok {
+		st := b.Stats()
+		a.log.Info("BCI summary", zap.Uint64("classesRewritten", st.Rewritten), zap.Uint64("classesLeftAsTheyWere", st.Failed),
+			zap.Uint64("transformerCalls", st.Hooks), zap.Duration("transformerTime", st.HookTime))
+	}
 	a.log.Info("VM death")
 	a.closeLog()
 }

@@ -299,6 +299,13 @@ func TestBCIOutputs(t *testing.T) {
 		require.NoError(t, err, string(out))
 		assert.Contains(t, string(out), "Exceptions.level3", rep)
 	}
+	pb := filepath.Join(r.Dir, "p.pb.gz")
+	out, err := exec.Command(jvmtest.Tool("jprof"), "pprof", r.File("rt.1"), "-o", pb).CombinedOutput()
+	require.NoError(t, err, string(out))
+	st, err := os.Stat(pb)
+	require.NoError(t, err)
+	assert.NotZero(t, st.Size())
+	assert.Regexp(t, `BCI summary.*"classesRewritten": [1-9]`, r.ReadFile(t, "msg"))
 }
 
 // ROOTS instruments the roots and what they reach, and log-rt holds only

@@ -56,6 +56,7 @@ static struct {
 	uint8_t *root_bits;
 	uint32_t root_nbits;
 	uint64_t transformed, failed; /* classes rewritten / retransform failures */
+	uint64_t hook_calls, hook_ns; /* class file hooks that ran the transformer, and their time */
 } bci;
 
 /* Inside the transformer: classes it loads itself are not rewritten. */
@@ -276,6 +277,7 @@ void JNICALL jp_bci_class_file_load(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefin
 	if (!bci.ready || !bci.instrumenting || bci_busy || name == NULL || jni == NULL || jp.dead)
 		return;
 	bci_busy = 1;
+	uint64_t t0 = jp_mono_ns();
 	if ((*jni)->PushLocalFrame(jni, 8) != 0) {
 		(*jni)->ExceptionClear(jni);
 		bci_busy = 0;
@@ -306,6 +308,8 @@ void JNICALL jp_bci_class_file_load(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefin
 		}
 	}
 	(*jni)->PopLocalFrame(jni, NULL);
+	__atomic_add_fetch(&bci.hook_calls, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&bci.hook_ns, jp_mono_ns() - t0, __ATOMIC_RELAXED);
 	bci_busy = 0;
 }
 
@@ -588,7 +592,10 @@ void jp_bci_die(void)
 	pthread_mutex_unlock(&bci_lock);
 }
 
-uint64_t jp_bci_transformed(void)
+void jp_bci_stats(uint64_t *out)
 {
-	return __atomic_load_n(&bci.transformed, __ATOMIC_RELAXED);
+	out[0] = __atomic_load_n(&bci.transformed, __ATOMIC_RELAXED);
+	out[1] = __atomic_load_n(&bci.failed, __ATOMIC_RELAXED);
+	out[2] = __atomic_load_n(&bci.hook_calls, __ATOMIC_RELAXED);
+	out[3] = __atomic_load_n(&bci.hook_ns, __ATOMIC_RELAXED);
 }

@@ -9,6 +9,7 @@ import "C"
 import (
 	"fmt"
 	"sync"
+	"time"
 	"unsafe"
 )
 
@@ -94,6 +95,17 @@ func (BCI) SetRoots(roots string) error {
 	return nil
 }
 
-// BCITransformed is how many classes the source has rewritten (each
-// retransformation counts again).
-func BCITransformed() uint64 { return uint64(C.jp_bci_transformed()) }
+// BCIStats is what the source did to classes.
+type BCIStats struct {
+	Rewritten uint64        // class files rewritten (each retransformation counts again)
+	Failed    uint64        // classes the transformer or the VM refused: left as they were
+	Hooks     uint64        // class file hooks that ran the transformer
+	HookTime  time.Duration // their total time, on the loading threads
+}
+
+// Stats reads the source's counters.
+func (BCI) Stats() BCIStats {
+	var v [4]C.uint64_t
+	C.jp_bci_stats(&v[0])
+	return BCIStats{Rewritten: uint64(v[0]), Failed: uint64(v[1]), Hooks: uint64(v[2]), HookTime: time.Duration(v[3])}
+}

@@ -103,6 +103,10 @@ final class MethodProbes extends AdviceAdapter {
             call("unwind");
             mv.visitInsn(Opcodes.ATHROW);
         }
-        super.visitMaxs(maxStack, maxLocals);
+        // The probes push one int where the stack holds at most
+        // maxStack (entry, returns), or on a lone Throwable (handlers);
+        // they add no local. So the maxima are known without ASM's
+        // control-flow analysis (COMPUTE_MAXS), the costly part.
+        super.visitMaxs(Math.max(maxStack + 1, 2), maxLocals);
     }
 }

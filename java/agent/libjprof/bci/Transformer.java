@@ -234,7 +234,7 @@ public final class Transformer {
             if (only.isEmpty())
                 return null;
         }
-        ClassWriter cw = new ClassWriter(cr, ClassWriter.COMPUTE_MAXS);
+        ClassWriter cw = new ClassWriter(cr, 0); // MethodProbes gives the maxima
         Instrument ci = new Instrument(cw, version, skip, only, sel);
         cr.accept(ci, ClassReader.EXPAND_FRAMES);
         return ci.changed ? cw.toByteArray() : null;
