@@ -18,13 +18,15 @@ import org.objectweb.asm.Opcodes;
  * Selective instrumentation (ROOTS, as JFluid does it): only the root
  * methods and the methods reachable from them are instrumented.
  *
- * Reachability is found as classes are transformed: a wanted method's
- * call sites (invoke instructions) make their targets wanted, as
- * (name+descriptor, owner) pairs. A target is wanted in the owner and in
- * every class related to it (a subclass: virtual dispatch; a superclass:
- * an inherited implementation), and where the hierarchy is not known,
- * conservatively, in any class declaring that method. A class loaded
- * later is instrumented as it loads; one loaded already is queued and
+ * Reachability is found as classes are transformed: every class seen
+ * leaves its supertypes and call sites here, and a wanted method's call
+ * sites (invoke instructions) make their targets wanted, as
+ * (name+descriptor, owner) pairs, followed at once through all the
+ * classes known. A target is wanted in the owner and in every class
+ * related to it (a subclass: virtual dispatch; a superclass: an inherited
+ * implementation), and where the hierarchy is not known, conservatively,
+ * in any class declaring that method. A class loaded later is
+ * instrumented as it loads; one loaded already is queued and
  * retransformed by a daemon thread shortly after (calls it gets before
  * then are not seen).
  *
@@ -46,13 +48,16 @@ final class Selective {
      *  by all Selective instances (it describes classes, not roots). */
     static final class Info {
         final String[] supers;
-        final Map<String, Boolean> methods; // name+desc -> instrumented now
+        /** name+desc -> its call sites {owner, name+desc}; empty without code. */
+        final Map<String, List<String[]>> calls;
+        /** name+desc of the methods the class's current code is instrumented in. */
+        volatile Set<String> instrumented = Set.of();
         /** All supertypes reachable through known classes, made when first
          *  asked; base/unknown: one of them is in java.base (whose own
          *  supertypes are not recorded) or not known at all. */
         volatile Set<String> ancestors;
         boolean base, unknown;
-        Info(String[] supers, Map<String, Boolean> methods) { this.supers = supers; this.methods = methods; }
+        Info(String[] supers, Map<String, List<String[]>> calls) { this.supers = supers; this.calls = calls; }
     }
     static final ConcurrentHashMap<String, Info> known = new ConcurrentHashMap<>();
     /** name+desc -> classes declaring it. */
@@ -172,8 +177,14 @@ final class Selective {
         return anc;
     }
 
-    /** select returns the methods of a class to instrument (name+desc),
-     *  marks what they call as reached, and records the class. */
+    /** marked: class -> name+desc of its methods found wanted. */
+    private final ConcurrentHashMap<String, Set<String>> marked = new ConcurrentHashMap<>();
+
+    /** select returns the methods of a class to instrument (name+desc).
+     *  It records the class (supertypes, call sites), marks its roots and
+     *  the methods reached from them, and follows the calls through every
+     *  class known so far at once: classes loaded already that this makes
+     *  wanted are queued once per discovery wave, not once per method. */
     Set<String> select(ClassReader cr, String cls) {
         Map<String, List<String[]>> calls = new HashMap<>();
         cr.accept(new ClassVisitor(Opcodes.ASM9) {
@@ -186,57 +197,74 @@ final class Selective {
                 return new MethodVisitor(Opcodes.ASM9) {
                     @Override
                     public void visitMethodInsn(int op, String owner, String n, String d, boolean itf) {
-                        l.add(new String[] {owner, n, d});
+                        l.add(new String[] {owner, n + d});
                     }
                 };
             }
         }, ClassReader.SKIP_DEBUG | ClassReader.SKIP_FRAMES);
-        Set<String> want = new HashSet<>();
-        List<String> work = new ArrayList<>();
-        for (String nd : calls.keySet()) {
-            int p = nd.indexOf('(');
-            if (wants(cls, nd.substring(0, p), nd.substring(p)))
-                work.add(nd);
-        }
-        while (!work.isEmpty()) {
-            String nd = work.remove(work.size() - 1);
-            if (!want.add(nd))
-                continue;
-            for (String[] c : calls.get(nd)) {
-                String cnd = c[1] + c[2];
-                reach(c[0], cnd, cls);
-                if (calls.containsKey(cnd) && related(cls, c[0]))
-                    work.add(cnd);
-            }
-        }
         String[] ifs = cr.getInterfaces();
         String[] supers = new String[ifs.length + 1];
         supers[0] = cr.getSuperName();
         System.arraycopy(ifs, 0, supers, 1, ifs.length);
-        Map<String, Boolean> ms = new ConcurrentHashMap<>();
-        for (String nd : calls.keySet()) {
-            ms.put(nd, want.contains(nd));
+        Info info = new Info(supers, calls);
+        known.put(cls, info);
+        for (String nd : calls.keySet())
             declaring.computeIfAbsent(nd, k -> ConcurrentHashMap.newKeySet()).add(cls);
+
+        List<String[]> work = new ArrayList<>();
+        for (String nd : calls.keySet()) {
+            int p = nd.indexOf('(');
+            if (wants(cls, nd.substring(0, p), nd.substring(p)))
+                mark(cls, nd, work);
         }
-        known.put(cls, new Info(supers, ms));
+        propagate(work, cls);
+        Set<String> want = new HashSet<>(marked.getOrDefault(cls, Set.of()));
+        info.instrumented = want;
         return want;
     }
 
-    /** reach marks nd called on owner; loaded classes that declare it
-     *  uninstrumented and are related to owner are queued. */
-    private void reach(String owner, String nd, String from) {
-        Set<String> owners = reached.computeIfAbsent(nd, k -> ConcurrentHashMap.newKeySet());
-        if (!owners.add(owner))
-            return;
-        Set<String> decl = declaring.get(nd);
-        if (decl == null)
-            return;
-        for (String k : decl) {
-            if (k.equals(from))
+    /** markRoots marks the roots among the classes known already (after a
+     *  change of roots), so that one retransformation finds them all. */
+    void markRoots() {
+        List<String[]> work = new ArrayList<>();
+        for (Map.Entry<String, Info> e : known.entrySet())
+            for (String nd : e.getValue().calls.keySet())
+                if (isRoot(e.getKey(), nd.substring(0, nd.indexOf('('))))
+                    mark(e.getKey(), nd, work);
+        propagate(work, null);
+        pending.clear(); // the caller retransforms every class
+    }
+
+    private void mark(String cls, String nd, List<String[]> work) {
+        if (marked.computeIfAbsent(cls, k -> ConcurrentHashMap.newKeySet()).add(nd))
+            work.add(new String[] {cls, nd});
+    }
+
+    /** propagate follows the marked methods' calls through the known
+     *  classes; a loaded class (other than current) with a marked method
+     *  it was not instrumented for is queued for retransformation. */
+    private void propagate(List<String[]> work, String current) {
+        while (!work.isEmpty()) {
+            String[] w = work.remove(work.size() - 1);
+            Info i = known.get(w[0]);
+            if (i == null)
                 continue;
-            Info i = known.get(k);
-            if (i != null && Boolean.FALSE.equals(i.methods.get(nd)) && related(k, owner))
-                pending.add(k);
+            if (!w[0].equals(current) && !i.instrumented.contains(w[1]))
+                pending.add(w[0]);
+            List<String[]> sites = i.calls.get(w[1]);
+            if (sites == null)
+                continue;
+            for (String[] c : sites) {
+                String owner = c[0], nd = c[1];
+                if (!reached.computeIfAbsent(nd, k -> ConcurrentHashMap.newKeySet()).add(owner))
+                    continue;
+                Set<String> decl = declaring.get(nd);
+                if (decl == null)
+                    continue;
+                for (String k : decl)
+                    if (related(k, owner))
+                        mark(k, nd, work);
+            }
         }
     }
 }

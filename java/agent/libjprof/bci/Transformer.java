@@ -81,7 +81,9 @@ public final class Transformer {
         if (roots == null || roots.isEmpty() || roots.equals("all")) {
             selective = null;
         } else {
-            selective = new Selective(roots, bootModules);
+            Selective s = new Selective(roots, bootModules);
+            s.markRoots();
+            selective = s;
             if (drainer == null) {
                 drainer = new Thread(Transformer::drain, "libjprof BCI roots");
                 drainer.setDaemon(true);
