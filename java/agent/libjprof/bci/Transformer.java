@@ -93,14 +93,20 @@ public final class Transformer {
         Selective.pending.clear();
     }
 
+    /** wake has the drainer look at the queue now. */
+    static void wake() {
+        Thread d = drainer;
+        if (d != null)
+            java.util.concurrent.locks.LockSupport.unpark(d);
+    }
+
     /** drain retransforms the classes selective instrumentation queued. */
     private static void drain() {
         for (;;) {
-            try {
-                Thread.sleep(10);
-            } catch (InterruptedException e) {
+            if (Selective.pending.isEmpty())
+                java.util.concurrent.locks.LockSupport.parkNanos(100_000_000L);
+            if (Thread.interrupted())
                 return;
-            }
             if (Selective.pending.isEmpty())
                 continue;
             List<String> names = new ArrayList<>();
@@ -233,6 +239,8 @@ public final class Transformer {
         Set<String> only = null;
         if (sel != null) {
             only = sel.select(cr, cr.getClassName());
+            if (!Selective.pending.isEmpty())
+                wake();
             if (only.isEmpty())
                 return null;
         }
