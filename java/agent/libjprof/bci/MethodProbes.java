@@ -35,6 +35,9 @@ final class MethodProbes extends AdviceAdapter {
     private final Label preSuper = new Label(), body = new Label();
     private Label lastInit; // before the last invokespecial <init> seen before super() returned
     private boolean bodyStarted;
+    // Local 0 overwritten before super(): the pre-super handler's frame
+    // (uninitializedThis in local 0) would not match; no such handler then.
+    private boolean thisStored;
 
     MethodProbes(MethodVisitor mv, int access, String name, String desc, int id, boolean frames) {
         super(Opcodes.ASM9, mv, access, name, desc);
@@ -77,6 +80,20 @@ final class MethodProbes extends AdviceAdapter {
     }
 
     @Override
+    public void visitVarInsn(int opcode, int var) {
+        if (ctor && !bodyStarted && var == 0 && opcode >= Opcodes.ISTORE && opcode <= Opcodes.ASTORE)
+            thisStored = true;
+        super.visitVarInsn(opcode, var);
+    }
+
+    @Override
+    public void visitIincInsn(int var, int increment) {
+        if (ctor && !bodyStarted && var == 0)
+            thisStored = true;
+        super.visitIincInsn(var, increment);
+    }
+
+    @Override
     protected void onMethodExit(int opcode) {
         if (opcode != Opcodes.ATHROW)
             call("exit");
@@ -86,7 +103,7 @@ final class MethodProbes extends AdviceAdapter {
     public void visitMaxs(int maxStack, int maxLocals) {
         Label end = new Label();
         mv.visitLabel(end);
-        if (ctor && frames) {
+        if (ctor && frames && !thisStored) {
             Label h = new Label();
             mv.visitTryCatchBlock(preSuper, bodyStarted ? lastInit : end, h, null);
             mv.visitLabel(h);
