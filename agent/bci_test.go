@@ -200,38 +200,14 @@ func TestBCIGeneratedClassesUnload(t *testing.T) {
 // are never seen; its callees are). start/flush/reset/end then behave as
 // with JVMTI events.
 func TestBCILateStartRetransform(t *testing.T) {
-	p, port := driven(t, "BCI,CALLTREE")
-	p.Send("call 100") // not instrumented yet
-	p.Expect("done 100")
-	requireOK(t, rt(t, port, "start"))
-	p.Send("call 200")
-	p.Expect("done 200")
-	replies := rt(t, port, "flush,reset")
-	requireOK(t, replies)
-	assert.Contains(t, replies[0].Detail, "log-rt.1_")
-	p.Send("call 50")
-	p.Expect("done 50")
-	replies = rt(t, port, "END")
-	requireOK(t, replies)
-	p.Send("call 70") // stopped: instrumented code returns at once
-	p.Expect("done 70")
-	requireOK(t, rt(t, port, "start"))
-	p.Send("call 30")
-	p.Expect("done 30")
-	p.Send("quit")
-	r := p.Wait()
-	require.Equal(t, 0, r.ExitCode, r.Stderr)
-
+	r := startFlushResetEnd(t, "BCI,CALLTREE")
 	first := r.LogRT(t, 1)
 	checkBalanced(t, first)
-	assert.Equal(t, uint64(200), workCalls(t, first))
 	w := mainThread(t, first).Path("i:Driven.work(I)J")
 	require.NotNil(t, w, "main's old code runs on: work is called from the thread root")
 	assert.Equal(t, uint64(200), w.Calls)
 	assert.Equal(t, uint64(200), w.Path("i:Driven.leaf(I)J").Calls)
 	assert.Nil(t, mainThread(t, first).Path("i:Driven.main([Ljava/lang/String;)V"))
-	assert.Equal(t, uint64(50), workCalls(t, r.LogRT(t, 2)))
-	assert.Equal(t, uint64(30), workCalls(t, r.LogRT(t, 3)))
 }
 
 // The JIT compiles instrumented methods (C2, level 4): BCI enables no
