@@ -25,6 +25,12 @@ VERSION_LDFLAGS := -X github.com/libjprof/libjprof/internal/buildinfo.Version=$(
 
 GO_SRC    := $(shell find agent engine jvmti ptt calibration reports trainer cmd internal -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.o' 2>/dev/null) go.mod go.sum
 JAVA_SRC  := $(wildcard java/src/*.java)
+# The BCI source's Java half (option BCI), compiled against Debian's ASM.
+ASM_JARS  := /usr/share/java/asm.jar:/usr/share/java/asm-commons.jar
+BCI_SRC   := $(wildcard java/agent/libjprof/bci/*.java)
+# Workloads that generate classes with ASM (kept out of java/src, which
+# the javac benchmark compiles without ASM).
+ASM_JAVA_SRC := $(wildcard java/asmsrc/*.java)
 
 .PHONY: all help deps agent java cmds demo test train clean
 
@@ -39,18 +45,30 @@ help:
 	    if (match(c, /\. /)) c = substr(c, 1, RSTART - 1); sub("\\.$$", "", c); printf "  make %-14s %s\n", t, c } \
 	  { c = "" }' $(MAKEFILE_LIST)
 
-# deps installs what a fresh Debian machine lacks: a JDK 17, gcc, and
-# chromium for the flame graph's headless-browser test (as root).
+# deps installs what a fresh Debian machine lacks: a JDK 17, gcc, ASM
+# (libasm-java, for BCI) and chromium for the flame graph's
+# headless-browser test (as root).
 deps:
 	@missing=""; \
 	command -v $(JAVAC) >/dev/null 2>&1 || missing="$$missing openjdk-17-jdk-headless"; \
 	command -v gcc >/dev/null 2>&1 || missing="$$missing gcc"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	[ -r /usr/share/java/asm-commons.jar ] || missing="$$missing libasm-java"; \
 	if [ -n "$$missing" ]; then echo "installing$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
 
-# agent: build/libjprof.so, for java -agentpath.
-agent: $(BUILD)/libjprof.so
+# agent: build/libjprof.so, for java -agentpath, and build/jprof-bci.jar
+# beside it (the BCI source's transformer).
+agent: $(BUILD)/libjprof.so $(BUILD)/jprof-bci.jar
+
+# ASM goes inside, renamed to libjprof.bci.asm (java/agent/build/Shade.java),
+# so that it never shadows the ASM of a profiled program.
+$(BUILD)/jprof-bci.jar: $(BCI_SRC) java/agent/build/Shade.java
+	@rm -rf $(BUILD)/bci && mkdir -p $(BUILD)/bci/classes $(BUILD)/bci/shade
+	$(JAVAC) -d $(BUILD)/bci/classes -cp $(ASM_JARS) --release 11 $(BCI_SRC)
+	$(JAVAC) -d $(BUILD)/bci/shade -cp $(ASM_JARS) java/agent/build/Shade.java
+	$(JAVA) -cp $(BUILD)/bci/shade:$(ASM_JARS) Shade $@.tmp $(BUILD)/bci/classes $(subst :, ,$(ASM_JARS))
+	@mv $@.tmp $@
 
 $(BUILD)/libjprof.so: $(GO_SRC)
 	@mkdir -p $(BUILD)
@@ -59,9 +77,10 @@ $(BUILD)/libjprof.so: $(GO_SRC)
 # java: the Java workloads and their native libraries.
 java: $(BUILD)/java/.stamp $(BUILD)/native/libjpnative.so $(BUILD)/native/libjptrainer.so
 
-$(BUILD)/java/.stamp: $(JAVA_SRC)
+$(BUILD)/java/.stamp: $(JAVA_SRC) $(ASM_JAVA_SRC)
 	@mkdir -p $(BUILD)/java
 	$(JAVAC) --release 17 -d $(BUILD)/java $(JAVA_SRC)
+	$(JAVAC) --release 17 -d $(BUILD)/java -cp $(ASM_JARS) $(ASM_JAVA_SRC)
 	@touch $@
 
 $(BUILD)/native/libjpnative.so: java/native/jpnative.c
@@ -90,11 +109,15 @@ demo: deps all
 # measure the environmental overhead without the agent, and write the
 # calibration table for this JVM, metric and PTT backend into
 # calibration/tables, where the next build embeds it as the default.
-# PTT=clock|perf|bpf picks the backend (default: the best available).
+# PTT=clock|perf|bpf picks the backend (default: the best available);
+# SOURCE=bci trains the bytecode-instrumentation source (its own table,
+# without the interpreter's environmental overhead, which it does not have).
 TRAIN_PTT ?= $(or $(PTT),bpf)
+TRAIN_SOURCE_OPTS := $(if $(filter bci,$(SOURCE)),-agent-options BCI -no-env)
+TRAIN_SUFFIX := $(if $(filter bci,$(SOURCE)),-bci)
 train: deps all
-	$(GO) run ./trainer/cmd/train -java $(JAVA) -backend $(TRAIN_PTT) \
-	  -o calibration/tables/openjdk-$$($(JAVA) -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')-$$(uname -m)-PTT_TIME-$(TRAIN_PTT).cal
+	$(GO) run ./trainer/cmd/train -java $(JAVA) -backend $(TRAIN_PTT) $(TRAIN_SOURCE_OPTS) \
+	  -o calibration/tables/openjdk-$$($(JAVA) -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')-$$(uname -m)-PTT_TIME-$(TRAIN_PTT)$(TRAIN_SUFFIX).cal
 
 # test: go vet and every package's tests.
 test: deps all

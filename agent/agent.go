@@ -113,18 +113,24 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 		a.closeLog()
 		return nil, err
 	}
-	a.source = jvmti.MethodEvents{}
-	if opts.Sample != nil {
-		a.source = jvmti.Sampler{}
-	}
 	// START with an unwritable LOGPATH is ignored (openLogMsg said so).
 	start := opts.Start && a.outErr == nil
 	if start {
 		a.started, a.since = true, a.loaded
 	}
-	if err := jvmti.Setup(vm, a, jvmti.Config{Start: start, Calibrate: opts.Calibrate, LogGen: opts.genMode(),
-		JIT: opts.JitA2N || opts.PerfMap, MaxMethods: opts.MaxMethods, EagerThreads: opts.ThreadInfo, VThreads: opts.VThreads,
-		Sample: opts.Sample}); err != nil {
+	cfg := jvmti.Config{Start: start, Calibrate: opts.Calibrate, LogGen: opts.genMode(),
+		JIT: opts.JitA2N || opts.PerfMap, MaxMethods: opts.MaxMethods, EagerThreads: opts.ThreadInfo,
+		VThreads: opts.VThreads, Sample: opts.Sample}
+	a.source = jvmti.MethodEvents{}
+	switch {
+	case opts.Sample != nil:
+		a.source = jvmti.Sampler{}
+	case opts.BCI:
+		a.source = jvmti.BCI{}
+		cfg.BCI = &jvmti.BCIConfig{Include: opts.Include, Exclude: opts.Exclude, Roots: opts.Roots,
+			Note: func(msg string) { a.log.Warn(msg) }}
+	}
+	if err := jvmti.Setup(vm, a, cfg); err != nil {
 		a.log.Error("JVMTI setup failed", zap.Error(err))
 		a.closeLog()
 		return nil, err
@@ -363,6 +369,11 @@ func (a *agent) VMDeath() {
 	}
 	a.logThreadSummary(totals)
 	a.logVirtualThreads()
+	if b, ok := a.source.(jvmti.BCI); ok {
+		st := b.Stats()
+		a.log.Info("BCI summary", zap.Uint64("classesRewritten", st.Rewritten), zap.Uint64("classesLeftAsTheyWere", st.Failed),
+			zap.Uint64("transformerCalls", st.Hooks), zap.Duration("transformerTime", st.HookTime))
+	}
 	a.log.Info("VM death")
 	a.closeLog()
 }

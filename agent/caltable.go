@@ -66,17 +66,20 @@ func (a *agent) loadCalibration() error {
 			for _, t := range given {
 				err := t.Matches(a.jvm.name, a.jvm.version, m.String(), a.ptt.Backend.String())
 				if err == nil {
+					err = t.MatchesSource(a.source.Name())
+				}
+				if err == nil {
 					tab = t
 					break
 				}
 				errs = append(errs, err.Error())
 			}
 			if tab == nil {
-				return fmt.Errorf("CALTABLE %s has no table for this run (JVM %q %s, metric %s, backend %s): %s",
-					a.opts.CalTable, a.jvm.name, a.jvm.version, m, a.ptt.Backend, strings.Join(errs, "; "))
+				return fmt.Errorf("CALTABLE %s has no table for this run (JVM %q %s, metric %s, backend %s, event source %s): %s",
+					a.opts.CalTable, a.jvm.name, a.jvm.version, m, a.ptt.Backend, a.source.Name(), strings.Join(errs, "; "))
 			}
 			source, from = "table "+a.opts.CalTable, calibration.FromCALTABLE
-		} else if t, ok := calibration.Default(a.jvm.name, a.jvm.version, m.String(), a.ptt.Backend.String()); ok {
+		} else if t, ok := calibration.DefaultFor(a.source.Name(), a.jvm.name, a.jvm.version, m.String(), a.ptt.Backend.String()); ok {
 			tab, source, from = t, "built-in table", calibration.FromBuiltIn
 		}
 		// The table by its identity, for the reader and for jprof
@@ -89,7 +92,7 @@ func (a *agent) loadCalibration() error {
 			}
 		}
 		if tab == nil {
-			note := fmt.Sprintf("Calibration %s: no table for JVM %q %s and backend %s; minima found online in this run", m, a.jvm.name, a.jvm.version, a.ptt.Backend)
+			note := fmt.Sprintf("Calibration %s: no table for JVM %q %s, backend %s and event source %s; minima found online in this run", m, a.jvm.name, a.jvm.version, a.ptt.Backend, a.source.Name())
 			if a.opts.CalTable == "none" {
 				note = fmt.Sprintf("Calibration %s: CALTABLE=none: minima found online in this run", m)
 			}
@@ -98,8 +101,8 @@ func (a *agent) loadCalibration() error {
 		} else {
 			a.tables[k] = tab
 			a.env[k] = tab.Envs()
-			note := fmt.Sprintf("Calibration %s: minima of keys seen fewer than %d times in this run from %s (JVM %s %s, backend %s, %d runs, %s); environmental overhead from it (%s)",
-				m, calibration.OwnMinimumEvents, source, tab.JVM, tab.JVMVersion, tab.Backend, tab.Runs, tab.Date.Format("2006-01-02"), tab.EnvSource)
+			note := fmt.Sprintf("Calibration %s: minima of keys seen fewer than %d times in this run from %s (JVM %s %s, backend %s, event source %s, %d runs, %s); environmental overhead from it (%s)",
+				m, calibration.OwnMinimumEvents, source, tab.JVM, tab.JVMVersion, tab.Backend, tab.EventSource(), tab.Runs, tab.Date.Format("2006-01-02"), tab.EnvSource)
 			a.notes = append(a.notes, note)
 			a.log.Info(note)
 		}
@@ -143,7 +146,7 @@ func (a *agent) writeCalOut() {
 		t := calibration.NewTable(calibration.Provenance{
 			JVM: a.jvm.name, JVMVersion: a.jvm.version, Arch: a.jvm.arch,
 			Metric: m.String(), Backend: a.ptt.Backend.String(), CPU: cpuModel(),
-			Date: time.Now().UTC(), Runs: 1, Tool: "libjprof agent", EnvSource: calibration.EnvDefault,
+			Date: time.Now().UTC(), Runs: 1, Tool: "libjprof agent", EnvSource: calibration.EnvDefault, Source: a.source.Name(),
 		})
 		for key, mn := range mins[k] {
 			if mn == calibration.Unseen {

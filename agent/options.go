@@ -82,6 +82,10 @@ type Options struct {
 	Sample *jvmti.SampleConfig
 	// SampleNodes is each thread's sampled-tree capacity (SAMPLENODES=).
 	SampleNodes int
+	// BCI takes events from injected bytecode instead of JVMTI method
+	// events; Include and Exclude are its package filters.
+	BCI                     bool
+	Include, Exclude, Roots string
 }
 
 // Sampling defaults: SAMPLE alone samples each thread every millisecond
@@ -141,6 +145,13 @@ var optionSpecs = []optionSpec{
 	{name: "RTARCF", help: "call tree in log-rt with one metric (default instructions, else PTT_TIME)", set: setMode(ModeRTArcf)},
 	{name: "CALLFLOW", help: "call tree in log-rt with instructions and cycles (else PTT_TIME)", set: setMode(ModeCallFlow)},
 	{name: "METRICS", hasValue: true, help: "metrics to count, a+b+... (PTT_TIME, PTT_INSTS, PTT_CYCLES)", set: setMetrics},
+	{name: "BCI", help: "events from bytecode instrumentation that keeps the JIT, instead of JVMTI method events (every method outside java.base; native methods are not seen)", set: boolOpt(func(o *Options) *bool { return &o.BCI })},
+	{name: "INCLUDE", hasValue: true, help: "with BCI: instrument only classes under these package or class name prefixes, a+b+... (default: all outside java.base)",
+		set: stringOpt(func(o *Options) *string { return &o.Include }, "", "prefixes a+b+...", nil)},
+	{name: "EXCLUDE", hasValue: true, help: "with BCI: never instrument classes under these package or class name prefixes, a+b+...",
+		set: stringOpt(func(o *Options) *string { return &o.Exclude }, "", "prefixes a+b+...", nil)},
+	{name: "ROOTS", hasValue: true, help: "with BCI: instrument only the methods reachable from these root methods, Class.method+... (globs with *)",
+		set: stringOpt(func(o *Options) *string { return &o.Roots }, "", "root methods Class.method+...", nil)},
 	{name: "START", help: "collect from VM start (default: wait for rtdriver start)", set: boolOpt(func(o *Options) *bool { return &o.Start })},
 	{name: "LOGPATH", hasValue: true, help: "directory for the output files (default: current directory)",
 		set: stringOpt(func(o *Options) *string { return &o.LogPath }, ".", "a directory", nil)},
@@ -365,6 +376,13 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 	if o.Mode == 0 {
 		o.Mode = ModeRTArcf
 	}
+	if !o.BCI {
+		for _, f := range []struct{ name, v string }{{"ROOTS", o.Roots}, {"INCLUDE", o.Include}, {"EXCLUDE", o.Exclude}} {
+			if f.v != "" {
+				return nil, &OptionError{Option: f.name, Reason: "selects what bytecode instrumentation instruments: needs BCI"}
+			}
+		}
+	}
 	// Files are named in log-msg and rtdriver replies: make them absolute.
 	if abs, err := filepath.Abs(o.LogPath); err == nil {
 		o.LogPath = abs
@@ -436,6 +454,8 @@ func (o *Options) checkSample() error {
 		return nil
 	}
 	switch {
+	case o.BCI:
+		return &OptionError{Option: "SAMPLE", Reason: "one event source at a time: SAMPLE or BCI"}
 	case o.Generic:
 		return &OptionError{Option: "SAMPLE", Reason: "log-gen (GENERIC, CALLTRACE, RAWGEN) records method events, which sampling has not"}
 	case len(o.Metrics) > 0:

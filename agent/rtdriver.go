@@ -271,6 +271,25 @@ func (a *agent) ForceGC() error {
 	return a.vm.Do(jvmti.ForceGC)
 }
 
+// Roots implements control.Controller: with BCI, re-instruments the
+// running JVM for new roots of selective instrumentation.
+func (a *agent) Roots(roots string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.dead {
+		return errVMDead
+	}
+	b, ok := a.source.(jvmti.BCI)
+	if !ok {
+		return fmt.Errorf("roots needs the BCI event source")
+	}
+	if err := a.vm.Do(func() error { return b.SetRoots(roots) }); err != nil {
+		return err
+	}
+	a.log.Info("BCI roots changed", zap.String("roots", roots))
+	return nil
+}
+
 // Shutdown implements control.Controller: profiling stops for good; the
 // server closes itself after replying.
 func (a *agent) Shutdown() error {

@@ -73,7 +73,13 @@ func workCalls(t *testing.T, p *reports.Profile) uint64 {
 }
 
 func TestRTDriverStartFlushResetEnd(t *testing.T) {
-	p, port := driven(t, "CALLTREE")
+	startFlushResetEnd(t, "CALLTREE")
+}
+
+// startFlushResetEnd drives Driven through start, flush, reset, end and a
+// second start, checks the calls each log-rt holds and returns the run.
+func startFlushResetEnd(t *testing.T, opts string) *jvmtest.Result {
+	p, port := driven(t, opts)
 	p.Send("call 100") // not collecting yet: not counted
 	p.Expect("done 100")
 	requireOK(t, rt(t, port, "start"))
@@ -103,6 +109,7 @@ func TestRTDriverStartFlushResetEnd(t *testing.T) {
 	assert.Equal(t, uint64(30), workCalls(t, r.LogRT(t, 3)))
 	_, err := os.Stat(r.File("rt.4"))
 	assert.True(t, os.IsNotExist(err))
+	return r
 }
 
 func TestRTDriverDelayedStart(t *testing.T) {

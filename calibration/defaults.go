@@ -47,13 +47,24 @@ func loadFS(fsys fs.FS, dir string) ([]*Table, error) {
 // feature release). Among several, it prefers the exact JVM version, then
 // the most runs, then the newest. It returns a copy the caller may change.
 func Default(jvm, version, metric, backend string) (*Table, bool) {
+	return DefaultFor(SourceJVMTI, jvm, version, metric, backend)
+}
+
+// DefaultFor is Default for an event source's tables (Provenance.Source).
+func DefaultFor(source, jvm, version, metric, backend string) (*Table, bool) {
 	ts, err := Embedded()
 	if err != nil {
 		// The embedded tables are checked by the package's tests; a bad
 		// one must not stop a profiling run, which can calibrate online.
 		return nil, false
 	}
-	return pick(ts, jvm, version, metric, backend)
+	var same []*Table
+	for _, t := range ts {
+		if t.MatchesSource(source) == nil {
+			same = append(same, t)
+		}
+	}
+	return pick(same, jvm, version, metric, backend)
 }
 
 func pick(ts []*Table, jvm, version, metric, backend string) (*Table, bool) {

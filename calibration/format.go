@@ -55,6 +55,7 @@ const (
 	fRuns    = "runs"
 	fTool    = "tool"
 	fEnv     = "env"
+	fSource  = "source"
 	fNote    = "note"
 )
 
@@ -158,6 +159,8 @@ func (p *parser) header(s string) error {
 		dst = &pr.Tool
 	case fEnv:
 		dst = &pr.EnvSource
+	case fSource:
+		dst = &pr.Source
 	case fNote:
 		pr.Notes = append(pr.Notes, value)
 		return nil
@@ -254,6 +257,7 @@ func (t *Table) write(bw *bufio.Writer) error {
 		{fMetric, t.Metric},
 		{fBackend, t.Backend},
 		{fCPU, t.CPU},
+		{fSource, t.Source},
 	}
 	if !t.Date.IsZero() {
 		fields = append(fields, struct{ name, value string }{fDate, t.Date.UTC().Format(time.RFC3339)})

@@ -54,10 +54,20 @@ func sameMajor(a, b string) bool {
 	return a == b
 }
 
+// MatchesSource reports whether the table was made with the given event
+// source (a *MismatchError if not).
+func (t *Table) MatchesSource(source string) error {
+	if t.EventSource() != source {
+		return &MismatchError{Field: fSource, Table: t.EventSource(), Want: source}
+	}
+	return nil
+}
+
 // Matches checks that the table fits a run on the given JVM (java.vm.name),
 // JVM version (java.vm.version; the Java feature release must be the same),
 // metric and PTT backend. An empty argument is not checked. The error, a
 // *MismatchError, names the first field that differs.
+
 func (t *Table) Matches(jvm, version, metric, backend string) error {
 	checks := []struct {
 		field, table, run string
@@ -110,6 +120,10 @@ func Merge(tables ...*Table) (*Table, error) {
 	out := NewTable(Provenance{})
 	measuredEnv := map[Key]bool{}
 	for i, t := range tables {
+		if err := t.MatchesSource(tables[0].EventSource()); err != nil {
+			return nil, fmt.Errorf("calibration: merge: table %d: %w", i, err)
+		}
+		out.Source = tables[0].Source
 		if err := mergeProvenance(&out.Provenance, &t.Provenance); err != nil {
 			return nil, fmt.Errorf("calibration: merge: table %d: %w", i, err)
 		}

@@ -65,7 +65,24 @@ type Provenance struct {
 	Runs       int       // how many JVM runs the minima come from
 	Tool       string    // what wrote the table, with its version
 	EnvSource  string    // EnvDefault, EnvTrainer, or "" (unknown: treated as default)
+	Source     string    // the agent's event source (SourceJVMTI, SourceBCI); "" is SourceJVMTI
 	Notes      []string  // free text, one line each
+}
+
+// Event sources, for Provenance.Source: each has its own injected path,
+// so its own minima.
+const (
+	SourceJVMTI = "jvmti-method-events"
+	SourceBCI   = "bci"
+)
+
+// EventSource is the table's event source, SourceJVMTI for tables that
+// predate the field.
+func (p *Provenance) EventSource() string {
+	if p.Source == "" {
+		return SourceJVMTI
+	}
+	return p.Source
 }
 
 // Table holds the calibration data of one metric: provenance, and an Entry

@@ -53,6 +53,8 @@ static void JNICALL cb_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 	}
 	if (jpvm.sample)
 		jp_sampling_vm_init(jvmti, jni, thread);
+	if (jpvm.bci)
+		jp_bci_vm_init(jni);
 	jpGoVMInit(jpvm.go_handle);
 }
 
@@ -62,7 +64,10 @@ static void JNICALL cb_vm_death(jvmtiEnv *jvmti, JNIEnv *jni)
 	(void)jni;
 	if (jpvm.sample)
 		jp_sampling_die();
-	jp_methodevents_die();
+	if (jpvm.bci)
+		jp_bci_die();
+	else
+		jp_methodevents_die();
 	jpGoVMDeath(jpvm.go_handle);
 }
 
@@ -115,7 +120,8 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int l
 	jpvm.jvmti = jvmti;
 	jpvm.go_handle = go_handle;
 	jpvm.jit = jit;
-	if (jp_engine_init(jpvm.sample ? &jp_sampling : &jp_methodevents, calibrate, loggen, max_methods, err, errlen) != 0)
+	const jp_source *src = jpvm.sample ? &jp_sampling : jpvm.bci ? &jp_bci : &jp_methodevents;
+	if (jp_engine_init(src, calibrate, loggen, max_methods, err, errlen) != 0)
 		return -1;
 	if (jp_mid_init() != 0) {
 		snprintf(err, errlen, "no memory for the method id table");
@@ -126,15 +132,19 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int l
 	memset(&caps, 0, sizeof caps);
 	jvmtiEventCallbacks cb;
 	memset(&cb, 0, sizeof cb);
-	/* The sampling source needs no method events (nor their capability,
-	 * which costs the JIT something even unused). */
-	if (!jpvm.sample) {
+	/* Only the method-event source may have method events: their
+	 * capability alone changes how HotSpot compiles, which BCI must not
+	 * and sampling need not pay. */
+	jvmtiError e = JVMTI_ERROR_NONE;
+	if (jpvm.sample) {
+		if (jp_sampling_setup(jvmti, &caps, &cb, err, errlen) != 0)
+			return -1;
+		e = (*jvmti)->AddCapabilities(jvmti, &caps);
+	} else if (!jpvm.bci) {
 		caps.can_generate_method_entry_events = 1;
 		caps.can_generate_method_exit_events = 1;
-	} else if (jp_sampling_setup(jvmti, &caps, &cb, err, errlen) != 0) {
-		return -1;
+		e = (*jvmti)->AddCapabilities(jvmti, &caps);
 	}
-	jvmtiError e = (*jvmti)->AddCapabilities(jvmti, &caps);
 	if (e != JVMTI_ERROR_NONE) {
 		snprintf(err, errlen, "AddCapabilities(method entry/exit events) failed: JVMTI error %d", (int)e);
 		return -1;
@@ -159,6 +169,8 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int l
 	cb.CompiledMethodLoad = jp_cb_compiled_method_load;
 	cb.CompiledMethodUnload = jp_cb_compiled_method_unload;
 	cb.DynamicCodeGenerated = jp_cb_dynamic_code;
+	if (jpvm.bci)
+		cb.ClassFileLoadHook = jp_bci_class_file_load;
 	e = (*jvmti)->SetEventCallbacks(jvmti, &cb, (jint)sizeof cb);
 	if (e != JVMTI_ERROR_NONE) {
 		snprintf(err, errlen, "SetEventCallbacks failed: JVMTI error %d", (int)e);
@@ -168,6 +180,8 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int l
 		return -1;
 	const jvmtiEvent life[] = { JVMTI_EVENT_VM_INIT, JVMTI_EVENT_VM_DEATH, JVMTI_EVENT_THREAD_END };
 	if (jp_enable(jvmti, life, sizeof life / sizeof life[0], err, errlen) != 0)
+		return -1;
+	if (jpvm.bci && jp_bci_onload(jvmti, err, errlen) != 0)
 		return -1;
 	if (jpvm.sample) {
 		const jvmtiEvent sevs[] = { JVMTI_EVENT_CLASS_LOAD, JVMTI_EVENT_CLASS_PREPARE };
@@ -188,7 +202,7 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int l
 	/* START: from the first Java method, not from VM init: the VM runs
 	 * Java code (System.initPhase3, the system class loader) before it. */
 	if (start) {
-		int rc = jpvm.sample ? jp_sampling_set(1) : jp_methodevents_set(1);
+		int rc = jpvm.sample ? jp_sampling_set(1) : jpvm.bci ? jp_bci_set(1) : jp_methodevents_set(1);
 		if (rc != 0) {
 			snprintf(err, errlen, "starting the event source failed: error %d", rc);
 			return -1;

@@ -53,6 +53,9 @@ type Config struct {
 	// Sample, when set, makes the sampling source feed the engine
 	// instead of method events (Start then starts sampling).
 	Sample *SampleConfig
+	// BCI, when set, makes bytecode instrumentation the event source
+	// (bci.go) instead of JVMTI method events.
+	BCI *BCIConfig
 }
 
 // Setup attaches the agent to the JVM: JVMTI environment, capabilities,
@@ -66,10 +69,20 @@ func Setup(vm unsafe.Pointer, h Handler, c Config) error {
 		return fmt.Errorf("jvmti setup: method limit %d out of range", c.MaxMethods)
 	}
 	C.jp_vt_track = cbool(c.VThreads)
+	if c.Sample != nil && c.BCI != nil {
+		handle.Delete()
+		return fmt.Errorf("jvmti setup: one event source at a time: sampling or bytecode instrumentation")
+	}
 	if c.Sample != nil {
 		if err := configureSampling(c.Sample); err != nil {
 			handle.Delete()
 			return err
+		}
+	}
+	if c.BCI != nil {
+		if err := configureBCI(c.BCI); err != nil {
+			handle.Delete()
+			return fmt.Errorf("jvmti setup: %w", err)
 		}
 	}
 	if C.jp_vm_setup((*C.JavaVM)(vm), C.uintptr_t(handle), cbool(c.Start), cbool(c.Calibrate), C.int(c.LogGen),

@@ -16,6 +16,7 @@ typedef struct jp_vm {
 	int start_at_load;   /* method events from Agent_OnLoad on */
 	int jit;             /* JIT records wanted */
 	int sample;          /* the sampling source feeds the engine (sampling.c) */
+	int bci;             /* the bytecode-instrumentation source (bci.c) instead of method events */
 } jp_vm;
 
 extern jp_vm jpvm;
@@ -105,5 +106,20 @@ void jp_sampling_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread);
 /* jp_sampling_set starts or stops sampling; -1 once the VM is dying. */
 int jp_sampling_set(int on);
 void jp_sampling_die(void);
+
+/* The bytecode-instrumentation source (bci.c). */
+extern const jp_source jp_bci;
+int jp_bci_configure(const char *include, const char *exclude, const char *roots, char *err, int errlen);
+int jp_bci_roots(const char *roots, char *err, int errlen);
+int jp_bci_onload(jvmtiEnv *jvmti, char *err, int errlen);
+void jp_bci_vm_init(JNIEnv *jni);
+int jp_bci_set(int on);
+void jp_bci_die(void);
+/* jp_bci_stats fills out[4]: classes rewritten, retransformation
+ * failures, hooks that ran the transformer, their total time (ns). */
+void jp_bci_stats(uint64_t *out);
+void JNICALL jp_bci_class_file_load(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefined, jobject loader,
+				    const char *name, jobject pd, jint len, const unsigned char *data,
+				    jint *new_len, unsigned char **new_data);
 
 #endif /* JP_JVMTIAGENT_H */

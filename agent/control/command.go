@@ -13,6 +13,7 @@ type argMode int
 const (
 	argNone argMode = iota
 	argOptional
+	argRequired // a string, kept as given (roots=)
 )
 
 // cmdSpec describes one command of the protocol.
@@ -44,6 +45,7 @@ const (
 	cmdShutdown = "shutdown"
 	cmdExit     = "exit_rtdriver"
 	cmdHelp     = "help"
+	cmdRoots    = "roots"
 
 	tokenKey = "token"
 )
@@ -57,6 +59,7 @@ var specs = [...]cmdSpec{
 	{name: cmdStatus, usage: "status", ctl: true, quiet: true},
 	{name: cmdPing, usage: "ping", quiet: true},
 	{name: cmdFGC, usage: "fgc", ctl: true},
+	{name: cmdRoots, usage: "roots=<Class.method+...|all>", arg: argRequired, ctl: true},
 	{name: cmdShutdown, usage: "shutdown", ctl: true, last: true},
 	{name: cmdExit, usage: "exit_rtdriver", last: true, quiet: true},
 	{name: cmdHelp, usage: "help", quiet: true},
@@ -99,7 +102,8 @@ type command struct {
 	spec  *cmdSpec // nil when the name is unknown or malformed
 	name  string   // name for the reply: canonical, or "?" when unprintable as a name
 	delay time.Duration
-	err   error // why this command is invalid; nil when valid
+	arg   string // the argument of a command that takes a string
+	err   error  // why this command is invalid; nil when valid
 }
 
 // request is one parsed line.
@@ -204,13 +208,16 @@ func parseCommand(p string) command {
 	}
 	c := command{spec: spec, name: spec.name}
 	switch {
+	case !hasArg && spec.arg == argRequired:
+		c.err = fmt.Errorf("needs an argument: %s", spec.usage)
 	case !hasArg:
 	case spec.arg == argNone:
 		c.err = fmt.Errorf("takes no argument")
 	case arg == "":
 		c.err = fmt.Errorf("empty argument after =")
+	case spec.arg == argRequired:
+		c.arg = arg
 	default:
-		// Only start takes an argument today.
 		c.delay, c.err = parseDelay(arg)
 	}
 	return c

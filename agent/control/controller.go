@@ -32,6 +32,9 @@ type Controller interface {
 	Status() string
 	// ForceGC asks the JVM for a garbage collection.
 	ForceGC() error
+	// Roots changes the roots of selective bytecode instrumentation
+	// ("all": every method); an error where the event source has none.
+	Roots(roots string) error
 	// Shutdown stops profiling for good. When it succeeds the Server
 	// answers, then closes its listener and connections; Shutdown need
 	// not call Server.Close (if it does, its reply is lost).

@@ -151,6 +151,8 @@ func (s *Server) exec1(cmd command) Reply {
 		err = s.guard(name, s.ctl.ForceGC)
 	case cmdShutdown:
 		err = s.guard(name, s.ctl.Shutdown)
+	case cmdRoots:
+		err = s.guard(name, func() error { return s.ctl.Roots(cmd.arg) })
 	default:
 		// The command table and this switch disagree: a bug, but not one
 		// worth a panic in a customer's JVM.

@@ -1,0 +1,338 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/libjprof/libjprof/internal/jvmtest"
+	"github.com/libjprof/libjprof/reports"
+)
+
+// Tests of the bytecode-instrumentation source (BCI): real JVMs, the real
+// agent and its transformer, JIT on.
+
+// asmBoot puts ASM on the boot class path for the workload that
+// generates classes with it (the agent's own ASM is renamed: invisible to
+// programs).
+var asmBoot = "-Xbootclasspath/a:/usr/share/java/asm.jar"
+
+// jdkName says whether a method belongs to the JDK, to a hidden class
+// (named by address) or to a class unloaded before VM death (the counting
+// agent cannot name those): not compared by count.
+func jdkName(name string) bool {
+	for _, p := range []string{"java/", "jdk/", "sun/", "com/sun/", "gen/", "?."} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return strings.Contains(name, "$MH.0x") || strings.Contains(name, "$$Lambda$")
+}
+
+// exceptionExits reads a thread's exception exits from log-msg's summary.
+func exceptionExits(t *testing.T, r *jvmtest.Result, thread string) (exc, unmatched, missed int) {
+	t.Helper()
+	msg := r.ReadFile(t, "msg")
+	m := regexp.MustCompile(`"thread": "[0-9a-f]{8}_` + thread + `", "events": \d+, "exceptionExits": (\d+), "nodes": \d+, "unmatchedExits": (\d+), "missedExits": (\d+)`).FindStringSubmatch(msg)
+	require.NotNil(t, m, msg)
+	exc, _ = strconv.Atoi(m[1])
+	unmatched, _ = strconv.Atoi(m[2])
+	missed, _ = strconv.Atoi(m[3])
+	return
+}
+
+// Per-method call counts of every instrumented method equal those an
+// independent JVMTI counting agent sees on the same deterministic
+// program; methods BCI cannot see (native ones, a method too large to
+// instrument) are absent, and nothing is seen that did not run.
+func TestBCIExactCounts(t *testing.T) {
+	for _, c := range []struct {
+		class string
+		args  []string
+		jvm   []string
+		// unseen are methods the counting agent sees and BCI does not.
+		unseen []string
+	}{
+		{class: "hellop"},
+		{class: "Exceptions"},
+		{class: "Fib", args: []string{"20"}},
+		{class: "StaticInstance"},
+		{class: "Threads"},
+		{class: "Natives", unseen: []string{"Natives.staticNative(I)I", "Natives.instanceNative(I)I", "Natives.callsBack(I)I"}},
+		{class: "BCICases", jvm: []string{"-Xss16m"}},
+		// The program's own ASM (a library on the boot class path) is
+		// instrumented like any other; gen/: TestBCIGeneratedClassesUnload.
+		{class: "BCIGenerated", jvm: []string{asmBoot}},
+	} {
+		t.Run(c.class, func(t *testing.T) {
+			r := jvmtest.Start(t, jvmtest.Run{Class: c.class, Args: c.args, JVMArgs: c.jvm, Options: "BCI,CALLTREE,START,NORTDRIVER"})
+			require.Equal(t, 0, r.ExitCode, r.Stderr)
+			p := r.LogRT(t, 1)
+			checkBalanced(t, p)
+			assert.Contains(t, p.Notes, "Event source: bci")
+			own := methodCalls(p)
+			out := filepath.Join(t.TempDir(), "counts")
+			ref := jvmtest.Start(t, jvmtest.Run{Class: c.class, Args: c.args, Options: "-",
+				JVMArgs: append(append([]string{}, c.jvm...), "-agentpath:"+jvmtest.CountAgent(t)+"="+out)})
+			require.Equal(t, 0, ref.ExitCode, ref.Stderr)
+			assert.Equal(t, ref.Stdout, r.Stdout, "the agent changed the program's output")
+			counts := jvmtest.Counts(t, out)
+			unseen := map[string]bool{}
+			for _, u := range c.unseen {
+				unseen[u] = true
+			}
+			app := 0
+			for name, n := range counts {
+				if jdkName(name) {
+					continue
+				}
+				app++
+				if unseen[name] {
+					assert.Zero(t, own[name], "%s is not instrumented", name)
+					continue
+				}
+				assert.Equal(t, n, own[name], "calls of %s", name)
+			}
+			assert.NotZero(t, app)
+			for name := range own {
+				if !jdkName(name) {
+					assert.Contains(t, counts, name, "BCI saw a call that did not happen")
+				}
+			}
+		})
+	}
+}
+
+// Exactly one exception exit per frame an exception unwinds: through
+// instrumented and JDK frames (ArrayList.forEach), constructors throwing
+// before and after super(), synchronized methods, and one exception
+// unwinding 10001 frames of recursion. log-gen has each exit.
+func TestBCIExceptionExits(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "BCICases", JVMArgs: []string{"-Xss16m"},
+		Options: "BCI,CALLTREE,GENERIC,GENFORMAT=text,START,NORTDRIVER"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.Equal(t, "constructors: made=10 before=10 after=10\nthrough JDK frames: caught=10\n"+
+		"synchronized: counter=150 odd=50\nclinit: 42\ndeep: unwound 10000\n", r.Stdout)
+	gen := r.ReadFile(t, "gen")
+	for name, want := range map[string]int{
+		"i:BCICases$Derived.check(I)I":                    10,
+		"I:BCICases$Derived.body(I)V":                     10,
+		"I:BCICases$Derived.<init>(I)V":                   20, // 10 before super() returned, 10 after
+		"I:BCICases$Thrower.accept(Ljava/lang/Integer;)V": 10,
+		"I:BCICases$Thrower.accept(Ljava/lang/Object;)V":  10, // the bridge method
+		"i:BCICases.incOrThrow(I)V":                       50,
+		"i:BCICases.deep(I)I":                             10001,
+		"I:BCICases$Base.<init>(I)V":                      0,
+		"i:BCICases.main([Ljava/lang/String;)V":           0,
+	} {
+		assert.Equal(t, want, strings.Count(gen, "<! "+name+" "), "exception exits of %s", name)
+	}
+	exc, unmatched, missed := exceptionExits(t, r, "main")
+	assert.Equal(t, 10+10+20+20+50+10001, exc)
+	assert.Zero(t, unmatched)
+	assert.Zero(t, missed)
+
+	// The tree: after each exception the stack is back where it was
+	// caught, so every case is a child of main.
+	p := r.LogRT(t, 1)
+	checkBalanced(t, p)
+	m := mainThread(t, p).Path("i:BCICases.main([Ljava/lang/String;)V")
+	require.NotNil(t, m)
+	ctor := m.Path("I:BCICases$Derived.<init>(I)V")
+	require.NotNil(t, ctor)
+	assert.Equal(t, uint64(30), ctor.Calls)
+	for name, want := range map[string]uint64{"i:BCICases$Derived.check(I)I": 30, "I:BCICases$Base.<init>(I)V": 20, "I:BCICases$Derived.body(I)V": 20} {
+		n := ctor.Path(name)
+		if assert.NotNil(t, n, name) {
+			assert.Equal(t, want, n.Calls, name)
+		}
+	}
+	var names []string
+	for _, ch := range m.Children {
+		names = append(names, ch.Name)
+	}
+	assert.ElementsMatch(t, []string{"I:BCICases$Derived.<init>(I)V", "I:BCICases$Thrower.<init>()V",
+		"I:BCICases$Thrower.accept(Ljava/lang/Object;)V", "i:BCICases.inc()V", "i:BCICases.incOrThrow(I)V",
+		"i:BCICases$Init.<clinit>()V", "i:BCICases.deep(I)I"}, names)
+	assert.NotNil(t, m.Path("i:BCICases$Init.<clinit>()V", "i:BCICases$Init.compute()I"))
+	depth := 0
+	for n := m.Path("i:BCICases.deep(I)I"); n != nil; n = n.Path("i:BCICases.deep(I)I") {
+		depth++
+		assert.Equal(t, uint64(1), n.Calls)
+	}
+	assert.Equal(t, 10001, depth, "deep(10000) recurses to deep(0)")
+}
+
+// Classes the verifier is strict about, a method too large to
+// instrument, and class unloading: generated classes, loaded three times
+// by loaders that are dropped and collected.
+func TestBCIGeneratedClassesUnload(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "BCIGenerated", JVMArgs: []string{asmBoot, "-Xlog:class+unload=info:stderr"},
+		Options: "BCI,CALLTREE,START,NORTDRIVER"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.Equal(t, "generated: rounds=3 unloaded=true\n", r.Stdout)
+	assert.Equal(t, 3, strings.Count(r.Stderr, "unloading class gen.Old "), r.Stderr)
+	own := methodCalls(r.LogRT(t, 1))
+	assert.Equal(t, uint64(3), own["gen/Old.<init>()V"], "class file version 49, no frames")
+	assert.Equal(t, uint64(6), own["gen/Old.g(I)I"])
+	assert.Equal(t, uint64(6), own["gen/Old.f(I)I"])
+	assert.Equal(t, uint64(3), own["gen/Huge.small()I"])
+	assert.Zero(t, own["gen/Huge.big(I)I"])
+	msg := r.ReadFile(t, "msg")
+	assert.Contains(t, msg, "BCI: method gen/Huge.big(I)I left uninstrumented: instrumented, it would exceed 64 KB of code")
+	exc, unmatched, missed := exceptionExits(t, r, "main")
+	assert.Equal(t, 3, exc, "f(-1) throws once per round, g catches it")
+	assert.Zero(t, unmatched)
+	assert.Zero(t, missed)
+}
+
+// Without START, classes are instrumented when rtdriver starts
+// collection: those loaded before are retransformed, main among them
+// while it runs (its old code keeps running, so its own entry and exit
+// are never seen; its callees are). start/flush/reset/end then behave as
+// with JVMTI events.
+func TestBCILateStartRetransform(t *testing.T) {
+	r := startFlushResetEnd(t, "BCI,CALLTREE")
+	first := r.LogRT(t, 1)
+	checkBalanced(t, first)
+	w := mainThread(t, first).Path("i:Driven.work(I)J")
+	require.NotNil(t, w, "main's old code runs on: work is called from the thread root")
+	assert.Equal(t, uint64(200), w.Calls)
+	assert.Equal(t, uint64(200), w.Path("i:Driven.leaf(I)J").Calls)
+	assert.Nil(t, mainThread(t, first).Path("i:Driven.main([Ljava/lang/String;)V"))
+}
+
+// The JIT compiles instrumented methods (C2, level 4): BCI enables no
+// method event, so nothing forces the interpreter.
+func TestBCIKeepsJIT(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "Fib", Args: []string{"27"}, JVMArgs: []string{"-XX:+PrintCompilation"},
+		Options: "BCI,CALLTREE,START,NORTDRIVER"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.Regexp(t, `(?m)^\s*\d+\s+\d+\s+[ %sbn!]*4\s+Fib::fib `, r.Stdout, "fib compiled by C2")
+	own := methodCalls(r.LogRT(t, 1))
+	assert.Equal(t, uint64(2*317811-1), own["Fib.fib(I)I"], "fib(27) makes 2*fib(28)-1 calls")
+}
+
+// INCLUDE and EXCLUDE pick the classes instrumented.
+func TestBCIPackageFilters(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "BCICases", Args: []string{"10"}, Options: "BCI,CALLTREE,START,NORTDRIVER,INCLUDE=BCICases$Derived+BCICases$Base"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	var got []string
+	for name := range methodCalls(r.LogRT(t, 1)) {
+		got = append(got, name)
+	}
+	sort.Strings(got)
+	assert.Equal(t, []string{"BCICases$Base.<init>(I)V", "BCICases$Derived.<init>(I)V", "BCICases$Derived.body(I)V", "BCICases$Derived.check(I)I"}, got)
+
+	r = jvmtest.Start(t, jvmtest.Run{Class: "BCICases", Args: []string{"10"}, Options: "BCI,CALLTREE,START,NORTDRIVER,EXCLUDE=BCICases$"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	got = got[:0]
+	for name := range methodCalls(r.LogRT(t, 1)) {
+		got = append(got, name)
+	}
+	sort.Strings(got)
+	assert.Equal(t, []string{"BCICases.deep(I)I", "BCICases.inc()V", "BCICases.incOrThrow(I)V", "BCICases.main([Ljava/lang/String;)V"}, got)
+}
+
+// The other outputs work the same: metrics with calibration (the log-rt
+// header names the event source and the table), log-gen rebuilt into the
+// same tree, and the jprof reports.
+func TestBCIOutputs(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "BCI,METRICS=PTT_TIME,START,NORTDRIVER"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	own := r.LogRT(t, 1)
+	checkBalanced(t, own)
+	notes := strings.Join(own.Notes, "\n")
+	assert.Contains(t, notes, "Event source: bci")
+	assert.Regexp(t, `Calibration PTT_TIME: .*event source bci`, notes)
+	l3 := mainThread(t, own).Path("i:Exceptions.main([Ljava/lang/String;)V", "i:Exceptions.run()I",
+		"i:Exceptions.level1(I)V", "i:Exceptions.level2(I)V", "i:Exceptions.level3(I)V")
+	require.NotNil(t, l3)
+	assert.Equal(t, uint64(100), l3.Calls)
+	require.Len(t, l3.Base, 1)
+
+	// log-gen: the same tree rebuilt from the events.
+	r = jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "BCI,METRICS=PTT_TIME,NOCALIBRATE,GENERIC,START,NORTDRIVER"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	own = r.LogRT(t, 1)
+	f, err := os.Open(r.File("gen"))
+	require.NoError(t, err)
+	defer f.Close()
+	rebuilt, err := reports.BuildProfile(f)
+	require.NoError(t, err)
+	require.NoError(t, reports.Compare(own, rebuilt, reports.CompareOptions{IgnoreHeader: true, IgnoreDelta: true, IgnoreDSIN: true}))
+
+	for _, rep := range []string{"xtree", "xarc", "xprof"} {
+		out, err := exec.Command(jvmtest.Tool("jprof"), "report", rep, r.File("rt.1")).CombinedOutput()
+		require.NoError(t, err, string(out))
+		assert.Contains(t, string(out), "Exceptions.level3", rep)
+	}
+	pb := filepath.Join(r.Dir, "p.pb.gz")
+	out, err := exec.Command(jvmtest.Tool("jprof"), "pprof", r.File("rt.1"), "-o", pb).CombinedOutput()
+	require.NoError(t, err, string(out))
+	st, err := os.Stat(pb)
+	require.NoError(t, err)
+	assert.NotZero(t, st.Size())
+	assert.Regexp(t, `BCI summary.*"classesRewritten": [1-9]`, r.ReadFile(t, "msg"))
+}
+
+// ROOTS instruments the roots and what they reach, and log-rt holds only
+// their subgraph: here the constructor, its super constructor and the
+// two methods it calls, with their exception exits.
+func TestBCIRoots(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "BCICases", Args: []string{"10"},
+		Options: "BCI,CALLTREE,GENERIC,GENFORMAT=text,START,NORTDRIVER,ROOTS=BCICases$Derived.<init>"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	p := r.LogRT(t, 1)
+	checkBalanced(t, p)
+	root := mainThread(t, p)
+	require.Len(t, root.Children, 1, "only the root's subgraph")
+	ctor := root.Path("I:BCICases$Derived.<init>(I)V")
+	require.NotNil(t, ctor)
+	assert.Equal(t, uint64(30), ctor.Calls)
+	assert.Equal(t, map[string]uint64{"BCICases$Derived.<init>(I)V": 30, "BCICases$Derived.check(I)I": 30,
+		"BCICases$Base.<init>(I)V": 20, "BCICases$Derived.body(I)V": 20}, methodCalls(p))
+	gen := r.ReadFile(t, "gen")
+	assert.Equal(t, 20, strings.Count(gen, "<! I:BCICases$Derived.<init>(I)V "))
+}
+
+// rtdriver roots= re-instruments a running JVM: first one leaf method,
+// then its caller (which reaches the leaf again), then everything.
+func TestBCIRootsByRTDriver(t *testing.T) {
+	p, port := driven(t, "BCI,CALLTREE,ROOTS=Driven.leaf")
+	requireOK(t, rt(t, port, "start"))
+	p.Send("call 100")
+	p.Expect("done 100")
+	requireOK(t, rt(t, port, "flush,reset"))
+	requireOK(t, rt(t, port, "roots=Driven.work"))
+	p.Send("call 50")
+	p.Expect("done 50")
+	requireOK(t, rt(t, port, "flush,reset"))
+	requireOK(t, rt(t, port, "roots=all"))
+	p.Send("call 10")
+	p.Expect("done 10")
+	replies := rt(t, port, "roots")
+	require.Len(t, replies, 1)
+	assert.False(t, replies[0].OK, "roots needs an argument")
+	p.Send("quit")
+	r := p.Wait()
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+
+	first := r.LogRT(t, 1)
+	assert.Equal(t, map[string]uint64{"Driven.leaf(I)J": 100}, methodCalls(first))
+	second := r.LogRT(t, 2)
+	assert.Equal(t, map[string]uint64{"Driven.work(I)J": 50, "Driven.leaf(I)J": 50}, methodCalls(second))
+	require.NotNil(t, mainThread(t, second).Path("i:Driven.work(I)J", "i:Driven.leaf(I)J"))
+	third := methodCalls(r.LogRT(t, 3))
+	assert.Equal(t, uint64(10), third["Driven.work(I)J"])
+	assert.Equal(t, uint64(10), third["Driven.leaf(I)J"])
+	assert.Contains(t, r.ReadFile(t, "msg"), "BCI roots changed")
+}

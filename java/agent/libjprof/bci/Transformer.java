@@ -1,0 +1,297 @@
+package libjprof.bci;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+import org.objectweb.asm.ClassReader;
+import org.objectweb.asm.ClassTooLargeException;
+import org.objectweb.asm.ClassVisitor;
+import org.objectweb.asm.ClassWriter;
+import org.objectweb.asm.MethodTooLargeException;
+import org.objectweb.asm.MethodVisitor;
+import org.objectweb.asm.Opcodes;
+
+/**
+ * Transformer rewrites class files so that every method with code reports
+ * its entry, normal exit and exit by exception to Probe. It is called by
+ * the agent's ClassFileLoadHook (jvmti/bci.c) with the bytes the JVM
+ * hands over; it returns the new bytes, or null to leave the class as it
+ * was (filtered out, or not rewritable: then log-msg says why).
+ *
+ * Frames: the rewrite never changes the code's existing control flow, so
+ * the class's own stack map frames stay valid (they are read expanded and
+ * written as they were); only the catch-all handlers get a frame, written
+ * here, with no locals (or only an uninitialized this before super()),
+ * which every state in their ranges is assignable to. So no frame is
+ * computed and no class is loaded to find a common superclass.
+ */
+public final class Transformer {
+    private Transformer() {}
+
+    static final String PROBE = "libjprof/bci/Probe";
+    private static final int V1_6 = 50;
+
+    /** Engine types: i (static) and I, as the JVMTI source gives them. */
+    private static final int TYPE_STATIC = 0, TYPE_INSTANCE = 1;
+
+    private static Set<String> basePackages = new HashSet<>();
+    private static Map<String, Module> bootModules = new HashMap<>();
+    private static String[] includes = new String[0], excludes = new String[0];
+    private static final Set<Module> reads = ConcurrentHashMap.newKeySet();
+    private static final ConcurrentHashMap<String, Integer> ids = new ConcurrentHashMap<>();
+    /** Selective instrumentation (ROOTS), or null: every method. */
+    static volatile Selective selective;
+    private static Thread drainer;
+
+    /**
+     * init runs once, from the agent at VM init: the packages of java.base
+     * (never instrumented), the boot layer's modules by package (they must
+     * be made to read Probe's unnamed module) and the package filters
+     * (comma-separated, dotted or slashed prefixes).
+     */
+    public static void init(String include, String exclude, String roots) {
+        Map<String, Module> mods = new HashMap<>();
+        Set<String> base = new HashSet<>();
+        for (Module m : ModuleLayer.boot().modules()) {
+            for (String p : m.getPackages()) {
+                String ip = p.replace('.', '/');
+                mods.put(ip, m);
+                if (m.getName().equals("java.base"))
+                    base.add(ip);
+            }
+        }
+        bootModules = mods;
+        basePackages = base;
+        includes = prefixes(include);
+        excludes = prefixes(exclude);
+        setRoots(roots);
+    }
+
+    /**
+     * setRoots switches to selective instrumentation from these roots
+     * ("a.B.m+c.D.*"), or back to every method ("" or "all"). The agent
+     * then retransforms the loaded classes.
+     */
+    public static synchronized void setRoots(String roots) {
+        if (roots == null || roots.isEmpty() || roots.equals("all")) {
+            selective = null;
+        } else {
+            Selective s = new Selective(roots, bootModules);
+            s.markRoots();
+            selective = s;
+            if (drainer == null) {
+                drainer = new Thread(Transformer::drain, "libjprof BCI roots");
+                drainer.setDaemon(true);
+                drainer.start();
+            }
+        }
+        Selective.pending.clear();
+    }
+
+    /** wake has the drainer look at the queue now. */
+    static void wake() {
+        Thread d = drainer;
+        if (d != null)
+            java.util.concurrent.locks.LockSupport.unpark(d);
+    }
+
+    /** drain retransforms the classes selective instrumentation queued. */
+    private static void drain() {
+        for (;;) {
+            if (Selective.pending.isEmpty())
+                java.util.concurrent.locks.LockSupport.parkNanos(100_000_000L);
+            if (Thread.interrupted())
+                return;
+            if (Selective.pending.isEmpty())
+                continue;
+            List<String> names = new ArrayList<>();
+            for (java.util.Iterator<String> it = Selective.pending.iterator(); it.hasNext();) {
+                names.add(it.next());
+                it.remove();
+            }
+            try {
+                Probe.retransform(names.toArray(new String[0]));
+            } catch (Throwable e) {
+                Probe.note("BCI: retransforming for ROOTS failed: " + e);
+            }
+        }
+    }
+
+    static boolean inBase(String cls) {
+        return basePackages.contains(pkg(cls));
+    }
+
+    private static String[] prefixes(String list) {
+        if (list == null || list.isEmpty())
+            return new String[0];
+        List<String> out = new ArrayList<>();
+        for (String s : list.split("[,:+]")) {
+            s = s.trim().replace('.', '/');
+            if (s.endsWith("*"))
+                s = s.substring(0, s.length() - 1);
+            if (!s.isEmpty())
+                out.add(s);
+        }
+        return out.toArray(new String[0]);
+    }
+
+    private static String pkg(String cls) {
+        int i = cls.lastIndexOf('/');
+        return i < 0 ? "" : cls.substring(0, i);
+    }
+
+    /**
+     * wanted says whether a class (internal name) is to be instrumented:
+     * not in java.base, not the agent's own classes (with its renamed ASM,
+     * on the boot class path), inside INCLUDE if given and outside
+     * EXCLUDE.
+     */
+    public static boolean wanted(String cls, boolean boot) {
+        if (cls == null)
+            return false;
+        String p = pkg(cls);
+        if (basePackages.contains(p))
+            return false;
+        if (boot && cls.startsWith("libjprof/bci/"))
+            return false; // the agent's own classes and its ASM
+        for (String x : excludes)
+            if (cls.startsWith(x))
+                return false;
+        Selective sel = selective;
+        if (sel != null && includes.length == 0) {
+            // Selective: JDK modules only where a root is.
+            Module m = bootModules.get(p);
+            if (m != null && !sel.modules.contains(m))
+                return false;
+        }
+        if (includes.length == 0)
+            return true;
+        for (String x : includes)
+            if (cls.startsWith(x))
+                return true;
+        return false;
+    }
+
+    /** transform returns the instrumented class, or null to keep it. */
+    public static byte[] transform(String cls, boolean boot, byte[] bytes) {
+        try {
+            if (!wanted(cls, boot))
+                return null;
+            Set<String> skip = new HashSet<>();
+            for (int attempt = 0; ; attempt++) {
+                try {
+                    byte[] out = rewrite(bytes, skip);
+                    if (out != null) {
+                        Module m = bootModules.get(pkg(cls));
+                        if (m != null && reads.add(m))
+                            Probe.addReads(m, Probe.class.getModule());
+                    }
+                    return out;
+                } catch (MethodTooLargeException e) {
+                    String what = e.getMethodName() + e.getDescriptor();
+                    if (!skip.add(what) || attempt > 64)
+                        throw e;
+                    Probe.note("BCI: method " + cls + "." + what
+                            + " left uninstrumented: instrumented, it would exceed 64 KB of code");
+                }
+            }
+        } catch (ClassTooLargeException e) {
+            Probe.note("BCI: class " + cls + " left as it was: instrumented, its constant pool would be too large");
+        } catch (Throwable e) {
+            Probe.note("BCI: class " + cls + " left as it was: " + e);
+        }
+        return null;
+    }
+
+    /** The newest class file version ASM 9.4 reads (Java 20). */
+    private static final int ASM_MAX_MAJOR = 64;
+
+    private static byte[] rewrite(byte[] bytes, Set<String> skip) {
+        // Newer class files (JDK 21+) use nothing ASM 9.4 cannot carry
+        // through (no new constant kinds; unknown attributes are copied):
+        // read them as the newest version it knows, and give the result
+        // its own version back.
+        int major = ((bytes[6] & 0xff) << 8) | (bytes[7] & 0xff);
+        if (major > ASM_MAX_MAJOR) {
+            bytes = bytes.clone();
+            bytes[6] = 0;
+            bytes[7] = (byte) ASM_MAX_MAJOR;
+        }
+        byte[] out = rewrite0(bytes, skip);
+        if (out != null && major > ASM_MAX_MAJOR) {
+            out[6] = (byte) (major >> 8);
+            out[7] = (byte) major;
+        }
+        return out;
+    }
+
+    private static byte[] rewrite0(byte[] bytes, Set<String> skip) {
+        ClassReader cr = new ClassReader(bytes);
+        if ((cr.getAccess() & Opcodes.ACC_MODULE) != 0)
+            return null;
+        int version = cr.readUnsignedShort(6);
+        Selective sel = selective;
+        Set<String> only = null;
+        if (sel != null) {
+            only = sel.select(cr, cr.getClassName());
+            if (!Selective.pending.isEmpty())
+                wake();
+            if (only.isEmpty())
+                return null;
+        }
+        ClassWriter cw = new ClassWriter(cr, 0); // MethodProbes gives the maxima
+        Instrument ci = new Instrument(cw, version, skip, only, sel);
+        cr.accept(ci, ClassReader.EXPAND_FRAMES);
+        return ci.changed ? cw.toByteArray() : null;
+    }
+
+    /** id is the engine handle of a method, registered once per name. */
+    static int id(String cls, String name, String desc, boolean isStatic) {
+        String full = cls + "." + name + desc;
+        Integer h = ids.get(full);
+        if (h == null) {
+            h = ids.computeIfAbsent(full, k -> Probe.register(k, isStatic ? TYPE_STATIC : TYPE_INSTANCE));
+        }
+        return h;
+    }
+
+    static final class Instrument extends ClassVisitor {
+        final int version;
+        final Set<String> skip, only;
+        final Selective sel;
+        String cls;
+        boolean changed;
+
+        Instrument(ClassVisitor cv, int version, Set<String> skip, Set<String> only, Selective sel) {
+            super(Opcodes.ASM9, cv);
+            this.version = version;
+            this.skip = skip;
+            this.only = only;
+            this.sel = sel;
+        }
+
+        @Override
+        public void visit(int v, int access, String name, String sig, String sup, String[] ifs) {
+            cls = name;
+            super.visit(v, access, name, sig, sup, ifs);
+        }
+
+        @Override
+        public MethodVisitor visitMethod(int access, String name, String desc, String sig, String[] exc) {
+            MethodVisitor mv = super.visitMethod(access, name, desc, sig, exc);
+            if ((access & (Opcodes.ACC_ABSTRACT | Opcodes.ACC_NATIVE)) != 0 || skip.contains(name + desc)
+                    || (only != null && !only.contains(name + desc)))
+                return mv;
+            changed = true;
+            int h = id(cls, name, desc, (access & Opcodes.ACC_STATIC) != 0);
+            if (sel != null && sel.isRoot(cls, name))
+                Probe.markRoot(h);
+            return new MethodProbes(mv, access, name, desc, h, version >= V1_6 + 1);
+        }
+    }
+}

@@ -1,0 +1,111 @@
+package jvmti
+
+/*
+#include <stdlib.h>
+#include "jvmtiagent.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// BCIConfig selects the bytecode-instrumentation source (option BCI)
+// instead of JVMTI method events.
+type BCIConfig struct {
+	// Include and Exclude are comma-separated package (or class name)
+	// prefixes; an empty Include means every class outside java.base.
+	Include, Exclude string
+	// Roots, when set, instruments only the methods reachable from these
+	// root methods ("a.B.m+c.D.*", globs with *).
+	Roots string
+	// Note receives what log-msg should say: classes or methods left as
+	// they were, and why. Called from Java threads; must not block long.
+	Note func(string)
+}
+
+var (
+	bciNoteMu sync.Mutex
+	bciNote   func(string)
+)
+
+func configureBCI(c *BCIConfig) error {
+	ci, ce, cr := C.CString(c.Include), C.CString(c.Exclude), C.CString(c.Roots)
+	defer C.free(unsafe.Pointer(cr))
+	defer C.free(unsafe.Pointer(ci))
+	defer C.free(unsafe.Pointer(ce))
+	bciNoteMu.Lock()
+	bciNote = c.Note
+	bciNoteMu.Unlock()
+	var errbuf [256]C.char
+	if C.jp_bci_configure(ci, ce, cr, &errbuf[0], C.int(len(errbuf))) != 0 {
+		return fmt.Errorf("%s", C.GoString(&errbuf[0]))
+	}
+	return nil
+}
+
+//export jpGoBCINote
+func jpGoBCINote(msg *C.char) {
+	s := C.GoString(msg)
+	bciNoteMu.Lock()
+	f := bciNote
+	bciNoteMu.Unlock()
+	if f != nil {
+		f(s)
+	}
+}
+
+// BCI is the bytecode-instrumentation source. Start instruments (the
+// first time: classes loaded before are retransformed, later ones are
+// rewritten as they load) and turns collection on; Stop turns it off, and
+// the injected calls then return at once. Both need a thread attached to
+// the VM (VMThread).
+type BCI struct{}
+
+// Name implements the agent's source interface.
+func (BCI) Name() string { return "bci" }
+
+// Start implements the agent's source interface.
+func (BCI) Start() error {
+	if C.jp_bci_set(1) != 0 {
+		return ErrDead
+	}
+	return nil
+}
+
+// Stop implements the agent's source interface.
+func (BCI) Stop() error {
+	C.jp_bci_set(0)
+	return nil
+}
+
+// SetRoots changes the roots of selective instrumentation ("" or "all":
+// every method) and re-instruments the loaded classes. The caller must be
+// a thread attached to the VM.
+func (BCI) SetRoots(roots string) error {
+	cs := C.CString(roots)
+	defer C.free(unsafe.Pointer(cs))
+	var errbuf [256]C.char
+	if C.jp_bci_roots(cs, &errbuf[0], C.int(len(errbuf))) != 0 {
+		return fmt.Errorf("%s", C.GoString(&errbuf[0]))
+	}
+	return nil
+}
+
+// BCIStats is what the source did to classes.
+type BCIStats struct {
+	Rewritten uint64        // class files rewritten (each retransformation counts again)
+	Failed    uint64        // classes the transformer or the VM refused: left as they were
+	Hooks     uint64        // class file hooks that ran the transformer
+	HookTime  time.Duration // their total time, on the loading threads
+}
+
+// Stats reads the source's counters.
+func (BCI) Stats() BCIStats {
+	var v [4]C.uint64_t
+	C.jp_bci_stats(&v[0])
+	return BCIStats{Rewritten: uint64(v[0]), Failed: uint64(v[1]), Hooks: uint64(v[2]), HookTime: time.Duration(v[3])}
+}
