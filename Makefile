@@ -61,12 +61,12 @@ deps:
 # beside it (the BCI source's transformer).
 agent: $(BUILD)/libjprof.so $(BUILD)/jprof-bci.jar
 
-# ASM goes inside, renamed to libjprof.bci.asm (java/agent/build/Shade.java),
+# ASM goes inside, renamed to libjprof.bci.asm (java/agent/shade/Shade.java),
 # so that it never shadows the ASM of a profiled program.
-$(BUILD)/jprof-bci.jar: $(BCI_SRC) java/agent/build/Shade.java
+$(BUILD)/jprof-bci.jar: $(BCI_SRC) java/agent/shade/Shade.java
 	@rm -rf $(BUILD)/bci && mkdir -p $(BUILD)/bci/classes $(BUILD)/bci/shade
 	$(JAVAC) -d $(BUILD)/bci/classes -cp $(ASM_JARS) --release 11 $(BCI_SRC)
-	$(JAVAC) -d $(BUILD)/bci/shade -cp $(ASM_JARS) java/agent/build/Shade.java
+	$(JAVAC) -d $(BUILD)/bci/shade -cp $(ASM_JARS) java/agent/shade/Shade.java
 	$(JAVA) -cp $(BUILD)/bci/shade:$(ASM_JARS) Shade $@.tmp $(BUILD)/bci/classes $(subst :, ,$(ASM_JARS))
 	@mv $@.tmp $@
 
