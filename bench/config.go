@@ -45,6 +45,12 @@ const (
 	KeyJavacTree    = "javac-calltree"
 	KeyJavacRTArcf  = "javac-rtarcf"
 	KeyJavacGeneric = "javac-generic"
+	KeyBCITree      = "bci-calltree"
+	KeyBCIBPF       = "bci-rtarcf-bpf"
+	KeySample       = "sample-1ms"
+	KeyJavacBCITree = "javac-bci-calltree"
+	KeyJavacBCI     = "javac-bci-rtarcf"
+	KeyJavacBCIRoot = "javac-bci-roots"
 )
 
 // rtarcf asks for the time metric explicitly: RTARCF's implied default is
@@ -64,6 +70,10 @@ func WorkloadConfigs() []Config {
 		{Key: KeyPerf, Name: "libjprof RTARCF PTT=perf", Agent: LibJProf, Options: rtarcf + ",PTT=perf", Backend: "perf"},
 		{Key: KeyClock, Name: "libjprof RTARCF PTT=clock", Agent: LibJProf, Options: rtarcf + ",PTT=clock", Backend: "clock"},
 		{Key: KeyGeneric, Name: "libjprof CALLTREE GENERIC", Agent: LibJProf, Options: "CALLTREE,GENERIC"},
+		// The other event sources keep the JIT: compare them with "no agent (JIT)".
+		{Key: KeyBCITree, Name: "libjprof BCI CALLTREE", Agent: LibJProf, Options: "BCI,CALLTREE"},
+		{Key: KeyBCIBPF, Name: "libjprof BCI RTARCF PTT=bpf", Agent: LibJProf, Options: "BCI," + rtarcf + ",PTT=bpf", Backend: "bpf"},
+		{Key: KeySample, Name: "libjprof SAMPLE (1 ms of CPU per thread)", Agent: LibJProf, Options: "SAMPLE"},
 	}
 }
 
@@ -78,6 +88,10 @@ func JavacConfigs() []Config {
 		{Key: KeyJavacTree, Name: "libjprof CALLTREE", Agent: LibJProf, Options: "CALLTREE", JVMArgs: heap},
 		{Key: KeyJavacRTArcf, Name: "libjprof RTARCF (best PTT)", Agent: LibJProf, Options: rtarcf, JVMArgs: heap},
 		{Key: KeyJavacGeneric, Name: "libjprof CALLTREE GENERIC (binary log-gen)", Agent: LibJProf, Options: "CALLTREE,GENERIC", JVMArgs: heap},
+		{Key: KeyJavacBCITree, Name: "libjprof BCI CALLTREE", Agent: LibJProf, Options: "BCI,CALLTREE", JVMArgs: heap},
+		{Key: KeyJavacBCI, Name: "libjprof BCI RTARCF (best PTT)", Agent: LibJProf, Options: "BCI," + rtarcf, JVMArgs: heap},
+		{Key: KeyJavacBCIRoot, Name: "libjprof BCI RTARCF ROOTS=Attr.attribTree", Agent: LibJProf,
+			Options: "BCI," + rtarcf + ",ROOTS=com.sun.tools.javac.comp.Attr.attribTree", JVMArgs: heap},
 	}
 }
 

@@ -37,6 +37,7 @@ type jvmResult struct {
 	// wait4, which the kernel keeps as a high-water mark, so it is exact
 	// where sampling /proc/<pid>/status could miss a short peak.
 	MaxRSS int64
+	CPU    time.Duration // user + system time of the whole JVM
 	PID    int
 	Dir    string
 }
@@ -72,6 +73,7 @@ func runJVM(ctx context.Context, java string, r jvmRun, timeout time.Duration) (
 		res.PID = cmd.ProcessState.Pid()
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			res.MaxRSS = ru.Maxrss * 1024 // KiB on Linux
+			res.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 		}
 	}
 	if ctx.Err() != nil {

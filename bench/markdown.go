@@ -111,6 +111,10 @@ func (w *Workload) breakdown(out io.Writer, s *Suite) {
 		{"clock reads, a syscall each, + metric work (RTARCF clock − CALLTREE)", KeyClock, KeyCallTree, twice(ReadCPU)},
 		{"log-gen records into per-thread buffers (GENERIC − CALLTREE; a Go thread writes them out off the Java thread)", KeyGeneric, KeyCallTree, ""},
 		{"naive agent: a thread-CPU-time syscall per event (naive − empty)", KeyNaive, KeyEmpty, "SPEC §8: ~305"},
+		{"BCI CALLTREE, the JIT on (BCI CALLTREE − no agent JIT)", KeyBCITree, KeyJIT, ""},
+		{"BCI RTARCF bpf, the JIT on (BCI RTARCF − no agent JIT)", KeyBCIBPF, KeyJIT, ""},
+		{"JVMTI RTARCF bpf for comparison (RTARCF bpf − no agent JIT)", KeyBPF, KeyJIT, ""},
+		{"sampling 1 ms of CPU per thread (SAMPLE − no agent JIT), per workload event", KeySample, KeyJIT, ""},
 	}
 	fmt.Fprintf(out, "### Where the time goes\n\n")
 	fmt.Fprintf(out, "Each line is the per-round difference of two configurations that differ by one piece of work, "+

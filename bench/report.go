@@ -165,6 +165,34 @@ func (s *Suite) Targets() []Target {
 		}
 		ts = append(ts, tg)
 	}
+
+	// The event sources that keep the JIT.
+	for _, c := range []struct {
+		key, what string
+		limit     float64
+	}{
+		{KeyJavacBCI, "javac, BCI RTARCF: ≤ 3 × the no-agent wall time", 3},
+		{KeyJavacBCIRoot, "javac, BCI RTARCF with one root (Attr.attribTree): ≤ 1.3 × the no-agent wall time", 1.3},
+	} {
+		tg = Target{What: c.what, Measured: "not measured", Met: "n/a"}
+		if jc := part[*Javac](s); jc != nil {
+			r, none := jc.Row(c.key), jc.Row(KeyJavacNone)
+			if r != nil && none != nil && len(r.Runs) > 0 && len(none.Runs) > 0 {
+				x := r.Wall().Median / none.Wall().Median
+				tg.Measured, tg.Met = fmt.Sprintf("%.1f×", x), yesNo(x <= c.limit)
+			}
+		}
+		ts = append(ts, tg)
+	}
+	tg = Target{What: "javac, SAMPLE at 1 ms of CPU per thread: ≤ 3% more wall time than no agent", Measured: "not measured", Met: "n/a"}
+	if sp := part[*Sampling](s); sp != nil {
+		if w, ok := sp.Overhead("sample-1ms", false); ok {
+			c, _ := sp.Overhead("sample-1ms", true)
+			tg.Measured = fmt.Sprintf("wall %+.1f%%, CPU %+.1f%% (medians of %d interleaved rounds)", 100*w, 100*c, len(sp.Rows[0].Wall))
+			tg.Met = yesNo(w <= 0.03)
+		}
+	}
+	ts = append(ts, tg)
 	return ts
 }
 
