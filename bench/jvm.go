@@ -29,6 +29,9 @@ type jvmRun struct {
 
 const sampleEvery = 100 * time.Millisecond
 
+// gnuTime measures a child's peak RSS (see runJVM).
+const gnuTime = "/usr/bin/time"
+
 // jvmResult is what a run left behind.
 type jvmResult struct {
 	Stdout, Stderr string
@@ -59,7 +62,24 @@ func runJVM(ctx context.Context, java string, r jvmRun, timeout time.Duration) (
 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, java, args...)
+	// Linux keeps a process's peak RSS across exec, and a child started
+	// by this (large) Go process starts from this process's peak: wait4's
+	// ru_maxrss of the JVM would be at least the harness's own. GNU time
+	// forks from a small process and reports its child's real peak.
+	prog := java
+	var rssFile string
+	before := map[string]bool{}
+	if r.Dir != "" {
+		old, _ := filepath.Glob(filepath.Join(r.Dir, "log-msg_*"))
+		for _, f := range old {
+			before[f] = true
+		}
+	}
+	if _, err := os.Stat(gnuTime); err == nil && r.Dir != "" {
+		rssFile = filepath.Join(r.Dir, ".maxrss")
+		prog, args = gnuTime, append([]string{"-f", "%M", "-o", rssFile, java}, args...)
+	}
+	cmd := exec.CommandContext(ctx, prog, args...)
 	cmd.Dir = r.Dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -75,6 +95,22 @@ func runJVM(ctx context.Context, java string, r jvmRun, timeout time.Duration) (
 			res.MaxRSS = ru.Maxrss * 1024 // KiB on Linux
 			res.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 		}
+	}
+	if rssFile != "" {
+		// The JVM is time's child: its pid names libjprof's files.
+		res.PID = 0
+		m, _ := filepath.Glob(filepath.Join(r.Dir, "log-msg_*"))
+		for _, f := range m {
+			if !before[f] {
+				res.PID, _ = strconv.Atoi(f[strings.LastIndex(f, "_")+1:])
+			}
+		}
+		if b, err := os.ReadFile(rssFile); err == nil {
+			if kb, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
+				res.MaxRSS = kb * 1024
+			}
+		}
+		os.Remove(rssFile)
 	}
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("java %s: timed out after %v", short(r.Main), timeout)
@@ -104,9 +140,24 @@ func wait(cmd *exec.Cmd, sample func(pid int)) error {
 		case err := <-done:
 			return err
 		case <-tick.C:
-			sample(cmd.Process.Pid)
+			sample(jvmPID(cmd.Process.Pid))
 		}
 	}
+}
+
+// jvmPID is the JVM's pid when pid is GNU time running it (its only
+// child), else pid.
+func jvmPID(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		return pid
+	}
+	if f := strings.Fields(string(b)); len(f) > 0 {
+		if c, err := strconv.Atoi(f[0]); err == nil {
+			return c
+		}
+	}
+	return pid
 }
 
 // vmRSS is the resident set of process pid now, in bytes (0 if it is gone).
