@@ -143,7 +143,7 @@ func (c *Churn) Markdown(out io.Writer, s *Suite) error {
 		return err
 	}
 	fmt.Fprintf(out, "**Threads.** `ThreadChurn %d 4`: %d threads started four at a time, each running a three-method tree, "+
-		"%d rounds in a fixed order. Peak RSS is wait4's ru_maxrss; *per thread* is the median's difference from no agent "+
+		"%d rounds in a fixed order. Peak RSS is the JVM's own high-water mark (GNU time's %%M); *per thread* is the median's difference from no agent "+
 		"divided by the thread starts.\n\n", c.Threads, c.Threads, churnRounds)
 	none := c.ThreadRows[0]
 	fmt.Fprintf(out, "| configuration | agent, options | wall s: median | peak RSS MB: median | min–max | × no agent | bytes per thread |\n|---|---|--:|--:|--:|--:|--:|\n")

@@ -36,7 +36,8 @@ const gnuTime = "/usr/bin/time"
 type jvmResult struct {
 	Stdout, Stderr string
 	Wall           time.Duration
-	// MaxRSS is the process's peak resident set in bytes: ru_maxrss from
+	// MaxRSS is the JVM's peak resident set in bytes, from GNU time (see
+	// runJVM) or else ru_maxrss from
 	// wait4, which the kernel keeps as a high-water mark, so it is exact
 	// where sampling /proc/<pid>/status could miss a short peak.
 	MaxRSS int64

@@ -156,7 +156,7 @@ func (j *Javac) Markdown(out io.Writer, s *Suite) error {
 	fmt.Fprintf(out, "`java [agent] -Xms256m -Xmx256m -XX:+AlwaysPreTouch -m jdk.compiler/com.sun.tools.javac.Main %s`, "+
 		"%d round(s) in a fixed order. Wall time is the whole JVM: start-up, the compilation (in interpreter-only mode "+
 		"under an agent), and libjprof building and writing its log-rt at VM death. Events are 2 × the sum of CALLS "+
-		"over the log-rt; nodes are its rows (thread roots included). Peak RSS is wait4's ru_maxrss; *RSS at end of "+
+		"over the log-rt; nodes are its rows (thread roots included). Peak RSS is the JVM's own high-water mark (GNU time's %%M); *RSS at end of "+
 		"compilation* is the highest VmRSS sampled every %v up to javac writing its last class file, before VM death. "+
 		"The heap is fixed and pre-touched in every configuration so that RSS differences are native memory, not the "+
 		"GC sizing the heap differently.\n\n",
