@@ -151,7 +151,7 @@ func (c *Churn) Markdown(out io.Writer, s *Suite) error {
 		c.row(out, r, none, float64(c.Threads))
 	}
 	fmt.Fprintf(out, "\nA thread gets a record at its first collected event only; when it ends, what only it used (its shadow "+
-		"stack and lookup tables) is freed, its tree is packed into exact blocks within a second, and freed at the first "+
+		"stack and lookup tables) is freed, its tree is packed into a few bytes a node as it ends, and freed at the first "+
 		"reset after which it can add nothing to a report (`rtdriver end` or `reset`). log-msg gives the first %d ended "+
 		"threads a line each and sums the rest in one. Before this (as measured when issue 10 was filed) every thread "+
 		"ever started kept ~21 KB: 20,000 threads took 60 → 660 MB not collecting and 966 MB with START.\n\n", 32)

@@ -15,7 +15,11 @@ func agentLabel(c Config) string {
 	case Naive:
 		parts = append(parts, "`naive.so`")
 	case LibJProf:
-		parts = append(parts, "`libjprof.so="+c.Options+",START,NORTDRIVER,LOGPATH=…`")
+		start := ",START"
+		if c.Idle {
+			start = ""
+		}
+		parts = append(parts, "`libjprof.so="+c.Options+start+",NORTDRIVER,LOGPATH=…`")
 	}
 	for _, a := range c.JVMArgs {
 		parts = append(parts, "`"+a+"`")
