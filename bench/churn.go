@@ -198,17 +198,22 @@ func (c *Churn) row(out io.Writer, r, none *ChurnRow, n float64) {
 // ThreadRatio is a thread-churn configuration's median peak RSS over no
 // agent's.
 func (c *Churn) ThreadRatio(key string) (float64, bool) {
-	var row, none *ChurnRow
-	for _, r := range c.ThreadRows {
-		switch r.Key {
-		case key:
-			row = r
-		case "threads-none":
-			none = r
-		}
-	}
+	row, none := keyed(c.ThreadRows, key), keyed(c.ThreadRows, "threads-none")
 	if row == nil || none == nil || len(row.RSS) == 0 || len(none.RSS) == 0 {
 		return 0, false
 	}
 	return Summarize(row.RSS).Median / Summarize(none.RSS).Median, true
 }
+
+// keyed returns the row of rows whose Config has key, or nil.
+func keyed[R interface{ key() string }](rows []R, key string) R {
+	for _, r := range rows {
+		if r.key() == key {
+			return r
+		}
+	}
+	var zero R
+	return zero
+}
+
+func (c Config) key() string { return c.Key }

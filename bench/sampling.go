@@ -89,15 +89,7 @@ func (p *Sampling) Run(ctx context.Context, s *Suite, tmp string) error {
 
 // Overhead is a row's median wall (CPU) time over no agent's, minus one.
 func (p *Sampling) Overhead(key string, cpu bool) (float64, bool) {
-	var row, none *SamplingRow
-	for _, r := range p.Rows {
-		switch r.Key {
-		case key:
-			row = r
-		case "sample-none":
-			none = r
-		}
-	}
+	row, none := keyed(p.Rows, key), keyed(p.Rows, "sample-none")
 	if row == nil || none == nil || len(row.Wall) == 0 || len(none.Wall) == 0 {
 		return 0, false
 	}
