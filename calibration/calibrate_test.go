@@ -305,6 +305,8 @@ func TestFinalMinimum(t *testing.T) {
 		{"rarely seen: own, lower", 50, 3, tab, 1, 50},
 		{"never seen: table's", Unseen, 0, tab, 1, 100},
 		{"in neither", Unseen, 0, tab, 2, Unseen},
+		{"often seen, a few times the table's: own (real glue)", OwnMinimumExcess * 100, 5000, tab, 1, OwnMinimumExcess * 100},
+		{"often seen, far above the table's: no glue, table's", OwnMinimumExcess*100 + 1, 5000, tab, 1, 100},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			assert.Equal(t, c.want, FinalMinimum(c.runMin, c.count, c.table, c.key))

@@ -186,16 +186,32 @@ func (t *Table) Clone() *Table {
 // where lower (see FinalMinimum).
 const OwnMinimumEvents = 100
 
+// OwnMinimumExcess bounds how far above a table's minimum a run's own may
+// be and still be taken as the key's glue (see FinalMinimum).
+const OwnMinimumExcess = 4
+
 // FinalMinimum is the minimum calibration uses for key k at the end of a
 // run that saw it runCount times with minimum runMin: the run's own when
 // it saw the key often enough, else the lower of the run's and the
 // table's (t may be nil). Training exists for keys with too few events
-// (seed 000 §4); for the others the run's own minimum is better, because
-// the trainer's tight loops keep caches and branch predictors warmer than
-// real code does, so its minima understate a real program's glue.
+// (the PI paper's §4); for the others the run's own minimum is better,
+// because the trainer's tight loops keep caches and branch predictors
+// warmer than real code does, so its minima understate a real program's
+// glue (by well under OwnMinimumExcess times, measured). A run's minimum
+// more than OwnMinimumExcess times the table's is no glue at all: every
+// event of the key held real work (JIT-compiled leaves of similar size
+// under BCI, each event spanning a whole method body), and removing it
+// would remove the work; the table's is used then.
 func FinalMinimum(runMin, runCount uint64, t *Table, k Key) uint64 {
-	if t == nil || runCount >= OwnMinimumEvents {
+	if t == nil {
 		return runMin
 	}
-	return min(runMin, t.Lookup(k).Min)
+	e := t.Lookup(k)
+	if !e.Seen() {
+		return runMin
+	}
+	if runCount < OwnMinimumEvents || (runMin != Unseen && e.Min < Unseen/OwnMinimumExcess && runMin > OwnMinimumExcess*e.Min) {
+		return min(runMin, e.Min)
+	}
+	return runMin
 }
