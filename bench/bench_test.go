@@ -64,6 +64,7 @@ func TestSmoke(t *testing.T) {
 	assert.Contains(t, sections["Calibration accuracy"], "Why small methods keep a residual")
 	assert.Contains(t, sections["Calibration accuracy"], "### In-process reference")
 	assert.Contains(t, sections["Calibration accuracy"], "| d256 |")
+	assert.Contains(t, sections["Sampling accuracy: SelfMix"], "| SelfMix.m10 |")
 	assert.Len(t, s.Targets(), 14)
 	ch := part[*Churn](s)
 	require.NotNil(t, ch)
