@@ -48,7 +48,7 @@ func TestSmoke(t *testing.T) {
 	require.NoError(t, s.WriteMarkdown(&md))
 	sections := splitSections(md.String())
 	for _, title := range []string{"Machine and settings", "Targets (SPEC §8)", "Per-event overhead: BenchWorkload",
-		"Real program: javac", "Thread and method churn", "PTT read cost", "log-gen size, parse and tree build", "Calibration accuracy", "Notes"} {
+		"Real program: javac", "Sampling accuracy: SelfMix", "Thread and method churn", "PTT read cost", "log-gen size, parse and tree build", "Calibration accuracy", "Notes"} {
 		assert.Contains(t, sections, title)
 	}
 	for _, c := range WorkloadConfigs() {
@@ -64,7 +64,8 @@ func TestSmoke(t *testing.T) {
 	assert.Contains(t, sections["Calibration accuracy"], "Why small methods keep a residual")
 	assert.Contains(t, sections["Calibration accuracy"], "### In-process reference")
 	assert.Contains(t, sections["Calibration accuracy"], "| d256 |")
-	assert.Len(t, s.Targets(), 12)
+	assert.Contains(t, sections["Sampling accuracy: SelfMix"], "| SelfMix.m10 |")
+	assert.Len(t, s.Targets(), 14)
 	ch := part[*Churn](s)
 	require.NotNil(t, ch)
 	for _, r := range ch.MethodRows {

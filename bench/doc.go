@@ -19,6 +19,10 @@
 //   - Javac: a real program nobody here wrote (the JDK's javac compiling
 //     java/src) with and without the agent: wall time, events, call-tree
 //     nodes, peak memory, and an estimate of the agent's memory per node.
+//   - SampleAccuracy: SAMPLE's self-time shares on java/src/SelfMix.java
+//     (ten methods of known relative cost) beside the exact tree's,
+//     calibrated and not, in the same execution mode (method events under
+//     -Xint; BCI with the JIT), and beside JFR's execution samples.
 //   - ReadCost: the per-read cost of each PTT backend beside rdtsc and bare
 //     clock reads, in one process.
 //   - LogGen: log-gen parse and tree build rate, on a real log-gen and on the

@@ -193,7 +193,7 @@ func (s *Suite) Targets() []Target {
 		}
 	}
 	ts = append(ts, tg)
-	return ts
+	return append(ts, accuracyTargets(part[*SampleAccuracy](s))...)
 }
 
 // perEventTarget states a per-event cost above the floor by wall and by
