@@ -559,7 +559,7 @@ func accuracyTargets(p *SampleAccuracy) []Target {
 			{KeyAccExactBCI, KeyAccSampleJIT, "JIT, vs BCI"},
 		} {
 			if d, at, ok := p.MaxDiff(c.exact, c.sampled); ok {
-				part := fmt.Sprintf("%s: largest |Δ| %.2f pp (%s)", c.what, d, at)
+				part := fmt.Sprintf("%s: largest difference %.2f pp (%s)", c.what, d, at)
 				if r, _, ok := p.maxRawDiff(c.exact, c.sampled); ok && c.exact == KeyAccExactBCI {
 					part += fmt.Sprintf(", %.2f pp against its uncalibrated shares", r)
 				}
