@@ -19,6 +19,12 @@
 //   - Javac: a real program nobody here wrote (the JDK's javac compiling
 //     java/src) with and without the agent: wall time, events, call-tree
 //     nodes, peak memory, and an estimate of the agent's memory per node.
+//   - JFR: libjprof against the JVM's own answer on JDK 25 (skipped, and
+//     said so, where there is none): JFR method timing (JEP 520) and
+//     libjprof's BCI source instrument the same five javac classes, in
+//     shuffled interleaved rounds beside no agent; wall times, and the
+//     invocation counts per method of both compared, with a small program
+//     showing why they differ where exceptions unwind frames.
 //   - ReadCost: the per-read cost of each PTT backend beside rdtsc and bare
 //     clock reads, in one process.
 //   - LogGen: log-gen parse and tree build rate, on a real log-gen and on the
