@@ -54,7 +54,7 @@ type JFRCompare struct {
 const jdk25Home = "/usr/lib/jvm/temurin-25-jdk-amd64"
 
 // jfrClasses are the javac classes both ways instrument: five large ones
-// on the compilation's hot paths (JFR times 818 methods in them).
+// on the compilation's hot paths, some 800 methods (JDK 25's javac).
 var jfrClasses = []string{
 	"com.sun.tools.javac.comp.Attr",
 	"com.sun.tools.javac.comp.Check",
@@ -116,9 +116,12 @@ func (p *JFR) Run(ctx context.Context, s *Suite, tmp string) error {
 		{Config: Config{Key: KeyJFRBCI, Name: "libjprof BCI RTARCF of the five classes", Agent: LibJProf,
 			Options: "BCI," + rtarcf + "," + sel}, Label: "`libjprof.so=BCI," + rtarcf + "," + elided + "`"},
 	}
-	if err := p.unwind(ctx, s, tmp); err != nil {
-		p.UnwindErr = err.Error()
-		o.Logf("  unwinding check: %v", err)
+	// A failed check leaves the timings standing; the report says why.
+	unwindErr := p.unwind(ctx, s, tmp)
+	if unwindErr != nil {
+		p.UnwindErr = unwindErr.Error()
+		unwindErr = fmt.Errorf("unwinding check: %w", unwindErr)
+		o.Logf("  %v", unwindErr)
 	}
 	rounds := jfrRounds
 	args := o.JavacArgs
@@ -187,7 +190,7 @@ func (p *JFR) Run(ctx context.Context, s *Suite, tmp string) error {
 			p.Cmp = cmp
 		}
 	}
-	return nil
+	return unwindErr
 }
 
 // compareCounts reads the invocation counts of the methods of classes
@@ -322,6 +325,20 @@ func (p *JFR) Ratio(key string) (float64, bool) {
 	return Summarize(row.Wall).Median / Summarize(none.Wall).Median, true
 }
 
+// Paired is the median and spread over rounds of a row's wall time over
+// base's in the same round: the machine's drift between rounds cancels.
+func (p *JFR) Paired(key, base string) (Summary, bool) {
+	row, b := keyed(p.Rows, key), keyed(p.Rows, base)
+	if row == nil || b == nil || len(row.Wall) == 0 || len(row.Wall) != len(b.Wall) {
+		return Summary{}, false
+	}
+	xs := make([]float64, len(row.Wall))
+	for i := range xs {
+		xs[i] = row.Wall[i] / b.Wall[i]
+	}
+	return Summarize(xs), true
+}
+
 // jfrDiff is one method whose counts differ.
 type jfrDiff struct {
 	Method  string
@@ -383,7 +400,9 @@ func (p *JFR) Markdown(out io.Writer, s *Suite) error {
 		"its calling-context tree, with calibrated thread time per node under RTARCF. Wall time is the whole JVM, "+
 		"including JFR dumping its recording and libjprof writing its log-rt at exit; CPU is the JVM's user + system time.\n\n",
 		strings.Join(p.Args, " "), jdk25Home, len(p.Rows[0].Wall), strings.Join(quoteAll(jfrClasses), ", "))
-	fmt.Fprintf(out, "| configuration | options | wall s: median | min–max | × no agent | CPU s: median | min–max | × no agent |\n|---|---|--:|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(out, "*Per round* divides each run's wall time by that of the other configuration in the same round "+
+		"(median, min–max over rounds), which cancels the machine's drift between rounds.\n\n")
+	fmt.Fprintf(out, "| configuration | options | wall s: median | min–max | × no agent | per round ÷ no agent | per round ÷ JFR method timing | CPU s: median | min–max | × no agent |\n|---|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	none := keyed(p.Rows, KeyJFRNone)
 	for _, r := range p.Rows {
 		w, c := Summarize(r.Wall), Summarize(r.CPU)
@@ -392,7 +411,17 @@ func (p *JFR) Markdown(out io.Writer, s *Suite) error {
 			xw = fmt.Sprintf("%.2f", w.Median/Summarize(none.Wall).Median)
 			xc = fmt.Sprintf("%.2f", c.Median/Summarize(none.CPU).Median)
 		}
-		fmt.Fprintf(out, "| %s | %s | %.2f | %s | %s | %.2f | %s | %s |\n", r.Name, r.Label, w.Median, w.Range("%.2f"), xw, c.Median, c.Range("%.2f"), xc)
+		paired := func(base string) string {
+			if r.Key == base {
+				return "–"
+			}
+			if x, ok := p.Paired(r.Key, base); ok {
+				return fmt.Sprintf("%.2f (%s)", x.Median, x.Range("%.2f"))
+			}
+			return "–"
+		}
+		fmt.Fprintf(out, "| %s | %s | %.2f | %s | %s | %s | %s | %.2f | %s | %s |\n", r.Name, r.Label, w.Median, w.Range("%.2f"), xw,
+			paired(KeyJFRNone), paired(KeyJFRTiming), c.Median, c.Range("%.2f"), xc)
 	}
 	fmt.Fprintln(out)
 	switch {
