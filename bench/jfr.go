@@ -149,11 +149,7 @@ func (p *JFR) Run(ctx context.Context, s *Suite, tmp string) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			os.RemoveAll(out)
-			if err := os.MkdirAll(out, 0o755); err != nil {
-				return err
-			}
-			dir, err := os.MkdirTemp(tmp, row.Key+"-")
+			dir, err := javacRunDir(tmp, row.Key, out)
 			if err != nil {
 				return err
 			}
@@ -191,6 +187,18 @@ func (p *JFR) Run(ctx context.Context, s *Suite, tmp string) error {
 		}
 	}
 	return unwindErr
+}
+
+// javacRunDir empties javac's output directory out and makes a fresh
+// directory under tmp for one run of configuration key (its LOGPATH).
+func javacRunDir(tmp, key, out string) (string, error) {
+	if err := os.RemoveAll(out); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", err
+	}
+	return os.MkdirTemp(tmp, key+"-")
 }
 
 // compareCounts reads the invocation counts of the methods of classes
@@ -396,7 +404,7 @@ func (p *JFR) Markdown(out io.Writer, s *Suite) error {
 	}
 	fmt.Fprintf(out, "`java [agent or -XX:StartFlightRecording] -m jdk.compiler/com.sun.tools.javac.Main %s` on JDK 25 (`%s`), "+
 		"%d shuffled interleaved round(s). Both instrumentations keep the JIT and instrument the same classes: %s "+
-		"(not their nested classes). JFR method timing (JEP 520) keeps a flat count and time per method; libjprof keeps "+
+		"(not their nested classes; JFR leaves out their lambda bodies, which libjprof instruments too). JFR method timing (JEP 520) keeps a flat count and time per method; libjprof keeps "+
 		"its calling-context tree, with calibrated thread time per node under RTARCF. Wall time is the whole JVM, "+
 		"including JFR dumping its recording and libjprof writing its log-rt at exit; CPU is the JVM's user + system time.\n\n",
 		strings.Join(p.Args, " "), jdk25Home, len(p.Rows[0].Wall), strings.Join(quoteAll(jfrClasses), ", "))
