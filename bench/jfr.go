@@ -472,9 +472,10 @@ func (c *JFRCompare) markdown(out io.Writer) {
 	if len(diffs) == 0 {
 		fmt.Fprintf(out, ": all of them.\n\n")
 	} else {
-		fmt.Fprintf(out, "; %d differ, libjprof counting more wherever an exception thrown by a callee unwinds the method "+
-			"(javac's overload resolution and speculative attribution throw and catch: Resolve's `InapplicableMethodException`, "+
-			"Types' `FunctionDescriptorLookupError`; see the unwinding check below):\n\n", len(diffs))
+		fmt.Fprintf(out, "; %d differ, libjprof counting more. These are methods that javac's exceptions pass through "+
+			"(overload resolution and speculative attribution throw and catch them: Resolve's `InapplicableMethodException`, "+
+			"raised from the checks of `checkType`, Types' `FunctionDescriptorLookupError`), and JFR does not count a frame "+
+			"that a callee's exception unwinds (the unwinding check below shows it on a small program):\n\n", len(diffs))
 		fmt.Fprintf(out, "| method | JFR | libjprof | libjprof − JFR |\n|---|--:|--:|--:|\n")
 		for _, d := range diffs[:min(len(diffs), 10)] {
 			fmt.Fprintf(out, "| `%s` | %s | %s | %+d |\n", d.Method, group(float64(d.JFR)), group(float64(d.JP)), d.delta())
@@ -482,8 +483,8 @@ func (c *JFRCompare) markdown(out io.Writer) {
 		fmt.Fprintln(out)
 	}
 	if len(untimed) > 0 {
-		fmt.Fprintf(out, "libjprof also counted %d methods JFR does not time (%s calls): JFR's filter leaves out synthetic methods, "+
-			"such as the bodies of lambdas; libjprof instruments every method with bytecode. The largest: ", len(untimed), group(float64(untimedCalls)))
+		fmt.Fprintf(out, "libjprof also counted %d methods JFR does not report (%s calls): JFR times no lambda bodies "+
+			"(the classes' synthetic `lambda$…` methods); libjprof instruments every method with bytecode. The largest: ", len(untimed), group(float64(untimedCalls)))
 		var xs []string
 		for _, d := range untimed[:min(len(untimed), 3)] {
 			xs = append(xs, fmt.Sprintf("`%s` %s", d.Method, group(float64(d.JP))))
