@@ -48,7 +48,7 @@ func TestSmoke(t *testing.T) {
 	require.NoError(t, s.WriteMarkdown(&md))
 	sections := splitSections(md.String())
 	for _, title := range []string{"Machine and settings", "Targets (SPEC §8)", "Per-event overhead: BenchWorkload",
-		"Real program: javac", "Sampling accuracy: SelfMix", "Thread and method churn", "PTT read cost", "log-gen size, parse and tree build", "Calibration accuracy", "Notes"} {
+		"Real program: javac", "Sampling accuracy: SelfMix", "Against the JVM's own answer: JFR method timing (JDK 25)", "Thread and method churn", "PTT read cost", "log-gen size, parse and tree build", "Calibration accuracy", "Notes"} {
 		assert.Contains(t, sections, title)
 	}
 	for _, c := range WorkloadConfigs() {
@@ -65,7 +65,7 @@ func TestSmoke(t *testing.T) {
 	assert.Contains(t, sections["Calibration accuracy"], "### In-process reference")
 	assert.Contains(t, sections["Calibration accuracy"], "| d256 |")
 	assert.Contains(t, sections["Sampling accuracy: SelfMix"], "| SelfMix.m10 |")
-	assert.Len(t, s.Targets(), 14)
+	assert.Len(t, s.Targets(), 15)
 	ch := part[*Churn](s)
 	require.NotNil(t, ch)
 	for _, r := range ch.MethodRows {
@@ -96,6 +96,21 @@ func TestSmoke(t *testing.T) {
 			assert.Positive(t, r.Runs[0].Nodes, r.Key)
 			assert.Positive(t, r.Runs[0].Events, r.Key)
 		}
+	}
+	jf := part[*JFR](s)
+	require.NotNil(t, jf)
+	if jf.Skipped == "" { // a machine without JDK 25 says so in the report
+		for _, r := range jf.Rows {
+			assert.Len(t, r.Wall, 1, r.Key)
+			assert.Contains(t, sections["Against the JVM's own answer: JFR method timing (JDK 25)"], "| "+r.Name+" |", r.Key)
+		}
+		require.NotNil(t, jf.Unwind, jf.UnwindErr)
+		// f is called 30 times, 10 of them unwound by g's exception.
+		assert.Equal(t, uint64(30), jf.Unwind.LibJProf["JFRUnwind.f(I)I"])
+		assert.Equal(t, uint64(30), jf.Unwind.LibJProf["JFRUnwind.g(I)I"])
+		assert.Equal(t, uint64(30), jf.Unwind.JFR["JFRUnwind.g(I)I"])
+	} else {
+		assert.Contains(t, sections["Against the JVM's own answer: JFR method timing (JDK 25)"], "Not run: no JDK 25")
 	}
 }
 

@@ -23,6 +23,12 @@
 //     (ten methods of known relative cost) beside the exact tree's,
 //     calibrated and not, in the same execution mode (method events under
 //     -Xint; BCI with the JIT), and beside JFR's execution samples.
+//   - JFR: libjprof against the JVM's own answer on JDK 25 (skipped, and
+//     said so, where there is none): JFR method timing (JEP 520) and
+//     libjprof's BCI source instrument the same five javac classes, in
+//     shuffled interleaved rounds beside no agent; wall times, and the
+//     invocation counts per method of both compared, with a small program
+//     showing why they differ where exceptions unwind frames.
 //   - ReadCost: the per-read cost of each PTT backend beside rdtsc and bare
 //     clock reads, in one process.
 //   - LogGen: log-gen parse and tree build rate, on a real log-gen and on the

@@ -193,6 +193,22 @@ func (s *Suite) Targets() []Target {
 		}
 	}
 	ts = append(ts, tg)
+
+	tg = Target{What: "javac on JDK 25: BCI with the calling-context tree ≤ JFR method timing's wall time on the same methods", Measured: "not measured", Met: "n/a"}
+	if jf := part[*JFR](s); jf != nil {
+		if jf.Skipped != "" {
+			tg.Measured = "not run: " + jf.Skipped
+		} else if b, ok := jf.Ratio(KeyJFRBCI); ok {
+			if t, ok := jf.Ratio(KeyJFRTiming); ok {
+				pr, _ := jf.Paired(KeyJFRBCI, KeyJFRTiming)
+				tg.Measured = fmt.Sprintf("BCI RTARCF %.2f×, JFR method timing %.2f× the no-agent wall time (medians of %d interleaved rounds); "+
+					"BCI ÷ JFR per round %.2f (%s)", b, t, len(jf.Rows[0].Wall), pr.Median, pr.Range("%.2f"))
+				// Paired by round: the drift between rounds cancels.
+				tg.Met = yesNo(pr.Median <= 1)
+			}
+		}
+	}
+	ts = append(ts, tg)
 	return append(ts, accuracyTargets(part[*SampleAccuracy](s))...)
 }
 

@@ -57,11 +57,7 @@ func (p *Sampling) Run(ctx context.Context, s *Suite, tmp string) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			os.RemoveAll(out)
-			if err := os.MkdirAll(out, 0o755); err != nil {
-				return err
-			}
-			dir, err := os.MkdirTemp(tmp, row.Key+"-")
+			dir, err := javacRunDir(tmp, row.Key, out)
 			if err != nil {
 				return err
 			}

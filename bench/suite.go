@@ -102,11 +102,11 @@ type Part interface {
 
 // DefaultParts are the sections of BENCHMARKS.md in order.
 func DefaultParts() []Part {
-	return []Part{&Workload{}, &Javac{}, &Sampling{}, &SampleAccuracy{}, &Churn{}, &ReadCost{}, &LogGen{}, &Calibration{}}
+	return []Part{&Workload{}, &Javac{}, &Sampling{}, &JFR{}, &SampleAccuracy{}, &Churn{}, &ReadCost{}, &LogGen{}, &Calibration{}}
 }
 
 // partNames name DefaultParts for SelectParts, in order.
-var partNames = []string{"workload", "javac", "sampling", "accuracy", "churn", "readcost", "loggen", "calibration"}
+var partNames = []string{"workload", "javac", "sampling", "jfr", "accuracy", "churn", "readcost", "loggen", "calibration"}
 
 // PartNames are the names SelectParts takes.
 func PartNames() []string { return append([]string(nil), partNames...) }
