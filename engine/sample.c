@@ -34,7 +34,10 @@ static void jp_pcct_fill(jp_thread *t, uint32_t n, uint32_t parent, uint32_t h)
 {
 	jp_node *nd = jp_node_at(t, n);
 	nd->parent = parent;
-	nd->type = jp_method_at(h)->type;
+	const jp_method *m = jp_method_at(h);
+	nd->type = m->type;
+	if (!m->used) /* tells a lazily named method's source to name it */
+		__atomic_store_n(&((jp_method *)m)->used, 1, __ATOMIC_RELAXED);
 	nd->seqkey = JP_NOKEY;
 	nd->method = h;
 	jp_arena_publish(&t->nodes, n);

@@ -131,3 +131,9 @@ func SamplingStats() SampleStats {
 	}
 	return s
 }
+
+// NameSampledMethods gives their names to the methods the sampled trees
+// use: the sampler reserves a method's handle at class prepare and leaves
+// the VM calls that name it until a report needs it. It must run on a
+// thread attached to the VM; false if the calling thread is not.
+func NameSampledMethods() bool { return C.jp_mid_name_used() >= 0 }
