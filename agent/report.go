@@ -5,11 +5,8 @@ import (
 	"io"
 	"strings"
 
-	"go.uber.org/zap"
-
 	"github.com/libjprof/libjprof/engine"
 	"github.com/libjprof/libjprof/internal/atomicfile"
-	"github.com/libjprof/libjprof/jvmti"
 	"github.com/libjprof/libjprof/reports"
 )
 
@@ -249,11 +246,8 @@ func grow[T any](s []T, n int) []T {
 func (a *agent) writeLogRT() (string, *threadSummary, error) {
 	seq := a.seq + 1
 	path := a.fileName("rt", seq)
-	if a.opts.Sample != nil && !jvmti.NameSampledMethods() {
-		// Not on a Java thread (an rtdriver flush): on the attached one.
-		if err := a.vm.Do(func() error { jvmti.NameSampledMethods(); return nil }); err != nil {
-			a.log.Warn("sampled methods not named", zap.Error(err))
-		}
+	if a.opts.Sample != nil {
+		a.nameSampled()
 	}
 	var r *report
 	var events uint64

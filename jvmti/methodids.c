@@ -40,7 +40,10 @@ static jp_midtab *jp_midtab_new(uint32_t cap)
 
 int jp_mid_init(void)
 {
-	jp_mids = jp_midtab_new(1u << 14);
+	/* The sampler registers every prepared method (tens of thousands in
+	 * a large program): sized for them, the table is not copied while
+	 * classes load. The other sources register the methods that run. */
+	jp_mids = jp_midtab_new(jpvm.sample ? 1u << 16 : 1u << 14);
 	return jp_mids != NULL ? 0 : -1;
 }
 
@@ -98,7 +101,10 @@ static int jp_mid_type(jvmtiEnv *jvmti, jmethodID mid)
 static char *jp_mid_fullname(jvmtiEnv *jvmti, jmethodID mid, const char *cname)
 {
 	char *mname = NULL, *msig = NULL;
-	if ((*jvmti)->GetMethodName(jvmti, mid, &mname, &msig, NULL) != JVMTI_ERROR_NONE)
+	jvmtiError e = (*jvmti)->GetMethodName(jvmti, mid, &mname, &msig, NULL);
+	if (e == JVMTI_ERROR_INVALID_METHODID)
+		return strdup("<unloaded-method>"); /* its class is gone */
+	if (e != JVMTI_ERROR_NONE)
 		mname = msig = NULL;
 	char *name = NULL;
 	if (asprintf(&name, "%s.%s%s", cname ? cname : "?", mname ? mname : "?", msig ? msig : "") < 0)
@@ -141,7 +147,7 @@ static void jp_mid_name_now(jvmtiEnv *jvmti, JNIEnv *jni, jmethodID mid, uint32_
 {
 	char *cname = jp_mid_name_class(jvmti, jni, mid);
 	char *name = jp_mid_fullname(jvmti, mid, cname);
-	jp_method_name(h, name != NULL ? name : "?");
+	jp_method_name(h, name != NULL ? name : "?"); /* a class unloaded meanwhile: <unloaded-method> */
 	free(name);
 	free(cname);
 }
@@ -171,8 +177,9 @@ int jp_mid_register_class(jvmtiEnv *jvmti, jclass klass)
 		return 0;
 	int added = 0;
 	for (jint i = 0; i < n; i++) {
-		if (jp_mid_find(ms[i]) != UINT32_MAX)
-			continue;
+		/* A prepared class's methods are new, but for a class the
+		 * scan at VM init meets too: jp_mid_insert keeps the first
+		 * handle, and the spare one is never used. */
 		uint32_t h = jp_method_reserve(jp_mid_type(jvmti, ms[i]));
 		if (jp_mid_insert(ms[i], h) == h)
 			added++;

@@ -366,7 +366,10 @@ static void JNICALL cb_class_prepare(jvmtiEnv *jvmti, JNIEnv *jni, jthread threa
 {
 	(void)jni;
 	(void)thread;
-	jp_mid_register_class(jvmti, klass);
+	uint64_t t0 = jp_clock_ns(CLOCK_MONOTONIC);
+	int n = jp_mid_register_class(jvmti, klass);
+	__atomic_fetch_add(&jps.st.prepared, (uint64_t)n, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&jps.st.prepare_ns, jp_clock_ns(CLOCK_MONOTONIC) - t0, __ATOMIC_RELAXED);
 }
 
 int jp_sampling_setup(jvmtiEnv *jvmti, jvmtiCapabilities *caps, jvmtiEventCallbacks *cb, char *err, int errlen)
@@ -486,15 +489,19 @@ void jp_sampling_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 {
 	/* Classes prepared before VM init (the start phase refuses
 	 * GetClassMethods) get their jmethodIDs now. */
+	uint64_t t0 = jp_clock_ns(CLOCK_MONOTONIC);
 	jint n = 0;
 	jclass *classes = NULL;
 	if ((*jvmti)->GetLoadedClasses(jvmti, &n, &classes) == JVMTI_ERROR_NONE) {
+		uint64_t added = 0;
 		for (jint i = 0; i < n; i++) {
-			jp_mid_register_class(jvmti, classes[i]);
+			added += (uint64_t)jp_mid_register_class(jvmti, classes[i]);
 			(*jni)->DeleteLocalRef(jni, classes[i]);
 		}
 		(*jvmti)->Deallocate(jvmti, (unsigned char *)classes);
+		__atomic_fetch_add(&jps.st.prepared, added, __ATOMIC_RELAXED);
 	}
+	__atomic_fetch_add(&jps.st.prepare_ns, jp_clock_ns(CLOCK_MONOTONIC) - t0, __ATOMIC_RELAXED);
 	/* VM init runs on the thread that goes on to run main(). */
 	jp_sampling_thread_start(jvmti, jni, thread);
 }
