@@ -21,9 +21,10 @@
  *
  * The handler is async-signal-safe: it reads the thread's state through
  * an initial-exec TLS pointer, maps jmethodIDs to registry handles with
- * the lock-free jp_mid_find (methods are registered at ClassPrepare, and
- * for the classes loaded before VM init, outside the handler; a miss is
- * the "<unknown-method>" pseudo-frame), writes into storage made at
+ * the lock-free jp_mid_find (methods get handles at ClassPrepare, and
+ * for the classes loaded before VM init, outside the handler, and their
+ * names only when a report needs them; a miss is the "<unknown-method>"
+ * pseudo-frame), writes into storage made at
  * thread start, and only counts what it cannot record. It runs with
  * SA_ONSTACK: while a Java thread runs Go code (a cgo callback) the Go
  * runtime gives it an alternate signal stack, and the handler must not
