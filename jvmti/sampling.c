@@ -154,7 +154,8 @@ static void jp_sample_handler(int sig, siginfo_t *si, void *uc)
 		__atomic_fetch_add(&jps.st.reasons[r], 1, __ATOMIC_RELAXED);
 		s->path[0] = jps.reason_h[r];
 		n = 1;
-		s->prev_n = 0;
+		/* The previous walk's handles stay true (a jmethodID keeps
+		 * its handle): the next walk still reuses them. */
 	} else {
 		n = (uint32_t)tr.num_frames;
 		/* Root first: the outer frames mostly repeat the previous
