@@ -101,7 +101,14 @@ func (r *report) name(nd engine.Node) string {
 	k := uint64(nd.Type())<<32 | uint64(nd.Method())
 	s, ok := r.names[k]
 	if !ok {
-		s = string(nd.Type()) + ":" + string(engine.MethodName(nd.Method()))
+		name := engine.MethodName(nd.Method())
+		if len(name) == 0 && r.a.opts.Sample != nil {
+			// A context made since the methods were named, by a
+			// thread still sampling while the report is written.
+			r.a.nameSampled()
+			name = engine.MethodName(nd.Method())
+		}
+		s = string(nd.Type()) + ":" + string(name)
 		r.names[k] = s
 	}
 	return s
@@ -246,6 +253,9 @@ func grow[T any](s []T, n int) []T {
 func (a *agent) writeLogRT() (string, *threadSummary, error) {
 	seq := a.seq + 1
 	path := a.fileName("rt", seq)
+	if a.opts.Sample != nil {
+		a.nameSampled()
+	}
 	var r *report
 	var events uint64
 	var err error

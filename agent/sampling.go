@@ -75,8 +75,25 @@ func period(d time.Duration) string {
 func (a *agent) logSampling() {
 	st := jvmti.SamplingStats()
 	a.log.Info("sampling summary", zap.String("kind", a.opts.Sample.Kind.String()), zap.Duration("period", a.opts.Sample.Period),
-		zap.Uint64("samples", st.Samples), zap.Duration("weight", st.Weight), zap.Duration("inHandler", st.Handler), zap.Uint64("threads", st.Threads),
+		zap.Uint64("samples", st.Samples), zap.Duration("weight", st.Weight), zap.Duration("inHandler", st.Handler),
+		zap.Uint64("methodsPrepared", st.Prepared), zap.Duration("preparing", st.Prepare), zap.Uint64("threads", st.Threads),
 		zap.Any("notWalkable", st.Failed), zap.Uint64("unknownMethods", st.Misses), zap.Uint64("deepStacks", st.Deep),
 		zap.Uint64("pastNodeLimit", st.Limited), zap.Uint64("signalsWithoutState", st.Unowned),
 		zap.Uint64("timerFailures", st.TimerFailures), zap.Uint64("perfArmed", st.PerfArmed), zap.Uint64("timerArmed", st.TimerArmed), zap.Uint64("threadsNotSampled", st.SetupFailures))
+}
+
+// nameSampled names the methods the sampled trees use before a report
+// reads them (jvmti.NameSampledMethods), on the attached thread when the
+// caller (an rtdriver flush) is not a Java thread.
+func (a *agent) nameSampled() {
+	t0 := time.Now()
+	n, ok := jvmti.NameSampledMethods()
+	if !ok {
+		err := a.vm.Do(func() error { n, _ = jvmti.NameSampledMethods(); return nil })
+		if err != nil {
+			a.log.Warn("sampled methods not named: the report shows them without names", zap.Error(err))
+			return
+		}
+	}
+	a.log.Info("sampled methods named", zap.Int("methods", n), zap.Duration("took", time.Since(t0)))
 }

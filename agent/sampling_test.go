@@ -42,6 +42,9 @@ func checkSampled(t *testing.T, p *reports.Profile) {
 				return
 			}
 			assert.NotZero(t, n.Calls, "node %s under %s has no samples", n.Name, th.Name)
+			// Methods are named when the report is written, not at
+			// class prepare: none may be left without its name.
+			assert.Regexp(t, `^.:(<[a-zA-Z_-]+>|[^?].*\..+\(.*\).+)$`, n.Name, "unnamed method under %s", th.Name)
 			assert.GreaterOrEqual(t, n.Calls, n.Callees(), "%s: fewer samples than its callees", n.Name)
 			if n.Calls == n.Callees() {
 				assert.Zero(t, n.Base[0], "%s never on top but has time", n.Name)

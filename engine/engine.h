@@ -55,7 +55,9 @@ enum jp_transition {
 /* One method, registered once and never freed. */
 typedef struct jp_method {
 	uint8_t type;  /* enum jp_type, from the modifiers */
-	char *name;    /* "java/lang/String.valueOf(I)Ljava/lang/String;" */
+	uint8_t used;  /* set when a sampled context first names it */
+	char *name;    /* "java/lang/String.valueOf(I)Ljava/lang/String;";
+			* NULL while a reserved method waits for its name */
 } jp_method;
 
 /* Handles past the registry's limit all name the overflow method of
@@ -67,6 +69,12 @@ typedef struct jp_method {
  * handle; past the limit, or without memory, the overflow handle of its
  * type (counted in jp.methods_over). Any thread; takes a lock. */
 uint32_t jp_method_register(const char *name, int type);
+/* jp_method_reserve adds a method whose name is not known yet (a source
+ * that learns names lazily, off its hot path); jp_method_name gives it
+ * one, once (copied; a later call is ignored). Readers see NULL until
+ * then. */
+uint32_t jp_method_reserve(int type);
+void jp_method_name(uint32_t h, const char *name);
 /* jp_method_at returns a registered method (or an overflow method). */
 const jp_method *jp_method_at(uint32_t h);
 uint32_t jp_methods_len(void);

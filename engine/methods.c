@@ -17,16 +17,16 @@ static jp_arena jp_registry = { .stride = sizeof(jp_method) };
 static pthread_mutex_t jp_registry_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static jp_method jp_overflow[JP_NTYPES] = {
-	{ 0, "<method-limit-reached>" }, { 1, "<method-limit-reached>" }, { 2, "<method-limit-reached>" },
-	{ 3, "<method-limit-reached>" }, { 4, "<method-limit-reached>" }, { 5, "<method-limit-reached>" },
-	{ 6, "<method-limit-reached>" }, { 7, "<method-limit-reached>" },
+	{ .type = 0, .name = "<method-limit-reached>" }, { .type = 1, .name = "<method-limit-reached>" }, { .type = 2, .name = "<method-limit-reached>" },
+	{ .type = 3, .name = "<method-limit-reached>" }, { .type = 4, .name = "<method-limit-reached>" }, { .type = 5, .name = "<method-limit-reached>" },
+	{ .type = 6, .name = "<method-limit-reached>" }, { .type = 7, .name = "<method-limit-reached>" },
 };
 
 uint32_t jp_method_register(const char *name, int type)
 {
 	type &= JP_NTYPES - 1;
-	char *copy = strdup(name);
-	if (copy == NULL) {
+	char *copy = name != NULL ? strdup(name) : NULL;
+	if (name != NULL && copy == NULL) {
 		__atomic_fetch_add(&jp.methods_over, 1, __ATOMIC_RELAXED);
 		return JP_METHOD_OVERFLOW(type);
 	}
@@ -35,7 +35,8 @@ uint32_t jp_method_register(const char *name, int type)
 	if (h != UINT32_MAX) {
 		jp_method *m = jp_arena_at(&jp_registry, h);
 		m->type = (uint8_t)type;
-		m->name = copy;
+		m->used = 0;
+		__atomic_store_n(&m->name, copy, __ATOMIC_RELEASE);
 		jp_arena_publish(&jp_registry, h);
 	}
 	pthread_mutex_unlock(&jp_registry_lock);
@@ -45,6 +46,23 @@ uint32_t jp_method_register(const char *name, int type)
 		return JP_METHOD_OVERFLOW(type);
 	}
 	return h;
+}
+
+uint32_t jp_method_reserve(int type)
+{
+	return jp_method_register(NULL, type);
+}
+
+void jp_method_name(uint32_t h, const char *name)
+{
+	if (JP_IS_OVERFLOW(h) || h >= jp_arena_len(&jp_registry))
+		return;
+	jp_method *m = jp_arena_at(&jp_registry, h);
+	char *copy = strdup(name);
+	char *none = NULL;
+	if (copy != NULL &&
+	    !__atomic_compare_exchange_n(&m->name, &none, copy, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		free(copy); /* named by another thread meanwhile */
 }
 
 const jp_method *jp_method_at(uint32_t h)

@@ -34,7 +34,10 @@ static void jp_pcct_fill(jp_thread *t, uint32_t n, uint32_t parent, uint32_t h)
 {
 	jp_node *nd = jp_node_at(t, n);
 	nd->parent = parent;
-	nd->type = jp_method_at(h)->type;
+	const jp_method *m = jp_method_at(h);
+	nd->type = m->type;
+	if (!m->used) /* tells a lazily named method's source to name it */
+		__atomic_store_n(&((jp_method *)m)->used, 1, __ATOMIC_RELAXED);
 	nd->seqkey = JP_NOKEY;
 	nd->method = h;
 	jp_arena_publish(&t->nodes, n);
@@ -105,11 +108,39 @@ static uint32_t jp_pcct_child(jp_thread *t, jp_pcct *p, uint32_t parent, uint32_
 	}
 }
 
+/* jp_pcct_limit charges a sample to the limit node. */
+static int jp_pcct_limit(jp_thread *t, jp_pcct *p, uint64_t weight)
+{
+	jp_node *ln = jp_node_at(t, p->limit_node);
+	ln->calls++;
+	if (jp.nmetrics)
+		ln->base[0] += weight;
+	p->limited++;
+	p->samples++;
+	t->events++;
+	return 1;
+}
+
 int jp_pcct_add(jp_thread *t, jp_pcct *p, const uint32_t *leaf, uint32_t n, uint64_t weight)
 {
 	if (n > p->depth)
 		n = p->depth; /* the caller's buffers are p->depth long */
 	uint32_t node = 0, d = 0;
+	if (n == 1 && p->prev_n > 0 && p->prev_h[0] != leaf[0]) {
+		/* A lone frame (a pseudo-frame for a stack the walker could
+		 * not walk) keeps the previous path for the next sample,
+		 * which most likely shares it. */
+		node = jp_pcct_child(t, p, 0, leaf[0]);
+		if (node == UINT32_MAX)
+			return jp_pcct_limit(t, p, weight);
+		jp_node *nd = jp_node_at(t, node);
+		nd->calls++;
+		if (jp.nmetrics)
+			nd->base[0] += weight;
+		p->samples++;
+		t->events++;
+		return 0;
+	}
 	/* The prefix shared with the previous sample: known nodes. */
 	while (d < n && d < p->prev_n && p->prev_h[d] == leaf[n - 1 - d]) {
 		node = p->prev_node[d];
@@ -124,14 +155,7 @@ int jp_pcct_add(jp_thread *t, jp_pcct *p, const uint32_t *leaf, uint32_t n, uint
 			 * were not all its own. Nodes made for the path so far
 			 * keep zero calls, which the reports leave out. */
 			p->prev_n = d;
-			jp_node *ln = jp_node_at(t, p->limit_node);
-			ln->calls++;
-			if (jp.nmetrics)
-				ln->base[0] += weight;
-			p->limited++;
-			p->samples++;
-			t->events++;
-			return 1;
+			return jp_pcct_limit(t, p, weight);
 		}
 		p->prev_h[d] = h;
 		p->prev_node[d] = c;

@@ -108,8 +108,8 @@ void JNICALL jp_cb_compiled_method_unload(jvmtiEnv *jvmti, jmethodID method, con
 	(void)jvmti;
 	/* The method may already be gone: use the registry only if it is there. */
 	uint32_t h = jp_mid_find(method);
-	jp_jitrec *r = jp_jit_new(JP_JIT_UNLOAD, code_addr, 0,
-				  strdup(h != UINT32_MAX ? jp_method_at(h)->name : "?unloaded"));
+	const char *name = h != UINT32_MAX ? __atomic_load_n(&jp_method_at(h)->name, __ATOMIC_ACQUIRE) : NULL;
+	jp_jitrec *r = jp_jit_new(JP_JIT_UNLOAD, code_addr, 0, strdup(name != NULL ? name : "?unloaded"));
 	if (r != NULL)
 		jp_list_push(&jp_jit_recs, r);
 }

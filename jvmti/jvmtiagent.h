@@ -41,8 +41,12 @@ int jp_mid_init(void);
  * unless mid is cached already; returns the cached handle. */
 uint32_t jp_mid_insert(jmethodID mid, uint32_t fresh);
 /* jp_mid_register_class makes the jmethodIDs of a prepared class and
- * registers its methods not seen yet; returns how many it registered. */
+ * reserves registry handles for its methods not seen yet, without names;
+ * returns how many it reserved. jp_mid_resolve names such a method at its
+ * first use; jp_mid_name_used names those a sampled tree uses (on a
+ * thread attached to the VM: -1 otherwise), and returns how many. */
 int jp_mid_register_class(jvmtiEnv *jvmti, jclass klass);
+int jp_mid_name_used(void);
 /* jp_class_name: "Ljava/lang/String;" -> "java/lang/String" (malloc'd). */
 char *jp_class_name(const char *sig);
 

@@ -40,7 +40,10 @@ static jp_midtab *jp_midtab_new(uint32_t cap)
 
 int jp_mid_init(void)
 {
-	jp_mids = jp_midtab_new(1u << 14);
+	/* The sampler registers every prepared method (tens of thousands in
+	 * a large program): sized for them, the table is not copied while
+	 * classes load. The other sources register the methods that run. */
+	jp_mids = jp_midtab_new(jpvm.sample ? 1u << 16 : 1u << 14);
 	return jp_mids != NULL ? 0 : -1;
 }
 
@@ -83,32 +86,34 @@ char *jp_class_name(const char *sig)
 	return strdup(sig);
 }
 
-/* jp_mid_register_named registers a method of the class named cname
- * (NULL: unknown), asking the VM for the method's name and type. */
-static uint32_t jp_mid_register_named(jvmtiEnv *jvmti, jmethodID mid, const char *cname)
+/* jp_mid_type is a method's type, from its modifiers. */
+static int jp_mid_type(jvmtiEnv *jvmti, jmethodID mid)
 {
-	char *mname = NULL, *msig = NULL;
 	jint mods = 0;
-
-	if ((*jvmti)->GetMethodName(jvmti, mid, &mname, &msig, NULL) != JVMTI_ERROR_NONE)
-		mname = msig = NULL;
 	(*jvmti)->GetMethodModifiers(jvmti, mid, &mods);
-
 	int is_static = (mods & 0x0008) != 0; /* ACC_STATIC */
 	int native = (mods & 0x0100) != 0;    /* ACC_NATIVE */
-	int type = native ? (is_static ? JP_T_NATIVE_STATIC : JP_T_NATIVE)
-			  : (is_static ? JP_T_INTERP_STATIC : JP_T_INTERP);
+	return native ? (is_static ? JP_T_NATIVE_STATIC : JP_T_NATIVE) : (is_static ? JP_T_INTERP_STATIC : JP_T_INTERP);
+}
+
+/* jp_mid_fullname is "class.name(sig)" for a method of the class named
+ * cname (NULL: unknown), malloc'd; NULL without memory. */
+static char *jp_mid_fullname(jvmtiEnv *jvmti, jmethodID mid, const char *cname)
+{
+	char *mname = NULL, *msig = NULL;
+	jvmtiError e = (*jvmti)->GetMethodName(jvmti, mid, &mname, &msig, NULL);
+	if (e == JVMTI_ERROR_INVALID_METHODID)
+		return strdup("<unloaded-method>"); /* its class is gone */
+	if (e != JVMTI_ERROR_NONE)
+		mname = msig = NULL;
 	char *name = NULL;
 	if (asprintf(&name, "%s.%s%s", cname ? cname : "?", mname ? mname : "?", msig ? msig : "") < 0)
 		name = NULL;
-	uint32_t h = jp_method_register(name != NULL ? name : "?", type);
-
-	free(name);
 	if (mname)
 		(*jvmti)->Deallocate(jvmti, (unsigned char *)mname);
 	if (msig)
 		(*jvmti)->Deallocate(jvmti, (unsigned char *)msig);
-	return h;
+	return name;
 }
 
 /* jp_klass_name is the name of a class (malloc'd), NULL if unknown. */
@@ -122,16 +127,40 @@ static char *jp_klass_name(jvmtiEnv *jvmti, jclass klass)
 	return cname;
 }
 
+/* jp_mid_name_class is the name of a method's declaring class (malloc'd),
+ * NULL if unknown. The class reference is local: deleted here, since the
+ * callers may name many methods in one native frame. */
+static char *jp_mid_name_class(jvmtiEnv *jvmti, JNIEnv *jni, jmethodID mid)
+{
+	jclass klass = NULL;
+	char *cname = NULL;
+	if ((*jvmti)->GetMethodDeclaringClass(jvmti, mid, &klass) == JVMTI_ERROR_NONE) {
+		cname = jp_klass_name(jvmti, klass);
+		if (jni != NULL)
+			(*jni)->DeleteLocalRef(jni, klass);
+	}
+	return cname;
+}
+
+/* jp_mid_name_now names the reserved method h of mid, asking the VM. */
+static void jp_mid_name_now(jvmtiEnv *jvmti, JNIEnv *jni, jmethodID mid, uint32_t h)
+{
+	char *cname = jp_mid_name_class(jvmti, jni, mid);
+	char *name = jp_mid_fullname(jvmti, mid, cname);
+	jp_method_name(h, name != NULL ? name : "?"); /* a class unloaded meanwhile: <unloaded-method> */
+	free(name);
+	free(cname);
+}
+
 /* jp_mid_register asks the VM for a method's name and type and registers
  * it with the engine. */
 static uint32_t jp_mid_register(jmethodID mid)
 {
 	jvmtiEnv *jvmti = jpvm.jvmti;
-	jclass klass = NULL;
-	char *cname = NULL;
-	if ((*jvmti)->GetMethodDeclaringClass(jvmti, mid, &klass) == JVMTI_ERROR_NONE)
-		cname = jp_klass_name(jvmti, klass);
-	uint32_t h = jp_mid_register_named(jvmti, mid, cname);
+	char *cname = jp_mid_name_class(jvmti, NULL, mid);
+	char *name = jp_mid_fullname(jvmti, mid, cname);
+	uint32_t h = jp_method_register(name != NULL ? name : "?", jp_mid_type(jvmti, mid));
+	free(name);
 	free(cname);
 	return h;
 }
@@ -141,30 +170,58 @@ int jp_mid_register_class(jvmtiEnv *jvmti, jclass klass)
 	jint n = 0;
 	jmethodID *ms = NULL;
 	/* This call is also what makes the methods' jmethodIDs exist, which
-	 * AsyncGetCallTrace needs to name a frame. */
+	 * AsyncGetCallTrace needs to name a frame. Names are left for later
+	 * (jp_mid_name_used): a program loads far more methods than its
+	 * samples ever show, and each name costs several VM calls. */
 	if ((*jvmti)->GetClassMethods(jvmti, klass, &n, &ms) != JVMTI_ERROR_NONE)
 		return 0;
-	char *cname = NULL;
 	int added = 0;
 	for (jint i = 0; i < n; i++) {
-		if (jp_mid_find(ms[i]) != UINT32_MAX)
-			continue;
-		if (cname == NULL && (cname = jp_klass_name(jvmti, klass)) == NULL)
-			cname = strdup("?");
-		jp_mid_insert(ms[i], jp_mid_register_named(jvmti, ms[i], cname));
-		added++;
+		/* A prepared class's methods are new, but for a class the
+		 * scan at VM init meets too: jp_mid_insert keeps the first
+		 * handle, and the spare one is never used. */
+		uint32_t h = jp_method_reserve(jp_mid_type(jvmti, ms[i]));
+		if (jp_mid_insert(ms[i], h) == h)
+			added++;
 	}
-	free(cname);
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)ms);
 	return added;
+}
+
+int jp_mid_name_used(void)
+{
+	jvmtiEnv *jvmti = jpvm.jvmti;
+	JNIEnv *jni = NULL;
+	if ((*jpvm.vm)->GetEnv(jpvm.vm, (void **)&jni, JNI_VERSION_1_6) != JNI_OK)
+		return -1;
+	/* Tables are never freed: the current one holds every method
+	 * inserted so far; one inserted meanwhile is not sampled yet. */
+	const jp_midtab *t = __atomic_load_n(&jp_mids, __ATOMIC_ACQUIRE);
+	int named = 0;
+	for (uint32_t i = 0; i <= t->mask; i++) {
+		jmethodID mid = __atomic_load_n(&t->slots[i].mid, __ATOMIC_ACQUIRE);
+		if (mid == NULL)
+			continue;
+		uint32_t h = t->slots[i].h;
+		const jp_method *m = jp_method_at(h);
+		if (__atomic_load_n(&m->used, __ATOMIC_RELAXED) && __atomic_load_n(&m->name, __ATOMIC_ACQUIRE) == NULL) {
+			jp_mid_name_now(jvmti, jni, mid, h);
+			named++;
+		}
+	}
+	return named;
 }
 
 uint32_t jp_mid_resolve(uintptr_t key)
 {
 	jmethodID mid = (jmethodID)key;
 	uint32_t h = jp_mid_find(mid);
-	if (h != UINT32_MAX)
+	if (h != UINT32_MAX) {
+		/* Reserved at class prepare: named on first need. */
+		if (__atomic_load_n(&jp_method_at(h)->name, __ATOMIC_ACQUIRE) == NULL)
+			jp_mid_name_now(jpvm.jvmti, NULL, mid, h);
 		return h;
+	}
 	/* Resolve outside the lock: JVMTI calls can take microseconds. Two
 	 * threads racing on one method register it twice; the loser's handle
 	 * is never used. */

@@ -21,9 +21,10 @@
  *
  * The handler is async-signal-safe: it reads the thread's state through
  * an initial-exec TLS pointer, maps jmethodIDs to registry handles with
- * the lock-free jp_mid_find (methods are registered at ClassPrepare, and
- * for the classes loaded before VM init, outside the handler; a miss is
- * the "<unknown-method>" pseudo-frame), writes into storage made at
+ * the lock-free jp_mid_find (methods get handles at ClassPrepare, and
+ * for the classes loaded before VM init, outside the handler, and their
+ * names only when a report needs them; a miss is the "<unknown-method>"
+ * pseudo-frame), writes into storage made at
  * thread start, and only counts what it cannot record. It runs with
  * SA_ONSTACK: while a Java thread runs Go code (a cgo callback) the Go
  * runtime gives it an alternate signal stack, and the handler must not
@@ -153,7 +154,8 @@ static void jp_sample_handler(int sig, siginfo_t *si, void *uc)
 		__atomic_fetch_add(&jps.st.reasons[r], 1, __ATOMIC_RELAXED);
 		s->path[0] = jps.reason_h[r];
 		n = 1;
-		s->prev_n = 0;
+		/* The previous walk's handles stay true (a jmethodID keeps
+		 * its handle): the next walk still reuses them. */
 	} else {
 		n = (uint32_t)tr.num_frames;
 		/* Root first: the outer frames mostly repeat the previous
@@ -366,7 +368,10 @@ static void JNICALL cb_class_prepare(jvmtiEnv *jvmti, JNIEnv *jni, jthread threa
 {
 	(void)jni;
 	(void)thread;
-	jp_mid_register_class(jvmti, klass);
+	uint64_t t0 = jp_clock_ns(CLOCK_MONOTONIC);
+	int n = jp_mid_register_class(jvmti, klass);
+	__atomic_fetch_add(&jps.st.prepared, (uint64_t)n, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&jps.st.prepare_ns, jp_clock_ns(CLOCK_MONOTONIC) - t0, __ATOMIC_RELAXED);
 }
 
 int jp_sampling_setup(jvmtiEnv *jvmti, jvmtiCapabilities *caps, jvmtiEventCallbacks *cb, char *err, int errlen)
@@ -486,15 +491,19 @@ void jp_sampling_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 {
 	/* Classes prepared before VM init (the start phase refuses
 	 * GetClassMethods) get their jmethodIDs now. */
+	uint64_t t0 = jp_clock_ns(CLOCK_MONOTONIC);
 	jint n = 0;
 	jclass *classes = NULL;
 	if ((*jvmti)->GetLoadedClasses(jvmti, &n, &classes) == JVMTI_ERROR_NONE) {
+		uint64_t added = 0;
 		for (jint i = 0; i < n; i++) {
-			jp_mid_register_class(jvmti, classes[i]);
+			added += (uint64_t)jp_mid_register_class(jvmti, classes[i]);
 			(*jni)->DeleteLocalRef(jni, classes[i]);
 		}
 		(*jvmti)->Deallocate(jvmti, (unsigned char *)classes);
+		__atomic_fetch_add(&jps.st.prepared, added, __ATOMIC_RELAXED);
 	}
+	__atomic_fetch_add(&jps.st.prepare_ns, jp_clock_ns(CLOCK_MONOTONIC) - t0, __ATOMIC_RELAXED);
 	/* VM init runs on the thread that goes on to run main(). */
 	jp_sampling_thread_start(jvmti, jni, thread);
 }

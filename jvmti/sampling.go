@@ -113,6 +113,10 @@ type SampleStats struct {
 	// Handler is the thread CPU time spent in the signal handler: the
 	// sampler's own cost on the sampled threads (signal delivery aside).
 	Handler time.Duration
+	// Prepare is the time spent making the methods' jmethodIDs and
+	// handles (Prepared of them) at class prepare and VM init.
+	Prepare  time.Duration
+	Prepared uint64
 }
 
 // SamplingStats reads the counters.
@@ -123,11 +127,20 @@ func SamplingStats() SampleStats {
 		Deep: uint64(st.deep), Limited: uint64(st.limited), Unowned: uint64(st.unowned),
 		TimerFailures: uint64(st.timer_failures), SetupFailures: uint64(st.setup_failures), Threads: uint64(st.threads),
 		Weight: time.Duration(st.weight_ns), PerfArmed: uint64(st.perf_armed), TimerArmed: uint64(st.timer_armed),
-		Handler: time.Duration(st.handler_ns)}
+		Handler: time.Duration(st.handler_ns), Prepare: time.Duration(st.prepare_ns), Prepared: uint64(st.prepared)}
 	for r := 0; r < C.JP_NREASONS; r++ {
 		if n := uint64(st.reasons[r]); n > 0 {
 			s.Failed[C.GoString(C.jp_sampling_reason(C.int(r)))] = n
 		}
 	}
 	return s
+}
+
+// NameSampledMethods gives their names to the methods the sampled trees
+// use: the sampler reserves a method's handle at class prepare and leaves
+// the VM calls that name it until a report needs it. It must run on a
+// thread attached to the VM; false if the calling thread is not.
+func NameSampledMethods() (named int, ok bool) {
+	n := C.jp_mid_name_used()
+	return int(n), n >= 0
 }

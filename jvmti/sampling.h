@@ -33,6 +33,8 @@ typedef struct jp_sample_stats {
 	uint64_t perf_armed;     /* cpu: threads armed with a perf task-clock event */
 	uint64_t timer_armed;    /* cpu: threads armed with a POSIX CPU timer */
 	uint64_t handler_ns;     /* thread CPU time spent in the handler (its own cost) */
+	uint64_t prepare_ns;     /* time spent making jmethodIDs at class prepare and VM init */
+	uint64_t prepared;       /* methods given a handle there */
 } jp_sample_stats;
 
 void jp_sampling_stats(jp_sample_stats *out);

@@ -105,11 +105,21 @@ func TestSampleMeanings(t *testing.T) {
 // prefix the tree update reuses): the C tree matches the reference.
 func TestSampleRandomStacks(t *testing.T) {
 	setup(t, 1<<14, 32)
-	hs, names := methods(6)
+	all, names := methods(8)
+	hs, lone := all[:6], all[6:] // lone: pseudo-frames, alone on their stack
 	want := newRef(names)
 	rng := rand.New(rand.NewSource(1))
 	var stack []uint32 // root first
 	for i := 0; i < 20000; i++ {
+		// Now and then a stack the walker could not walk: a lone
+		// pseudo-frame between two samples of the running program.
+		if rng.Intn(8) == 0 {
+			leaf := []uint32{lone[rng.Intn(len(lone))]}
+			w := uint64(1 + rng.Intn(1000))
+			require.False(t, Add(leaf, w))
+			want.add(leaf, w)
+			continue
+		}
 		// Pop a few frames, push a few: like a running program.
 		stack = stack[:rng.Intn(len(stack)+1)]
 		for k := rng.Intn(4); k > 0 && len(stack) < 12; k-- {
