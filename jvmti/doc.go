@@ -7,7 +7,7 @@
 // jmethodID; methodids.c names those methods in the engine's registry;
 // jit.c records compiled code; sampling.c is the sampling source
 // (SAMPLE=), whose signal handler walks stacks with AsyncGetCallTrace
-// into the engine's sampled trees; bci.c is the bytecode-instrumentation
+// into the engine's sampled trees; bci.c (with bci_classes.c) is the bytecode-instrumentation
 // source (option BCI): a ClassFileLoadHook hands class files to the ASM
 // transformer in java/agent, whose injected calls to static natives feed
 // the engine with no method event enabled, so the JIT stays on. Go sets

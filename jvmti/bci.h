@@ -1,0 +1,46 @@
+/*
+ * bci.h: what the bytecode-instrumentation source's two files share:
+ * bci.c (the events and their control) and bci_classes.c (rewriting and
+ * retransforming classes).
+ */
+#ifndef JP_BCI_H
+#define JP_BCI_H
+
+#include <pthread.h>
+#include "jvmtiagent.h"
+
+struct jp_bci_state {
+	char *jar;     /* jprof-bci.jar (with ASM inside), for the boot class path */
+	char *include; /* package prefixes, may be "" */
+	char *exclude;
+	char *roots;   /* ROOTS patterns, "" for every method */
+	volatile int ready;         /* Java side set up (after VM init) */
+	volatile int instrumenting; /* rewrite classes as they load */
+	jclass transformer;         /* global refs */
+	jclass probe;
+	jmethodID m_transform, m_wanted, m_init, m_roots;
+	/* Selective instrumentation: root methods (bit per handle) and
+	 * whether events outside them are dropped. */
+	volatile int selective;
+	uint8_t *root_bits;
+	uint32_t root_nbits;
+	uint64_t transformed, failed; /* classes rewritten / retransform failures */
+	uint64_t hook_calls, hook_ns; /* class file hooks that ran the transformer, and their time */
+};
+extern struct jp_bci_state bci;
+
+/* Inside the transformer: classes it loads itself are not rewritten. */
+extern __thread int bci_busy;
+/* Orders starting, retransformation and VM death. */
+extern pthread_mutex_t bci_lock;
+
+/* bci_notef says something in log-msg. */
+void bci_notef(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* bci_env is the calling thread's JNIEnv, NULL if it is not attached. */
+JNIEnv *bci_env(void);
+/* bci_retransform retransforms every loaded class the transformer wants
+ * (bci_lock held); bci_retransform_named those named (Java strings). */
+void bci_retransform(JNIEnv *jni);
+void bci_retransform_named(JNIEnv *jni, jobjectArray names);
+
+#endif /* JP_BCI_H */

@@ -1,0 +1,308 @@
+/*
+ * bci_classes.c: the BCI source's class rewriting. The class file hook
+ * hands class files to the Java transformer (ASM, in jprof-bci.jar on
+ * the boot class path); classes loaded before collection starts, or
+ * before the roots change, are retransformed. A class that cannot be
+ * rewritten stays as it was and is named in log-msg.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bci.h"
+
+/* jp_bci_configure is called by Go before jp_vm_setup: the source's jar
+ * (found beside this library), package filters and roots. */
+int jp_bci_configure(const char *include, const char *exclude, const char *roots, char *err, int errlen)
+{
+	Dl_info di;
+	if (dladdr((void *)jp_bci_configure, &di) == 0 || di.dli_fname == NULL) {
+		snprintf(err, errlen, "BCI: cannot tell where libjprof.so is");
+		return -1;
+	}
+	char *so = strdup(di.dli_fname);
+	char *dir = so ? dirname(so) : NULL;
+	char *jar = NULL;
+	if (dir == NULL || asprintf(&jar, "%s/jprof-bci.jar", dir) < 0) {
+		free(so);
+		snprintf(err, errlen, "BCI: no memory");
+		return -1;
+	}
+	free(so);
+	if (access(jar, R_OK) != 0) {
+		snprintf(err, errlen, "BCI: %s not found (make agent builds it beside libjprof.so)", jar);
+		free(jar);
+		return -1;
+	}
+	bci.jar = jar;
+	bci.include = strdup(include);
+	bci.exclude = strdup(exclude);
+	bci.roots = strdup(roots);
+	jpvm.bci = 1;
+	return 0;
+}
+
+/* jp_bci_onload adds the capabilities, puts the jar on the boot class
+ * path and turns the class file hook on (Agent_OnLoad). */
+int jp_bci_onload(jvmtiEnv *jvmti, char *err, int errlen)
+{
+	jvmtiCapabilities caps;
+	memset(&caps, 0, sizeof caps);
+	caps.can_retransform_classes = 1;
+	caps.can_generate_all_class_hook_events = 1;
+	jvmtiError e = (*jvmti)->AddCapabilities(jvmti, &caps);
+	if (e != JVMTI_ERROR_NONE) {
+		snprintf(err, errlen, "BCI: AddCapabilities(retransform classes) failed: JVMTI error %d", (int)e);
+		return -1;
+	}
+	e = (*jvmti)->AddToBootstrapClassLoaderSearch(jvmti, bci.jar);
+	if (e != JVMTI_ERROR_NONE) {
+		snprintf(err, errlen, "BCI: AddToBootstrapClassLoaderSearch(%s) failed: JVMTI error %d", bci.jar, (int)e);
+		return -1;
+	}
+	e = (*jvmti)->SetEventNotificationMode(jvmti, JVMTI_ENABLE, JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, NULL);
+	if (e != JVMTI_ERROR_NONE) {
+		snprintf(err, errlen, "BCI: enabling ClassFileLoadHook failed: JVMTI error %d", (int)e);
+		return -1;
+	}
+	return 0;
+}
+
+void JNICALL jp_bci_class_file_load(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefined, jobject loader,
+				    const char *name, jobject pd, jint len, const unsigned char *data,
+				    jint *new_len, unsigned char **new_data)
+{
+	(void)redefined;
+	(void)pd;
+	if (!bci.ready || !bci.instrumenting || bci_busy || name == NULL || jni == NULL || jp.dead)
+		return;
+	bci_busy = 1;
+	uint64_t t0 = jp_mono_ns();
+	if ((*jni)->PushLocalFrame(jni, 8) != 0) {
+		(*jni)->ExceptionClear(jni);
+		bci_busy = 0;
+		return;
+	}
+	jstring jname = (*jni)->NewStringUTF(jni, name);
+	jbyteArray in = (*jni)->NewByteArray(jni, len);
+	jbyteArray out = NULL;
+	if (jname != NULL && in != NULL) {
+		(*jni)->SetByteArrayRegion(jni, in, 0, len, (const jbyte *)data);
+		out = (jbyteArray)(*jni)->CallStaticObjectMethod(jni, bci.transformer, bci.m_transform, jname,
+								 (jboolean)(loader == NULL), in);
+	}
+	if ((*jni)->ExceptionCheck(jni)) {
+		(*jni)->ExceptionClear(jni);
+		out = NULL;
+		__atomic_add_fetch(&bci.failed, 1, __ATOMIC_RELAXED);
+		bci_notef("BCI: class %s left as it was: the transformer threw", name);
+	}
+	if (out != NULL) {
+		jint n = (*jni)->GetArrayLength(jni, out);
+		unsigned char *buf = NULL;
+		if (n > 0 && (*jvmti)->Allocate(jvmti, n, &buf) == JVMTI_ERROR_NONE) {
+			(*jni)->GetByteArrayRegion(jni, out, 0, n, (jbyte *)buf);
+			*new_data = buf;
+			*new_len = n;
+			__atomic_add_fetch(&bci.transformed, 1, __ATOMIC_RELAXED);
+		}
+	}
+	(*jni)->PopLocalFrame(jni, NULL);
+	__atomic_add_fetch(&bci.hook_calls, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&bci.hook_ns, jp_mono_ns() - t0, __ATOMIC_RELAXED);
+	bci_busy = 0;
+}
+
+JNIEnv *bci_env(void)
+{
+	JNIEnv *env = NULL;
+	if ((*jpvm.vm)->GetEnv(jpvm.vm, (void **)&env, JNI_VERSION_1_8) != JNI_OK)
+		return NULL;
+	return env;
+}
+
+/* bci_retransform_list retransforms classes (local refs, deleted here);
+ * classes that cannot be are named in log-msg and stay as they are. */
+static void bci_retransform_list(JNIEnv *jni, jclass *want, jint nw)
+{
+	jvmtiEnv *jvmti = jpvm.jvmti;
+	/* In batches; a batch that fails is retried class by class, so that
+	 * one class the VM refuses does not keep the others as they were. */
+	const jint batch = 256;
+	for (jint i = 0; i < nw; i += batch) {
+		jint m = nw - i < batch ? nw - i : batch;
+		jvmtiError e = (*jvmti)->RetransformClasses(jvmti, m, want + i);
+		if (e == JVMTI_ERROR_NONE)
+			continue;
+		for (jint j = i; j < i + m; j++) {
+			e = (*jvmti)->RetransformClasses(jvmti, 1, want + j);
+			if (e != JVMTI_ERROR_NONE) {
+				char *sig = NULL;
+				(*jvmti)->GetClassSignature(jvmti, want[j], &sig, NULL);
+				bci_notef("BCI: class %s left as it was: RetransformClasses: JVMTI error %d",
+					  sig ? sig : "?", (int)e);
+				__atomic_add_fetch(&bci.failed, 1, __ATOMIC_RELAXED);
+				if (sig)
+					(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
+			}
+		}
+	}
+	for (jint i = 0; i < nw; i++)
+		(*jni)->DeleteLocalRef(jni, want[i]);
+}
+
+/* bci_retransform_named retransforms the loaded classes of these names
+ * (selective instrumentation's queue), on the caller's thread. */
+void bci_retransform_named(JNIEnv *jni, jobjectArray names)
+{
+	jvmtiEnv *jvmti = jpvm.jvmti;
+	jint nn = (*jni)->GetArrayLength(jni, names);
+	char **want_names = calloc(nn > 0 ? nn : 1, sizeof(char *));
+	if (want_names == NULL)
+		return;
+	for (jint i = 0; i < nn; i++) {
+		jstring s = (jstring)(*jni)->GetObjectArrayElement(jni, names, i);
+		const char *u = s ? (*jni)->GetStringUTFChars(jni, s, NULL) : NULL;
+		if (u != NULL) {
+			want_names[i] = strdup(u);
+			(*jni)->ReleaseStringUTFChars(jni, s, u);
+		}
+		if (s)
+			(*jni)->DeleteLocalRef(jni, s);
+	}
+	jint n = 0;
+	jclass *classes = NULL;
+	if ((*jvmti)->GetLoadedClasses(jvmti, &n, &classes) == JVMTI_ERROR_NONE) {
+		jclass *want = calloc(n > 0 ? n : 1, sizeof(jclass));
+		jint nw = 0;
+		for (jint i = 0; i < n; i++) {
+			char *sig = NULL;
+			int keep = 0;
+			jboolean mod = JNI_FALSE;
+			if (want != NULL && (*jvmti)->GetClassSignature(jvmti, classes[i], &sig, NULL) == JVMTI_ERROR_NONE &&
+			    sig != NULL) {
+				size_t l = strlen(sig);
+				if (l > 2 && sig[0] == 'L' && sig[l - 1] == ';') {
+					for (jint k = 0; k < nn && !keep; k++)
+						keep = want_names[k] != NULL && strlen(want_names[k]) == l - 2 &&
+						       strncmp(want_names[k], sig + 1, l - 2) == 0;
+				}
+				(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
+			}
+			if (keep && (*jvmti)->IsModifiableClass(jvmti, classes[i], &mod) == JVMTI_ERROR_NONE && mod)
+				want[nw++] = classes[i];
+			else
+				(*jni)->DeleteLocalRef(jni, classes[i]);
+		}
+		pthread_mutex_lock(&bci_lock);
+		if (bci.instrumenting && !jp.dead)
+			bci_retransform_list(jni, want, nw);
+		else
+			for (jint i = 0; i < nw; i++)
+				(*jni)->DeleteLocalRef(jni, want[i]);
+		pthread_mutex_unlock(&bci_lock);
+		free(want);
+		(*jvmti)->Deallocate(jvmti, (unsigned char *)classes);
+	}
+	for (jint i = 0; i < nn; i++)
+		free(want_names[i]);
+	free(want_names);
+}
+
+/* bci_retransform retransforms the loaded classes the transformer
+ * wants. Called with bci_lock held, on a thread attached to the VM. */
+void bci_retransform(JNIEnv *jni)
+{
+	jvmtiEnv *jvmti = jpvm.jvmti;
+	jint n = 0;
+	jclass *classes = NULL;
+	if ((*jvmti)->GetLoadedClasses(jvmti, &n, &classes) != JVMTI_ERROR_NONE) {
+		bci_notef("BCI: GetLoadedClasses failed: loaded classes not instrumented");
+		return;
+	}
+	jclass *want = calloc(n > 0 ? n : 1, sizeof(jclass));
+	jint nw = 0;
+	for (jint i = 0; i < n; i++) {
+		jboolean mod = JNI_FALSE;
+		char *sig = NULL;
+		jobject loader = NULL;
+		int keep = 0;
+		if ((*jvmti)->IsModifiableClass(jvmti, classes[i], &mod) == JVMTI_ERROR_NONE && mod &&
+		    (*jvmti)->GetClassSignature(jvmti, classes[i], &sig, NULL) == JVMTI_ERROR_NONE && sig != NULL) {
+			size_t l = strlen(sig);
+			if (l > 2 && sig[0] == 'L' && sig[l - 1] == ';' &&
+			    (*jvmti)->GetClassLoader(jvmti, classes[i], &loader) == JVMTI_ERROR_NONE) {
+				sig[l - 1] = 0;
+				jstring jname = (*jni)->NewStringUTF(jni, sig + 1);
+				if (jname != NULL)
+					keep = (*jni)->CallStaticBooleanMethod(jni, bci.transformer, bci.m_wanted, jname,
+									       (jboolean)(loader == NULL));
+				if ((*jni)->ExceptionCheck(jni)) {
+					(*jni)->ExceptionClear(jni);
+					keep = 0;
+				}
+				if (jname != NULL)
+					(*jni)->DeleteLocalRef(jni, jname);
+				if (loader != NULL)
+					(*jni)->DeleteLocalRef(jni, loader);
+			}
+		}
+		if (sig != NULL)
+			(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
+		if (keep && want != NULL)
+			want[nw++] = classes[i];
+		else
+			(*jni)->DeleteLocalRef(jni, classes[i]);
+	}
+	if (want != NULL)
+		bci_retransform_list(jni, want, nw);
+	free(want);
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)classes);
+}
+
+/* jp_bci_roots changes the roots of selective instrumentation (""
+ * or "all": every method) and re-instruments the loaded classes; a new
+ * collection epoch starts if collecting. Returns 0, or -1 with err. */
+int jp_bci_roots(const char *roots, char *err, int errlen)
+{
+	JNIEnv *jni = bci_env();
+	if (!bci.ready || jni == NULL) {
+		snprintf(err, errlen, "BCI is not set up (yet)");
+		return -1;
+	}
+	pthread_mutex_lock(&bci_lock);
+	int rc = 0;
+	jstring s = (*jni)->NewStringUTF(jni, roots);
+	if (s != NULL)
+		(*jni)->CallStaticVoidMethod(jni, bci.transformer, bci.m_roots, s);
+	jthrowable ex = (*jni)->ExceptionOccurred(jni);
+	if (s == NULL || ex != NULL) {
+		(*jni)->ExceptionClear(jni);
+		snprintf(err, errlen, "bad roots %s", roots);
+		if (ex != NULL) {
+			jclass tc = (*jni)->GetObjectClass(jni, ex);
+			jmethodID gm = (*jni)->GetMethodID(jni, tc, "getMessage", "()Ljava/lang/String;");
+			jstring m = gm ? (jstring)(*jni)->CallObjectMethod(jni, ex, gm) : NULL;
+			(*jni)->ExceptionClear(jni);
+			const char *u = m ? (*jni)->GetStringUTFChars(jni, m, NULL) : NULL;
+			if (u != NULL) {
+				snprintf(err, errlen, "%s", u);
+				(*jni)->ReleaseStringUTFChars(jni, m, u);
+			}
+		}
+		rc = -1;
+	} else {
+		memset(bci.root_bits, 0, bci.root_nbits / 8 + 1);
+		bci.selective = roots[0] != 0 && strcmp(roots, "all") != 0;
+		if (bci.instrumenting)
+			bci_retransform(jni);
+		if (jp.collecting)
+			jp_collect(1);
+	}
+	pthread_mutex_unlock(&bci_lock);
+	return rc;
+}
