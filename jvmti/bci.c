@@ -53,21 +53,6 @@ static inline uintptr_t bci_key(jint id)
 	return ((uintptr_t)(uint32_t)id + 1) << 1;
 }
 
-/* bci_thread makes the calling Java thread's record at its first event. */
-static __attribute__((noinline)) jp_thread *bci_thread(void)
-{
-	jvmtiEnv *jvmti = jpvm.jvmti;
-	jvmtiThreadInfo info;
-	memset(&info, 0, sizeof info);
-	const char *name = "unknown";
-	if ((*jvmti)->GetThreadInfo(jvmti, NULL, &info) == JVMTI_ERROR_NONE && info.name)
-		name = info.name;
-	jp_thread *t = jp_thread_attach(name);
-	if (info.name)
-		(*jvmti)->Deallocate(jvmti, (unsigned char *)info.name);
-	return t;
-}
-
 /* With ROOTS, a thread's depth of root frames: events of other methods
  * count only inside one. Reset with each collection epoch. */
 static __thread struct {
@@ -106,7 +91,7 @@ static inline void bci_event(jint id, int tr)
 	if (__builtin_expect(bci.selective, 0) && !bci_inside_roots(id, tr))
 		return;
 	jp_thread *t = jp_thread_self();
-	if (__builtin_expect(t == NULL, 0) && (t = bci_thread()) == NULL)
+	if (__builtin_expect(t == NULL, 0) && (t = jp_vm_thread(jpvm.jvmti, NULL)) == NULL)
 		return;
 	jp_event(t, bci_key(id), tr);
 }

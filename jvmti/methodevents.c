@@ -14,7 +14,7 @@
 const jp_source jp_methodevents = { "jvmti-method-events", jp_mid_resolve };
 
 /* jp_vm_thread makes the calling thread's record at its first event,
- * named as the VM names it. */
+ * named as the VM names it (thread NULL: the calling thread). */
 jp_thread *jp_vm_thread(jvmtiEnv *jvmti, jthread thread)
 {
 	if (jp_vt_mode == JP_VT_TRACKED) {
@@ -25,7 +25,8 @@ jp_thread *jp_vm_thread(jvmtiEnv *jvmti, jthread thread)
 	jvmtiThreadInfo info;
 	memset(&info, 0, sizeof info);
 	const char *name = "unknown";
-	if (thread != NULL && (*jvmti)->GetThreadInfo(jvmti, thread, &info) == JVMTI_ERROR_NONE && info.name)
+	/* thread NULL: the calling thread (JVMTI's rule) */
+	if ((*jvmti)->GetThreadInfo(jvmti, thread, &info) == JVMTI_ERROR_NONE && info.name)
 		name = info.name;
 	jp_thread *t = jp_thread_attach(name);
 	if (info.name)
