@@ -128,7 +128,13 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 	case opts.BCI:
 		a.source = jvmti.BCI{}
 		cfg.BCI = &jvmti.BCIConfig{Include: opts.Include, Exclude: opts.Exclude, Roots: opts.Roots,
-			Note: func(msg string) { a.log.Warn(msg) }}
+			Note: func(msg string) {
+				if m, ok := strings.CutPrefix(msg, "info: "); ok {
+					a.log.Info(m)
+					return
+				}
+				a.log.Warn(msg)
+			}}
 	}
 	if err := jvmti.Setup(vm, a, cfg); err != nil {
 		a.log.Error("JVMTI setup failed", zap.Error(err))
@@ -202,7 +208,7 @@ func (a *agent) setupPTT() error {
 // programs itself and a pttd listens at the default socket; otherwise
 // ptt.Setup picks the best backend this process can have.
 func (a *agent) pttSetup(metrics []ptt.Metric) (ptt.Status, error) {
-	cfg := ptt.Config{Metrics: metrics, Force: a.opts.PTT}
+	cfg := ptt.Config{Metrics: metrics, Force: a.opts.PTT, NoTSC: a.opts.NoTSC}
 	wantBPF := len(metrics) > 0 && (cfg.Force == ptt.None || cfg.Force == ptt.BPF)
 	sock := a.opts.PTTD
 	if sock == "" {
@@ -372,7 +378,8 @@ func (a *agent) VMDeath() {
 	if b, ok := a.source.(jvmti.BCI); ok {
 		st := b.Stats()
 		a.log.Info("BCI summary", zap.Uint64("classesRewritten", st.Rewritten), zap.Uint64("classesLeftAsTheyWere", st.Failed),
-			zap.Uint64("transformerCalls", st.Hooks), zap.Duration("transformerTime", st.HookTime))
+			zap.Uint64("transformerCalls", st.Hooks), zap.Duration("transformerTime", st.HookTime),
+			zap.Uint64("retransformCalls", st.Retransforms), zap.Duration("retransformTime", st.RetransformTime))
 	}
 	a.log.Info("VM death")
 	a.closeLog()

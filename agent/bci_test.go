@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -302,6 +303,25 @@ func TestBCIRoots(t *testing.T) {
 		"BCICases$Base.<init>(I)V": 20, "BCICases$Derived.body(I)V": 20}, methodCalls(p))
 	gen := r.ReadFile(t, "gen")
 	assert.Equal(t, 20, strings.Count(gen, "<! I:BCICases$Derived.<init>(I)V "))
+}
+
+// A chain through ten classes that ran (and were compiled) outside the
+// root before the root's first call: each method is instrumented, by
+// retransformation, before its caller's body runs, so the chain's counts
+// under the root are exact from the first call, and nothing is counted
+// outside it.
+func TestBCIRootsChainExact(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "RootsChain", Args: []string{"20000", "10"},
+		Options: "BCI,CALLTREE,START,NORTDRIVER,ROOTS=RootsChain.root"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	p := r.LogRT(t, 1)
+	checkBalanced(t, p)
+	want := map[string]uint64{"RootsChain.root(I)J": 10}
+	for i := 0; i < 10; i++ {
+		want[fmt.Sprintf("RootsChain$C%d.m(I)J", i)] = 10
+	}
+	assert.Equal(t, want, methodCalls(p))
+	assert.Regexp(t, `"retransformCalls": [1-9]`, r.ReadFile(t, "msg"), "the chain's classes were loaded before the root ran")
 }
 
 // rtdriver roots= re-instruments a running JVM: first one leaf method,

@@ -49,6 +49,9 @@ type Options struct {
 	LogPrefix string
 	// PTT forces a backend; ptt.None means choose the best available.
 	PTT ptt.Backend
+	// NoTSC makes the bpf and perf PTT reads take the vDSO clock each
+	// time instead of scaling the TSC.
+	NoTSC bool
 	// PTTD is the socket of a jprof pttd to ask for the eBPF work area.
 	PTTD string
 	// RTDriver listens for rtdriver commands on Host:Port (Port 0: the
@@ -167,6 +170,10 @@ var optionSpecs = []optionSpec{
 			return err
 		}
 		o.PTT = b
+		return nil
+	}},
+	{name: "TSC", help: "bpf and perf PTT reads scale the TSC when the kernel keeps time with it (default on; NOTSC: a vDSO clock read each time)", set: func(o *Options, v string, on bool) error {
+		o.NoTSC = !on
 		return nil
 	}},
 	{name: "PTTD", hasValue: true, help: "socket of a jprof pttd to get the eBPF PTT from when the JVM cannot load it (default /run/libjprof-pttd.sock if present)",

@@ -133,7 +133,7 @@ typedef struct jp_node {
 	uint8_t pad;
 	uint16_t seqkey; /* key of *seq, the last sequence counted here; JP_NOKEY if none */
 	uint32_t method; /* registry handle; unused for the root */
-	uint32_t pad2;
+	uint32_t seqs;   /* 1 + index of the node's own group of JP_SEQ_GROUP counts, 0 if none yet */
 	struct jp_seqcount *seq; /* owner-only cache: most events of a node repeat its last key */
 	uint64_t calls;  /* entries into this context */
 	uint64_t excs;   /* exits from it by exception */
@@ -173,7 +173,13 @@ static inline uint64_t jp_overhead(uint64_t min, uint64_t env)
 
 /* How many events of one key were attributed to one node: what lets the
  * reports calibrate with the final minima instead of those current when
- * each event happened. */
+ * each event happened. A node's keys after its first have adjacent counts,
+ * JP_SEQ_GROUP of them allocated together (a count of 0 is a free place;
+ * readers add 0 for it), so that a node switching between its few keys
+ * touches one place in memory instead of probing a thread-wide map (a
+ * cache miss per event on trees of millions of nodes); keys beyond those
+ * go through the map (event.c). */
+#define JP_SEQ_GROUP 4
 typedef struct jp_seqcount {
 	uint32_t node;
 	uint32_t key;
@@ -364,6 +370,16 @@ void jp_vthread_end(jp_thread *vt);
  * source's key of the method entered or exited; tr an enum jp_transition.
  * Sources call it first thing: it makes the Early Read. */
 void jp_event(jp_thread *t, uintptr_t key, int tr);
+
+/* jp_event_skip makes what the thread ran since its last event's Late
+ * Read invisible to every metric, as if the next event followed at once:
+ * for work a source does on the thread between events (the agent's own,
+ * not the program's). */
+static inline void jp_event_skip(jp_thread *t)
+{
+	if (jp.nmetrics)
+		jp_ptt_read(&t->ptt, &t->last);
+}
 
 /* jp_thread_stale says whether t's next event is its first in a new
  * collection epoch: its shadow stack is then discarded (jp_event), or

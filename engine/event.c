@@ -47,7 +47,64 @@ uint32_t jp_child(jp_thread *t, uint32_t parent, uintptr_t key, int other)
 	return n;
 }
 
-/* jp_seq_count counts one event of key attributed to node. */
+/* jp_seq_new appends a count of key for node, holding n (no memory:
+ * NULL, and nothing is counted). */
+static inline jp_seqcount *jp_seq_new(jp_thread *t, uint32_t node, uint32_t key)
+{
+	uint32_t i = jp_arena_push(&t->seqs);
+	if (i == UINT32_MAX) {
+		t->alloc_failures++;
+		return NULL;
+	}
+	jp_seqcount *sc = jp_seq_at(t, i);
+	sc->node = node;
+	sc->key = key;
+	sc->count = 1;
+	jp_arena_publish(&t->seqs, i);
+	return sc;
+}
+
+/* jp_seq_group finds key in the node's group of counts, claiming a free
+ * place for it, and makes the group the first time. NULL when the group
+ * is full or there is no memory for one: the caller uses the map. */
+static inline jp_seqcount *jp_seq_group(jp_thread *t, jp_node *np, uint32_t node, uint32_t key)
+{
+	if (np->seqs == 0) {
+		/* The group must not straddle two arena chunks: pad to the
+		 * next chunk when it would (at most JP_NCHUNKS times). */
+		uint32_t i = t->seqs.n;
+		while (jp_arena_chunk_of(i) != jp_arena_chunk_of(i + JP_SEQ_GROUP - 1)) {
+			if (jp_arena_push(&t->seqs) != i)
+				return NULL;
+			jp_seq_at(t, i)->node = node;
+			jp_arena_publish(&t->seqs, i);
+			i++;
+		}
+		if (jp_arena_push(&t->seqs) != i) /* the chunk holding the whole group */
+			return NULL;
+		for (uint32_t j = 0; j < JP_SEQ_GROUP; j++)
+			jp_seq_at(t, i + j)->node = node;
+		jp_arena_publish(&t->seqs, i + JP_SEQ_GROUP - 1);
+		np->seqs = i + 1;
+	}
+	jp_seqcount *c = jp_seq_at(t, np->seqs - 1);
+	for (int j = 0; j < JP_SEQ_GROUP; j++) {
+		if (c[j].count == 0) {
+			c[j].key = key;
+			/* A live reader must not see the count before the key. */
+			__atomic_thread_fence(__ATOMIC_RELEASE);
+			return &c[j];
+		}
+		if (c[j].key == key)
+			return &c[j];
+	}
+	return NULL;
+}
+
+/* jp_seq_count counts one event of key attributed to node. A node's
+ * first key gets a count of its own (most nodes are leaves, with one
+ * key: entry to exit); its next keys share a group, where the first
+ * key may get a second count when it comes back (readers add them). */
 static inline void jp_seq_count(jp_thread *t, jp_node *np, uint32_t node, uint32_t key)
 {
 	if (__builtin_expect(np->seqkey == key, 1)) {
@@ -55,26 +112,25 @@ static inline void jp_seq_count(jp_thread *t, jp_node *np, uint32_t node, uint32
 		return;
 	}
 	jp_seqcount *sc;
-	jp_slot *s = jp_map_find(&t->seqmap, (uintptr_t)key + 1, node);
-	if (s->k1 != 0) {
-		sc = jp_seq_at(t, s->val);
+	if (np->seq == NULL) {
+		sc = jp_seq_new(t, node, key);
+	} else if ((sc = jp_seq_group(t, np, node, key)) != NULL) {
 		sc->count++;
 	} else {
-		uint32_t i = jp_arena_push(&t->seqs);
-		if (i == UINT32_MAX) {
-			t->alloc_failures++;
-			return;
-		}
-		sc = jp_seq_at(t, i);
-		sc->node = node;
-		sc->key = key;
-		sc->count = 1;
-		jp_arena_publish(&t->seqs, i);
-		if (jp_map_put(&t->seqmap, s, (uintptr_t)key + 1, node, i) != 0) {
-			t->alloc_failures++;
-			return; /* counted, but not cached either */
+		jp_slot *s = jp_map_find(&t->seqmap, (uintptr_t)key + 1, node);
+		if (s->k1 != 0) {
+			sc = jp_seq_at(t, s->val);
+			sc->count++;
+		} else {
+			sc = jp_seq_new(t, node, key);
+			if (sc != NULL && jp_map_put(&t->seqmap, s, (uintptr_t)key + 1, node, t->seqs.n - 1) != 0) {
+				t->alloc_failures++;
+				return; /* counted, but not cached either */
+			}
 		}
 	}
+	if (sc == NULL)
+		return;
 	np->seqkey = (uint16_t)key;
 	np->seq = sc;
 }

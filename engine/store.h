@@ -16,14 +16,19 @@ static inline uint64_t jp_mix(uint64_t x)
 	return x;
 }
 
+/* jp_arena_chunk_of is the chunk holding element i. */
+static inline int jp_arena_chunk_of(uint32_t i)
+{
+	return 63 - __builtin_clzll((uint64_t)i + (1u << JP_CHUNK0_SHIFT)) - JP_CHUNK0_SHIFT;
+}
+
 /* jp_arena_push makes room for one more zeroed element and returns its
  * index without publishing it (jp_arena_publish does, once it is filled
  * in), or UINT32_MAX when memory runs out. */
 static inline uint32_t jp_arena_push(jp_arena *a)
 {
 	uint32_t i = a->n;
-	uint64_t j = (uint64_t)i + (1u << JP_CHUNK0_SHIFT);
-	int k = 63 - __builtin_clzll(j) - JP_CHUNK0_SHIFT;
+	int k = jp_arena_chunk_of(i);
 	if (k >= JP_NCHUNKS)
 		return UINT32_MAX;
 	if (a->chunks[k] == NULL) {
@@ -61,8 +66,7 @@ static inline int jp_arena_reserve(jp_arena *a, uint32_t n)
 static inline uint32_t jp_arena_push_ready(jp_arena *a)
 {
 	uint32_t i = a->n;
-	uint64_t j = (uint64_t)i + (1u << JP_CHUNK0_SHIFT);
-	int k = 63 - __builtin_clzll(j) - JP_CHUNK0_SHIFT;
+	int k = jp_arena_chunk_of(i);
 	if (k >= JP_NCHUNKS || __atomic_load_n(&a->chunks[k], __ATOMIC_ACQUIRE) == NULL)
 		return UINT32_MAX;
 	return i;

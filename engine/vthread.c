@@ -23,7 +23,7 @@ jp_thread *jp_vthread_new(const char *name, int tid)
 
 /* jp_switch_read is the reading at a switch, through the OS thread's
  * registration. */
-static inline void jp_switch_read(const jp_thread *t, jp_ptt_reading *r)
+static inline void jp_switch_read(jp_thread *t, jp_ptt_reading *r)
 {
 	if (jp.nmetrics)
 		jp_ptt_read(&t->ptt, r);

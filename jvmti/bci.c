@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bci.h"
 
@@ -84,37 +85,81 @@ static __attribute__((noinline)) int bci_inside_roots(jint id, int tr)
 	return bci_rd.depth > 0;
 }
 
-static inline void bci_event(jint id, int tr)
+/* Selective instrumentation grows as it runs: a method that runs inside
+ * a root for the first time has the transformer instrument, there and
+ * then on this thread, the classes its calls may reach (Transformer.expand),
+ * so that its calls are seen from the first. Once per method of the
+ * subgraph (bit per handle). */
+static inline int bci_has_run(jint id)
+{
+	uint32_t h = (uint32_t)id;
+	return bci.run_bits == NULL || h >= bci.root_nbits ||
+	       (__atomic_load_n(&bci.run_bits[h >> 3], __ATOMIC_RELAXED) >> (h & 7) & 1);
+}
+
+/* bci_first_run claims the first run of a method: 1 for the one thread
+ * that is to expand it. */
+static inline int bci_first_run(jint id)
+{
+	uint32_t h = (uint32_t)id;
+	uint8_t bit = (uint8_t)(1u << (h & 7));
+	return !(__atomic_fetch_or(&bci.run_bits[h >> 3], bit, __ATOMIC_RELAXED) & bit);
+}
+
+static __attribute__((noinline)) void bci_expand(JNIEnv *env, jint id)
+{
+	if (env == NULL || bci.m_expand == NULL)
+		return;
+	/* Not bci_busy: the retransformation it makes runs the class file
+	 * hook on this thread, which must rewrite. */
+	(*env)->CallStaticVoidMethod(env, bci.transformer, bci.m_expand, id);
+	if ((*env)->ExceptionCheck(env))
+		(*env)->ExceptionClear(env);
+}
+
+/* bci_runs_reset forgets which methods ran (the roots changed). */
+void bci_runs_reset(void)
+{
+	if (bci.run_bits != NULL)
+		memset(bci.run_bits, 0, bci.root_nbits / 8 + 1);
+}
+
+static inline void bci_event(JNIEnv *env, jint id, int tr)
 {
 	if (!__atomic_load_n(&jp.collecting, __ATOMIC_RELAXED))
 		return;
-	if (__builtin_expect(bci.selective, 0) && !bci_inside_roots(id, tr))
-		return;
+	int expand = 0;
+	if (__builtin_expect(bci.selective, 0)) {
+		if (!bci_inside_roots(id, tr))
+			return;
+		expand = tr == JP_TR_ENTRY && !bci_has_run(id) && bci_first_run(id);
+	}
 	jp_thread *t = jp_thread_self();
 	if (__builtin_expect(t == NULL, 0) && (t = jp_vm_thread(jpvm.jvmti, NULL)) == NULL)
 		return;
 	jp_event(t, bci_key(id), tr);
+	if (__builtin_expect(expand, 0)) {
+		bci_expand(env, id);
+		jp_event_skip(t); /* the agent's work, not the method's */
+	}
 }
 
 static void JNICALL bci_enter(JNIEnv *env, jclass c, jint id)
 {
-	(void)env;
 	(void)c;
-	bci_event(id, JP_TR_ENTRY);
+	bci_event(env, id, JP_TR_ENTRY);
 }
 
 static void JNICALL bci_exit(JNIEnv *env, jclass c, jint id)
 {
-	(void)env;
 	(void)c;
-	bci_event(id, JP_TR_EXIT);
+	bci_event(env, id, JP_TR_EXIT);
 }
 
 static void JNICALL bci_unwind(JNIEnv *env, jclass c, jint id)
 {
-	(void)env;
 	(void)c;
-	bci_event(id, JP_TR_EXCEPTION);
+	bci_event(env, id, JP_TR_EXCEPTION);
 }
 
 static jint JNICALL bci_register(JNIEnv *env, jclass c, jstring name, jint type)
@@ -169,6 +214,68 @@ void bci_notef(const char *fmt, ...)
 	va_end(ap);
 	jpGoBCINote(buf);
 }
+/*
+ * bci_keep_out_of_c2 adds a compiler directive that keeps the agent's own
+ * Java classes (the transformer and the ASM inside it) out of C2. They
+ * run once per class load, but on large classes their loops get hot
+ * enough for C2, which then compiles ClassReader.readCode, thousands of
+ * bytecodes with everything it inlines, several times over (on-stack
+ * replacement, then again after each deoptimization): measured on javac,
+ * more C2 time than the program's own code takes, competing with the
+ * program for the CPUs. C1 compiles them quickly and well enough.
+ *
+ * No JVMTI function reaches the compiler, but the diagnostic command
+ * Compiler.directives_add does (what jcmd would send): it is reached
+ * through jdk.management's DiagnosticCommandImpl, whose native library
+ * its provider class loads. JNI calls ignore the module boundaries that
+ * hide these from Java code. The directive is read from a file, removed
+ * once added. Any failure leaves the JIT as it was and says so.
+ */
+static void bci_keep_out_of_c2(JNIEnv *jni)
+{
+	static const char directive[] = "[{ match: [\"libjprof/bci/*.*\"], c2: { Exclude: true } }]\n";
+	char path[] = "/tmp/libjprof-directive-XXXXXX";
+	const char *why = NULL;
+	int fd = mkstemp(path);
+	if (fd < 0 || write(fd, directive, sizeof directive - 1) != (ssize_t)(sizeof directive - 1)) {
+		why = "cannot write the directive file";
+		goto out;
+	}
+	jclass prov = (*jni)->FindClass(jni, "com/sun/management/internal/PlatformMBeanProviderImpl");
+	jclass dc = prov ? (*jni)->FindClass(jni, "com/sun/management/internal/DiagnosticCommandImpl") : NULL;
+	jmethodID get = dc ? (*jni)->GetStaticMethodID(jni, dc, "getDiagnosticCommandMBean", "()Lcom/sun/management/DiagnosticCommandMBean;") : NULL;
+	jmethodID exec = dc ? (*jni)->GetMethodID(jni, dc, "executeDiagnosticCommand", "(Ljava/lang/String;)Ljava/lang/String;") : NULL;
+	jobject mb = get ? (*jni)->CallStaticObjectMethod(jni, dc, get) : NULL;
+	if (mb == NULL || exec == NULL || (*jni)->ExceptionCheck(jni)) {
+		why = "jdk.management's diagnostic commands are not reachable";
+		goto out;
+	}
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "Compiler.directives_add %s", path);
+	jstring jcmd = (*jni)->NewStringUTF(jni, cmd);
+	jstring res = jcmd ? (*jni)->CallObjectMethod(jni, mb, exec, jcmd) : NULL;
+	if (res == NULL || (*jni)->ExceptionCheck(jni)) {
+		why = "Compiler.directives_add failed";
+		goto out;
+	}
+	const char *r = (*jni)->GetStringUTFChars(jni, res, NULL);
+	if (r == NULL || strstr(r, "1 compiler directives added") == NULL)
+		why = "Compiler.directives_add did not add it";
+	if (r != NULL)
+		(*jni)->ReleaseStringUTFChars(jni, res, r);
+out:
+	if ((*jni)->ExceptionCheck(jni))
+		(*jni)->ExceptionClear(jni);
+	if (fd >= 0) {
+		close(fd);
+		unlink(path);
+	}
+	if (why != NULL)
+		bci_notef("BCI: %s: the agent's transformer may be compiled by C2 (more JIT work while classes load)", why);
+	else
+		bci_notef("info: BCI: the agent's transformer classes are kept out of C2 (a compiler directive), so that rewriting classes costs the program little JIT time");
+}
+
 /* jp_bci_vm_init sets the Java side up (VM init, on the main thread) and,
  * if collection started at load, instruments what loaded before. */
 void jp_bci_vm_init(JNIEnv *jni)
@@ -185,6 +292,7 @@ void jp_bci_vm_init(JNIEnv *jni)
 	};
 	bci.root_nbits = jp.max_methods;
 	bci.root_bits = calloc(jp.max_methods / 8 + 1, 1);
+	bci.run_bits = calloc(jp.max_methods / 8 + 1, 1);
 	bci_busy = 1;
 	jclass p = (*jni)->FindClass(jni, "libjprof/bci/Probe");
 	jclass t = p ? (*jni)->FindClass(jni, "libjprof/bci/Transformer") : NULL;
@@ -203,20 +311,22 @@ void jp_bci_vm_init(JNIEnv *jni)
 	bci.m_wanted = (*jni)->GetStaticMethodID(jni, t, "wanted", "(Ljava/lang/String;Z)Z");
 	bci.m_init = (*jni)->GetStaticMethodID(jni, t, "init", "(Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;)V");
 	bci.m_roots = (*jni)->GetStaticMethodID(jni, t, "setRoots", "(Ljava/lang/String;)V");
-	if (bci.m_transform && bci.m_wanted && bci.m_init && bci.m_roots) {
+	bci.m_expand = (*jni)->GetStaticMethodID(jni, t, "expand", "(I)V");
+	if (bci.m_transform && bci.m_wanted && bci.m_init && bci.m_roots && bci.m_expand) {
 		jstring inc = (*jni)->NewStringUTF(jni, bci.include);
 		jstring exc = (*jni)->NewStringUTF(jni, bci.exclude);
 		jstring roots = (*jni)->NewStringUTF(jni, bci.roots);
 		(*jni)->CallStaticVoidMethod(jni, t, bci.m_init, inc, exc, roots);
 		bci.selective = bci.roots[0] != 0 && strcmp(bci.roots, "all") != 0;
 	}
-	if ((*jni)->ExceptionCheck(jni) || !bci.m_transform || !bci.m_wanted || !bci.m_init || !bci.m_roots) {
+	if ((*jni)->ExceptionCheck(jni) || !bci.m_transform || !bci.m_wanted || !bci.m_init || !bci.m_roots || !bci.m_expand) {
 		(*jni)->ExceptionDescribe(jni);
 		(*jni)->ExceptionClear(jni);
 		bci_busy = 0;
 		bci_notef("BCI: the transformer could not be set up: nothing is instrumented");
 		return;
 	}
+	bci_keep_out_of_c2(jni);
 	bci_busy = 0;
 	pthread_mutex_lock(&bci_lock);
 	bci.ready = 1;
@@ -264,4 +374,6 @@ void jp_bci_stats(uint64_t *out)
 	out[1] = __atomic_load_n(&bci.failed, __ATOMIC_RELAXED);
 	out[2] = __atomic_load_n(&bci.hook_calls, __ATOMIC_RELAXED);
 	out[3] = __atomic_load_n(&bci.hook_ns, __ATOMIC_RELAXED);
+	out[4] = __atomic_load_n(&bci.retransforms, __ATOMIC_RELAXED);
+	out[5] = __atomic_load_n(&bci.retransform_ns, __ATOMIC_RELAXED);
 }

@@ -23,7 +23,8 @@ type BCIConfig struct {
 	// root methods ("a.B.m+c.D.*", globs with *).
 	Roots string
 	// Note receives what log-msg should say: classes or methods left as
-	// they were, and why. Called from Java threads; must not block long.
+	// they were, and why (a warning), or, prefixed "info: ", what was
+	// done. Called from Java threads; must not block long.
 	Note func(string)
 }
 
@@ -101,11 +102,17 @@ type BCIStats struct {
 	Failed    uint64        // classes the transformer or the VM refused: left as they were
 	Hooks     uint64        // class file hooks that ran the transformer
 	HookTime  time.Duration // their total time, on the loading threads
+	// Retransforms counts RetransformClasses calls (each walks every
+	// class and compiled method of the VM at a safepoint), and
+	// RetransformTime their total time, hooks included.
+	Retransforms    uint64
+	RetransformTime time.Duration
 }
 
 // Stats reads the source's counters.
 func (BCI) Stats() BCIStats {
-	var v [4]C.uint64_t
+	var v [6]C.uint64_t
 	C.jp_bci_stats(&v[0])
-	return BCIStats{Rewritten: uint64(v[0]), Failed: uint64(v[1]), Hooks: uint64(v[2]), HookTime: time.Duration(v[3])}
+	return BCIStats{Rewritten: uint64(v[0]), Failed: uint64(v[1]), Hooks: uint64(v[2]), HookTime: time.Duration(v[3]),
+		Retransforms: uint64(v[4]), RetransformTime: time.Duration(v[5])}
 }

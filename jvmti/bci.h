@@ -18,14 +18,18 @@ struct jp_bci_state {
 	volatile int instrumenting; /* rewrite classes as they load */
 	jclass transformer;         /* global refs */
 	jclass probe;
-	jmethodID m_transform, m_wanted, m_init, m_roots;
+	jmethodID m_transform, m_wanted, m_init, m_roots, m_expand;
 	/* Selective instrumentation: root methods (bit per handle) and
 	 * whether events outside them are dropped. */
 	volatile int selective;
 	uint8_t *root_bits;
 	uint32_t root_nbits;
+	/* Methods that ran inside a root (bit per handle), whose calls the
+	 * transformer has followed. */
+	uint8_t *run_bits;
 	uint64_t transformed, failed; /* classes rewritten / retransform failures */
 	uint64_t hook_calls, hook_ns; /* class file hooks that ran the transformer, and their time */
+	uint64_t retransforms, retransform_ns; /* RetransformClasses calls, and their time */
 };
 extern struct jp_bci_state bci;
 
@@ -42,5 +46,7 @@ JNIEnv *bci_env(void);
  * (bci_lock held); bci_retransform_named those named (Java strings). */
 void bci_retransform(JNIEnv *jni);
 void bci_retransform_named(JNIEnv *jni, jobjectArray names);
+/* bci_runs_reset forgets which methods ran inside a root. */
+void bci_runs_reset(void);
 
 #endif /* JP_BCI_H */

@@ -135,7 +135,10 @@ static void bci_retransform_list(JNIEnv *jni, jclass *want, jint nw)
 	const jint batch = 256;
 	for (jint i = 0; i < nw; i += batch) {
 		jint m = nw - i < batch ? nw - i : batch;
+		uint64_t t0 = jp_mono_ns();
 		jvmtiError e = (*jvmti)->RetransformClasses(jvmti, m, want + i);
+		__atomic_add_fetch(&bci.retransforms, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&bci.retransform_ns, jp_mono_ns() - t0, __ATOMIC_RELAXED);
 		if (e == JVMTI_ERROR_NONE)
 			continue;
 		for (jint j = i; j < i + m; j++) {
@@ -297,6 +300,7 @@ int jp_bci_roots(const char *roots, char *err, int errlen)
 		rc = -1;
 	} else {
 		memset(bci.root_bits, 0, bci.root_nbits / 8 + 1);
+		bci_runs_reset();
 		bci.selective = roots[0] != 0 && strcmp(roots, "all") != 0;
 		if (bci.instrumenting)
 			bci_retransform(jni);

@@ -119,8 +119,9 @@ int jp_bci_onload(jvmtiEnv *jvmti, char *err, int errlen);
 void jp_bci_vm_init(JNIEnv *jni);
 int jp_bci_set(int on);
 void jp_bci_die(void);
-/* jp_bci_stats fills out[4]: classes rewritten, retransformation
- * failures, hooks that ran the transformer, their total time (ns). */
+/* jp_bci_stats fills out[6]: classes rewritten, retransformation
+ * failures, hooks that ran the transformer, their total time (ns),
+ * RetransformClasses calls and their total time (ns). */
 void jp_bci_stats(uint64_t *out);
 void JNICALL jp_bci_class_file_load(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefined, jobject loader,
 				    const char *name, jobject pd, jint len, const unsigned char *data,

@@ -123,7 +123,7 @@ func attachBPF(cfg Config, slotsFD, tidsFD int, owner uint32) (Status, error) {
 		return Status{}, fmt.Errorf("ptt: %w: %s", ErrSelfTest, C.GoString((*C.char)(unsafe.Pointer(&why[0]))))
 	}
 	state.bpf = &bpfState{}
-	publish(BPF, cfg, true, true)
+	clock := publish(BPF, cfg, true, true)
 	n := uint64(C.jp_ptt_bpf_nslots())
 	var ns []string
 	if ino := uint32(C.jp_ptt_bpf_pidns()); ino != 0 {
@@ -135,10 +135,11 @@ func attachBPF(cfg Config, slotsFD, tidsFD int, owner uint32) (Status, error) {
 	return Status{Backend: BPF, HasDispatches: true, HasInterrupts: true, Notes: append([]string{
 		"PTT backend bpf: eBPF work area mapped into the process; dispatch and interrupt counts; " +
 			"asynchronous interrupt time (hard IRQs, softirqs, timer and IPI vectors) factored out; " +
-			"a read is a vDSO CLOCK_MONOTONIC read and a few loads, no syscall; " +
+			"a read is a CLOCK_MONOTONIC read (see the clock note) and a few loads, no syscall; " +
 			"time a hypervisor steals from the vCPU while the thread is on it counts as thread time.",
 		fmt.Sprintf("PTT bpf: %d thread slots; threads beyond that fall back to the clock backend (counted in log-msg); "+
 			"softirqs run in a thread's own context (local_bh_enable) count as interrupts.", n),
 		"PTT bpf: set-up self-test passed (a registered thread's 5 ms sleep was seen as a dispatch and not charged).",
+		clock,
 	}, ns...)}, nil
 }

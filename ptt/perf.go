@@ -63,14 +63,16 @@ func setupPerf(cfg Config) (Status, error) {
 	}
 	C.jp_ptt_perf_exclude_kernel = cbool(excl)
 	dispatches := perfCountsDispatches(cfg.Metrics)
-	publish(Perf, cfg, dispatches, false)
+	clock := publish(Perf, cfg, dispatches, false)
 
 	ut := "cap_user_time is 0 here, which the record-based read does not need"
 	if C.jp_ptt_perf_user_time() == 1 {
 		ut = "cap_user_time is available but not needed"
 	}
 	ds := "dispatch counts from the switch records"
-	if !dispatches {
+	if dispatches {
+		notes = append(notes, clock)
+	} else {
 		ds = "no dispatch counts (they come with PTT_TIME, which is not asked)"
 	}
 	return Status{Backend: Perf, HasDispatches: dispatches, Notes: append([]string{

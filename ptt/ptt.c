@@ -32,6 +32,7 @@ int jp_ptt_thread_init(jp_ptt_thread *t)
 		t->hw_fd[i] = -1;
 		t->hw_page[i] = NULL;
 	}
+	t->anchor = (jp_ptt_anchor){ 0, 0, 0 };
 
 	switch (jp_ptt.backend) {
 	case JP_PTT_BPF:
@@ -62,4 +63,22 @@ void jp_ptt_thread_fini(jp_ptt_thread *t)
 uint64_t jp_ptt_fallbacks_load(void)
 {
 	return __atomic_load_n(&jp_ptt_fallbacks, __ATOMIC_RELAXED);
+}
+
+uint64_t jp_ptt_tsc_rate(int ms)
+{
+#ifdef JP_PTT_TSC
+	struct timespec nap = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	uint64_t a0 = __builtin_ia32_rdtsc(), m0 = jp_ptt_mono_ns(), b0 = __builtin_ia32_rdtsc();
+	nanosleep(&nap, NULL);
+	uint64_t a1 = __builtin_ia32_rdtsc(), m1 = jp_ptt_mono_ns(), b1 = __builtin_ia32_rdtsc();
+	uint64_t c0 = a0 + (b0 - a0) / 2, c1 = a1 + (b1 - a1) / 2;
+	if (c1 <= c0 || m1 <= m0)
+		return 0;
+	uint64_t mult = (uint64_t)(((unsigned __int128)(m1 - m0) << 32) / (c1 - c0));
+	return mult < (1ull << 33) ? mult : 0;
+#else
+	(void)ms;
+	return 0;
+#endif
 }

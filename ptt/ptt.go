@@ -10,6 +10,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 
@@ -123,6 +124,9 @@ type Config struct {
 	// Slots is the number of threads the bpf backend can serve at once;
 	// 0 means pttbpf.DefaultSlots. Threads beyond it use the clock.
 	Slots int
+	// NoTSC makes the bpf and perf reads take CLOCK_MONOTONIC from the
+	// vDSO on every read instead of scaling the TSC (see readClock).
+	NoTSC bool
 }
 
 // Status says what Setup chose.
@@ -216,7 +220,15 @@ func setupLocked(b Backend, cfg Config) (Status, error) {
 
 // publish writes the C configuration. The backend goes last: a thread
 // that sees it also sees the rest (all before events are enabled anyway).
-func publish(b Backend, cfg Config, dispatches, interrupts bool) {
+// It returns the note on the clock the reads use.
+func publish(b Backend, cfg Config, dispatches, interrupts bool) string {
+	note := ""
+	C.jp_ptt.tsc_mult = 0
+	if b == BPF || b == Perf {
+		var mult uint64
+		mult, note = readClock(cfg)
+		C.jp_ptt.tsc_mult = C.uint64_t(mult)
+	}
 	C.jp_ptt.nmetrics = C.int(len(cfg.Metrics))
 	for i, m := range cfg.Metrics {
 		C.jp_ptt.metric[i] = C.int(m)
@@ -225,6 +237,57 @@ func publish(b Backend, cfg Config, dispatches, interrupts bool) {
 	C.jp_ptt.has_interrupts = cbool(interrupts)
 	C.jp_ptt.backend = C.int(b)
 	state.backend = b
+	return note
+}
+
+// readClock chooses how the bpf and perf reads take CLOCK_MONOTONIC, the
+// clock their kernel-side stamps use: by scaling the TSC (jp_ptt_now),
+// when the kernel itself keeps time with it (clocksource tsc: the kernel
+// found it invariant and synchronized across CPUs) and the CPU says it
+// is invariant; else by a vDSO clock read each time. The TSC's rate is
+// measured against the clock once, here (5 ms).
+func readClock(cfg Config) (mult uint64, note string) {
+	vdso := "PTT clock: each read takes CLOCK_MONOTONIC from the vDSO"
+	if cfg.NoTSC {
+		return 0, vdso + " (NOTSC)."
+	}
+	cs, err := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+	if err != nil || strings.TrimSpace(string(cs)) != "tsc" {
+		return 0, fmt.Sprintf("%s: the kernel's clocksource is %q, not tsc, so the TSC is not known to be invariant and synchronized.", vdso, strings.TrimSpace(string(cs)))
+	}
+	if !cpuFlags("constant_tsc", "nonstop_tsc") {
+		return 0, vdso + ": the CPU does not report an invariant TSC (constant_tsc, nonstop_tsc)."
+	}
+	mult = uint64(C.jp_ptt_tsc_rate(5))
+	if mult == 0 {
+		return 0, vdso + ": the TSC could not be measured against it."
+	}
+	return mult, fmt.Sprintf("PTT clock: reads scale the TSC to CLOCK_MONOTONIC (%.3f GHz measured), anchored on a vDSO clock read "+
+		"once per dispatch; the kernel keeps time with the TSC here (NOTSC: a vDSO read every time).", float64(1<<32)/float64(mult))
+}
+
+// cpuFlags says whether /proc/cpuinfo lists every one of flags.
+func cpuFlags(flags ...string) bool {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "flags") {
+			continue
+		}
+		have := map[string]bool{}
+		for _, f := range strings.Fields(line[strings.IndexByte(line, ':')+1:]) {
+			have[f] = true
+		}
+		for _, f := range flags {
+			if !have[f] {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 func cbool(b bool) C.int {
@@ -240,7 +303,7 @@ func setupClock(cfg Config) (Status, error) {
 			return Status{}, fmt.Errorf("ptt: metric %s needs a hardware counter; the clock backend counts only PTT_TIME", m)
 		}
 	}
-	publish(Clock, cfg, false, false)
+	_ = publish(Clock, cfg, false, false)
 	return Status{Backend: Clock, Notes: []string{
 		"PTT backend clock: CLOCK_THREAD_CPUTIME_ID, a syscall per read (~245 ns); " +
 			"no dispatch or interrupt counts (getrusage(RUSAGE_THREAD) could count dispatches at ~190 ns/read, not used); " +

@@ -46,6 +46,14 @@ typedef struct jp_ptt_reading {
 	uint64_t interrupts;            /* asynchronous interrupts taken */
 } jp_ptt_reading;
 
+/* A pair (TSC, CLOCK_MONOTONIC) taken together on the reading thread,
+ * and the dispatch it was taken in (jp_ptt_now). */
+typedef struct jp_ptt_anchor {
+	uint64_t in;   /* the backend's mark of the dispatch: switch-in stamp or record position */
+	uint64_t tsc;
+	uint64_t mono;
+} jp_ptt_anchor;
+
 /* Per-thread backend state, embedded in the agent's thread record and
  * initialised on the thread itself by jp_ptt_thread_init(). Only that
  * thread may read through it. */
@@ -77,6 +85,9 @@ typedef struct jp_ptt_thread {
 	 * of jp_ptt.metric[] (unused for JP_M_TIME columns). */
 	int hw_fd[JP_PTT_MAX_METRICS];
 	void *hw_page[JP_PTT_MAX_METRICS];
+
+	/* bpf and perf: where this thread's TSC reads are anchored. */
+	jp_ptt_anchor anchor;
 } jp_ptt_thread;
 
 /* Process-wide configuration, written once by ptt.Setup before events are
@@ -87,9 +98,19 @@ typedef struct jp_ptt_config {
 	int metric[JP_PTT_MAX_METRICS];  /* enum jp_ptt_metric per column */
 	int has_dispatches;              /* backend counts dispatches */
 	int has_interrupts;              /* backend counts interrupts */
+	/* CLOCK_MONOTONIC ns per TSC tick << 32 (jp_ptt_tsc_rate), 0 when
+	 * reads use the vDSO clock instead. */
+	uint64_t tsc_mult;
 } jp_ptt_config;
 
 extern jp_ptt_config jp_ptt;
+
+/* jp_ptt_tsc_rate measures the TSC against CLOCK_MONOTONIC over ms
+ * milliseconds: the jp_ptt.tsc_mult to use, 0 if the TSC cannot serve
+ * (not x86, not ticking, or slower than 0.5 GHz). Only meaningful when the
+ * kernel itself keeps time with the TSC (clocksource tsc: invariant and
+ * synchronized across CPUs), which the caller checks. */
+uint64_t jp_ptt_tsc_rate(int ms);
 
 /* Called on the thread itself, before its first read; returns 0 or -errno.
  * On failure the thread falls back to the clock backend (t->fallback = 1)
@@ -136,16 +157,62 @@ static inline uint64_t jp_ptt_mono_ns(void)
 #ifndef JP_PTT_SLOT_HOOK
 #define JP_PTT_SLOT_HOOK(s, attempt) ((void)0)
 #endif
-/* The clock the bpf and perf reads use; a test may script it. */
+/* The clock the bpf and perf reads use; a test may script it (and then
+ * gets no TSC reads). */
 #ifndef JP_PTT_READ_CLOCK
 #define JP_PTT_READ_CLOCK() jp_ptt_mono_ns()
+#if defined(__x86_64__)
+#define JP_PTT_TSC 1
+#endif
 #endif
 
+/* Ticks an anchor serves for: its extrapolation stays within 64 bits
+ * (tsc_mult < 2^33) and short enough that the TSC's rate against
+ * CLOCK_MONOTONIC (slewed by NTP) cannot drift it by more than a few ns. */
+#define JP_PTT_TSC_SPAN (1ull << 31)
+
 /*
- * jp_ptt_bpf_slot_read is the PTT read (seed 000 §3) over one slot; see
- * ptt_slot.h for the protocol. Returns the number of retries.
+ * jp_ptt_now is CLOCK_MONOTONIC for a read in the dispatch marked in.
+ *
+ * With jp_ptt.tsc_mult set it is an RDTSC (~10 ns here) scaled from an
+ * anchor, a (TSC, vDSO clock) pair taken by this thread in this dispatch
+ * and renewed at each dispatch and after JP_PTT_TSC_SPAN ticks; instead
+ * of a vDSO clock read per call (~23 ns: it orders the TSC read and takes
+ * a seqlock). Within one dispatch two reads differ by exactly their TSC
+ * difference scaled; the anchor's own error (the pair is not taken at one
+ * instant: a few ns) shifts every read of the dispatch alike, so it only
+ * shows in a delta that spans a dispatch, which the engine does not
+ * calibrate with anyway.
  */
-static inline int jp_ptt_bpf_slot_read(const volatile struct jp_ptt_slot *s, jp_ptt_reading *r)
+static inline uint64_t jp_ptt_now(jp_ptt_anchor *a, uint64_t in)
+{
+#ifdef JP_PTT_TSC
+	uint64_t mult = jp_ptt.tsc_mult;
+	if (mult != 0 && a != NULL) {
+		uint64_t c = __builtin_ia32_rdtsc();
+		uint64_t dc = c - a->tsc;
+		if (__builtin_expect(a->in == in && dc < JP_PTT_TSC_SPAN, 1))
+			return a->mono + ((dc * mult) >> 32);
+		uint64_t m = jp_ptt_mono_ns();
+		uint64_t c2 = __builtin_ia32_rdtsc();
+		a->in = in;
+		a->tsc = c + (c2 - c) / 2;
+		a->mono = m;
+		return m;
+	}
+#else
+	(void)a;
+	(void)in;
+#endif
+	return JP_PTT_READ_CLOCK();
+}
+
+/*
+ * jp_ptt_bpf_slot_read_at is the PTT read over one slot; see ptt_slot.h
+ * for the protocol. a is the reading thread's anchor, or NULL for a
+ * vDSO clock read. Returns the number of retries.
+ */
+static inline int jp_ptt_bpf_slot_read_at(const volatile struct jp_ptt_slot *s, jp_ptt_anchor *a, jp_ptt_reading *r)
 {
 	uint64_t q1, q2, now, run, in, irq, ist, d, n;
 	int attempt = 0;
@@ -154,9 +221,9 @@ static inline int jp_ptt_bpf_slot_read(const volatile struct jp_ptt_slot *s, jp_
 		q1 = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
 		d = s->dispatches;
 		n = s->interrupts;
-		now = JP_PTT_READ_CLOCK();
-		run = s->run_ns;
 		in = s->last_in;
+		now = jp_ptt_now(a, in);
+		run = s->run_ns;
 		irq = s->irq_ns;
 		ist = s->irq_start;
 		JP_PTT_SLOT_HOOK(s, attempt);
@@ -178,6 +245,11 @@ static inline int jp_ptt_bpf_slot_read(const volatile struct jp_ptt_slot *s, jp_
 	return attempt;
 }
 
+static inline int jp_ptt_bpf_slot_read(const volatile struct jp_ptt_slot *s, jp_ptt_reading *r)
+{
+	return jp_ptt_bpf_slot_read_at(s, NULL, r);
+}
+
 /* ---- perf backend ---- */
 
 /* Syscall paths (ptt_perf.c), for states the mmap cannot answer. */
@@ -196,7 +268,7 @@ uint64_t jp_ptt_perf_count_slow(const jp_ptt_thread *t, int col);
  * data_head / 32 is its dispatch count. lock changes at each switch-in,
  * which is what the retry checks.
  */
-static inline uint64_t jp_ptt_perf_time(const jp_ptt_thread *t, uint64_t *dispatches)
+static inline uint64_t jp_ptt_perf_time(jp_ptt_thread *t, uint64_t *dispatches)
 {
 	const volatile struct perf_event_mmap_page *pg = (const volatile struct perf_event_mmap_page *)t->perf_page;
 	uint32_t seq;
@@ -208,7 +280,7 @@ static inline uint64_t jp_ptt_perf_time(const jp_ptt_thread *t, uint64_t *dispat
 		jp_ptt_barrier();
 		head = pg->data_head;
 		run = pg->time_running;
-		now = JP_PTT_READ_CLOCK();
+		now = jp_ptt_now(&t->anchor, head);
 		slow = 0;
 		if (head == 0) {
 			/* Never switched out since the event was opened. */
@@ -274,7 +346,7 @@ static inline uint64_t jp_ptt_perf_count(const jp_ptt_thread *t, int col)
 	return count;
 }
 
-static inline void jp_ptt_perf_read(const jp_ptt_thread *t, jp_ptt_reading *r)
+static inline void jp_ptt_perf_read(jp_ptt_thread *t, jp_ptt_reading *r)
 {
 	uint64_t d = 0;
 
@@ -285,12 +357,12 @@ static inline void jp_ptt_perf_read(const jp_ptt_thread *t, jp_ptt_reading *r)
 }
 
 /* jp_ptt_read fills r with the calling thread's current metrics. */
-static inline void jp_ptt_read(const jp_ptt_thread *t, jp_ptt_reading *r)
+static inline void jp_ptt_read(jp_ptt_thread *t, jp_ptt_reading *r)
 {
 	switch (jp_ptt.backend) {
 	case JP_PTT_BPF:
 		if (t->bpf_slot) {
-			jp_ptt_bpf_slot_read(t->bpf_slot, r);
+			jp_ptt_bpf_slot_read_at(t->bpf_slot, &t->anchor, r);
 			return;
 		}
 		break;

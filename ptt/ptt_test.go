@@ -2,6 +2,7 @@ package ptt_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"strconv"
@@ -93,8 +94,42 @@ func TestSetupForced(t *testing.T) {
 		{ptt.Perf, true, false},
 		{ptt.BPF, true, true},
 	} {
-		t.Run(tc.b.String(), func(t *testing.T) {
-			st := setupOrSkip(t, ptt.Config{Force: tc.b})
+		for _, noTSC := range []bool{false, true} {
+			if noTSC && tc.b == ptt.Clock {
+				continue
+			}
+			testSetupForced(t, tc.b, noTSC, tc.dispatches, tc.interrupts)
+		}
+	}
+}
+
+// clockNote is the note saying how reads take CLOCK_MONOTONIC.
+func clockNote(notes []string) string {
+	for _, n := range notes {
+		if strings.HasPrefix(n, "PTT clock:") {
+			return n
+		}
+	}
+	return ""
+}
+
+func testSetupForced(t *testing.T, b ptt.Backend, noTSC, dispatches, interrupts bool) {
+	tc := struct {
+		b                      ptt.Backend
+		dispatches, interrupts bool
+	}{b, dispatches, interrupts}
+	{
+		t.Run(fmt.Sprintf("%s/notsc=%v", b, noTSC), func(t *testing.T) {
+			st := setupOrSkip(t, ptt.Config{Force: tc.b, NoTSC: noTSC})
+			if tc.b != ptt.Clock {
+				n := clockNote(st.Notes)
+				require.NotEmpty(t, n, "a note on the reads' clock")
+				if noTSC {
+					assert.Contains(t, n, "(NOTSC)")
+				} else if cs, _ := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource"); strings.TrimSpace(string(cs)) == "tsc" {
+					assert.Contains(t, n, "scale the TSC", "the kernel keeps time with the TSC here")
+				}
+			}
 			assert.Equal(t, tc.b, st.Backend)
 			assert.Equal(t, tc.dispatches, st.HasDispatches)
 			assert.Equal(t, tc.interrupts, st.HasInterrupts)
@@ -183,7 +218,13 @@ func TestSetupHardwareMetrics(t *testing.T) {
 // scheduler leaves it out of CLOCK_THREAD_CPUTIME_ID
 // (PARAVIRT_TIME_ACCOUNTING), the PTT cannot see it and counts it.
 func TestBPFBusyThread(t *testing.T) {
-	setupOrSkip(t, ptt.Config{Force: ptt.BPF})
+	for _, noTSC := range []bool{false, true} {
+		t.Run(fmt.Sprintf("notsc=%v", noTSC), func(t *testing.T) { testBPFBusyThread(t, noTSC) })
+	}
+}
+
+func testBPFBusyThread(t *testing.T, noTSC bool) {
+	setupOrSkip(t, ptt.Config{Force: ptt.BPF, NoTSC: noTSC})
 	before := ptt.ReadCounters().BPF
 	s0 := stealTicks(t)
 	r := onThread(func() ptttest.ThreadResult { return ptttest.BusyThread(300) })

@@ -15,24 +15,27 @@ import org.objectweb.asm.MethodVisitor;
 import org.objectweb.asm.Opcodes;
 
 /**
- * Selective instrumentation (ROOTS, as JFluid does it): only the root
- * methods and the methods reachable from them are instrumented.
+ * Selective instrumentation (ROOTS), as JFluid does it: only the call
+ * subgraph of the root methods is instrumented, found while it runs.
  *
- * Reachability is found as classes are transformed: every class seen
- * leaves its supertypes and call sites here, and a wanted method's call
- * sites (invoke instructions) make their targets wanted, as
- * (name+descriptor, owner) pairs, followed at once through all the
- * classes known. A target is wanted in the owner and in every class
- * related to it (a subclass: virtual dispatch; a superclass: an inherited
- * implementation), and where the hierarchy is not known, conservatively,
- * in any class declaring that method. A class loaded later is
- * instrumented as it loads; one loaded already is queued and
- * retransformed by a daemon thread shortly after (calls it gets before
- * then are not seen).
+ * A class is instrumented whole or not at all. At first it is the classes
+ * declaring a root. When an instrumented method runs for the first time
+ * inside a root (jvmti/bci.c tells, once per method), its call sites
+ * (invoke instructions, recorded for every class as it was transformed)
+ * are followed one level: the classes declaring a target, the owner named
+ * at the call site or a class related to it (a subclass: virtual dispatch;
+ * a superclass: an inherited implementation; where the hierarchy is not
+ * known, conservatively, any class declaring that method), become
+ * instrumented before the method's body runs: by retransformation on that
+ * thread if loaded already (Transformer.expand), else as they load. Their
+ * callees are followed in turn only when they themselves run inside a
+ * root, so what is instrumented is what ran under the roots plus one
+ * level of calls, not everything a static analysis would reach (through
+ * visitors and Object's methods, nearly the whole program).
  *
  * Events of non-root methods count only inside a root (jvmti/bci.c keeps
  * a per-thread root depth), so log-rt holds the roots' subgraph even
- * though the static over-approximation instruments more.
+ * though whole classes are instrumented.
  */
 final class Selective {
     final String spec;
@@ -41,15 +44,20 @@ final class Selective {
      *  those the roots are in (JDK modules are otherwise left alone). */
     final Set<Module> modules = new HashSet<>();
 
-    /** name+desc -> owners it was called on from wanted code. */
+    /** name+desc -> owners it was called on from code that ran inside a root. */
     private final ConcurrentHashMap<String, Set<String>> reached = new ConcurrentHashMap<>();
 
     /** What is known of every class seen: supertypes and methods. Shared
      *  by all Selective instances (it describes classes, not roots). */
     static final class Info {
         final String[] supers;
-        /** name+desc -> its call sites {owner, name+desc}; empty without code. */
-        final Map<String, List<String[]>> calls;
+        /** name+desc of its methods, with code or not. */
+        final Set<String> methods;
+        /** name+desc -> its call sites {owner, name+desc}, empty without
+         *  code: read from the class file the first time they are asked
+         *  for (most classes never are), which is kept until then. */
+        private Map<String, List<String[]>> calls;
+        private byte[] bytes;
         /** name+desc of the methods the class's current code is instrumented in. */
         volatile Set<String> instrumented = Set.of();
         /** All supertypes reachable through known classes, made when first
@@ -57,12 +65,45 @@ final class Selective {
          *  supertypes are not recorded) or not known at all. */
         volatile Set<String> ancestors;
         boolean base, unknown;
-        Info(String[] supers, Map<String, List<String[]>> calls) { this.supers = supers; this.calls = calls; }
+        Info(String[] supers, Set<String> methods, byte[] bytes) {
+            this.supers = supers;
+            this.methods = methods;
+            this.bytes = bytes;
+        }
+
+        synchronized Map<String, List<String[]>> calls() {
+            if (calls == null) {
+                calls = callSites(new ClassReader(bytes));
+                bytes = null;
+            }
+            return calls;
+        }
+    }
+
+    /** callSites reads the invoke instructions of every method. */
+    private static Map<String, List<String[]>> callSites(ClassReader cr) {
+        Map<String, List<String[]>> calls = new HashMap<>();
+        cr.accept(new ClassVisitor(Opcodes.ASM9) {
+            @Override
+            public MethodVisitor visitMethod(int access, String name, String desc, String sig, String[] exc) {
+                List<String[]> l = new ArrayList<>();
+                calls.put(name + desc, l);
+                if ((access & (Opcodes.ACC_ABSTRACT | Opcodes.ACC_NATIVE)) != 0)
+                    return null;
+                return new MethodVisitor(Opcodes.ASM9) {
+                    @Override
+                    public void visitMethodInsn(int op, String owner, String n, String d, boolean itf) {
+                        l.add(new String[] {owner, n + d});
+                    }
+                };
+            }
+        }, ClassReader.SKIP_DEBUG | ClassReader.SKIP_FRAMES);
+        return calls;
     }
     static final ConcurrentHashMap<String, Info> known = new ConcurrentHashMap<>();
     /** name+desc -> classes declaring it. */
     static final ConcurrentHashMap<String, Set<String>> declaring = new ConcurrentHashMap<>();
-    /** Classes to retransform: they declare a method that became wanted. */
+    /** Classes to retransform: loaded, and active since. */
     static final Set<String> pending = ConcurrentHashMap.newKeySet();
 
     Selective(String spec, Map<String, Module> bootModules) {
@@ -177,94 +218,99 @@ final class Selective {
         return anc;
     }
 
-    /** marked: class -> name+desc of its methods found wanted. */
-    private final ConcurrentHashMap<String, Set<String>> marked = new ConcurrentHashMap<>();
+    /** Classes instrumented whole: they declare a root or a method
+     *  called from one that ran inside a root. */
+    private final Set<String> active = ConcurrentHashMap.newKeySet();
 
-    /** select returns the methods of a class to instrument (name+desc).
-     *  It records the class (supertypes, call sites), marks its roots and
-     *  the methods reached from them, and follows the calls through every
-     *  class known so far at once: classes loaded already that this makes
-     *  wanted are queued once per discovery wave, not once per method. */
-    Set<String> select(ClassReader cr, String cls) {
-        Map<String, List<String[]>> calls = new HashMap<>();
+    /** select returns the methods of a class to instrument (name+desc):
+     *  all of them if the class is active or declares a method reached
+     *  already, else none. It records the class (supertypes, methods, and
+     *  its bytes, for its call sites if they are ever needed). */
+    Set<String> select(ClassReader cr, String cls, byte[] bytes) {
+        Set<String> methods = new HashSet<>();
         cr.accept(new ClassVisitor(Opcodes.ASM9) {
             @Override
             public MethodVisitor visitMethod(int access, String name, String desc, String sig, String[] exc) {
-                List<String[]> l = new ArrayList<>();
-                calls.put(name + desc, l);
-                if ((access & (Opcodes.ACC_ABSTRACT | Opcodes.ACC_NATIVE)) != 0)
-                    return null;
-                return new MethodVisitor(Opcodes.ASM9) {
-                    @Override
-                    public void visitMethodInsn(int op, String owner, String n, String d, boolean itf) {
-                        l.add(new String[] {owner, n + d});
-                    }
-                };
+                methods.add(name + desc);
+                return null;
             }
-        }, ClassReader.SKIP_DEBUG | ClassReader.SKIP_FRAMES);
+        }, ClassReader.SKIP_CODE | ClassReader.SKIP_DEBUG | ClassReader.SKIP_FRAMES);
         String[] ifs = cr.getInterfaces();
         String[] supers = new String[ifs.length + 1];
         supers[0] = cr.getSuperName();
         System.arraycopy(ifs, 0, supers, 1, ifs.length);
-        Info info = new Info(supers, calls);
+        Info info = new Info(supers, methods, bytes);
         known.put(cls, info);
-        for (String nd : calls.keySet())
+        for (String nd : methods)
             declaring.computeIfAbsent(nd, k -> ConcurrentHashMap.newKeySet()).add(cls);
 
-        List<String[]> work = new ArrayList<>();
-        for (String nd : calls.keySet()) {
+        boolean on = active.contains(cls);
+        for (java.util.Iterator<String> it = methods.iterator(); !on && it.hasNext();) {
+            String nd = it.next();
             int p = nd.indexOf('(');
-            if (wants(cls, nd.substring(0, p), nd.substring(p)))
-                mark(cls, nd, work);
+            on = wants(cls, nd.substring(0, p), nd.substring(p));
         }
-        propagate(work, cls);
-        Set<String> want = new HashSet<>(marked.getOrDefault(cls, Set.of()));
+        Set<String> want = Set.of();
+        if (on) {
+            active.add(cls);
+            want = methods;
+        }
         info.instrumented = want;
         return want;
     }
 
-    /** markRoots marks the roots among the classes known already (after a
-     *  change of roots), so that one retransformation finds them all. */
+    /** markRoots activates the classes known already that declare a root
+     *  (after a change of roots); the caller retransforms every class. */
     void markRoots() {
-        List<String[]> work = new ArrayList<>();
         for (Map.Entry<String, Info> e : known.entrySet())
-            for (String nd : e.getValue().calls.keySet())
+            for (String nd : e.getValue().methods)
                 if (isRoot(e.getKey(), nd.substring(0, nd.indexOf('('))))
-                    mark(e.getKey(), nd, work);
-        propagate(work, null);
-        pending.clear(); // the caller retransforms every class
+                    active.add(e.getKey());
+        pending.clear();
     }
 
-    private void mark(String cls, String nd, List<String[]> work) {
-        if (marked.computeIfAbsent(cls, k -> ConcurrentHashMap.newKeySet()).add(nd))
-            work.add(new String[] {cls, nd});
-    }
+    /** How many levels of calls expand follows at once. Each level it
+     *  leaves to later first runs may cost another retransformation, a
+     *  stop of the whole VM (HotSpot walks every class and compiled
+     *  method each time: about 10 ms in javac); each level it follows
+     *  instruments classes that may not run under the roots. */
+    static final int LOOKAHEAD = Integer.getInteger("libjprof.bci.lookahead", 5);
 
-    /** propagate follows the marked methods' calls through the known
-     *  classes; a loaded class (other than current) with a marked method
-     *  it was not instrumented for is queued for retransformation. */
-    private void propagate(List<String[]> work, String current) {
-        while (!work.isEmpty()) {
-            String[] w = work.remove(work.size() - 1);
-            Info i = known.get(w[0]);
-            if (i == null)
-                continue;
-            if (!w[0].equals(current) && !i.instrumented.contains(w[1]))
-                pending.add(w[0]);
-            List<String[]> sites = i.calls.get(w[1]);
-            if (sites == null)
-                continue;
-            for (String[] c : sites) {
-                String owner = c[0], nd = c[1];
-                if (!reached.computeIfAbsent(nd, k -> ConcurrentHashMap.newKeySet()).add(owner))
+    /** cls.name+desc already followed. */
+    private final Set<String> followed = ConcurrentHashMap.newKeySet();
+
+    /** expand follows the call sites of a method that ran inside a root
+     *  for the first time, LOOKAHEAD levels deep: the classes declaring
+     *  their targets become active, and those loaded already are queued
+     *  for retransformation. */
+    void expand(String cls, String nd) {
+        List<String[]> level = new ArrayList<>();
+        level.add(new String[] {cls, nd});
+        for (int d = 0; d < LOOKAHEAD && !level.isEmpty(); d++) {
+            List<String[]> next = new ArrayList<>();
+            for (String[] m : level) {
+                if (!followed.add(m[0] + "." + m[1]))
                     continue;
-                Set<String> decl = declaring.get(nd);
-                if (decl == null)
+                Info i = known.get(m[0]);
+                List<String[]> sites = i == null ? null : i.calls().get(m[1]);
+                if (sites == null)
                     continue;
-                for (String k : decl)
-                    if (related(k, owner))
-                        mark(k, nd, work);
+                for (String[] c : sites) {
+                    String owner = c[0], target = c[1];
+                    reached.computeIfAbsent(target, k -> ConcurrentHashMap.newKeySet()).add(owner);
+                    Set<String> decl = declaring.get(target);
+                    if (decl == null)
+                        continue;
+                    for (String k : decl) {
+                        if (!related(k, owner))
+                            continue;
+                        if (active.add(k))
+                            pending.add(k);
+                        next.add(new String[] {k, target});
+                    }
+                }
             }
+            level = next;
         }
     }
 }

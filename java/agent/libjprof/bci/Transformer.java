@@ -44,9 +44,10 @@ public final class Transformer {
     private static String[] includes = new String[0], excludes = new String[0];
     private static final Set<Module> reads = ConcurrentHashMap.newKeySet();
     private static final ConcurrentHashMap<String, Integer> ids = new ConcurrentHashMap<>();
+    /** handle -> {class, name+desc}: what selective instrumentation expands. */
+    private static final ConcurrentHashMap<Integer, String[]> methods = new ConcurrentHashMap<>();
     /** Selective instrumentation (ROOTS), or null: every method. */
     static volatile Selective selective;
-    private static Thread drainer;
 
     /**
      * init runs once, from the agent at VM init: the packages of java.base
@@ -84,41 +85,33 @@ public final class Transformer {
             Selective s = new Selective(roots, bootModules);
             s.markRoots();
             selective = s;
-            if (drainer == null) {
-                drainer = new Thread(Transformer::drain, "libjprof BCI roots");
-                drainer.setDaemon(true);
-                drainer.start();
-            }
         }
         Selective.pending.clear();
     }
 
-    /** wake has the drainer look at the queue now. */
-    static void wake() {
-        Thread d = drainer;
-        if (d != null)
-            java.util.concurrent.locks.LockSupport.unpark(d);
-    }
-
-    /** drain retransforms the classes selective instrumentation queued. */
-    private static void drain() {
-        for (;;) {
+    /**
+     * expand is called by the agent on the thread where a method (its
+     * engine handle) first runs inside a root, before the method's body:
+     * the classes its calls may reach are instrumented now, so that its
+     * calls are seen from the first.
+     */
+    static void expand(int h) {
+        Selective sel = selective;
+        String[] m = methods.get(h);
+        if (sel == null || m == null)
+            return;
+        String[] names;
+        synchronized (Selective.pending) {
+            sel.expand(m[0], m[1]);
             if (Selective.pending.isEmpty())
-                java.util.concurrent.locks.LockSupport.parkNanos(100_000_000L);
-            if (Thread.interrupted())
                 return;
-            if (Selective.pending.isEmpty())
-                continue;
-            List<String> names = new ArrayList<>();
-            for (java.util.Iterator<String> it = Selective.pending.iterator(); it.hasNext();) {
-                names.add(it.next());
-                it.remove();
-            }
-            try {
-                Probe.retransform(names.toArray(new String[0]));
-            } catch (Throwable e) {
-                Probe.note("BCI: retransforming for ROOTS failed: " + e);
-            }
+            names = Selective.pending.toArray(new String[0]);
+            Selective.pending.clear();
+        }
+        try {
+            Probe.retransform(names);
+        } catch (Throwable e) {
+            Probe.note("BCI: retransforming for ROOTS failed: " + e);
         }
     }
 
@@ -238,9 +231,7 @@ public final class Transformer {
         Selective sel = selective;
         Set<String> only = null;
         if (sel != null) {
-            only = sel.select(cr, cr.getClassName());
-            if (!Selective.pending.isEmpty())
-                wake();
+            only = sel.select(cr, cr.getClassName(), bytes);
             if (only.isEmpty())
                 return null;
         }
@@ -256,6 +247,7 @@ public final class Transformer {
         Integer h = ids.get(full);
         if (h == null) {
             h = ids.computeIfAbsent(full, k -> Probe.register(k, isStatic ? TYPE_STATIC : TYPE_INSTANCE));
+            methods.putIfAbsent(h, new String[] {cls, name + desc});
         }
         return h;
     }
