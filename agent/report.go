@@ -97,8 +97,14 @@ func (r *report) header(ts []engine.Thread, seq int) *reports.Profile {
 func rootName(t engine.Thread) string { return reports.RootName(t.TID(), t.Name()) }
 
 // name is a node's method with its type letter, made once per method.
+// Under BCI the events cannot tell interpreted from compiled code, but
+// the JIT says what it compiled: such a method is J/j for the run.
 func (r *report) name(nd engine.Node) string {
-	k := uint64(nd.Type())<<32 | uint64(nd.Method())
+	typ := nd.Type()
+	if r.a.opts.BCI && (typ == 'i' || typ == 'I') && engine.MethodCompiled(nd.Method()) {
+		typ += 'j' - 'i'
+	}
+	k := uint64(typ)<<32 | uint64(nd.Method())
 	s, ok := r.names[k]
 	if !ok {
 		name := engine.MethodName(nd.Method())
@@ -108,7 +114,7 @@ func (r *report) name(nd engine.Node) string {
 			r.a.nameSampled()
 			name = engine.MethodName(nd.Method())
 		}
-		s = string(nd.Type()) + ":" + string(name)
+		s = string(typ) + ":" + string(name)
 		r.names[k] = s
 	}
 	return s

@@ -56,6 +56,7 @@ enum jp_transition {
 typedef struct jp_method {
 	uint8_t type;  /* enum jp_type, from the modifiers */
 	uint8_t used;  /* set when a sampled context first names it */
+	uint8_t compiled; /* a source that keeps the JIT saw it compiled (jp_method_compiled) */
 	char *name;    /* "java/lang/String.valueOf(I)Ljava/lang/String;";
 			* NULL while a reserved method waits for its name */
 } jp_method;
@@ -75,6 +76,9 @@ uint32_t jp_method_register(const char *name, int type);
  * then. */
 uint32_t jp_method_reserve(int type);
 void jp_method_name(uint32_t h, const char *name);
+/* jp_method_compiled marks a method the JIT compiled (BCI, where the
+ * events do not say it). */
+void jp_method_compiled(uint32_t h);
 /* jp_method_at returns a registered method (or an overflow method). */
 const jp_method *jp_method_at(uint32_t h);
 uint32_t jp_methods_len(void);

@@ -36,6 +36,7 @@ uint32_t jp_method_register(const char *name, int type)
 		jp_method *m = jp_arena_at(&jp_registry, h);
 		m->type = (uint8_t)type;
 		m->used = 0;
+		m->compiled = 0;
 		__atomic_store_n(&m->name, copy, __ATOMIC_RELEASE);
 		jp_arena_publish(&jp_registry, h);
 	}
@@ -63,6 +64,14 @@ void jp_method_name(uint32_t h, const char *name)
 	if (copy != NULL &&
 	    !__atomic_compare_exchange_n(&m->name, &none, copy, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
 		free(copy); /* named by another thread meanwhile */
+}
+
+void jp_method_compiled(uint32_t h)
+{
+	if (JP_IS_OVERFLOW(h) || h >= jp_arena_len(&jp_registry))
+		return;
+	jp_method *m = jp_arena_at(&jp_registry, h);
+	__atomic_store_n(&m->compiled, 1, __ATOMIC_RELAXED);
 }
 
 const jp_method *jp_method_at(uint32_t h)

@@ -277,6 +277,15 @@ func (t Thread) Seq(i int) (node, key int, count uint64) {
 	return int(sc.node), int(sc.key), uint64(sc.count)
 }
 
+// MethodCompiled says whether a source that keeps the JIT on (BCI) saw
+// the method compiled.
+func MethodCompiled(h uint32) bool {
+	if h >= ^uint32(0)-C.JP_NTYPES || h >= uint32(C.jp_methods_len()) {
+		return false
+	}
+	return C.jp_method_at(C.uint32_t(h)).compiled != 0
+}
+
 // MethodName is a view of a registered method's name (no copy): valid
 // for the life of the process.
 func MethodName(h uint32) []byte {

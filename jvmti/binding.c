@@ -150,7 +150,7 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int l
 		return -1;
 	}
 	jp_vt_caps(jvmti);
-	if (jit) {
+	if (jit || jpvm.bci) {
 		memset(&caps, 0, sizeof caps);
 		caps.can_generate_compiled_method_load_events = 1;
 		e = (*jvmti)->AddCapabilities(jvmti, &caps);
@@ -197,6 +197,10 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int l
 		const jvmtiEvent jevs[] = { JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
 					    JVMTI_EVENT_DYNAMIC_CODE_GENERATED };
 		if (jp_enable(jvmti, jevs, sizeof jevs / sizeof jevs[0], err, errlen) != 0)
+			return -1;
+	} else if (jpvm.bci) {
+		const jvmtiEvent jevs[] = { JVMTI_EVENT_COMPILED_METHOD_LOAD };
+		if (jp_enable(jvmti, jevs, 1, err, errlen) != 0)
 			return -1;
 	}
 	/* START: from the first Java method, not from VM init: the VM runs

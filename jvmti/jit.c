@@ -95,6 +95,16 @@ void JNICALL jp_cb_compiled_method_load(jvmtiEnv *jvmti, jmethodID method, jint 
 	(void)jvmti;
 	(void)map_length;
 	(void)map;
+	if (jpvm.bci) {
+		/* BCI's J/j letters: the events cannot say whether a method
+		 * runs compiled, the JIT can say that it was compiled. */
+		char *n = jp_mid_name_of(method);
+		if (n != NULL)
+			jp_bci_compiled(n);
+		free(n);
+	}
+	if (!jpvm.jit)
+		return;
 	jp_jitrec *r = jp_jit_new(JP_JIT_LOAD, code_addr, (uint64_t)code_size, jp_jit_name(method));
 	if (r == NULL)
 		return;
@@ -106,6 +116,8 @@ void JNICALL jp_cb_compiled_method_load(jvmtiEnv *jvmti, jmethodID method, jint 
 void JNICALL jp_cb_compiled_method_unload(jvmtiEnv *jvmti, jmethodID method, const void *code_addr)
 {
 	(void)jvmti;
+	if (!jpvm.jit)
+		return;
 	/* The method may already be gone: use the registry only if it is there. */
 	uint32_t h = jp_mid_find(method);
 	const char *name = h != UINT32_MAX ? __atomic_load_n(&jp_method_at(h)->name, __ATOMIC_ACQUIRE) : NULL;

@@ -152,6 +152,14 @@ static void jp_mid_name_now(jvmtiEnv *jvmti, JNIEnv *jni, jmethodID mid, uint32_
 	free(cname);
 }
 
+char *jp_mid_name_of(jmethodID mid)
+{
+	char *cname = jp_mid_name_class(jpvm.jvmti, NULL, mid);
+	char *name = jp_mid_fullname(jpvm.jvmti, mid, cname);
+	free(cname);
+	return name;
+}
+
 /* jp_mid_register asks the VM for a method's name and type and registers
  * it with the engine. */
 static uint32_t jp_mid_register(jmethodID mid)
