@@ -32,8 +32,9 @@ type Calibration struct {
 	// profiler's overhead plus d0's loop code (constant) and the call.
 	entry     Summary
 	entryMean float64
-	// ab is the in-process interleaved measurement (interleaved.go).
-	ab []abRow
+	// ab is the in-process interleaved measurement (interleaved.go), in
+	// -Xint with method events; abBCI the same with BCI and the JIT.
+	ab, abBCI []abRow
 }
 
 // abPairs is how many bare/profiled phase pairs AccuracyAB runs per
@@ -56,12 +57,15 @@ func (c *Calibration) Run(ctx context.Context, s *Suite, tmp string) error {
 		}
 		c.rounds = append(c.rounds, rows)
 	}
-	ab, err := runInterleaved(ctx, s.Opts.Java, filepath.Join(s.Opts.Root, "build", "libjprof.so"),
-		filepath.Join(s.Opts.Root, "build", "java"), tmp, abPairs(s.Opts.Rounds), "")
+	agent, cp := filepath.Join(s.Opts.Root, "build", "libjprof.so"), filepath.Join(s.Opts.Root, "build", "java")
+	ab, err := runInterleaved(ctx, s.Opts.Java, agent, cp, tmp, abPairs(s.Opts.Rounds), false)
 	if err != nil {
 		return err
 	}
 	c.ab = ab
+	if c.abBCI, err = runInterleaved(ctx, s.Opts.Java, agent, cp, tmp, abPairs(s.Opts.Rounds), true); err != nil {
+		return err
+	}
 	return c.measureOverhead(ctx, s, tmp)
 }
 
@@ -201,6 +205,7 @@ func (c *Calibration) Markdown(w io.Writer, _ *Suite) error {
 			"the first quartile, and the mean %.0f ns above it.\n", e.Min, e.Q1, e.Median, c.entryMean, e.Q1-e.Min, c.entryMean-e.Min)
 	}
 	c.abMarkdown(w)
+	c.abBCIMarkdown(w)
 	_, err := fmt.Fprintln(w, "\nThe driver's cumulative time is compared because calibration leaves the "+
 		"call and return glue that runs without profiling (the environmental overhead) in the caller, "+
 		"where the uninstrumented timing also has it. True costs are noisy on this shared 2-core machine "+
@@ -235,27 +240,46 @@ func (c *Calibration) abMarkdown(w io.Writer) {
 		"*Probe* times the body of a leaf of the same loop from inside (`System.nanoTime` around the loop alone, median per phase): "+
 		"profiled minus bare, less the two events of the `nanoTime` calls themselves (the K=0 probe), is how much slower the body runs "+
 		"between method events.\n\n", c.ab[0].bare.N)
+	abTable(w, c.ab)
+	c.residualMarkdown(w)
+}
+
+// abTable is an in-process reference's table and its targets.
+func abTable(w io.Writer, ab []abRow) {
 	fmt.Fprintln(w, "| driver | bare ns/call (min–max) | raw error | calibrated error (IQR) | calibrated error, quietest phases | body slower between events |")
 	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|")
-	probe0 := c.ab[0].probeProf.Median - c.ab[0].probeBare.Median
-	for _, r := range c.ab {
+	probe0 := ab[0].probeProf.Median - ab[0].probeBare.Median
+	for _, r := range ab {
 		body := r.probeProf.Median - r.probeBare.Median - probe0
 		fmt.Fprintf(w, "| d%d | %.0f (%s) | %+.0f%% | %+.0f%% (%s%%) | %+.0f%% | %+.0f ns |\n", r.size, r.bare.Median, r.bare.Range("%.0f"),
 			100*r.rawErr.Median, 100*r.calErr.Median, r.calErr.Scale(100).IQR("%+.0f"), 100*(r.cal.Min/r.bare.Min-1), body)
 	}
 	within, big := true, 0
-	for _, r := range c.ab {
+	for _, r := range ab {
 		if r.bare.Median >= 200 {
 			big++
 			within = within && math.Abs(r.calErr.Median) <= 0.15
 		}
 	}
-	small := c.ab[0]
+	small := ab[0]
 	ratio := math.Abs(small.rawErr.Median) / math.Max(math.Abs(small.calErr.Median), 1e-9)
 	fmt.Fprintf(w, "\nTargets against this reference: calibrated within 15%% for the %d drivers of ≥ 200 ns: %s; "+
 		"d%d raw %+.0f%%, calibrated %+.0f%%: %.1f× smaller (target 5×): %s.\n",
 		big, yesNo(within && big > 0), small.size, 100*small.rawErr.Median, 100*small.calErr.Median, ratio, yesNo(ratio >= 5))
-	c.residualMarkdown(w)
+}
+
+// abBCIMarkdown is the in-process reference of the BCI source.
+func (c *Calibration) abBCIMarkdown(w io.Writer) {
+	if len(c.abBCI) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n### BCI (the JIT on): in-process reference\n\nThe same %d pairs per driver with the `BCI` source and the JIT, "+
+		"after 20 warm-up rounds under collection (the classes instrumented, the drivers and leaves compiled). A bare phase here is "+
+		"collection off: the injected calls still run and return at once (two JNI calls per call of the leaf, besides the driver's own), "+
+		"so *bare* is the instrumented code's cost without the engine's work, slightly above the uninstrumented code's; what calibration "+
+		"is to remove is the engine's work and its reads. The leaves are compiled as small loops, so the drivers cost far less than in "+
+		"`-Xint`.\n\n", c.abBCI[0].bare.N)
+	abTable(w, c.abBCI)
 }
 
 // residualMarkdown says where the residual comes from, with this run's

@@ -48,9 +48,14 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// runInterleaved runs AccuracyAB with pairs phase pairs per driver.
-func runInterleaved(ctx context.Context, java, agent, cp, tmp string, pairs int, extraOpts string) ([]abRow, error) {
+// runInterleaved runs AccuracyAB with pairs phase pairs per driver, in
+// -Xint with method events, or with bci with the BCI source and the JIT
+// (warmed up first).
+func runInterleaved(ctx context.Context, java, agent, cp, tmp string, pairs int, bci bool) ([]abRow, error) {
 	dir := filepath.Join(tmp, "accuracyab")
+	if bci {
+		dir += "-bci"
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -59,11 +64,11 @@ func runInterleaved(ctx context.Context, java, agent, cp, tmp string, pairs int,
 		return nil, err
 	}
 	opts := fmt.Sprintf("METRICS=PTT_TIME,PORT=%d,LOGPATH=%s", port, dir)
-	if extraOpts != "" {
-		opts += "," + extraOpts
+	args := []string{"-Xint", "-agentpath:" + agent + "=" + opts, "-cp", cp, "AccuracyAB", strconv.Itoa(port), strconv.Itoa(pairs)}
+	if bci {
+		args = []string{"-agentpath:" + agent + "=BCI," + opts, "-cp", cp, "AccuracyAB", strconv.Itoa(port), strconv.Itoa(pairs), "20"}
 	}
-	cmd := exec.CommandContext(ctx, java, "-Xint", "-agentpath:"+agent+"="+opts, "-cp", cp,
-		"AccuracyAB", strconv.Itoa(port), strconv.Itoa(pairs))
+	cmd := exec.CommandContext(ctx, java, args...)
 	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("AccuracyAB: %v\n%s", err, tailStr(string(out), 2000))
@@ -133,11 +138,11 @@ func driverPerCall(path string, size int) (raw, cal float64, err error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("%s: %w", path, err)
 	}
-	name := fmt.Sprintf("i:Accuracy.d%d(I)V", size)
+	name := fmt.Sprintf("Accuracy.d%d(I)V", size) // i: or, compiled under BCI, j:
 	var d *reports.Node
 	for _, th := range p.Threads {
 		th.Walk(func(n *reports.Node, _ int) {
-			if d == nil && n.Name == name && n.Calls > 0 {
+			if d == nil && len(n.Name) > 2 && n.Name[2:] == name && n.Calls > 0 {
 				d = n
 			}
 		})

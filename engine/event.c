@@ -305,6 +305,12 @@ void jp_event(jp_thread *t, uintptr_t key, int tr)
 			if ((int64_t)d[m] <= 0) {
 				d[m] = 0;
 				clean = 0;
+			} else if (d[m] < jp_ptt.min_tick && jp_ptt.metric[m] == JP_M_TIME) {
+				/* Shorter than the clock's step: it ticked
+				 * irregularly (a counter that advances in steps
+				 * can step short), so it says little of the
+				 * overhead. Charged, but no minimum. */
+				clean = 0;
 			}
 			nd->base[m] += d[m];
 		}

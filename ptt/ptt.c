@@ -82,3 +82,28 @@ uint64_t jp_ptt_tsc_rate(int ms)
 	return 0;
 #endif
 }
+
+uint64_t jp_ptt_tsc_step(void)
+{
+#ifdef JP_PTT_TSC
+	enum { N = 4097 };
+	static uint64_t d[N - 1];
+	uint64_t prev = __builtin_ia32_rdtsc();
+	for (int i = 0; i < N - 1; i++) {
+		uint64_t c = __builtin_ia32_rdtsc();
+		d[i] = c - prev;
+		prev = c;
+	}
+	/* The median step: the odd short step of a counter that advances
+	 * in steps, and interrupts, fall on either side of it. */
+	for (int i = 1; i < N - 1; i++) /* insertion sort: 4096 small values, once */
+		for (int j = i; j > 0 && d[j - 1] > d[j]; j--) {
+			uint64_t x = d[j];
+			d[j] = d[j - 1];
+			d[j - 1] = x;
+		}
+	return d[(N - 1) / 2];
+#else
+	return 0;
+#endif
+}

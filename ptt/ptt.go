@@ -224,10 +224,12 @@ func setupLocked(b Backend, cfg Config) (Status, error) {
 func publish(b Backend, cfg Config, dispatches, interrupts bool) string {
 	note := ""
 	C.jp_ptt.tsc_mult = 0
+	C.jp_ptt.min_tick = 0
 	if b == BPF || b == Perf {
-		var mult uint64
-		mult, note = readClock(cfg)
+		var mult, tick uint64
+		mult, tick, note = readClock(cfg)
 		C.jp_ptt.tsc_mult = C.uint64_t(mult)
+		C.jp_ptt.min_tick = C.uint64_t(tick)
 	}
 	C.jp_ptt.nmetrics = C.int(len(cfg.Metrics))
 	for i, m := range cfg.Metrics {
@@ -245,25 +247,30 @@ func publish(b Backend, cfg Config, dispatches, interrupts bool) string {
 // when the kernel itself keeps time with it (clocksource tsc: the kernel
 // found it invariant and synchronized across CPUs) and the CPU says it
 // is invariant; else by a vDSO clock read each time. The TSC's rate is
-// measured against the clock once, here (5 ms).
-func readClock(cfg Config) (mult uint64, note string) {
+// measured against the clock once, here (5 ms), and so is its step
+// (tick, in ns): a time delta shorter than one step is not trusted to
+// set a calibration minimum (the engine's "did not tick" rule).
+func readClock(cfg Config) (mult, tick uint64, note string) {
 	vdso := "PTT clock: each read takes CLOCK_MONOTONIC from the vDSO"
 	if cfg.NoTSC {
-		return 0, vdso + " (NOTSC)."
+		return 0, 0, vdso + " (NOTSC)."
 	}
 	cs, err := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource")
 	if err != nil || strings.TrimSpace(string(cs)) != "tsc" {
-		return 0, fmt.Sprintf("%s: the kernel's clocksource is %q, not tsc, so the TSC is not known to be invariant and synchronized.", vdso, strings.TrimSpace(string(cs)))
+		return 0, 0, fmt.Sprintf("%s: the kernel's clocksource is %q, not tsc, so the TSC is not known to be invariant and synchronized.", vdso, strings.TrimSpace(string(cs)))
 	}
 	if !cpuFlags("constant_tsc", "nonstop_tsc") {
-		return 0, vdso + ": the CPU does not report an invariant TSC (constant_tsc, nonstop_tsc)."
+		return 0, 0, vdso + ": the CPU does not report an invariant TSC (constant_tsc, nonstop_tsc)."
 	}
 	mult = uint64(C.jp_ptt_tsc_rate(5))
 	if mult == 0 {
-		return 0, vdso + ": the TSC could not be measured against it."
+		return 0, 0, vdso + ": the TSC could not be measured against it."
 	}
-	return mult, fmt.Sprintf("PTT clock: reads scale the TSC to CLOCK_MONOTONIC (%.3f GHz measured), anchored on a vDSO clock read "+
-		"once per dispatch; the kernel keeps time with the TSC here (NOTSC: a vDSO read every time).", float64(1<<32)/float64(mult))
+	step := uint64(C.jp_ptt_tsc_step())
+	tick = (step*mult + 1<<31) >> 32
+	return mult, tick, fmt.Sprintf("PTT clock: reads scale the TSC to CLOCK_MONOTONIC (%.3f GHz measured), anchored on a vDSO clock read "+
+		"once per dispatch; the kernel keeps time with the TSC here (NOTSC: a vDSO read every time). Two back-to-back TSC reads "+
+		"differ by %d ticks (%d ns): shorter time deltas set no calibration minimum.", float64(1<<32)/float64(mult), step, tick)
 }
 
 // cpuFlags says whether /proc/cpuinfo lists every one of flags.

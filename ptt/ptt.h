@@ -101,6 +101,9 @@ typedef struct jp_ptt_config {
 	/* CLOCK_MONOTONIC ns per TSC tick << 32 (jp_ptt_tsc_rate), 0 when
 	 * reads use the vDSO clock instead. */
 	uint64_t tsc_mult;
+	/* The smallest time two reads can tell apart (ns): the TSC's step
+	 * (jp_ptt_tsc_step). A time delta below it did not really tick. */
+	uint64_t min_tick;
 } jp_ptt_config;
 
 extern jp_ptt_config jp_ptt;
@@ -111,6 +114,10 @@ extern jp_ptt_config jp_ptt;
  * kernel itself keeps time with the TSC (clocksource tsc: invariant and
  * synchronized across CPUs), which the caller checks. */
 uint64_t jp_ptt_tsc_rate(int ms);
+/* jp_ptt_tsc_step is the TSC's usual step between two back-to-back reads,
+ * in ticks: the read's latency, or the counter's granularity where it
+ * advances in steps (AMD CPUs and some hypervisors: 10 ns). */
+uint64_t jp_ptt_tsc_step(void);
 
 /* Called on the thread itself, before its first read; returns 0 or -errno.
  * On failure the thread falls back to the clock backend (t->fallback = 1)

@@ -24,7 +24,12 @@ import java.nio.charset.StandardCharsets;
  * with System.nanoTime around the loop only, which says whether the body
  * itself runs slower between method events.
  *
- * Usage: AccuracyAB <rtdriver port> <pairs>
+ * With the agent's BCI source (the JIT on), the bare phases run the
+ * injected calls too, returning at once, and warm-up rounds (a third
+ * argument) run under collection first, so that the classes are
+ * instrumented and the JIT has compiled them before the first pair.
+ *
+ * Usage: AccuracyAB <rtdriver port> <pairs> [<collected warm-up rounds>]
  */
 public class AccuracyAB {
     static final int CALLS = 2000;
@@ -67,10 +72,17 @@ public class AccuracyAB {
         in = new BufferedReader(new InputStreamReader(s.getInputStream(), StandardCharsets.UTF_8));
         out = s.getOutputStream();
         ThreadMXBean mx = ManagementFactory.getThreadMXBean();
-        for (int size : Accuracy.SIZES) {
-            Accuracy.drive(size, CALLS);
-            probe(size);
+        int warm = args.length > 2 ? Integer.parseInt(args[2]) : 0;
+        if (warm > 0)
+            cmd("start");
+        for (int w = 0; w < Math.max(1, warm); w++) {
+            for (int size : Accuracy.SIZES) {
+                Accuracy.drive(size, CALLS);
+                probe(size);
+            }
         }
+        if (warm > 0)
+            cmd("end");
         for (int pair = 0; pair < pairs; pair++) {
             for (int size : Accuracy.SIZES) {
                 double bare = 0, prof = 0, pbare = 0, pprof = 0;
