@@ -51,6 +51,9 @@ const (
 	KeyJavacBCITree = "javac-bci-calltree"
 	KeyJavacBCI     = "javac-bci-rtarcf"
 	KeyJavacBCIRoot = "javac-bci-roots"
+	// KeyJavacBCIRootNarrow: a root whose subgraph is 2% of javac's calls
+	// (Attr.attribTree's is 43%).
+	KeyJavacBCIRootNarrow = "javac-bci-roots-narrow"
 )
 
 // rtarcf asks for the time metric explicitly: RTARCF's implied default is
@@ -92,6 +95,8 @@ func JavacConfigs() []Config {
 		{Key: KeyJavacBCI, Name: "libjprof BCI RTARCF (best PTT)", Agent: LibJProf, Options: "BCI," + rtarcf, JVMArgs: heap},
 		{Key: KeyJavacBCIRoot, Name: "libjprof BCI RTARCF ROOTS=Attr.attribTree", Agent: LibJProf,
 			Options: "BCI," + rtarcf + ",ROOTS=com.sun.tools.javac.comp.Attr.attribTree", JVMArgs: heap},
+		{Key: KeyJavacBCIRootNarrow, Name: "libjprof BCI RTARCF ROOTS=ClassWriter.writeClass", Agent: LibJProf,
+			Options: "BCI," + rtarcf + ",ROOTS=com.sun.tools.javac.jvm.ClassWriter.writeClass", JVMArgs: heap},
 	}
 }
 

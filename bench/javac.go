@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,6 +47,30 @@ type JavacRun struct {
 	Nodes      int64 // log-rt rows, thread roots included
 	// With GENERIC: the log-gen's size, events and log-msg's writerWaits.
 	GenBytes, GenEvents, GenWaits int64
+	// With BCI, log-msg's BCI summary: class file hooks that ran the
+	// transformer and their time, RetransformClasses calls and theirs.
+	BCI *BCISummary
+}
+
+// BCISummary is log-msg's "BCI summary" line.
+type BCISummary struct {
+	Rewritten, Hooks, Retransforms int64
+	HookTime, RetransformTime      time.Duration
+}
+
+// bciSummary reads the BCI summary of a run's log-msg; nil if none.
+func bciSummary(res *jvmResult) *BCISummary {
+	b, err := os.ReadFile(res.file("msg"))
+	if err != nil {
+		return nil
+	}
+	m := regexp.MustCompile(`"classesRewritten": (\d+).*"transformerCalls": (\d+), "transformerTime": "([^"]+)", "retransformCalls": (\d+), "retransformTime": "([^"]+)"`).FindSubmatch(b)
+	if m == nil {
+		return nil
+	}
+	n := func(i int) int64 { v, _ := strconv.ParseInt(string(m[i]), 10, 64); return v }
+	d := func(i int) time.Duration { v, _ := time.ParseDuration(string(m[i])); return v }
+	return &BCISummary{Rewritten: n(1), Hooks: n(2), HookTime: d(3), Retransforms: n(4), RetransformTime: d(5)}
 }
 
 func (j *Javac) Title() string { return "Real program: javac" }
@@ -167,6 +193,7 @@ func (j *Javac) runOne(ctx context.Context, s *Suite, tmp string, row *JavacRow,
 			run.GenWaits = writerWaits(res)
 			os.Remove(res.file("gen"))
 		}
+		run.BCI = bciSummary(res)
 	}
 	return run, nil
 }

@@ -194,6 +194,7 @@ func (j *Javac) Markdown(out io.Writer, s *Suite) error {
 			name, agentLabel(r.Config), wall.Median, wall.Range("%.2f"), x, ev, nodes, compile, rss.Median, rss.Range("%.0f"), ratio)
 	}
 	fmt.Fprintln(out)
+	j.bciMarkdown(out)
 	if g := j.Row(KeyJavacGeneric); g != nil && len(g.Runs) > 0 {
 		var bytes, events, waits []float64
 		for _, run := range g.Runs {
@@ -236,6 +237,42 @@ func (j *Javac) Markdown(out io.Writer, s *Suite) error {
 		"report copied the whole tree into Go several times: CALLTREE 97 bytes/node while collecting and 328 at the peak, "+
 		"RTARCF 221 and 569, javac's CALLTREE peaking at 993 MB.\n")
 	return nil
+}
+
+// bciMarkdown says where the BCI rows' time goes, from log-msg's BCI
+// summary (medians over the runs).
+func (j *Javac) bciMarkdown(out io.Writer) {
+	type row struct {
+		name                            string
+		hooks, hookT, retr, retrT, rewr Summary
+	}
+	var rows []row
+	for _, r := range j.Rows {
+		var h, ht, rc, rt, rw []float64
+		for _, run := range r.Runs {
+			if b := run.BCI; b != nil {
+				h, ht = append(h, float64(b.Hooks)), append(ht, b.HookTime.Seconds()*1000)
+				rc, rt = append(rc, float64(b.Retransforms)), append(rt, b.RetransformTime.Seconds()*1000)
+				rw = append(rw, float64(b.Rewritten))
+			}
+		}
+		if len(h) > 0 {
+			rows = append(rows, row{r.Name, Summarize(h), Summarize(ht), Summarize(rc), Summarize(rt), Summarize(rw)})
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "**BCI on javac** (log-msg's BCI summary, medians): the transformer runs in the class-loading threads "+
+		"(ASM, kept out of C2, so C1-compiled); a retransformation stops the VM and walks every class and compiled method, "+
+		"then the JIT recompiles what it deoptimized. With `ROOTS` the subgraph grows as it runs (a method's first run under "+
+		"a root instruments the classes its calls reach, five levels ahead), so each growth step that reaches a class loaded "+
+		"already costs one.\n\n")
+	fmt.Fprintf(out, "| configuration | class files rewritten | transformer calls | transformer ms | RetransformClasses calls | their ms |\n|---|--:|--:|--:|--:|--:|\n")
+	for _, r := range rows {
+		fmt.Fprintf(out, "| %s | %.0f | %.0f | %.0f | %.0f | %.0f |\n", r.name, r.rewr.Median, r.hooks.Median, r.hookT.Median, r.retr.Median, r.retrT.Median)
+	}
+	fmt.Fprintln(out)
 }
 
 func (c *ReadCost) Markdown(out io.Writer, s *Suite) error {
