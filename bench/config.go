@@ -54,6 +54,9 @@ const (
 	// KeyJavacBCIRootNarrow: a root whose subgraph is 2% of javac's calls
 	// (Attr.attribTree's is 43%).
 	KeyJavacBCIRootNarrow = "javac-bci-roots-narrow"
+	// KeyJavacBCIBase: BCI with java.base instrumented too (the
+	// transformer's experimental -Dlibjprof.bci.base=true).
+	KeyJavacBCIBase = "javac-bci-base"
 )
 
 // rtarcf asks for the time metric explicitly: RTARCF's implied default is
@@ -93,6 +96,8 @@ func JavacConfigs() []Config {
 		{Key: KeyJavacGeneric, Name: "libjprof CALLTREE GENERIC (binary log-gen)", Agent: LibJProf, Options: "CALLTREE,GENERIC", JVMArgs: heap},
 		{Key: KeyJavacBCITree, Name: "libjprof BCI CALLTREE", Agent: LibJProf, Options: "BCI,CALLTREE", JVMArgs: heap},
 		{Key: KeyJavacBCI, Name: "libjprof BCI RTARCF (best PTT)", Agent: LibJProf, Options: "BCI," + rtarcf, JVMArgs: heap},
+		{Key: KeyJavacBCIBase, Name: "libjprof BCI RTARCF, java.base instrumented too", Agent: LibJProf, Options: "BCI," + rtarcf,
+			JVMArgs: append([]string{"-Dlibjprof.bci.base=true"}, heap...)},
 		{Key: KeyJavacBCIRoot, Name: "libjprof BCI RTARCF ROOTS=Attr.attribTree", Agent: LibJProf,
 			Options: "BCI," + rtarcf + ",ROOTS=com.sun.tools.javac.comp.Attr.attribTree", JVMArgs: heap},
 		{Key: KeyJavacBCIRootNarrow, Name: "libjprof BCI RTARCF ROOTS=ClassWriter.writeClass", Agent: LibJProf,

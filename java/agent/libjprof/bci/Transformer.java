@@ -40,6 +40,9 @@ public final class Transformer {
     private static final int TYPE_STATIC = 0, TYPE_INSTANCE = 1;
 
     private static Set<String> basePackages = new HashSet<>();
+    /** -Dlibjprof.bci.base=true: java.base too (an experiment, for the
+     *  measurement in BENCHMARKS.md), but for java.lang.invoke and jdk.internal. */
+    private static final boolean BASE = Boolean.getBoolean("libjprof.bci.base");
     private static Map<String, Module> bootModules = new HashMap<>();
     private static String[] includes = new String[0], excludes = new String[0];
     private static final Set<Module> reads = ConcurrentHashMap.newKeySet();
@@ -148,7 +151,7 @@ public final class Transformer {
         if (cls == null)
             return false;
         String p = pkg(cls);
-        if (basePackages.contains(p))
+        if (basePackages.contains(p) && (!BASE || cls.equals("java/lang/Object") || cls.startsWith("java/lang/invoke/") || cls.startsWith("jdk/internal/")))
             return false;
         if (boot && cls.startsWith("libjprof/bci/"))
             return false; // the agent's own classes and its ASM
