@@ -96,7 +96,8 @@ func (r *report) header(ts []engine.Thread, seq int) *reports.Profile {
 
 func rootName(t engine.Thread) string { return reports.RootName(t.TID(), t.Name()) }
 
-// name is a node's method with its type letter, made once per method.
+// name is a node's method with its type letter, escaped for log-rt
+// (reports.EscapeName), made once per method.
 // Under BCI the events cannot tell interpreted from compiled code, but
 // the JIT says what it compiled: such a method is J/j for the run.
 func (r *report) name(nd engine.Node) string {
@@ -114,7 +115,7 @@ func (r *report) name(nd engine.Node) string {
 			r.a.nameSampled()
 			name = engine.MethodName(nd.Method())
 		}
-		s = string(typ) + ":" + string(name)
+		s = reports.EscapeName(string(typ) + ":" + string(name))
 		r.names[k] = s
 	}
 	return s
@@ -201,7 +202,7 @@ func (r *report) thread(lw *reports.LogRTWriter, t engine.Thread) error {
 		if f.node == 0 {
 			row.Name = tot.root
 		} else {
-			row.Name = r.name(nd)
+			row.Name, row.Escaped = r.name(nd), true
 		}
 		for k := 0; k < nm; k++ {
 			raw := nd.Base(k) - at(old, 4+k)

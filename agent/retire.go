@@ -10,8 +10,9 @@ import (
 
 // Threads come and go by the tens of thousands in servers. A thread's
 // record stays while a report may still need its tree: an ended thread
-// is packed into exact blocks at the next pass, and freed once it can
-// add nothing to a report (no events since the last reset).
+// is packed into exact blocks as it ends, or a pass after (a large one),
+// and freed once it can add nothing to a report (no events since the
+// last reset).
 const retireEvery = time.Second
 
 // retire is the periodic pass.
@@ -51,7 +52,7 @@ func (a *agent) retireLocked() int {
 		}
 		delete(a.base, t.ID())
 		return true
-	})
+	}, retireEvery)
 	if len(names) > 0 {
 		a.gen.retiredThreads(names)
 	}

@@ -254,6 +254,9 @@ typedef struct jp_thread {
 	uint32_t switch_depth;
 } jp_thread;
 
+/* Ended threads up to this many nodes are packed as they end. */
+#define JP_PACK_AT_END_NODES 65536
+
 /* An ended thread, packed: what the reports need of it, in exact
  * blocks, without the live record's buffers, maps and PTT state. Threads
  * come and go by the tens of thousands in servers. */

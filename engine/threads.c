@@ -165,8 +165,11 @@ void jp_thread_end(jp_thread *t)
 	__atomic_store_n(&t->ended, 1, __ATOMIC_RELEASE);
 	/* Pack it now if no report is being read (threads end by the
 	 * thousands: waiting for Go's next pass holds their live-sized
-	 * records); else Go's pass does it. */
-	if (pthread_mutex_trylock(&jp_list_mu) == 0) {
+	 * records); else Go's pass does it. Not a large tree: that is often
+	 * the main thread at the very end, and the final report would unpack
+	 * it again at once; Go's periodic pass (Retire) takes it a second
+	 * later if the VM lives on. */
+	if (t->nodes.n <= JP_PACK_AT_END_NODES && pthread_mutex_trylock(&jp_list_mu) == 0) {
 		jp_thread *prev = NULL;
 		for (jp_thread *p = jp_threads(); p != NULL && p != t; p = p->next)
 			prev = p;

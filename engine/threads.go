@@ -300,9 +300,14 @@ func MethodName(h uint32) []byte {
 // (their counts are reported and can never change) are freed; the others
 // are packed into exact blocks, without what only a live thread needs.
 // It returns how many it freed.
-func Retire(done func(Thread) bool) int {
+//
+// A thread is packed once it ended packAge ago: one that ends as the VM
+// dies (the main thread) is then written from its live record, not
+// packed and unpacked again at once.
+func Retire(done func(Thread) bool, packAge time.Duration) int {
 	listMu.Lock()
 	defer listMu.Unlock()
+	now := uint64(C.jp_mono_ns())
 	n := 0
 	var prev *C.jp_thread
 	for t := C.jp_threads(); t != nil; {
@@ -315,7 +320,7 @@ func Retire(done func(Thread) bool) int {
 				t = next
 				continue
 			}
-			if C.jp_thread_pack(t, prev) != nil {
+			if now-uint64(t.end_ns) >= uint64(packAge) && C.jp_thread_pack(t, prev) != nil {
 				t = next
 				continue
 			}

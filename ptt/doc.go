@@ -16,9 +16,9 @@
 //     and exit points (hard IRQs, softirqs, local timer, IPIs, irq_work)
 //     and on sched_exit_tp keep per-thread slots in a BPF_F_MMAPABLE
 //     array mapped into the process. Full PTT semantics: dispatch and
-//     interrupt counts, interrupt time factored out. A read is a vDSO
-//     CLOCK_MONOTONIC read and a few loads (BENCHMARKS.md has its cost
-//     beside a bare clock read). Loading needs CAP_BPF+CAP_PERFMON; registering
+//     interrupt counts, interrupt time factored out. A read is a
+//     CLOCK_MONOTONIC read (see The clock) and a few loads (BENCHMARKS.md
+//     has its cost beside bare clock reads). Loading needs CAP_BPF+CAP_PERFMON; registering
 //     threads needs only the two map FDs, so a privileged helper can load
 //     the programs and pass the FDs to SetupFromFDs.
 //   - perf: per-thread SW_DUMMY event with context_switch=1. Thread time
@@ -73,6 +73,20 @@
 // readings go backwards). This VM's kernel does not trace switches away
 // from the sandbox's own tasks; the sched_exit_tp program catches the
 // switch-ins sched_switch misses (ReadCounters().BPF.HealedSwitchIns).
+//
+// # The clock
+//
+// Both bpf and perf add CLOCK_MONOTONIC elapsed since the thread's
+// switch-in to what the kernel recorded then, so every read takes the
+// clock. A vDSO clock_gettime orders the TSC read and takes a seqlock;
+// where the kernel itself keeps time with the TSC (clocksource tsc, which
+// it only chooses when the TSC is invariant and synchronized across CPUs),
+// the read instead scales a bare RDTSC from a per-thread anchor, a (TSC,
+// vDSO clock) pair the thread takes at its first read of each dispatch
+// (jp_ptt_now). Setup measures the TSC's rate against the clock and its
+// step (some CPUs and hypervisors advance it in 10 ns steps, sometimes a
+// short one): a time delta below one step sets no calibration minimum.
+// Config.NoTSC (option NOTSC) keeps the vDSO read.
 //
 // # Measuring
 //

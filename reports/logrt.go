@@ -175,6 +175,9 @@ type Row struct {
 	Base, Delta    []uint64
 	DS, IN         uint64
 	Name           string
+	// Escaped says Name is written as it is, already escaped (EscapeName):
+	// a writer of millions of rows escapes each method's name once.
+	Escaped bool
 }
 
 // LogRTWriter streams a log-rt row by row, depth-first, so that a writer
@@ -234,7 +237,11 @@ func (lw *LogRTWriter) Row(r Row) error {
 		b = padUint(append(b, ' '), r.IN, 10)
 	}
 	b = append(b, "  "...)
-	b = AppendEscapedName(b, r.Name)
+	if r.Escaped {
+		b = append(b, r.Name...)
+	} else {
+		b = AppendEscapedName(b, r.Name)
+	}
 	b = append(b, '\n')
 	lw.buf = b
 	lw.rows++
