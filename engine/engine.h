@@ -153,6 +153,12 @@ typedef struct jp_frame {
 	struct jp_node *np;
 	uint32_t node;
 	uint32_t type;
+	/* The child this activation entered last, by source key (0: none):
+	 * a method calling the same one again, as loops do, finds its node
+	 * here instead of in the thread's child map, a cache miss on large
+	 * trees. */
+	uintptr_t ckey;
+	uint32_t cnode;
 } jp_frame;
 
 /* Calibration keys: the sequence (running type of the previous event,

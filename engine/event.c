@@ -152,6 +152,7 @@ static int jp_push(jp_thread *t, uintptr_t key, uint32_t node, jp_node *np)
 	t->stack[t->depth].node = node;
 	t->stack[t->depth].np = np;
 	t->stack[t->depth].type = np->type;
+	t->stack[t->depth].ckey = 0;
 	return 0;
 }
 
@@ -267,7 +268,14 @@ void jp_event(jp_thread *t, uintptr_t key, int tr)
 		evnode = 0; /* log-gen: a method that was not recorded */
 		clean = 0;
 	} else if (tr == JP_TR_ENTRY) {
-		evnode = jp_child(t, cur, key, 0);
+		jp_frame *top = &t->stack[t->depth];
+		if (top->ckey == key) {
+			evnode = top->cnode;
+		} else {
+			evnode = jp_child(t, cur, key, 0);
+			top->ckey = evnode != UINT32_MAX ? key : 0;
+			top->cnode = evnode;
+		}
 		if (__builtin_expect(evnode == UINT32_MAX, 0)) {
 			t->lost = 1;
 			evnode = 0;

@@ -6,6 +6,7 @@
 #define JP_STORE_H
 
 #include <stdlib.h>
+#include <string.h>
 #include "engine.h"
 
 static inline uint64_t jp_mix(uint64_t x)
@@ -106,7 +107,17 @@ static inline jp_slot *jp_map_find(const jp_map *m, uintptr_t k1, uint32_t k2)
 
 static inline int jp_map_init(jp_map *m, uint32_t cap)
 {
-	m->slots = calloc(cap, sizeof(jp_slot));
+	/* Written, not calloc'd: a probe reads a slot before it writes it,
+	 * and a read of an untouched page of a fresh mapping maps the shared
+	 * zero page, so the write after it is a copy-on-write fault that
+	 * flushes the TLB of every CPU the process runs on (an IPI each);
+	 * memset faults the pages in for writing at once. (Through a
+	 * volatile pointer: compilers turn malloc+memset into calloc.) */
+	static void *(*volatile const zero)(void *, int, size_t) = memset;
+	size_t size = (size_t)cap * sizeof(jp_slot);
+	m->slots = malloc(size);
+	if (m->slots != NULL)
+		zero(m->slots, 0, size);
 	m->mask = cap - 1;
 	m->used = 0;
 	return m->slots ? 0 : -1;

@@ -384,6 +384,7 @@ void jp_thread_seed(jp_thread *t, const uintptr_t *keys, uint32_t n)
 		t->stack[t->depth].node = node;
 		t->stack[t->depth].np = nd;
 		t->stack[t->depth].type = JP_T_OTHER;
+		t->stack[t->depth].ckey = 0;
 	}
 	if (jp.nmetrics) {
 		/* jp_event discards the first delta of an epoch (0, unclean) by

@@ -390,13 +390,18 @@ void jp_bci_vm_init(JNIEnv *jni)
 		bci_notef("BCI: the transformer could not be set up: nothing is instrumented");
 		return;
 	}
-	bci_keep_out_of_c2(jni);
 	bci_busy = 0;
 	pthread_mutex_lock(&bci_lock);
 	bci.ready = 1;
 	if (bci.instrumenting)
 		bci_retransform(jni);
 	pthread_mutex_unlock(&bci_lock);
+	/* After the retransformation, and busy: the management classes it
+	 * loads are the agent's business, not rewritten as they load, nor
+	 * retransformed here (a VM-wide stop for a dozen classes). */
+	bci_busy = 1;
+	bci_keep_out_of_c2(jni);
+	bci_busy = 0;
 }
 
 /* jp_bci_set turns collection on (instrumenting first: classes loaded
