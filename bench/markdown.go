@@ -286,8 +286,8 @@ func (c *ReadCost) Markdown(out io.Writer, s *Suite) error {
 		ReadTSC:   "`rdtsc`",
 		ReadCPU:   "`clock_gettime(CLOCK_THREAD_CPUTIME_ID)`, a syscall",
 		ReadClock: "PTT clock backend (the same syscall, through `jp_ptt_read`)",
-		ReadPerf:  "PTT perf backend: perf mmap page and switch records + vDSO clock",
-		ReadBPF:   "PTT bpf backend: eBPF work-area slot (seqlock) + vDSO clock",
+		ReadPerf:  "PTT perf backend: perf mmap page and switch records + the clock (TSC scaled; vDSO with NOTSC)",
+		ReadBPF:   "PTT bpf backend: eBPF work-area slot (seqlock) + the clock (TSC scaled; vDSO with NOTSC)",
 	}
 	vdso, hasVDSO := c.Best(ReadVDSO)
 	for _, r := range c.Rows {
