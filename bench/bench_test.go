@@ -63,9 +63,11 @@ func TestSmoke(t *testing.T) {
 	assert.Contains(t, sections["Calibration accuracy"], "calibrated error")
 	assert.Contains(t, sections["Calibration accuracy"], "Why small methods keep a residual")
 	assert.Contains(t, sections["Calibration accuracy"], "### In-process reference")
+	assert.Contains(t, sections["Calibration accuracy"], "### BCI (the JIT on): in-process reference")
 	assert.Contains(t, sections["Calibration accuracy"], "| d256 |")
 	assert.Contains(t, sections["Sampling accuracy: SelfMix"], "| SelfMix.m10 |")
-	assert.Len(t, s.Targets(), 15)
+	assert.Contains(t, sections["Real program: javac"], "**BCI on javac**")
+	assert.Len(t, s.Targets(), 16)
 	ch := part[*Churn](s)
 	require.NotNil(t, ch)
 	for _, r := range ch.MethodRows {
