@@ -241,6 +241,9 @@ func TestBCIKeepsJIT(t *testing.T) {
 	require.NotNil(t, main, "main never compiled: i")
 	require.NotNil(t, main.Path("j:Fib.fib(I)I"), "fib compiled: j")
 	assert.NotContains(t, r.ReadFile(t, "rt.1"), "i:Fib.fib(I)I")
+	// The agent's own transformer stays out of C2 (a compiler directive).
+	assert.Contains(t, r.ReadFile(t, "msg"), "kept out of C2")
+	assert.NotRegexp(t, `(?m)^\s*\d+\s+\d+\s+[ %sbn!]*4\s+libjprof\.bci\.`, r.Stdout, "no C2 compile of the agent's classes")
 }
 
 // INCLUDE and EXCLUDE pick the classes instrumented.
