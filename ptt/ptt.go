@@ -247,7 +247,7 @@ func publish(b Backend, cfg Config, dispatches, interrupts bool) string {
 // when the kernel itself keeps time with it (clocksource tsc: the kernel
 // found it invariant and synchronized across CPUs) and the CPU says it
 // is invariant; else by a vDSO clock read each time. The TSC's rate is
-// measured against the clock once, here (5 ms), and so is its step
+// measured against the clock once, here (2 ms: the pair's few-ns skew is then a few ppm), and so is its step
 // (tick, in ns): a time delta shorter than one step is not trusted to
 // set a calibration minimum (the engine's "did not tick" rule).
 func readClock(cfg Config) (mult, tick uint64, note string) {
@@ -262,7 +262,7 @@ func readClock(cfg Config) (mult, tick uint64, note string) {
 	if !cpuFlags("constant_tsc", "nonstop_tsc") {
 		return 0, 0, vdso + ": the CPU does not report an invariant TSC (constant_tsc, nonstop_tsc)."
 	}
-	mult = uint64(C.jp_ptt_tsc_rate(5))
+	mult = uint64(C.jp_ptt_tsc_rate(2))
 	if mult == 0 {
 		return 0, 0, vdso + ": the TSC could not be measured against it."
 	}

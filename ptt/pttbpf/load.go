@@ -179,10 +179,13 @@ func load(spec *ebpf.CollectionSpec, mode string) (*Objects, error) {
 			delete(s.Programs, name)
 		}
 	}
+	// One decoding of the kernel's BTF serves the look-ups below and the
+	// loader's (attach targets, relocations): it is most of the load time.
+	cache := btf.NewCache()
 	if mode == "tp_btf" {
 		// A tp_btf program fails to load, not just to attach, when
 		// its tracepoint is missing: drop those up front.
-		kspec, err := btf.LoadKernelSpec()
+		kspec, err := cache.Kernel()
 		if err != nil {
 			return nil, fmt.Errorf("kernel BTF: %w", err)
 		}
@@ -201,7 +204,7 @@ func load(spec *ebpf.CollectionSpec, mode string) (*Objects, error) {
 			}
 		}
 	}
-	coll, err := ebpf.NewCollection(s)
+	coll, err := ebpf.NewCollectionWithOptions(s, ebpf.CollectionOptions{Cache: cache})
 	if err != nil {
 		return nil, fmt.Errorf("load %s programs: %w", mode, err)
 	}
