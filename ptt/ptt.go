@@ -247,9 +247,10 @@ func publish(b Backend, cfg Config, dispatches, interrupts bool) string {
 // when the kernel itself keeps time with it (clocksource tsc: the kernel
 // found it invariant and synchronized across CPUs) and the CPU says it
 // is invariant; else by a vDSO clock read each time. The TSC's rate is
-// measured against the clock once, here (2 ms: the pair's few-ns skew is then a few ppm), and so is its step
-// (tick, in ns): a time delta shorter than one step is not trusted to
-// set a calibration minimum (the engine's "did not tick" rule).
+// measured against the clock once, here (over 2 ms: the few-ns skew of
+// each (TSC, clock) pair is then a few ppm), and so is its step (tick, in
+// ns): a time delta shorter than one step is not trusted to set a
+// calibration minimum (the engine's "did not tick" rule).
 func readClock(cfg Config) (mult, tick uint64, note string) {
 	vdso := "PTT clock: each read takes CLOCK_MONOTONIC from the vDSO"
 	if cfg.NoTSC {
