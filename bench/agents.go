@@ -31,6 +31,11 @@ func BuildAgents(ctx context.Context, root, dir string) error {
 			return fmt.Errorf("gcc %s.c: %w\n%s", a, err, out)
 		}
 	}
+	cmd := exec.CommandContext(ctx, "gcc", "-O2", "-Wall", "-Wextra", "-o", filepath.Join(dir, "sigcost"),
+		filepath.Join(root, "bench", "agents", "sigcost.c"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("gcc sigcost.c: %w\n%s", err, out)
+	}
 	return nil
 }
 

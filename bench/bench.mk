@@ -8,7 +8,7 @@
 # PTT backend needs root or CAP_BPF+CAP_PERFMON, and is skipped with the
 # reason in the report without them.
 
-BENCH_AGENTS := $(BUILD)/bench/empty.so $(BUILD)/bench/naive.so
+BENCH_AGENTS := $(BUILD)/bench/empty.so $(BUILD)/bench/naive.so $(BUILD)/bench/sigcost
 BENCH_FLAGS  ?=
 
 .PHONY: bench bench-agents bench-harness
@@ -20,6 +20,11 @@ bench-agents: $(BENCH_AGENTS)
 $(BUILD)/bench/%.so: bench/agents/%.c bench/agents/refagent.h
 	@mkdir -p $(dir $@)
 	gcc -O2 -Wall -Wextra -shared -fPIC $(CGO_CFLAGS) -o $@ $<
+
+# sigcost: one perf-timer signal's cost on this machine, without the agent.
+$(BUILD)/bench/sigcost: bench/agents/sigcost.c
+	@mkdir -p $(dir $@)
+	gcc -O2 -Wall -Wextra -o $@ $<
 
 # bench-harness: build/bin/bench, the benchmark harness.
 bench-harness: $(BENCH_AGENTS)

@@ -67,6 +67,7 @@ func TestSmoke(t *testing.T) {
 	assert.Contains(t, sections["Calibration accuracy"], "| d256 |")
 	assert.Contains(t, sections["Sampling accuracy: SelfMix"], "| SelfMix.m10 |")
 	assert.Contains(t, sections["Real program: javac"], "**BCI on javac**")
+	assert.Contains(t, sections["Sampling overhead: javac"], "**The machine's floor.**")
 	assert.Len(t, s.Targets(), 16)
 	ch := part[*Churn](s)
 	require.NotNil(t, ch)
