@@ -280,6 +280,21 @@ func (r *JavacRow) Wall() Summary {
 	return summarizeRuns(r.Runs, func(x JavacRun) float64 { return x.Wall.Seconds() })
 }
 
+// RoundRatio summarises, over the rounds both rows ran, the wall time of
+// r divided by that of base in the same round: the machine's speed drifts
+// between rounds more than between two runs of one round.
+func (r *JavacRow) RoundRatio(base *JavacRow) Summary {
+	var x []float64
+	for _, a := range r.Runs {
+		for _, b := range base.Runs {
+			if a.Round == b.Round && b.Wall > 0 {
+				x = append(x, a.Wall.Seconds()/b.Wall.Seconds())
+			}
+		}
+	}
+	return Summarize(x)
+}
+
 // RSS summarises the row's peak RSS in bytes.
 func (r *JavacRow) RSS() Summary {
 	return summarizeRuns(r.Runs, func(x JavacRun) float64 { return float64(x.MaxRSS) })
