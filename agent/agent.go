@@ -341,9 +341,9 @@ func (a *agent) VMDeath() {
 	// remembered: a flush racing VM death cannot tell whether collection
 	// is still on. A JVM that never collected has no events: no file.
 	var totals *threadSummary
-	if a.seq == 0 && a.eventsSinceReset() == 0 {
+	if ev := a.eventsSinceReset(); a.seq == 0 && ev == 0 {
 		a.sayNothingCollected()
-	} else if a.eventsSinceReset() != a.written {
+	} else if ev != a.written {
 		path, tt, err := a.writeLogRT()
 		totals = tt
 		if err != nil {

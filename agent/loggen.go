@@ -245,7 +245,7 @@ func (g *genWriter) threadName(id uint32) string {
 		engine.WithThreads(func(ts []engine.Thread) {
 			for _, t := range ts {
 				if t.ID() == id {
-					name = reports.RootName(t.TID(), t.Name())
+					name = rootName(t)
 				}
 			}
 		})

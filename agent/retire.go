@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/libjprof/libjprof/engine"
-	"github.com/libjprof/libjprof/reports"
 )
 
 // Threads come and go by the tens of thousands in servers. A thread's
@@ -65,5 +64,5 @@ func jtnmLine(t engine.Thread) string {
 	if t.EndNS() != 0 {
 		end = fmt.Sprint(t.EndNS())
 	}
-	return fmt.Sprintf("%08x %d %s %s", t.TID(), t.StartNS(), end, reports.RootName(t.TID(), t.Name()))
+	return fmt.Sprintf("%08x %d %s %s", t.TID(), t.StartNS(), end, rootName(t))
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -137,6 +138,7 @@ func (p *SampleAccuracy) runLibJProf(ctx context.Context, s *Suite, pr *AccProfi
 			pr.Calibration = n
 		}
 	}
+	sampled := strings.HasPrefix(prof.Metrics[0].Name, "SAMPLED")
 	for _, th := range prof.Threads {
 		for _, top := range th.Children {
 			top.Walk(func(n *reports.Node, _ int) {
@@ -152,7 +154,7 @@ func (p *SampleAccuracy) runLibJProf(ctx context.Context, s *Suite, pr *AccProfi
 					pr.Calls[m] += float64(n.Calls)
 					pr.RawTotal += raw
 				}
-				if strings.HasPrefix(prof.Metrics[0].Name, "SAMPLED") {
+				if sampled {
 					pr.Samples += int(n.Calls - n.Callees())
 				}
 			})
@@ -273,14 +275,7 @@ func accMethod(name string) string {
 }
 
 // Profile returns the profile with key, or nil.
-func (p *SampleAccuracy) Profile(key string) *AccProfile {
-	for _, pr := range p.Profiles {
-		if pr.Key == key {
-			return pr
-		}
-	}
-	return nil
-}
+func (p *SampleAccuracy) Profile(key string) *AccProfile { return keyed(p.Profiles, key) }
 
 func (pr *AccProfile) ok() bool { return pr != nil && pr.Skipped == "" && pr.Total > 0 }
 
@@ -302,22 +297,12 @@ func (pr *AccProfile) Ranked() []string {
 		ms = append(ms, m)
 	}
 	slices.SortFunc(ms, func(a, b string) int {
-		if c := -cmpFloat(pr.Self[a], pr.Self[b]); c != 0 {
+		if c := cmp.Compare(pr.Self[b], pr.Self[a]); c != 0 {
 			return c
 		}
 		return strings.Compare(a, b)
 	})
 	return ms
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Top is the profile's accTop first methods.
@@ -337,6 +322,20 @@ func (pr *AccProfile) rank(m string) int {
 // MaxDiff is the largest |sampled − exact| share, in points, over the
 // exact profile's top methods and the sampled one's.
 func (p *SampleAccuracy) MaxDiff(exact, sampled string) (float64, string, bool) {
+	return p.maxDiff(exact, sampled, (*AccProfile).Share)
+}
+
+// maxRawDiff is MaxDiff against the exact profile's uncalibrated shares.
+func (p *SampleAccuracy) maxRawDiff(exact, sampled string) (float64, string, bool) {
+	if e := p.Profile(exact); e.ok() && e.RawTotal == 0 {
+		return 0, "", false
+	}
+	return p.maxDiff(exact, sampled, (*AccProfile).RawShare)
+}
+
+// maxDiff is the largest |sampled share − exactShare(exact)| over both
+// profiles' top methods.
+func (p *SampleAccuracy) maxDiff(exact, sampled string, exactShare func(*AccProfile, string) float64) (float64, string, bool) {
 	e, sm := p.Profile(exact), p.Profile(sampled)
 	if !e.ok() || !sm.ok() {
 		return 0, "", false
@@ -344,23 +343,7 @@ func (p *SampleAccuracy) MaxDiff(exact, sampled string) (float64, string, bool) 
 	var worst float64
 	var at string
 	for _, m := range accRows(e, sm) {
-		if d := math.Abs(sm.Share(m) - e.Share(m)); d >= worst {
-			worst, at = d, m
-		}
-	}
-	return worst, at, true
-}
-
-// maxRawDiff is MaxDiff against the exact profile's uncalibrated shares.
-func (p *SampleAccuracy) maxRawDiff(exact, sampled string) (float64, string, bool) {
-	e, sm := p.Profile(exact), p.Profile(sampled)
-	if !e.ok() || !sm.ok() || e.RawTotal == 0 {
-		return 0, "", false
-	}
-	var worst float64
-	var at string
-	for _, m := range accRows(e, sm) {
-		if d := math.Abs(sm.Share(m) - e.RawShare(m)); d >= worst {
+		if d := math.Abs(sm.Share(m) - exactShare(e, m)); d >= worst {
 			worst, at = d, m
 		}
 	}

@@ -28,11 +28,12 @@ const abCalls = 2000
 // abRow is one driver over the pairs.
 type abRow struct {
 	size int
-	// bare, javaProf: ns/call of the driver timed by the program itself
-	// (thread CPU clock), without and with method events; raw, cal: the
-	// profiled phase's log-rt (driver's cumulative BASE+DELTA, BASE).
-	bare, javaProf, raw, cal Summary
-	rawErr, calErr           Summary // per pair, (x - bare) / bare
+	// bare: ns/call of the driver timed by the program itself (thread
+	// CPU clock) without events; cal: the profiled phase's log-rt
+	// (driver's cumulative BASE); rawErr, calErr per pair, (x - bare) /
+	// bare with x its BASE+DELTA and BASE.
+	bare, cal      Summary
+	rawErr, calErr Summary
 	// probeBare, probeProf: median wall time of the body of a leaf with
 	// the driver's loop, timed from inside, without and with events.
 	probeBare, probeProf Summary
@@ -73,7 +74,7 @@ func runInterleaved(ctx context.Context, java, agent, cp, tmp string, pairs int,
 	if err != nil {
 		return nil, fmt.Errorf("AccuracyAB: %v\n%s", err, tailStr(string(out), 2000))
 	}
-	type acc struct{ bare, jp, raw, cal, rawErr, calErr, pb, pp []float64 }
+	type acc struct{ bare, cal, rawErr, calErr, pb, pp []float64 }
 	by := map[int]*acc{}
 	var sizes []int
 	get := func(size int) *acc {
@@ -91,16 +92,13 @@ func runInterleaved(ctx context.Context, java, agent, cp, tmp string, pairs int,
 		switch {
 		case len(f) == 5 && f[0] == "ab":
 			size, _ := strconv.Atoi(f[1])
-			bare, _ := strconv.ParseFloat(f[2], 64)
-			jp, _ := strconv.ParseFloat(f[3], 64)
+			bare, _ := strconv.ParseFloat(f[2], 64) // f[3]: the profiled phase as the program timed it
 			raw, cal, err := driverPerCall(f[4], size)
 			if err != nil {
 				return nil, err
 			}
 			a := get(size)
 			a.bare = append(a.bare, bare)
-			a.jp = append(a.jp, jp)
-			a.raw = append(a.raw, raw)
 			a.cal = append(a.cal, cal)
 			a.rawErr = append(a.rawErr, (raw-bare)/bare)
 			a.calErr = append(a.calErr, (cal-bare)/bare)
@@ -119,8 +117,8 @@ func runInterleaved(ctx context.Context, java, agent, cp, tmp string, pairs int,
 		if len(a.bare) == 0 {
 			return nil, fmt.Errorf("AccuracyAB: no pairs for d%d", size)
 		}
-		rows = append(rows, abRow{size: size, bare: Summarize(a.bare), javaProf: Summarize(a.jp),
-			raw: Summarize(a.raw), cal: Summarize(a.cal), rawErr: Summarize(a.rawErr), calErr: Summarize(a.calErr),
+		rows = append(rows, abRow{size: size, bare: Summarize(a.bare),
+			cal: Summarize(a.cal), rawErr: Summarize(a.rawErr), calErr: Summarize(a.calErr),
 			probeBare: Summarize(a.pb), probeProf: Summarize(a.pp)})
 	}
 	return rows, nil

@@ -175,19 +175,13 @@ func (j *Javac) runOne(ctx context.Context, s *Suite, tmp string, row *JavacRow,
 		run.Events, run.Nodes = 2*calls, nodes
 		if fi, err := os.Stat(res.file("gen")); err == nil {
 			run.GenBytes = fi.Size()
-			f, err := os.Open(res.file("gen"))
+			g, err := os.Open(res.file("gen"))
 			if err != nil {
 				return run, err
 			}
-			defer f.Close()
-			r, err := reports.NewLogGenReader(f)
+			run.GenEvents, err = countEvents(g)
+			g.Close()
 			if err != nil {
-				return run, fmt.Errorf("log-gen: %w", err)
-			}
-			for r.Next() {
-				run.GenEvents++
-			}
-			if err := r.Err(); err != nil {
 				return run, fmt.Errorf("log-gen: %w", err)
 			}
 			run.GenWaits = writerWaits(res)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,7 +74,7 @@ func (l *LogGen) Run(ctx context.Context, s *Suite, tmp string) error {
 		}
 		os.Remove(res.file("gen")) // in memory now; the disk copy can be big
 		in := &LogGenInput{Format: format, Bytes: int64(len(data))}
-		if in.Events, err = countEvents(data); err != nil {
+		if in.Events, err = countEvents(bytes.NewReader(data)); err != nil {
 			return err
 		}
 		in.WriterWaits = writerWaits(res)
@@ -118,8 +119,8 @@ func (l *LogGenInput) build(data []byte) error {
 
 // countEvents counts a log-gen's events (either format) with the
 // reports package's reader.
-func countEvents(data []byte) (int64, error) {
-	r, err := reports.NewLogGenReader(bytes.NewReader(data))
+func countEvents(in io.Reader) (int64, error) {
+	r, err := reports.NewLogGenReader(in)
 	if err != nil {
 		return 0, err
 	}

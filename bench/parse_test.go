@@ -29,12 +29,12 @@ func TestCountLogRT(t *testing.T) {
 
 func TestCountEvents(t *testing.T) {
 	in := " libjprof log-gen\n Process_Number_ID=1\n Units :: PTT_TIME\n1 > I:A.b()V 00000001_main\n2 < I:A.b()V 00000001_main\n3 <! I:A.c()V 00000001_main thread\n"
-	n, err := countEvents([]byte(in))
+	n, err := countEvents(strings.NewReader(in))
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), n)
-	_, err = countEvents([]byte(in[:len(in)-1]))
+	_, err = countEvents(strings.NewReader(in[:len(in)-1]))
 	assert.Error(t, err, "a cut file is an error")
-	_, err = countEvents(nil)
+	_, err = countEvents(strings.NewReader(""))
 	assert.Error(t, err)
 }
 

@@ -211,13 +211,14 @@ static inline uint32_t jp_exit(jp_thread *t, uintptr_t key, int exc)
 	return n;
 }
 
-/* jp_lower_min lowers a shared minimum; a CAS only when d is a new low,
- * which after warm-up is almost never. */
-static inline void jp_lower_min(uint64_t *p, uint64_t d)
+/* jp_lower_min lowers a shared minimum and returns it as it now is; a
+ * CAS only when d is a new low, which after warm-up is almost never. */
+static inline uint64_t jp_lower_min(uint64_t *p, uint64_t d)
 {
 	uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
 	while (d < cur && !__atomic_compare_exchange_n(p, &cur, d, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		;
+	return d < cur ? d : cur;
 }
 
 void jp_event(jp_thread *t, uintptr_t key, int tr)
@@ -325,17 +326,18 @@ void jp_event(jp_thread *t, uintptr_t key, int tr)
 		uint64_t *gen = d;
 		uint64_t cal[JP_PTT_MAX_METRICS];
 		if (jp.calibrate && clean) {
-			for (int m = 0; m < jp.nmetrics; m++)
-				jp_lower_min(&t->minima[kb + m], d[m]);
-			if (!jp.genraw) {
-				/* log-gen gets the value calibrated with the
-				 * minimum current now (d >= it: it includes d). */
-				for (int m = 0; m < jp.nmetrics; m++) {
-					uint64_t over = jp_overhead(t->minima[kb + m], jp.env[kb + m]);
+			/* log-gen (not RAWGEN) gets the value calibrated with the
+			 * minimum current now (d >= it: it includes d). */
+			int gencal = jp.loggen && !jp.genraw;
+			for (int m = 0; m < jp.nmetrics; m++) {
+				uint64_t min = jp_lower_min(&t->minima[kb + m], d[m]);
+				if (gencal) {
+					uint64_t over = jp_overhead(min, jp.env[kb + m]);
 					cal[m] = d[m] > over ? d[m] - over : 0;
 				}
-				gen = cal;
 			}
+			if (gencal)
+				gen = cal;
 		}
 		if (jp.loggen)
 			jp_gen_record(t, evnode, tr, clean ? k : k | JP_KEY_UNCLEAN, gen);

@@ -164,7 +164,7 @@ static void JNICALL bci_unwind(JNIEnv *env, jclass c, jint id)
 
 /* Name -> handle of the methods the transformer registered, so that a
  * CompiledMethodLoad (which names a method by jmethodID) finds its
- * handle. Open addressing on handle+1; registrations and compilations are
+ * handle (jp_bci_handle). Open addressing on handle+1; registrations and compilations are
  * rare, so one mutex. */
 static pthread_mutex_t bci_names_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t *bci_names;
@@ -214,15 +214,12 @@ static void bci_names_add(const char *name, uint32_t h)
 	pthread_mutex_unlock(&bci_names_mu);
 }
 
-/* jp_bci_compiled marks a method the JIT compiled, by its name
- * "pkg/Class.name(desc)" as the transformer registered it. */
-void jp_bci_compiled(const char *name)
+uint32_t jp_bci_handle(const char *name)
 {
 	pthread_mutex_lock(&bci_names_mu);
 	uint32_t h = bci_names != NULL ? *bci_names_slot(bci_names, bci_names_cap, name) : 0;
 	pthread_mutex_unlock(&bci_names_mu);
-	if (h != 0)
-		jp_method_compiled(h - 1);
+	return h != 0 ? h - 1 : UINT32_MAX;
 }
 
 static jint JNICALL bci_register(JNIEnv *env, jclass c, jstring name, jint type)
@@ -369,7 +366,6 @@ void jp_bci_vm_init(JNIEnv *jni)
 		fprintf(stderr, "libjprof: BCI: the agent's Java classes could not be loaded: nothing is instrumented\n");
 		return;
 	}
-	bci.probe = (*jni)->NewGlobalRef(jni, p);
 	bci.transformer = (*jni)->NewGlobalRef(jni, t);
 	bci.m_transform = (*jni)->GetStaticMethodID(jni, t, "transform", "(Ljava/lang/String;Z[B)[B");
 	bci.m_wanted = (*jni)->GetStaticMethodID(jni, t, "wanted", "(Ljava/lang/String;Z)Z");

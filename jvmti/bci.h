@@ -16,8 +16,7 @@ struct jp_bci_state {
 	char *roots;   /* ROOTS patterns, "" for every method */
 	volatile int ready;         /* Java side set up (after VM init) */
 	volatile int instrumenting; /* rewrite classes as they load */
-	jclass transformer;         /* global refs */
-	jclass probe;
+	jclass transformer;         /* global ref */
 	jmethodID m_transform, m_wanted, m_init, m_roots, m_expand;
 	/* Selective instrumentation: root methods (bit per handle) and
 	 * whether events outside them are dropped. */

@@ -97,11 +97,19 @@ void JNICALL jp_cb_compiled_method_load(jvmtiEnv *jvmti, jmethodID method, jint 
 	(void)map;
 	if (jpvm.bci) {
 		/* BCI's J/j letters: the events cannot say whether a method
-		 * runs compiled, the JIT can say that it was compiled. */
-		char *n = jp_mid_name_of(method);
-		if (n != NULL)
-			jp_bci_compiled(n);
-		free(n);
+		 * runs compiled, the JIT can say that it was compiled. The
+		 * method's BCI handle is found by name once, then cached by
+		 * jmethodID (where jp_jit_name finds it too). */
+		uint32_t h = jp_mid_find(method);
+		if (h == UINT32_MAX) {
+			char *n = jp_mid_name_of(method);
+			h = n != NULL ? jp_bci_handle(n) : UINT32_MAX;
+			free(n);
+			if (h != UINT32_MAX)
+				jp_mid_insert(method, h);
+		}
+		if (h != UINT32_MAX)
+			jp_method_compiled(h);
 	}
 	if (!jpvm.jit)
 		return;

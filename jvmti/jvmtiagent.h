@@ -126,9 +126,9 @@ void jp_bci_stats(uint64_t *out);
 /* jp_mid_name_of is a method's name as the registry writes it,
  * "pkg/Class.name(desc)" (malloc'd; NULL without memory), asking the VM. */
 char *jp_mid_name_of(jmethodID mid);
-/* jp_bci_compiled marks the instrumented method of this name (as
- * "pkg/Class.name(desc)") as JIT-compiled. */
-void jp_bci_compiled(const char *name);
+/* jp_bci_handle is the handle of the instrumented method of this name
+ * ("pkg/Class.name(desc)"), UINT32_MAX if the transformer registered none. */
+uint32_t jp_bci_handle(const char *name);
 void JNICALL jp_bci_class_file_load(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefined, jobject loader,
 				    const char *name, jobject pd, jint len, const unsigned char *data,
 				    jint *new_len, unsigned char **new_data);

@@ -164,12 +164,9 @@ char *jp_mid_name_of(jmethodID mid)
  * it with the engine. */
 static uint32_t jp_mid_register(jmethodID mid)
 {
-	jvmtiEnv *jvmti = jpvm.jvmti;
-	char *cname = jp_mid_name_class(jvmti, NULL, mid);
-	char *name = jp_mid_fullname(jvmti, mid, cname);
-	uint32_t h = jp_method_register(name != NULL ? name : "?", jp_mid_type(jvmti, mid));
+	char *name = jp_mid_name_of(mid);
+	uint32_t h = jp_method_register(name != NULL ? name : "?", jp_mid_type(jpvm.jvmti, mid));
 	free(name);
-	free(cname);
 	return h;
 }
 

@@ -21,16 +21,16 @@ import org.objectweb.asm.Opcodes;
  * A class is instrumented whole or not at all. At first it is the classes
  * declaring a root. When an instrumented method runs for the first time
  * inside a root (jvmti/bci.c tells, once per method), its call sites
- * (invoke instructions, recorded for every class as it was transformed)
- * are followed one level: the classes declaring a target, the owner named
+ * (invoke instructions, read from the class file kept for it) are
+ * followed LOOKAHEAD levels deep: the classes declaring a target, the owner named
  * at the call site or a class related to it (a subclass: virtual dispatch;
  * a superclass: an inherited implementation; where the hierarchy is not
  * known, conservatively, any class declaring that method), become
  * instrumented before the method's body runs: by retransformation on that
- * thread if loaded already (Transformer.expand), else as they load. Their
- * callees are followed in turn only when they themselves run inside a
- * root, so what is instrumented is what ran under the roots plus one
- * level of calls, not everything a static analysis would reach (through
+ * thread if loaded already (Transformer.expand), else as they load. What
+ * lies deeper is followed only when the methods reached run inside a
+ * root in turn, so what is instrumented is what ran under the roots plus
+ * a few levels of calls, not everything a static analysis would reach (through
  * visitors and Object's methods, nearly the whole program).
  *
  * Events of non-root methods count only inside a root (jvmti/bci.c keeps
@@ -38,7 +38,6 @@ import org.objectweb.asm.Opcodes;
  * though whole classes are instrumented.
  */
 final class Selective {
-    final String spec;
     private final Pattern[] classes, methods;
     /** Modules whose classes may be instrumented besides the class path:
      *  those the roots are in (JDK modules are otherwise left alone). */
@@ -58,8 +57,6 @@ final class Selective {
          *  for (most classes never are), which is kept until then. */
         private Map<String, List<String[]>> calls;
         private byte[] bytes;
-        /** name+desc of the methods the class's current code is instrumented in. */
-        volatile Set<String> instrumented = Set.of();
         /** All supertypes reachable through known classes, made when first
          *  asked; base/unknown: one of them is in java.base (whose own
          *  supertypes are not recorded) or not known at all. */
@@ -103,11 +100,8 @@ final class Selective {
     static final ConcurrentHashMap<String, Info> known = new ConcurrentHashMap<>();
     /** name+desc -> classes declaring it. */
     static final ConcurrentHashMap<String, Set<String>> declaring = new ConcurrentHashMap<>();
-    /** Classes to retransform: loaded, and active since. */
-    static final Set<String> pending = ConcurrentHashMap.newKeySet();
 
     Selective(String spec, Map<String, Module> bootModules) {
-        this.spec = spec;
         List<Pattern> cs = new ArrayList<>(), ms = new ArrayList<>();
         for (String p : spec.split("[+:]")) {
             p = p.trim().replace('/', '.');
@@ -239,8 +233,7 @@ final class Selective {
         String[] supers = new String[ifs.length + 1];
         supers[0] = cr.getSuperName();
         System.arraycopy(ifs, 0, supers, 1, ifs.length);
-        Info info = new Info(supers, methods, bytes);
-        known.put(cls, info);
+        known.put(cls, new Info(supers, methods, bytes));
         for (String nd : methods)
             declaring.computeIfAbsent(nd, k -> ConcurrentHashMap.newKeySet()).add(cls);
 
@@ -250,13 +243,10 @@ final class Selective {
             int p = nd.indexOf('(');
             on = wants(cls, nd.substring(0, p), nd.substring(p));
         }
-        Set<String> want = Set.of();
-        if (on) {
-            active.add(cls);
-            want = methods;
-        }
-        info.instrumented = want;
-        return want;
+        if (!on)
+            return Set.of();
+        active.add(cls);
+        return methods;
     }
 
     /** markRoots activates the classes known already that declare a root
@@ -266,7 +256,6 @@ final class Selective {
             for (String nd : e.getValue().methods)
                 if (isRoot(e.getKey(), nd.substring(0, nd.indexOf('('))))
                     active.add(e.getKey());
-        pending.clear();
     }
 
     /** How many levels of calls expand follows at once. Each level it
@@ -281,9 +270,10 @@ final class Selective {
 
     /** expand follows the call sites of a method that ran inside a root
      *  for the first time, LOOKAHEAD levels deep: the classes declaring
-     *  their targets become active, and those loaded already are queued
-     *  for retransformation. */
-    void expand(String cls, String nd) {
+     *  their targets become active. It returns those that were not, all
+     *  known, so loaded (or loading): the caller retransforms them. */
+    List<String> expand(String cls, String nd) {
+        List<String> activated = new ArrayList<>();
         List<String[]> level = new ArrayList<>();
         level.add(new String[] {cls, nd});
         for (int d = 0; d < LOOKAHEAD && !level.isEmpty(); d++) {
@@ -305,12 +295,13 @@ final class Selective {
                         if (!related(k, owner))
                             continue;
                         if (active.add(k))
-                            pending.add(k);
+                            activated.add(k);
                         next.add(new String[] {k, target});
                     }
                 }
             }
             level = next;
         }
+        return activated;
     }
 }

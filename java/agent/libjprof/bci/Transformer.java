@@ -89,7 +89,6 @@ public final class Transformer {
             s.markRoots();
             selective = s;
         }
-        Selective.pending.clear();
     }
 
     /**
@@ -103,16 +102,13 @@ public final class Transformer {
         String[] m = methods.get(h);
         if (sel == null || m == null)
             return;
-        String[] names;
-        synchronized (Selective.pending) {
-            sel.expand(m[0], m[1]);
-            if (Selective.pending.isEmpty())
-                return;
-            names = Selective.pending.toArray(new String[0]);
-            Selective.pending.clear();
-        }
+        // Each class is activated once, by one caller: concurrent
+        // expansions retransform disjoint lists.
+        List<String> names = sel.expand(m[0], m[1]);
+        if (names.isEmpty())
+            return;
         try {
-            Probe.retransform(names);
+            Probe.retransform(names.toArray(new String[0]));
         } catch (Throwable e) {
             Probe.note("BCI: retransforming for ROOTS failed: " + e);
         }
