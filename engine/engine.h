@@ -146,18 +146,18 @@ typedef struct jp_node {
 	uint64_t base[]; /* [nmetrics]: metric spent running this method */
 } jp_node;
 
-/* Shadow-stack frame. The node's address and type are kept here so that
- * the event path needs no arena lookup for the method that was running. */
+/* Shadow-stack frame. The node's address is kept here so that the event
+ * path needs no arena lookup for the method that was running (its type
+ * is the node's). 32 bytes. */
 typedef struct jp_frame {
 	uintptr_t key;   /* the source's key of the method */
 	struct jp_node *np;
-	uint32_t node;
-	uint32_t type;
 	/* The child this activation entered last, by source key (0: none):
 	 * a method calling the same one again, as loops do, finds its node
 	 * here instead of in the thread's child map, a cache miss on large
 	 * trees. */
 	uintptr_t ckey;
+	uint32_t node;
 	uint32_t cnode;
 } jp_frame;
 

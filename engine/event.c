@@ -151,7 +151,6 @@ static int jp_push(jp_thread *t, uintptr_t key, uint32_t node, jp_node *np)
 	t->stack[t->depth].key = key;
 	t->stack[t->depth].node = node;
 	t->stack[t->depth].np = np;
-	t->stack[t->depth].type = np->type;
 	t->stack[t->depth].ckey = 0;
 	return 0;
 }
@@ -255,7 +254,7 @@ void jp_event(jp_thread *t, uintptr_t key, int tr)
 	/* The method that ran since the previous event. */
 	uint32_t cur = t->stack[t->depth].node;
 	jp_node *curp = t->stack[t->depth].np;
-	uint32_t running = t->stack[t->depth].type;
+	uint32_t running = curp->type;
 
 	uint32_t evnode; /* the node entered or exited */
 	if (__builtin_expect(t->lost != 0, 0)) {
@@ -299,7 +298,7 @@ void jp_event(jp_thread *t, uintptr_t key, int tr)
 	}
 	{
 		jp_node *nd = curp;
-		uint32_t k = jp_key(t->prev_running, t->prev_tr, running, (uint32_t)tr, t->stack[t->depth].type);
+		uint32_t k = jp_key(t->prev_running, t->prev_tr, running, (uint32_t)tr, t->stack[t->depth].np->type);
 		size_t kb = (size_t)k * (size_t)jp.nmetrics;
 		uint64_t d[JP_PTT_MAX_METRICS];
 		clean &= early.dispatches == t->last.dispatches && early.interrupts == t->last.interrupts;

@@ -98,7 +98,6 @@ jp_thread *jp_thread_new(const char *name)
 	r->type = JP_T_OTHER; /* the root is its own parent */
 	r->seqkey = JP_NOKEY;
 	jp_arena_publish(&t->nodes, 0);
-	t->stack[0].type = JP_T_OTHER;
 	t->stack[0].np = r;
 	t->prev_running = JP_T_OTHER;
 	t->prev_tr = JP_TR_ENTRY;
@@ -383,7 +382,6 @@ void jp_thread_seed(jp_thread *t, const uintptr_t *keys, uint32_t n)
 		t->stack[t->depth].key = keys[i];
 		t->stack[t->depth].node = node;
 		t->stack[t->depth].np = nd;
-		t->stack[t->depth].type = JP_T_OTHER;
 		t->stack[t->depth].ckey = 0;
 	}
 	if (jp.nmetrics) {
