@@ -379,7 +379,9 @@ func (a *agent) VMDeath() {
 		st := b.Stats()
 		a.log.Info("BCI summary", zap.Uint64("classesRewritten", st.Rewritten), zap.Uint64("classesLeftAsTheyWere", st.Failed),
 			zap.Uint64("transformerCalls", st.Hooks), zap.Duration("transformerTime", st.HookTime),
-			zap.Uint64("retransformCalls", st.Retransforms), zap.Duration("retransformTime", st.RetransformTime))
+			zap.Uint64("retransformCalls", st.Retransforms), zap.Duration("retransformTime", st.RetransformTime),
+			zap.Uint64("firstRunsFollowed", st.Expands),
+			zap.Duration("followTime", st.ExpandTime))
 	}
 	a.log.Info("VM death")
 	a.closeLog()

@@ -67,8 +67,11 @@ func TestSmoke(t *testing.T) {
 	assert.Contains(t, sections["Calibration accuracy"], "| d256 |")
 	assert.Contains(t, sections["Sampling accuracy: SelfMix"], "| SelfMix.m10 |")
 	assert.Contains(t, sections["Real program: javac"], "**BCI on javac**")
-	assert.Contains(t, sections["Sampling overhead: javac"], "**The machine's floor.**")
-	assert.Len(t, s.Targets(), 16)
+	assert.Contains(t, sections["Sampling overhead and stress"], "**The machine's floor.**")
+	assert.Contains(t, sections["Sampling overhead and stress"], "| ParJavac | libjprof SAMPLE (cpu, 1 ms) |")
+	assert.Contains(t, sections["Sampling overhead and stress"], "**Stress.**")
+	assert.Contains(t, sections["Sampling overhead and stress"], "**2 of 2 passed**")
+	assert.Len(t, s.Targets(), 18)
 	ch := part[*Churn](s)
 	require.NotNil(t, ch)
 	for _, r := range ch.MethodRows {

@@ -8,14 +8,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
-// Sampling measures what the sampling source costs a real program with
-// the JIT on: javac compiling java/src with no agent and with SAMPLE at
+// Sampling measures what the sampling source costs real programs with
+// the JIT on: javac compiling java/src, and ParJavac (two javac threads
+// at once, a multi-threaded program), with no agent and with SAMPLE at
 // two periods, in shuffled interleaved rounds (the differences are a few
-// percent, below this machine's drift between runs).
+// percent, below this machine's drift between runs). Then it runs the
+// stress workload (thread churn, GC, deoptimization, class unloading)
+// many times in a row with sampling at 10 kHz, checking each run.
 type Sampling struct {
 	Rows []*SamplingRow
 	// SignalCost is what one perf-timer signal with an empty handler
@@ -23,45 +28,78 @@ type Sampling struct {
 	// time, one per pair of runs; SignalErr why it was not measured.
 	SignalCost []float64
 	SignalErr  string
+	Stress     SamplingStress
 }
 
 // sigcostPeriod is sigcost's signal period (µs): short, so that the
 // signals' cost stands well above the noise of two runs.
 const sigcostPeriod = 200
 
-// SamplingRow is one configuration's javac runs.
+// The programs sampled.
+const (
+	sampleJavac     = "javac"
+	sampleParJavac  = "ParJavac"
+	parJavacThreads = 2
+)
+
+// SamplingRow is one configuration's runs of one program.
 type SamplingRow struct {
 	Config
+	Program   string
 	Wall, CPU []float64 // s, per run
+	Round     []int     // the round of each run
 	Samples   []string  // the header's sampling note of the last run
 }
 
-const samplingRounds = 9
+// SamplingStress is the stress runs' outcome.
+type SamplingStress struct {
+	Options  string
+	Args     []string
+	Runs     int
+	Passed   int
+	Failures []string  // one line per failed run
+	Wall     []float64 // s, per passed run
+	Samples  []float64 // samples per passed run
+	Elapsed  time.Duration
+}
 
-func (p *Sampling) Title() string { return "Sampling overhead: javac" }
+const (
+	samplingRounds = 9
+	stressRuns     = 100
+	stressOptions  = "SAMPLE=100us,START"
+)
+
+var stressArgs = []string{"120", "4"}
+
+func (p *Sampling) Title() string { return "Sampling overhead and stress" }
 
 func (p *Sampling) Run(ctx context.Context, s *Suite, tmp string) error {
 	o := &s.Opts
 	if o.JavacRounds == 0 {
 		return nil
 	}
-	p.Rows = []*SamplingRow{
-		{Config: Config{Key: "sample-none", Name: "no agent (JIT)"}},
-		{Config: Config{Key: "sample-1ms", Name: "libjprof SAMPLE (cpu, 1 ms)", Agent: LibJProf, Options: "SAMPLE"}},
-		{Config: Config{Key: "sample-10ms", Name: "libjprof SAMPLE=10ms", Agent: LibJProf, Options: "SAMPLE=10ms"}},
+	for _, prog := range []string{sampleJavac, sampleParJavac} {
+		p.Rows = append(p.Rows,
+			&SamplingRow{Program: prog, Config: Config{Key: prog + "-none", Name: "no agent (JIT)"}},
+			&SamplingRow{Program: prog, Config: Config{Key: prog + "-1ms", Name: "libjprof SAMPLE (cpu, 1 ms)", Agent: LibJProf, Options: "SAMPLE"}},
+			&SamplingRow{Program: prog, Config: Config{Key: prog + "-10ms", Name: "libjprof SAMPLE=10ms", Agent: LibJProf, Options: "SAMPLE=10ms"}})
 	}
 	srcs, err := snapshotSources(filepath.Join(o.Root, "java", "src"), filepath.Join(tmp, "src"))
 	if err != nil {
 		return err
 	}
 	out := filepath.Join(tmp, "classes")
-	main := append([]string{"-m", "jdk.compiler/com.sun.tools.javac.Main", "-d", out}, srcs...)
+	cp := filepath.Join(o.Root, "build", "java")
+	mains := map[string][]string{
+		sampleJavac:    append([]string{"-m", "jdk.compiler/com.sun.tools.javac.Main", "-d", out}, srcs...),
+		sampleParJavac: append([]string{"-cp", cp, "ParJavac", strconv.Itoa(parJavacThreads), out}, srcs...),
+	}
 	rounds := samplingRounds
 	if o.JavacRounds < 2 {
 		rounds = 1 // the smoke test
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, 0x73616d70))
-	for range rounds {
+	for round := range rounds {
 		order := rng.Perm(len(p.Rows))
 		for _, i := range order {
 			row := p.Rows[i]
@@ -72,12 +110,13 @@ func (p *Sampling) Run(ctx context.Context, s *Suite, tmp string) error {
 			if err != nil {
 				return err
 			}
-			res, err := runJVM(ctx, o.Java, row.run(o, dir, main...), o.Timeout)
+			res, err := runJVM(ctx, o.Java, row.run(o, dir, mains[row.Program]...), o.Timeout)
 			if err != nil {
-				return fmt.Errorf("%s: %w", row.Name, err)
+				return fmt.Errorf("%s %s: %w", row.Program, row.Name, err)
 			}
 			row.Wall = append(row.Wall, res.Wall.Seconds())
 			row.CPU = append(row.CPU, res.CPU.Seconds())
+			row.Round = append(row.Round, round)
 			if row.Agent == LibJProf {
 				if b, err := os.ReadFile(res.file("rt.1")); err == nil {
 					row.Samples = nil
@@ -96,8 +135,68 @@ func (p *Sampling) Run(ctx context.Context, s *Suite, tmp string) error {
 		iters /= 8 // the smoke test
 	}
 	p.measureSignals(ctx, o, rounds, iters)
+	runs := stressRuns
+	if rounds == 1 {
+		runs = 2
+	}
+	return p.runStress(ctx, o, tmp, runs)
+}
+
+// runStress runs SampleStress with no agent once (its output is fixed),
+// then runs times with sampling at 10 kHz, one after another: a run
+// passes if it exits 0 within its time, prints what the plain run
+// printed, and its log-rt holds samples.
+func (p *Sampling) runStress(ctx context.Context, o *Options, tmp string, runs int) error {
+	st := &p.Stress
+	st.Options, st.Args = stressOptions, stressArgs
+	main := append([]string{"-cp", filepath.Join(o.Root, "build", "java"), "SampleStress"}, stressArgs...)
+	timeout := min(o.Timeout, 2*time.Minute) // a hang, not a slow run
+	plain, err := runJVM(ctx, o.Java, Config{}.run(o, "", main...), timeout)
+	if err != nil {
+		return fmt.Errorf("SampleStress without an agent: %w", err)
+	}
+	cfg := Config{Key: "stress", Agent: LibJProf, Options: stressOptions}
+	t0 := time.Now()
+	for i := range runs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		dir, err := os.MkdirTemp(tmp, "stress-")
+		if err != nil {
+			return err
+		}
+		st.Runs++
+		res, err := runJVM(ctx, o.Java, cfg.run(o, dir, main...), timeout)
+		why := ""
+		var samples float64
+		switch {
+		case err != nil:
+			why = oneLine(err.Error())
+		case res.Stdout != plain.Stdout:
+			why = "output differs from the run without an agent"
+		default:
+			b, _ := os.ReadFile(res.file("msg"))
+			m := stressSamples.FindSubmatch(b)
+			if m == nil {
+				why = "no sampling summary in log-msg"
+			} else if samples, _ = strconv.ParseFloat(string(m[1]), 64); samples == 0 {
+				why = "no samples"
+			}
+		}
+		if why != "" {
+			st.Failures = append(st.Failures, fmt.Sprintf("run %d: %s", i+1, why))
+		} else {
+			st.Passed++
+			st.Wall = append(st.Wall, res.Wall.Seconds())
+			st.Samples = append(st.Samples, samples)
+		}
+		os.RemoveAll(dir)
+	}
+	st.Elapsed = time.Since(t0)
 	return nil
 }
+
+var stressSamples = regexp.MustCompile(`sampling summary.*?"samples": (\d+)`)
 
 // measureSignals runs sigcost without and with its signals, pairs
 // interleaved.
@@ -128,16 +227,32 @@ func (p *Sampling) measureSignals(ctx context.Context, o *Options, pairs, iters 
 	}
 }
 
-// Overhead is a row's median wall (CPU) time over no agent's, minus one.
-func (p *Sampling) Overhead(key string, cpu bool) (float64, bool) {
-	row, none := keyed(p.Rows, key), keyed(p.Rows, "sample-none")
+// row returns a program's row of a configuration ("none", "1ms", "10ms").
+func (p *Sampling) row(prog, cfg string) *SamplingRow {
+	return keyed(p.Rows, prog+"-"+cfg)
+}
+
+// Overhead is the median over rounds of a row's wall (CPU) time over its
+// program's run without an agent in the same round, minus one (the drift
+// between rounds cancels), and the ratio of the medians, minus one.
+func (p *Sampling) Overhead(prog, cfg string, cpu bool) (perRound Summary, ofMedians float64, ok bool) {
+	row, none := p.row(prog, cfg), p.row(prog, "none")
 	if row == nil || none == nil || len(row.Wall) == 0 || len(none.Wall) == 0 {
-		return 0, false
+		return Summary{}, 0, false
 	}
+	a, b := row.Wall, none.Wall
 	if cpu {
-		return Summarize(row.CPU).Median/Summarize(none.CPU).Median - 1, true
+		a, b = row.CPU, none.CPU
 	}
-	return Summarize(row.Wall).Median/Summarize(none.Wall).Median - 1, true
+	var x []float64
+	for i, r := range row.Round {
+		for j, q := range none.Round {
+			if r == q && b[j] > 0 {
+				x = append(x, a[i]/b[j]-1)
+			}
+		}
+	}
+	return Summarize(x), Summarize(a).Median/Summarize(b).Median - 1, true
 }
 
 func (p *Sampling) Markdown(out io.Writer, s *Suite) error {
@@ -145,24 +260,35 @@ func (p *Sampling) Markdown(out io.Writer, s *Suite) error {
 		_, err := fmt.Fprintln(out, "Not run.")
 		return err
 	}
-	fmt.Fprintf(out, "javac compiling java/src (the JIT on: sampling enables no method events), %d shuffled interleaved rounds. "+
-		"Wall is the whole JVM; CPU is its user + system time (wait4), which the other core's work disturbs less.\n\n", len(p.Rows[0].Wall))
-	fmt.Fprintf(out, "| configuration | agent, options | wall s: median | min–max | + vs no agent | CPU s: median | min–max | + vs no agent |\n|---|---|--:|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(out, "javac compiling java/src, and `ParJavac`: %d threads each running javac (javax.tools) on the same files at once, a "+
+		"multi-threaded program (the JIT on: sampling enables no method events), %d shuffled interleaved rounds. Wall is the whole JVM; CPU is "+
+		"its user + system time (wait4), which the other core's work disturbs less. *+ per round* is the median over rounds of each run "+
+		"against the run without an agent in the same round (the drift between rounds cancels), with its range; *+ of medians* compares "+
+		"the medians.\n\n", parJavacThreads, len(p.Rows[0].Wall))
+	fmt.Fprintf(out, "| program | configuration | agent, options | wall s: median | min–max | wall + per round (min–max) | + of medians | CPU s: median | CPU + per round |\n|---|---|---|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range p.Rows {
 		w, c := Summarize(r.Wall), Summarize(r.CPU)
-		dw, dc := "–", "–"
-		if x, ok := p.Overhead(r.Key, false); ok && r.Key != "sample-none" {
-			dw = fmt.Sprintf("%+.1f%%", 100*x)
+		dw, dm, dc := "–", "–", "–"
+		cfg := strings.TrimPrefix(r.Key, r.Program+"-")
+		if cfg != "none" {
+			if x, m, ok := p.Overhead(r.Program, cfg, false); ok {
+				dw = fmt.Sprintf("%+.1f%% (%+.1f…%+.1f%%)", 100*x.Median, 100*x.Min, 100*x.Max)
+				dm = fmt.Sprintf("%+.1f%%", 100*m)
+			}
+			if x, _, ok := p.Overhead(r.Program, cfg, true); ok {
+				dc = fmt.Sprintf("%+.1f%%", 100*x.Median)
+			}
 		}
-		if x, ok := p.Overhead(r.Key, true); ok && r.Key != "sample-none" {
-			dc = fmt.Sprintf("%+.1f%%", 100*x)
-		}
-		fmt.Fprintf(out, "| %s | %s | %.2f | %s | %s | %.2f | %s | %s |\n", r.Name, agentLabel(r.Config),
-			w.Median, w.Range("%.2f"), dw, c.Median, c.Range("%.2f"), dc)
+		fmt.Fprintf(out, "| %s | %s | %s | %.2f | %s | %s | %s | %.2f | %s |\n", r.Program, r.Name, agentLabel(r.Config),
+			w.Median, w.Range("%.2f"), dw, dm, c.Median, dc)
 	}
+	seen := map[string]bool{}
 	for _, r := range p.Rows {
 		for _, n := range r.Samples {
-			fmt.Fprintf(out, "\n%s: %s\n", r.Name, n)
+			if !seen[n] {
+				seen[n] = true
+				fmt.Fprintf(out, "\n%s: %s\n", strings.TrimPrefix(r.Name, "libjprof "), n)
+			}
 		}
 	}
 	if len(p.SignalCost) > 0 {
@@ -176,6 +302,19 @@ func (p *Sampling) Markdown(out io.Writer, s *Suite) error {
 			100*c.Median/1000)
 	} else if p.SignalErr != "" {
 		fmt.Fprintf(out, "\nThe signal floor was not measured: %s\n", oneLine(p.SignalErr))
+	}
+	if st := p.Stress; st.Runs > 0 {
+		w, n := Summarize(st.Wall), Summarize(st.Samples)
+		fmt.Fprintf(out, "\n**Stress.** `SampleStress %s` (%s threads started, %s at a time: thread churn, garbage and GC, "+
+			"implicit null checks, deoptimization at a call site that meets new receiver classes, deep recursion, classes "+
+			"defined by loaders that are dropped and unloaded), run %d times in a row with `%s` (10 kHz of CPU time per "+
+			"thread). A run passes when it exits 0 within 2 minutes, prints what the run without an agent printed, and its "+
+			"log-msg counts samples: **%d of %d passed** in %s (wall per run: median %.2f s, %s; samples per run: median %.0f, %s).\n",
+			strings.Join(st.Args, " "), st.Args[0], st.Args[1], st.Runs, st.Options, st.Passed, st.Runs, st.Elapsed.Round(time.Second),
+			w.Median, w.Range("%.2f"), n.Median, n.Range("%.0f"))
+		for _, f := range st.Failures {
+			fmt.Fprintf(out, "- %s\n", f)
+		}
 	}
 	return nil
 }

@@ -112,9 +112,12 @@ static __attribute__((noinline)) void bci_expand(JNIEnv *env, jint id)
 		return;
 	/* Not bci_busy: the retransformation it makes runs the class file
 	 * hook on this thread, which must rewrite. */
+	uint64_t t0 = jp_mono_ns();
 	(*env)->CallStaticVoidMethod(env, bci.transformer, bci.m_expand, id);
 	if ((*env)->ExceptionCheck(env))
 		(*env)->ExceptionClear(env);
+	__atomic_add_fetch(&bci.expands, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&bci.expand_ns, jp_mono_ns() - t0, __ATOMIC_RELAXED);
 }
 
 /* bci_runs_reset forgets which methods ran (the roots changed). */
@@ -265,6 +268,7 @@ static void JNICALL bci_retransform_natives(JNIEnv *env, jclass c, jobjectArray 
 	(void)c;
 	bci_retransform_named(env, names);
 }
+
 
 void bci_notef(const char *fmt, ...)
 {
@@ -441,4 +445,6 @@ void jp_bci_stats(uint64_t *out)
 	out[3] = __atomic_load_n(&bci.hook_ns, __ATOMIC_RELAXED);
 	out[4] = __atomic_load_n(&bci.retransforms, __ATOMIC_RELAXED);
 	out[5] = __atomic_load_n(&bci.retransform_ns, __ATOMIC_RELAXED);
+	out[6] = __atomic_load_n(&bci.expands, __ATOMIC_RELAXED);
+	out[7] = __atomic_load_n(&bci.expand_ns, __ATOMIC_RELAXED);
 }

@@ -107,12 +107,18 @@ type BCIStats struct {
 	// RetransformTime their total time, hooks included.
 	Retransforms    uint64
 	RetransformTime time.Duration
+	// Selective instrumentation: Expands counts the first runs of
+	// methods inside a root whose calls were followed, and ExpandTime
+	// their total time (the retransformations they made included).
+	Expands    uint64
+	ExpandTime time.Duration
 }
 
 // Stats reads the source's counters.
 func (BCI) Stats() BCIStats {
-	var v [6]C.uint64_t
+	var v [8]C.uint64_t
 	C.jp_bci_stats(&v[0])
 	return BCIStats{Rewritten: uint64(v[0]), Failed: uint64(v[1]), Hooks: uint64(v[2]), HookTime: time.Duration(v[3]),
-		Retransforms: uint64(v[4]), RetransformTime: time.Duration(v[5])}
+		Retransforms: uint64(v[4]), RetransformTime: time.Duration(v[5]),
+		Expands: uint64(v[6]), ExpandTime: time.Duration(v[7])}
 }

@@ -29,6 +29,7 @@ struct jp_bci_state {
 	uint64_t transformed, failed; /* classes rewritten / retransform failures */
 	uint64_t hook_calls, hook_ns; /* class file hooks that ran the transformer, and their time */
 	uint64_t retransforms, retransform_ns; /* RetransformClasses calls, and their time */
+	uint64_t expands, expand_ns; /* selective: first runs inside a root followed, and their time */
 };
 extern struct jp_bci_state bci;
 
