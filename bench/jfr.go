@@ -337,14 +337,10 @@ func (p *JFR) Ratio(key string) (float64, bool) {
 // base's in the same round: the machine's drift between rounds cancels.
 func (p *JFR) Paired(key, base string) (Summary, bool) {
 	row, b := keyed(p.Rows, key), keyed(p.Rows, base)
-	if row == nil || b == nil || len(row.Wall) == 0 || len(row.Wall) != len(b.Wall) {
+	if row == nil || b == nil {
 		return Summary{}, false
 	}
-	xs := make([]float64, len(row.Wall))
-	for i := range xs {
-		xs[i] = row.Wall[i] / b.Wall[i]
-	}
-	return Summarize(xs), true
+	return perRound(row.Wall, b.Wall)
 }
 
 // jfrDiff is one method whose counts differ.

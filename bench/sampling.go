@@ -46,8 +46,7 @@ const (
 type SamplingRow struct {
 	Config
 	Program   string
-	Wall, CPU []float64 // s, per run
-	Round     []int     // the round of each run
+	Wall, CPU []float64 // s, per run, one per round
 	Samples   []string  // the header's sampling note of the last run
 }
 
@@ -99,7 +98,7 @@ func (p *Sampling) Run(ctx context.Context, s *Suite, tmp string) error {
 		rounds = 1 // the smoke test
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, 0x73616d70))
-	for round := range rounds {
+	for range rounds {
 		order := rng.Perm(len(p.Rows))
 		for _, i := range order {
 			row := p.Rows[i]
@@ -116,7 +115,6 @@ func (p *Sampling) Run(ctx context.Context, s *Suite, tmp string) error {
 			}
 			row.Wall = append(row.Wall, res.Wall.Seconds())
 			row.CPU = append(row.CPU, res.CPU.Seconds())
-			row.Round = append(row.Round, round)
 			if row.Agent == LibJProf {
 				if b, err := os.ReadFile(res.file("rt.1")); err == nil {
 					row.Samples = nil
@@ -235,24 +233,21 @@ func (p *Sampling) row(prog, cfg string) *SamplingRow {
 // Overhead is the median over rounds of a row's wall (CPU) time over its
 // program's run without an agent in the same round, minus one (the drift
 // between rounds cancels), and the ratio of the medians, minus one.
-func (p *Sampling) Overhead(prog, cfg string, cpu bool) (perRound Summary, ofMedians float64, ok bool) {
+func (p *Sampling) Overhead(prog, cfg string, cpu bool) (perRoundDiff Summary, ofMedians float64, ok bool) {
 	row, none := p.row(prog, cfg), p.row(prog, "none")
-	if row == nil || none == nil || len(row.Wall) == 0 || len(none.Wall) == 0 {
+	if row == nil || none == nil {
 		return Summary{}, 0, false
 	}
 	a, b := row.Wall, none.Wall
 	if cpu {
 		a, b = row.CPU, none.CPU
 	}
-	var x []float64
-	for i, r := range row.Round {
-		for j, q := range none.Round {
-			if r == q && b[j] > 0 {
-				x = append(x, a[i]/b[j]-1)
-			}
-		}
+	r, ok := perRound(a, b)
+	if !ok {
+		return Summary{}, 0, false
 	}
-	return Summarize(x), Summarize(a).Median/Summarize(b).Median - 1, true
+	d := Summary{N: r.N, Median: r.Median - 1, Min: r.Min - 1, Max: r.Max - 1, Q1: r.Q1 - 1, Q3: r.Q3 - 1}
+	return d, Summarize(a).Median/Summarize(b).Median - 1, true
 }
 
 func (p *Sampling) Markdown(out io.Writer, s *Suite) error {

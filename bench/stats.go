@@ -63,3 +63,17 @@ func (s Summary) Range(verb string) string {
 func (s Summary) IQR(verb string) string {
 	return fmt.Sprintf(verb+"–"+verb, s.Q1, s.Q3)
 }
+
+// perRound summarises a[i]/b[i]: the runs of two configurations in the
+// same rounds, paired, so that the machine's drift between rounds
+// cancels. False unless both ran every round.
+func perRound(a, b []float64) (Summary, bool) {
+	if len(a) == 0 || len(a) != len(b) {
+		return Summary{}, false
+	}
+	xs := make([]float64, len(a))
+	for i := range xs {
+		xs[i] = a[i] / b[i]
+	}
+	return Summarize(xs), true
+}
