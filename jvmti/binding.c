@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "jvmtiagent.h"
@@ -44,12 +45,10 @@ static void JNICALL cb_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 	 * name it. */
 	jp_thread *t = jp_thread_self();
 	if (t != NULL && strcmp(t->name, "unknown") == 0) {
-		jvmtiThreadInfo info;
-		memset(&info, 0, sizeof info);
-		if ((*jvmti)->GetThreadInfo(jvmti, thread, &info) == JVMTI_ERROR_NONE && info.name) {
-			jp_thread_rename(t, info.name);
-			(*jvmti)->Deallocate(jvmti, (unsigned char *)info.name);
-		}
+		char *name = jp_vm_thread_name(jvmti, thread);
+		if (name != NULL)
+			jp_thread_rename(t, name);
+		free(name);
 	}
 	if (jpvm.sample)
 		jp_sampling_vm_init(jvmti, jni, thread);

@@ -52,6 +52,9 @@ char *jp_class_name(const char *sig);
 
 /* The calling Java thread's engine record, made on its first event. */
 jp_thread *jp_vm_thread(jvmtiEnv *jvmti, jthread thread);
+/* jp_vm_thread_name is the VM's name of a thread (NULL: the calling
+ * thread), malloc'd, whole; NULL if it has none or without memory. */
+char *jp_vm_thread_name(jvmtiEnv *jvmti, jthread thread);
 
 /* JIT code records (jit.c): made by the compiler threads' callbacks,
  * handed to Go through a lock-free list, freed by Go. */

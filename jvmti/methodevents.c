@@ -22,16 +22,24 @@ jp_thread *jp_vm_thread(jvmtiEnv *jvmti, jthread thread)
 		if (vt != NULL)
 			return vt;
 	}
+	char *name = jp_vm_thread_name(jvmti, thread);
+	jp_thread *t = jp_thread_attach(name != NULL ? name : "unknown");
+	free(name);
+	return t;
+}
+
+char *jp_vm_thread_name(jvmtiEnv *jvmti, jthread thread)
+{
 	jvmtiThreadInfo info;
 	memset(&info, 0, sizeof info);
-	const char *name = "unknown";
 	/* thread NULL: the calling thread (JVMTI's rule) */
-	if ((*jvmti)->GetThreadInfo(jvmti, thread, &info) == JVMTI_ERROR_NONE && info.name)
-		name = info.name;
-	jp_thread *t = jp_thread_attach(name);
-	if (info.name)
-		(*jvmti)->Deallocate(jvmti, (unsigned char *)info.name);
-	return t;
+	if ((*jvmti)->GetThreadInfo(jvmti, thread, &info) != JVMTI_ERROR_NONE || info.name == NULL)
+		return NULL;
+	/* Its group and loader are local references, freed with the
+	 * callback's (or native call's) frame. */
+	char *name = strdup(info.name);
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)info.name);
+	return name;
 }
 
 /* Deeper stacks than this are seeded with their innermost frames only. */

@@ -99,16 +99,14 @@ static jp_thread *jp_vt_make(jvmtiEnv *jvmti, JNIEnv *jni, jthread vthread)
 	}
 	jfieldID tidf = __atomic_load_n(&jp_vt_tid, __ATOMIC_RELAXED);
 	jlong id = tidf != NULL ? (*jni)->GetLongField(jni, vthread, tidf) : 0;
-	jvmtiThreadInfo info;
-	memset(&info, 0, sizeof info);
-	char name[256];
-	if ((*jvmti)->GetThreadInfo(jvmti, vthread, &info) == JVMTI_ERROR_NONE && info.name != NULL && info.name[0])
-		snprintf(name, sizeof name, "virtual-%s", info.name);
-	else
-		snprintf(name, sizeof name, "virtual-%lld", (long long)id);
-	if (info.name != NULL)
-		(*jvmti)->Deallocate(jvmti, (unsigned char *)info.name);
-	jp_thread *vt = jp_vthread_new(name, (int)id);
+	char *vm = jp_vm_thread_name(jvmti, vthread);
+	char *name = NULL;
+	int n = vm != NULL && vm[0] ? asprintf(&name, "virtual-%s", vm) : asprintf(&name, "virtual-%lld", (long long)id);
+	if (n < 0)
+		name = NULL;
+	free(vm);
+	jp_thread *vt = jp_vthread_new(name != NULL ? name : "virtual", (int)id);
+	free(name);
 	if (vt != NULL && (*jvmti)->SetThreadLocalStorage(jvmti, vthread, vt) != JVMTI_ERROR_NONE) {
 		jp_vthread_end(vt); /* listed, empty: retired like any ended thread */
 		return NULL;
