@@ -23,7 +23,7 @@ COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 VERSION_LDFLAGS := -X github.com/libjprof/libjprof/internal/buildinfo.Version=$(VERSION) \
                    -X github.com/libjprof/libjprof/internal/buildinfo.Commit=$(COMMIT)
 
-GO_SRC    := $(shell find agent engine jvmti ptt calibration reports trainer cmd internal -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.o' 2>/dev/null) go.mod go.sum
+GO_SRC    := $(shell find agent engine jvmti ptt calibration reports trainer cmd internal -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.o' -o -name '*.cal' 2>/dev/null) go.mod go.sum
 JAVA_SRC  := $(wildcard java/src/*.java)
 # The BCI source's Java half (option BCI), compiled against Debian's ASM.
 ASM_JARS  := /usr/share/java/asm.jar:/usr/share/java/asm-commons.jar

@@ -33,6 +33,7 @@ type agent struct {
 	metrics  []ptt.Metric
 	jvm      jvmIdentity
 	env      [][]uint64           // environmental overhead per metric and key
+	kept     [][]int64            // what calibration keeps of each key's minimum (calibration.Entry.Kept)
 	tables   []*calibration.Table // calibration table per metric, nil without
 	notes    []string             // header notes for every report
 

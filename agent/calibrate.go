@@ -6,12 +6,12 @@ import (
 )
 
 // calibrator removes the profiler's overhead from the trees' metrics
-// with the final minima: an event of key s had delta d ≥ min[s] (the
-// minimum is over every event, this one included), so its calibrated
-// value d − (min[s] − env[s]) is never negative, and a node's calibrated
-// base is its raw sum minus Σ_s count(node, s)·(min[s] − env[s]).
+// with the final minima: a node's calibrated base is its raw sum minus
+// Σ_s count(node, s)·(min[s] − kept[s]), where kept is the glue that runs
+// without profiling too less the key's typical excess over its minimum
+// (calibration.Entry.Kept), never below zero (report.go).
 type calibrator struct {
-	// removed[k][key] = min − env for metric k, 0 where never seen.
+	// removed[k][key] = min − kept for metric k, 0 where never seen.
 	removed [][]uint64
 }
 
@@ -44,7 +44,7 @@ func (a *agent) calibrator(ts []engine.Thread) *calibrator {
 	if mins == nil || !engine.Calibrating() {
 		return nil
 	}
-	return newCalibrator(mins, keyCounts(ts, a.base, false), a.tables, a.env)
+	return newCalibrator(mins, keyCounts(ts, a.base, false), a.tables, a.kept)
 }
 
 // fallbackCalibrator is the calibrator of the threads whose PTT reads
@@ -56,14 +56,14 @@ func (a *agent) fallbackCalibrator(ts []engine.Thread) *calibrator {
 	if mins == nil || !engine.Calibrating() {
 		return nil
 	}
-	return newCalibrator(mins, keyCounts(ts, a.base, true), nil, a.env)
+	return newCalibrator(mins, keyCounts(ts, a.base, true), nil, a.kept)
 }
 
 // newCalibrator works out what to remove per metric and key from the
 // run's minima and event counts, the calibration tables (nil entries for
 // metrics without one; see calibration.FinalMinimum) and the
-// environmental overheads.
-func newCalibrator(mins [][]uint64, counts []uint64, tables []*calibration.Table, env [][]uint64) *calibrator {
+// part of each minimum calibration keeps.
+func newCalibrator(mins [][]uint64, counts []uint64, tables []*calibration.Table, kept [][]int64) *calibrator {
 	c := &calibrator{removed: make([][]uint64, len(mins))}
 	for k, mk := range mins {
 		c.removed[k] = make([]uint64, len(mk))
@@ -73,7 +73,7 @@ func newCalibrator(mins [][]uint64, counts []uint64, tables []*calibration.Table
 		}
 		for key, m := range mk {
 			m = calibration.FinalMinimum(m, counts[key], tab, calibration.Key(key))
-			c.removed[k][key] = calibration.Overhead(m, env[k][key])
+			c.removed[k][key] = calibration.Overhead(m, kept[k][key])
 		}
 	}
 	return c

@@ -21,18 +21,19 @@ func TestNewCalibrator(t *testing.T) {
 	copy(runMins, []uint64{300, 250, unseen, 200})
 	counts := make([]uint64, engine.NKeys)
 	copy(counts, []uint64{5000, 10, 0, 5000})
-	envOf := func(v ...uint64) []uint64 { out := make([]uint64, engine.NKeys); copy(out, v); return out }
+	keptOf := func(v ...int64) []int64 { out := make([]int64, engine.NKeys); copy(out, v); return out }
 
 	for _, c := range []struct {
 		name  string
 		table []uint64 // minima of keys 0..3; nil: no table
-		env   []uint64
+		kept  []int64
 		want  [4]uint64
 	}{
-		{"no table: the run's own minima", nil, envOf(), [4]uint64{300, 250, 0, 200}},
-		{"table used only for rare keys, where lower", []uint64{180, 100, 90, 150}, envOf(), [4]uint64{300, 100, 90, 200}},
-		{"a rare key's own minimum wins when lower", []uint64{180, 400, unseen, 150}, envOf(), [4]uint64{300, 250, 0, 200}},
-		{"environmental overhead stays with the program", nil, envOf(100, 50, 0, 300), [4]uint64{200, 200, 0, 0}},
+		{"no table: the run's own minima", nil, keptOf(), [4]uint64{300, 250, 0, 200}},
+		{"table used only for rare keys, where lower", []uint64{180, 100, 90, 150}, keptOf(), [4]uint64{300, 100, 90, 200}},
+		{"a rare key's own minimum wins when lower", []uint64{180, 400, unseen, 150}, keptOf(), [4]uint64{300, 250, 0, 200}},
+		{"environmental overhead stays with the program", nil, keptOf(100, 50, 0, 300), [4]uint64{200, 200, 0, 0}},
+		{"an excess above the glue is removed too", nil, keptOf(-20, 0, -5, 0), [4]uint64{320, 250, 0, 200}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var tables []*calibration.Table
@@ -45,7 +46,7 @@ func TestNewCalibrator(t *testing.T) {
 				}
 				tables = []*calibration.Table{tab}
 			}
-			cal := newCalibrator([][]uint64{runMins}, counts, tables, [][]uint64{c.env})
+			cal := newCalibrator([][]uint64{runMins}, counts, tables, [][]int64{c.kept})
 			for key, w := range c.want {
 				assert.Equal(t, w, cal.removed[0][key], "key %d", key)
 			}

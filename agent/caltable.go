@@ -38,6 +38,7 @@ func readJVMIdentity() jvmIdentity {
 // the wrong amounts.
 func (a *agent) loadCalibration() error {
 	a.env = make([][]uint64, len(a.metrics))
+	a.kept = make([][]int64, len(a.metrics))
 	a.tables = make([]*calibration.Table, len(a.metrics))
 	var given []*calibration.Table
 	if a.opts.CalTable != "" && a.opts.CalTable != "none" {
@@ -53,8 +54,10 @@ func (a *agent) loadCalibration() error {
 	}
 	for k, m := range a.metrics {
 		a.env[k] = make([]uint64, engine.NKeys)
+		a.kept[k] = make([]int64, engine.NKeys)
 		for i := range a.env[k] {
 			a.env[k][i] = calibration.DefaultEnv(m.String())
+			a.kept[k][i] = int64(a.env[k][i])
 		}
 		var tab *calibration.Table
 		var source string
@@ -100,13 +103,16 @@ func (a *agent) loadCalibration() error {
 			a.log.Info(note)
 		} else {
 			a.tables[k] = tab
-			a.env[k] = tab.Envs()
+			for i := range a.env[k] {
+				a.env[k][i] = tab.Lookup(calibration.Key(i)).Env
+			}
+			a.kept[k] = tab.Kept()
 			note := fmt.Sprintf("Calibration %s: minima of keys seen fewer than %d times in this run from %s (JVM %s %s, backend %s, event source %s, %d runs, %s); environmental overhead from it (%s)",
 				m, calibration.OwnMinimumEvents, source, tab.JVM, tab.JVMVersion, tab.Backend, tab.EventSource(), tab.Runs, tab.Date.Format("2006-01-02"), tab.EnvSource)
 			a.notes = append(a.notes, note)
 			a.log.Info(note)
 		}
-		if err := engine.SetEnv(k, a.env[k]); err != nil {
+		if err := engine.SetEnv(k, a.kept[k]); err != nil {
 			return err
 		}
 	}

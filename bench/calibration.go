@@ -38,9 +38,11 @@ type Calibration struct {
 }
 
 // abPairs is how many bare/profiled phase pairs AccuracyAB runs per
-// driver: 12 per round asked for, up to 60, enough for the medians to
-// hold on a shared machine.
-func abPairs(rounds int) int { return max(4, min(60, 12*rounds)) }
+// driver: 20 per round asked for, up to 200. A pair's error swings by
+// tens of percent on a shared machine (the per-event jitter moves with
+// the other core's load); with 60 pairs the median of a 80 ns driver
+// still moved by 50 points from one run to the next.
+func abPairs(rounds int) int { return max(4, min(200, 20*rounds)) }
 
 func (c *Calibration) Title() string { return "Calibration accuracy" }
 
@@ -183,12 +185,14 @@ func (c *Calibration) Markdown(w io.Writer, _ *Suite) error {
 		small.size, 100*small.rawErr.Median, 100*small.calErr.Median, ratio, yesNo(ratio >= 5))
 	if c.overhead.N > 0 {
 		o := c.overhead
-		fmt.Fprintf(w, "\n**Why small methods keep a residual.** Calibration removes each key's *minimum* overhead "+
-			"(seed 000 §4, seed 004), which assumes the overhead of a key is constant. It is not quite: "+
+		fmt.Fprintf(w, "\n**The overhead above the minimum.** JProf's calibration removes each key's *minimum* overhead, "+
+			"which assumes the overhead of a key is constant. It is not quite: "+
 			"the raw deltas of the %d exits of the empty leaf `w0` (a RAWGEN run; each is pure overhead for its key) "+
 			"have minimum %.0f ns, median %.0f, 75th percentile %.0f, maximum %.0f, mean %.0f ns. "+
-			"The mean exceeds the minimum by %.0f ns, and that much per event stays in the methods: "+
-			"negligible for a 1 µs method, most of the error of an 80 ns one.\n",
+			"The mean exceeds the minimum by %.0f ns; removing the minimum alone would leave that much per event in the methods: "+
+			"negligible for a 1 µs method, most of the error of an 80 ns one. So the trainer also measures each key's typical "+
+			"excess over its minimum (the median of its clean deltas less the minimum, the table's `excess` column), and "+
+			"calibration removes it too.\n",
 			o.N, o.Min, o.Median, o.Q3, o.Max, c.mean, c.mean-o.Min)
 	}
 	if c.entry.N > 0 {
@@ -305,9 +309,10 @@ func (c *Calibration) residualMarkdown(w io.Writer) {
 		"transition and the agent's reads) slows while the minimum keeps its quiet-moment value, so the residual grows with load. "+
 		"*The body between events:* the probe shows the loop body itself running up to %.0f ns per call slower with events on "+
 		"(%.0f%% of that driver's bare cost; caches and predictors disturbed by the event path): no key's minimum can hold that, "+
-		"it stays in the method. The minimum is the only per-key figure that is safe for every context (a key's "+
-		"events also hold the code between them); removing the typical overhead instead needs a per-context estimate of the "+
-		"excess over the minimum (e.g. a low quantile of each (node, key)'s deltas less their minimum), not done here.\n",
+		"it stays in the method. *What calibration removes:* each key's minimum and the trainer's typical excess over it "+
+		"(about 50 ns for an interpreter entry, 10–20 for an exit), which is what brought the smaller drivers from several "+
+		"times their cost to within tens of percent; what is left is this run's jitter beyond the trainer's (it grows with "+
+		"the load), its spread from pair to pair (the interquartile ranges), and the body's slow-down.\n",
 		small.size, perCall, c.entryMean-c.entry.Min, c.mean-c.overhead.Min, excess, c.entry.Q1-c.entry.Min, body, 100*body/bare)
 }
 

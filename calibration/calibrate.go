@@ -16,6 +16,7 @@ type Calibrator struct {
 	nm    int
 	min   []uint64 // [key*nm + m], Unseen when not seen
 	env   []uint64 // [key*nm + m]
+	exc   []uint64 // [key*nm + m]: Excess
 	count []uint64 // [key]
 }
 
@@ -28,6 +29,7 @@ func NewCalibrator(metrics ...string) *Calibrator {
 		nm:    nm,
 		min:   make([]uint64, NKeys*nm),
 		env:   make([]uint64, NKeys*nm),
+		exc:   make([]uint64, NKeys*nm),
 		count: make([]uint64, NKeys),
 	}
 	for i := range c.min {
@@ -47,8 +49,8 @@ func (c *Calibrator) Metrics() int { return c.nm }
 
 // Load seeds metric m from a table, as the agent does with CALTABLE=: the
 // table's minima become the starting minima (lowered, never raised, if some
-// are already known) and its Env values replace the defaults. Counts are
-// not loaded: they describe the training run, not this one.
+// are already known) and its Env and Excess values replace the defaults.
+// Counts are not loaded: they describe the training run, not this one.
 func (c *Calibrator) Load(m int, t *Table) error {
 	if m < 0 || m >= c.nm {
 		return fmt.Errorf("calibration: metric %d out of range (%d metrics)", m, c.nm)
@@ -57,7 +59,7 @@ func (c *Calibrator) Load(m int, t *Table) error {
 		e := t.Lookup(Key(k))
 		i := k*c.nm + m
 		c.min[i] = min(c.min[i], e.Min)
-		c.env[i] = e.Env
+		c.env[i], c.exc[i] = e.Env, e.Excess
 	}
 	return nil
 }
@@ -80,7 +82,7 @@ func (c *Calibrator) Observe(k Key, delta []uint64) {
 // or env is not below the minimum.
 func (c *Calibrator) Overhead(k Key, m int) uint64 {
 	i := int(k)*c.nm + m
-	return Overhead(c.min[i], c.env[i])
+	return Overhead(c.min[i], Entry{Env: c.env[i], Excess: c.exc[i]}.Kept())
 }
 
 // Adjust writes into out (grown if needed, and returned) the calibrated
@@ -119,7 +121,7 @@ func (c *Calibrator) Table(m int, p Provenance) *Table {
 	def := DefaultEnv(p.Metric)
 	for k := 0; k < NKeys; k++ {
 		i := k*c.nm + m
-		e := Entry{Min: c.min[i], Env: c.env[i], Count: c.count[k]}
+		e := Entry{Min: c.min[i], Env: c.env[i], Excess: c.exc[i], Count: c.count[k]}
 		if e.Min != Unseen || e.Count != 0 || e.Env != def {
 			t.Entries[Key(k)] = e
 		}

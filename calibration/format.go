@@ -25,10 +25,10 @@ import (
 //	# env: trainer
 //	# note: coverage: 600 of 600 target sequences (types iInNO) seen
 //	#
-//	# sequence                                 min        env        count
-//	interp-En-interp-En-interp                 176         76       131524
-//	Interp-En-interp-Ex-Interp                 341          0        92462
-//	Other-En-Native-En-interp                    -         47            0
+//	# sequence                                 min        env     excess        count
+//	interp-En-interp-En-interp                 176         76         40       131524
+//	Interp-En-interp-Ex-Interp                 341          0          2        92462
+//	Other-En-Native-En-interp                    -         47          0            0
 //
 // The first line names the format and starts a table; a file may hold
 // several tables, each starting with that line (one per metric of a
@@ -36,8 +36,9 @@ import (
 // are empty are left out, note may repeat, the others may not. Other lines
 // starting with '#' and blank lines are comments. Every other line is a row
 // for one key: the key as Key.String (or in letters), the minimum ("-" when
-// unseen, then count must be 0), the environmental overhead and the event
-// count, separated by blanks. Rows are written in key order with aligned
+// unseen, then count must be 0), the environmental overhead, the typical
+// excess over the minimum (a column tables written before it was measured
+// lack: 0) and the event count, separated by blanks. Rows are written in key order with aligned
 // columns; a key may appear once per table.
 
 // formatLine starts every table; the number is the format version.
@@ -193,8 +194,11 @@ func (p *parser) header(s string) error {
 
 func (p *parser) row(s string) error {
 	f := strings.Fields(s)
-	if len(f) != 4 {
-		return fmt.Errorf("row %q: want <sequence> <min> <env> <count>", s)
+	if len(f) == 4 { // before the excess column
+		f = []string{f[0], f[1], f[2], "0", f[3]}
+	}
+	if len(f) != 5 {
+		return fmt.Errorf("row %q: want <sequence> <min> <env> <excess> <count>", s)
 	}
 	k, err := ParseKey(f[0])
 	if err != nil {
@@ -212,8 +216,11 @@ func (p *parser) row(s string) error {
 	if e.Env, err = parseCount(f[2]); err != nil {
 		return fmt.Errorf("%s: env %q: want a number", k, f[2])
 	}
-	if e.Count, err = parseCount(f[3]); err != nil {
-		return fmt.Errorf("%s: count %q: want a number", k, f[3])
+	if e.Excess, err = parseCount(f[3]); err != nil {
+		return fmt.Errorf("%s: excess %q: want a number", k, f[3])
+	}
+	if e.Count, err = parseCount(f[4]); err != nil {
+		return fmt.Errorf("%s: count %q: want a number", k, f[4])
 	}
 	if e.Min == Unseen && e.Count != 0 {
 		return fmt.Errorf("%s: %d events counted but no minimum", k, e.Count)
@@ -289,7 +296,7 @@ func (t *Table) write(bw *bufio.Writer) error {
 	}
 	// One width for every table, so that tables line up in a diff.
 	const width = len("Compiling-Xx-Compiling-Xx-Compiling")
-	fmt.Fprintf(bw, "#\n# %-*s %10s %10s %12s\n", width-2, "sequence", "min", "env", "count")
+	fmt.Fprintf(bw, "#\n# %-*s %10s %10s %10s %12s\n", width-2, "sequence", "min", "env", "excess", "count")
 	for _, k := range keys {
 		e := t.Entries[k]
 		min := "-"
@@ -298,7 +305,7 @@ func (t *Table) write(bw *bufio.Writer) error {
 		} else if e.Count != 0 {
 			return fmt.Errorf("calibration table: %s has %d events but no minimum", k, e.Count)
 		}
-		fmt.Fprintf(bw, "%-*s %10s %10d %12d\n", width, k.String(), min, e.Env, e.Count)
+		fmt.Fprintf(bw, "%-*s %10s %10d %10d %12d\n", width, k.String(), min, e.Env, e.Excess, e.Count)
 	}
 	return nil
 }

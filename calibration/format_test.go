@@ -25,7 +25,7 @@ func sampleTable() *Table {
 		EnvSource:  EnvTrainer,
 		Notes:      []string{"first note", "keys seen: 3: of 480"},
 	})
-	t.Entries[MakeKey(Interp, En, InterpStatic, Ex, Interp)] = Entry{Min: 182, Env: 14, Count: 40000}
+	t.Entries[MakeKey(Interp, En, InterpStatic, Ex, Interp)] = Entry{Min: 182, Env: 14, Excess: 9, Count: 40000}
 	t.Entries[MakeKey(InterpStatic, Ex, Native, Xx, Other)] = Entry{Min: Unseen, Env: 0, Count: 0}
 	t.Entries[MakeKey(NativeStatic, Xx, InterpStatic, En, Native)] = Entry{Min: 0, Env: 3, Count: 1}
 	return t
@@ -45,11 +45,29 @@ const sampleText = `# libjprof calibration table 1
 # note: first note
 # note: keys seen: 3: of 480
 #
-# sequence                                 min        env        count
-interp-Ex-Native-Xx-Other                    -          0            0
-Interp-En-interp-Ex-Interp                 182         14        40000
-native-Xx-interp-En-Native                   0          3            1
+# sequence                                 min        env     excess        count
+interp-Ex-Native-Xx-Other                    -          0          0            0
+Interp-En-interp-Ex-Interp                 182         14          9        40000
+native-Xx-interp-En-Native                   0          3          0            1
 `
+
+// A table written before the excess column reads with no excess.
+func TestTableWithoutExcess(t *testing.T) {
+	old := strings.Replace(sampleText, "# sequence                                 min        env     excess        count\n", "", 1)
+	old = strings.Replace(old, "182         14          9        40000", "182 14 40000", 1)
+	old = strings.Replace(old, "-          0          0            0", "- 0 0", 1)
+	old = strings.Replace(old, "0          3          0            1", "0 3 1", 1)
+	tab, err := Parse(strings.NewReader(old))
+	require.NoError(t, err)
+	want := sampleTable()
+	k := MakeKey(Interp, En, InterpStatic, Ex, Interp)
+	e := want.Entries[k]
+	e.Excess = 0
+	want.Entries[k] = e
+	assert.Equal(t, want, tab)
+	assert.Equal(t, uint64(182-14), tab.Entries[k].Overhead())
+	assert.Equal(t, uint64(182-14+9), sampleTable().Entries[k].Overhead(), "the excess is removed too")
+}
 
 func TestTableWrite(t *testing.T) {
 	var b bytes.Buffer
@@ -72,7 +90,7 @@ func TestTableRoundTrip(t *testing.T) {
 		{"every key", func() *Table {
 			t := NewTable(Provenance{Metric: "PTT_INSTS", Notes: []string{""}})
 			for k := Key(0); k < NKeys; k++ {
-				t.Entries[k] = Entry{Min: uint64(k) * 1e12, Env: uint64(k), Count: Unseen}
+				t.Entries[k] = Entry{Min: uint64(k) * 1e12, Env: uint64(k), Excess: uint64(k) / 2, Count: Unseen}
 			}
 			return t
 		}()},
@@ -117,7 +135,7 @@ func TestParseErrors(t *testing.T) {
 		{"future format", "# libjprof calibration table 2\n", 1, "unsupported format"},
 		{"bad key", head + "Interp-En-interp-Ex 1 0 1\n", 2, "want type-transition-type"},
 		{"bad type", head + "# metric: PTT_TIME\nInterp-En-interp-Ex-Foo 1 0 1\n", 3, `unknown method type "Foo"`},
-		{"fields", head + "Interp-En-interp-Ex-Interp 1 0\n", 2, "want <sequence> <min> <env> <count>"},
+		{"fields", head + "Interp-En-interp-Ex-Interp 1 0\n", 2, "want <sequence> <min> <env> <excess> <count>"},
 		{"duplicate key", head + "I-En-i-Ex-I 1 0 1\nInterp-En-interp-Ex-Interp 2 0 1\n", 3, "given twice"},
 		{"bad min", head + "I-En-i-Ex-I x 0 1\n", 2, "min"},
 		{"min is the unseen value", head + "I-En-i-Ex-I 18446744073709551615 0 1\n", 2, "min"},
@@ -170,25 +188,26 @@ func TestWriteRefusesLineBreaks(t *testing.T) {
 func TestTableHelpers(t *testing.T) {
 	tab := sampleTable()
 	k := MakeKey(Interp, En, InterpStatic, Ex, Interp)
-	assert.Equal(t, uint64(168), tab.Lookup(k).Overhead())
+	assert.Equal(t, uint64(182-14+9), tab.Lookup(k).Overhead())
 	absent := tab.Lookup(MakeKey(Other, En, Other, En, Other))
 	assert.Equal(t, Entry{Min: Unseen}, absent)
 	assert.False(t, absent.Seen())
 	assert.Zero(t, absent.Overhead())
 	assert.Zero(t, Entry{Min: 3, Env: 5}.Overhead(), "env above min removes nothing")
+	assert.Equal(t, uint64(13), Entry{Min: 10, Env: 5, Excess: 8}.Overhead(), "an excess above the glue removes more than the minimum")
 	insts := NewTable(Provenance{Metric: "PTT_INSTS"})
 	assert.Equal(t, uint64(1), insts.Lookup(k).Env, "one instruction for the call or return")
 
 	tab.Observe(k, 100)
 	tab.Observe(MakeKey(Other, En, Other, En, Other), 5)
-	assert.Equal(t, Entry{Min: 100, Env: 14, Count: 40001}, tab.Entries[k])
+	assert.Equal(t, Entry{Min: 100, Env: 14, Excess: 9, Count: 40001}, tab.Entries[k])
 	assert.Equal(t, Entry{Min: 5, Count: 1}, tab.Entries[MakeKey(Other, En, Other, En, Other)])
 
-	mins, envs := tab.Minima(), tab.Envs()
+	mins, kept := tab.Minima(), tab.Kept()
 	require.Len(t, mins, NKeys)
 	assert.Equal(t, uint64(100), mins[k])
 	assert.Equal(t, uint64(Unseen), mins[1])
-	assert.Equal(t, uint64(14), envs[k])
+	assert.Equal(t, int64(14-9), kept[k], "Env less the excess")
 
 	tab.Entries[MakeKey(Interp, En, Native, Ex, InterpStatic)] = Entry{Min: 1}
 	assert.Equal(t, []Key{MakeKey(Interp, En, Native, Ex, InterpStatic)}, tab.Invalid())

@@ -65,7 +65,7 @@ func (t *Table) FourElement() map[Key4]FourEntry {
 		k4 := k.Four()
 		cur, ok := out[k4]
 		if !ok {
-			out[k4] = FourEntry(e)
+			out[k4] = FourEntry{Min: e.Min, Env: e.Env, Count: e.Count}
 			continue
 		}
 		if e.Min < cur.Min {

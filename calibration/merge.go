@@ -139,10 +139,11 @@ func Merge(tables ...*Table) (*Table, error) {
 			cur.Count += e.Count
 			switch {
 			case measured && !measuredEnv[k]:
-				cur.Env = e.Env
+				cur.Env, cur.Excess = e.Env, e.Excess
 				measuredEnv[k] = true
 			case measured == measuredEnv[k]:
 				cur.Env = min(cur.Env, e.Env)
+				cur.Excess = min(cur.Excess, e.Excess)
 			}
 			out.Entries[k] = cur
 		}

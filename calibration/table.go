@@ -28,27 +28,46 @@ type Entry struct {
 	// Env is the environmental overhead: the part of Min that runs without
 	// profiling too and so stays with the program.
 	Env uint64
+	// Excess is how far the key's overhead typically lies above its
+	// minimum (the trainer's median delta less the minimum): the event
+	// path's jitter, which removing the minimum alone leaves in every
+	// method. Calibration removes it too, out of what Env would keep
+	// (see Kept); 0 when not measured.
+	Excess uint64
 	// Count is how many events of the key were observed.
 	Count uint64
 }
+
+// Kept is what calibration leaves of each event's minimum in the
+// program: Env less Excess, below zero when the excess is the larger
+// (then more than the minimum is removed). So an event loses Min − Kept:
+// its minimum and its typical excess over it, less the glue that runs
+// without profiling too.
+func (e Entry) Kept() int64 { return int64(e.Env) - int64(e.Excess) }
 
 // Seen says whether an event of the key was observed.
 func (e Entry) Seen() bool { return e.Min != Unseen }
 
 // Overhead is the amount calibration removes from each delta of the key:
-// Min − Env, or nothing when the key was never seen. An Env above Min (a
+// Min − Kept, or nothing when the key was never seen. An Env above Min (a
 // noisy measurement) removes nothing rather than adding to the program.
-func (e Entry) Overhead() uint64 { return Overhead(e.Min, e.Env) }
+func (e Entry) Overhead() uint64 { return Overhead(e.Min, e.Kept()) }
 
 // Overhead is the one rule for what calibration removes from an event:
-// the key's minimum less its environmental overhead, nothing for a key
-// never seen or an Env above the minimum. The agent's C event path has
-// the same rule (jp_overhead) for log-gen's online values.
-func Overhead(min, env uint64) uint64 {
-	if min == Unseen || env >= min {
+// the key's minimum less what is kept of it (Entry.Kept), nothing for a
+// key never seen or a Kept above the minimum. The agent's C event path
+// has the same rule (jp_overhead) for log-gen's online values.
+func Overhead(min uint64, kept int64) uint64 {
+	if min == Unseen {
 		return 0
 	}
-	return min - env
+	if kept < 0 {
+		return min + uint64(-kept)
+	}
+	if uint64(kept) >= min {
+		return 0
+	}
+	return min - uint64(kept)
 }
 
 // Provenance says where a table's numbers come from. Minima are only
@@ -148,12 +167,13 @@ func (t *Table) Minima() []uint64 {
 	return out
 }
 
-// Envs returns the per-key environmental overheads in the agent's layout:
-// NKeys values, DefaultEnv(metric) where the table has none.
-func (t *Table) Envs() []uint64 {
-	out := make([]uint64, NKeys)
+// Kept returns what calibration keeps of each key's minimum (Entry.Kept)
+// in the agent's layout: NKeys values, DefaultEnv(metric) where the
+// table has no Env.
+func (t *Table) Kept() []int64 {
+	out := make([]int64, NKeys)
 	for k := range out {
-		out[k] = t.Lookup(Key(k)).Env
+		out[k] = t.Lookup(Key(k)).Kept()
 	}
 	return out
 }

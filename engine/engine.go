@@ -87,14 +87,15 @@ func copyMinima(p *C.uint64_t) [][]uint64 {
 	return out
 }
 
-// SetEnv sets the environmental overhead per key for metric k, used by
-// the online-calibrated values of log-gen. Call before events are on.
-func SetEnv(k int, env []uint64) error {
+// SetEnv sets what calibration keeps of each key's minimum for metric k
+// (calibration.Entry.Kept), used by the online-calibrated values of
+// log-gen. Call before events are on.
+func SetEnv(k int, env []int64) error {
 	nm := NMetrics()
 	if C.jp.env == nil || k < 0 || k >= nm || len(env) != NKeys {
 		return fmt.Errorf("engine: cannot set environmental overhead for metric %d", k)
 	}
-	all := unsafe.Slice((*uint64)(unsafe.Pointer(C.jp.env)), NKeys*nm)
+	all := unsafe.Slice((*int64)(unsafe.Pointer(C.jp.env)), NKeys*nm)
 	for key, v := range env {
 		all[key*nm+k] = v
 	}

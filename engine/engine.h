@@ -173,12 +173,15 @@ static inline uint32_t jp_key(uint32_t a, uint32_t t1, uint32_t b, uint32_t t2, 
 }
 
 /* jp_overhead is what calibration removes for an event of a key: the
- * minimum delta less the environmental overhead (the glue that runs
- * without profiling too), never below zero. The Go side has the same
- * rule (calibration.Overhead). */
-static inline uint64_t jp_overhead(uint64_t min, uint64_t env)
+ * minimum delta less what is kept of it (kept: the glue that runs without
+ * profiling too, less the key's typical excess over its minimum; below
+ * zero when the excess is larger), never below zero. The Go side has the
+ * same rule (calibration.Overhead). */
+static inline uint64_t jp_overhead(uint64_t min, int64_t kept)
 {
-	return min > env ? min - env : 0;
+	if (kept < 0)
+		return min + (uint64_t)-kept;
+	return min > (uint64_t)kept ? min - (uint64_t)kept : 0;
 }
 
 /* How many events of one key were attributed to one node: what lets the
@@ -311,9 +314,10 @@ typedef struct jp_state {
 	 * NULL unless the backend is bpf or perf. The environmental overhead
 	 * (env) is the glue that runs without profiling, the same for both. */
 	uint64_t *minima_fb;
-	/* Environmental overhead per key and metric (same layout), for the
-	 * online-calibrated values of log-gen. */
-	uint64_t *env;
+	/* What calibration keeps of each key's minimum, per key and metric
+	 * (same layout; calibration.Entry.Kept), for the online-calibrated
+	 * values of log-gen. */
+	int64_t *env;
 	int calibrate;
 	/* log-gen */
 	int loggen;

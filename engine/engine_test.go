@@ -39,13 +39,17 @@ func TestKeyEncodingMatchesCalibration(t *testing.T) {
 
 // The C and Go rules for what calibration removes agree.
 func TestOverheadMatchesCalibration(t *testing.T) {
-	for _, c := range [][2]uint64{{300, 100}, {100, 300}, {100, 100}, {0, 0}, {math.MaxUint64, 5}} {
-		want := calibration.Overhead(c[0], c[1])
-		if c[0] == math.MaxUint64 {
-			want = c[0] - c[1] // C never sees Unseen: only minima of events
+	for _, c := range []struct {
+		min  uint64
+		kept int64
+	}{{300, 100}, {100, 300}, {100, 100}, {0, 0}, {100, -30}, {math.MaxUint64, 5}} {
+		want := calibration.Overhead(c.min, c.kept)
+		if c.min == math.MaxUint64 {
+			want = c.min - uint64(c.kept) // C never sees Unseen: only minima of events
 		}
-		assert.Equal(t, want, ctest.Overhead(c[0], c[1]), "min %d env %d", c[0], c[1])
+		assert.Equal(t, want, ctest.Overhead(c.min, c.kept), "min %d kept %d", c.min, c.kept)
 	}
+	assert.Equal(t, uint64(130), calibration.Overhead(100, -30), "an excess above the glue removes more than the minimum")
 }
 
 // Arena chunks double in size and never move: element i is in exactly

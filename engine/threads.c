@@ -332,7 +332,7 @@ int jp_engine_init(const jp_source *src, int calibrate, int loggen, uint32_t max
 	if (jp.nmetrics) {
 		size_t n = (size_t)JP_NKEYS * (size_t)jp.nmetrics;
 		jp.minima = malloc(sizeof(uint64_t) * n);
-		jp.env = calloc(n, sizeof(uint64_t));
+		jp.env = calloc(n, sizeof(int64_t));
 		if (jp.minima == NULL || jp.env == NULL) {
 			snprintf(err, errlen, "no memory for the calibration minima");
 			return -1;

@@ -19,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,11 +129,19 @@ static void jp_vt_mount(jp_thread *vt)
 	jp_vthread_mount(vt, cname);
 }
 
-/* JDK 21's JNI table: IsVirtualThread follows GetModule (JDK 17's last). */
-typedef struct {
-	struct JNINativeInterface_ base;
-	jboolean (JNICALL *IsVirtualThread)(JNIEnv *, jobject);
-} jp_jni21;
+/* IsVirtualThread (JNI, JDK 21) by its index in the function table, right
+ * after GetModule, JDK 17's last: not as a struct extending the headers'
+ * table, which in a JDK 21+'s jni.h holds it already (and more after it),
+ * so that the library works whichever JDK's headers built it. */
+#define JP_JNI_IS_VIRTUAL_THREAD 234
+_Static_assert(offsetof(struct JNINativeInterface_, GetModule) == 233 * sizeof(void *),
+	       "GetModule is not at index 233 of the JNI function table");
+typedef jboolean(JNICALL *jp_is_virtual_fn)(JNIEnv *, jobject);
+
+static jboolean jp_is_virtual(JNIEnv *jni, jobject thread)
+{
+	return ((const jp_is_virtual_fn *)(const void *)*jni)[JP_JNI_IS_VIRTUAL_THREAD](jni, thread);
+}
 
 /* jp_vt_first_event is for a thread's first method event, when it has no
  * record yet: if it is a virtual thread (collection began while it was
@@ -144,7 +153,7 @@ jp_thread *jp_vt_first_event(jvmtiEnv *jvmti, jthread thread)
 	if (jp_vt_mode != JP_VT_TRACKED || thread == NULL ||
 	    (*jpvm.vm)->GetEnv(jpvm.vm, (void **)&jni, JNI_VERSION_1_8) != JNI_OK ||
 	    (*jni)->GetVersion(jni) < 0x00150000 /* JNI_VERSION_21 */ ||
-	    !((const jp_jni21 *)*jni)->IsVirtualThread(jni, thread))
+	    !jp_is_virtual(jni, thread))
 		return NULL;
 	jp_thread *vt = jp_vt_record(jvmti, thread);
 	if (vt == NULL && (vt = jp_vt_make(jvmti, jni, thread)) == NULL)

@@ -137,6 +137,16 @@ func Run(ctx context.Context, cfg Config) (*calibration.Table, error) {
 			"env: %d call patterns measured without the agent (-Xint), on %d keys: call y->x on (*,*,y,En,x), exception extra on (*,*,x,Xx,y)",
 			len(pats), n))
 		fmt.Fprintf(cfg.Log, "trainer: env: %d patterns, %d keys\n", len(pats), n)
+		// The excess is taken out of what Env keeps: measured with it.
+		med, events, err := excessRun(ctx, &cfg, filepath.Join(work, "excess"))
+		if err != nil {
+			return nil, fmt.Errorf("trainer: excess: %w", err)
+		}
+		n = ApplyExcess(tab, med)
+		tab.Notes = append(tab.Notes, fmt.Sprintf(
+			"excess: median clean delta less the minimum, on %d keys with %d or more events in one RAWGEN run (%d events)",
+			n, excessMinEvents, events))
+		fmt.Fprintf(cfg.Log, "trainer: excess: %d keys from %d events\n", n, events)
 	}
 
 	seen, missing := Coverage(tab)

@@ -14,12 +14,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/libjprof/libjprof/calibration"
+	"github.com/libjprof/libjprof/reports"
 )
 
 // fakeJava is a stand-in for java that behaves like the JVM with the
 // agent as far as Run can tell: it prints properties, copies the next
-// prepared table to the CALOUT= file and says "trainer: ok", or prints
-// prepared --env output. FAKE_DIR holds its inputs and a call log.
+// prepared table to the CALOUT= file and says "trainer: ok", copies the
+// prepared log-gen into LOGPATH= for a RAWGEN run, or prints prepared
+// --env output. FAKE_DIR holds its inputs and a call log.
 const fakeJava = `#!/bin/sh
 echo "$*" >> "$FAKE_DIR/calls"
 opts=
@@ -32,6 +34,13 @@ for a in "$@"; do
     -agentpath:*) opts="${a#*=}" ;;
   esac
 done
+case ",$opts," in
+  *,RAWGEN,*)
+    logpath=$(echo "$opts" | tr ',' '\n' | sed -n 's/^LOGPATH=//p')
+    cp "$FAKE_DIR/loggen" "$logpath/log-gen_1"
+    echo "trainer: ok"
+    exit 0 ;;
+esac
 if [ -n "$FAKE_REJECT" ]; then
   echo "libjprof: invalid option \"CALOUT=x\": unknown option" >&2
   exit 1
@@ -70,6 +79,22 @@ func (f *fake) table(t *testing.T, n int, tabs ...*calibration.Table) {
 
 func (f *fake) env(t *testing.T, text string) {
 	require.NoError(t, os.WriteFile(filepath.Join(f.dir, "env.txt"), []byte(text), 0o644))
+}
+
+// loggen prepares the RAWGEN run's log-gen: n clean events of key k
+// with deltas base, base+1, ..., and one unclean event far above.
+func (f *fake) loggen(t *testing.T, k calibration.Key, base uint64, n int) {
+	var b bytes.Buffer
+	w := reports.NewLogGenWriter(&b, 1, []reports.Metric{{Name: "PTT_TIME", Unit: "ns"}})
+	ev := reports.Event{Thread: "main", Kind: reports.Entry, Name: "i:T.m()V", Key: int(k), HasKey: true}
+	for i := 0; i < n; i++ {
+		ev.Values = []uint64{base + uint64(i)}
+		require.NoError(t, w.Write(ev))
+	}
+	ev.Values, ev.Unclean = []uint64{100000}, true
+	require.NoError(t, w.Write(ev))
+	require.NoError(t, w.Flush())
+	require.NoError(t, os.WriteFile(filepath.Join(f.dir, "loggen"), b.Bytes(), 0o644))
 }
 
 func (f *fake) calls(t *testing.T) []string {
@@ -117,6 +142,9 @@ func TestRun(t *testing.T) {
 		kCall: {Min: 280, Count: 7}, kThrow: {Min: 2000, Count: 1}, kZero: {Min: 0, Count: 3},
 	}))
 	f.env(t, "# comment\nenv i n Ex 30.4\nenv i n Xx 1030\n")
+	// kCall's clean deltas: 280..2279, median 1279 (the unclean one
+	// does not count); the other keys have too few events.
+	f.loggen(t, kCall, 280, 2000)
 
 	var log bytes.Buffer
 	cfg := f.config()
@@ -124,7 +152,8 @@ func TestRun(t *testing.T) {
 	tab, err := Run(context.Background(), cfg)
 	require.NoError(t, err)
 
-	assert.Equal(t, calibration.Entry{Min: 280, Env: 30, Count: 17}, tab.Entries[kCall])
+	assert.Equal(t, calibration.Entry{Min: 280, Env: 30, Excess: 999, Count: 17}, tab.Entries[kCall])
+	assert.Equal(t, int64(30-999), tab.Entries[kCall].Kept(), "the excess is taken out of what Env keeps")
 	assert.Equal(t, calibration.Entry{Min: 250, Env: 0, Count: 5}, tab.Entries[kLeaf])
 	assert.Equal(t, calibration.Entry{Min: 2000, Env: 1000, Count: 1}, tab.Entries[kThrow])
 	assert.Equal(t, calibration.Provenance{
@@ -136,16 +165,18 @@ func TestRun(t *testing.T) {
 	notes := strings.Join(tab.Notes, "\n")
 	assert.Contains(t, notes, "minima by libjprof agent")
 	assert.Contains(t, notes, "env: 2 call patterns")
+	assert.Contains(t, notes, "excess: median clean delta less the minimum, on 1 keys with 1000 or more events in one RAWGEN run (2001 events)")
 	assert.Contains(t, notes, "coverage: 4 of 600")
 	assert.Contains(t, notes, "warning: 1 target sequences have a minimum of 0 (e.g. interp-Ex-interp-Ex-interp)")
 	assert.Contains(t, log.String(), "minimum of 0")
 	assert.Contains(t, log.String(), "run 2 of 2")
 
 	calls := f.calls(t)
-	require.Len(t, calls, 4, "properties, two agent runs, env")
+	require.Len(t, calls, 5, "properties, two agent runs, env, excess")
 	assert.Contains(t, calls[1], "-agentpath:/opt/libjprof.so=RTARCF,START,NORTDRIVER,CALTABLE=none,METRICS=PTT_TIME,CALOUT=")
 	assert.Contains(t, calls[1], "-Djava.library.path=/opt/native -cp /opt/java Trainer --reps 100")
 	assert.Equal(t, "-Xint -Djava.library.path=/opt/native -cp /opt/java Trainer --env", calls[3])
+	assert.Contains(t, calls[4], ",RAWGEN,")
 
 	// The result writes and reads back.
 	var b bytes.Buffer

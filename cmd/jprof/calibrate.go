@@ -102,7 +102,8 @@ func calibrate(args []string, stdout io.Writer) error {
 					Env: calibration.DefaultEnv(m.Name),
 				}
 				if tabs[k] != nil {
-					e.Env = tabs[k].Lookup(calibration.Key(key)).Env
+					te := tabs[k].Lookup(calibration.Key(key))
+					e.Env, e.Excess = te.Env, te.Excess
 				}
 				over[k][key] = e.Overhead()
 			}

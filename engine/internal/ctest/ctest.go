@@ -37,7 +37,9 @@ func ArenaSlot(i uint32) (chunk int, off uint64) {
 }
 
 // Overhead is jp_overhead.
-func Overhead(min, env uint64) uint64 { return uint64(C.jp_overhead(C.uint64_t(min), C.uint64_t(env))) }
+func Overhead(min uint64, kept int64) uint64 {
+	return uint64(C.jp_overhead(C.uint64_t(min), C.int64_t(kept)))
+}
 
 const (
 	Chunk0Shift = C.JP_CHUNK0_SHIFT
