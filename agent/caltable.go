@@ -109,6 +109,9 @@ func (a *agent) loadCalibration() error {
 			a.kept[k] = tab.Kept()
 			note := fmt.Sprintf("Calibration %s: minima of keys seen fewer than %d times in this run from %s (JVM %s %s, backend %s, event source %s, %d runs, %s); environmental overhead from it (%s)",
 				m, calibration.OwnMinimumEvents, source, tab.JVM, tab.JVMVersion, tab.Backend, tab.EventSource(), tab.Runs, tab.Date.Format("2006-01-02"), tab.EnvSource)
+			if tab.HasExcess() {
+				note += ", and each key's typical excess over its minimum, removed too"
+			}
 			a.notes = append(a.notes, note)
 			a.log.Info(note)
 		}

@@ -167,6 +167,17 @@ func (t *Table) Minima() []uint64 {
 	return out
 }
 
+// HasExcess says whether any key has a typical excess (tables trained
+// before it was measured have none).
+func (t *Table) HasExcess() bool {
+	for _, e := range t.Entries {
+		if e.Excess > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Kept returns what calibration keeps of each key's minimum (Entry.Kept)
 // in the agent's layout: NKeys values, DefaultEnv(metric) where the
 // table has no Env.
