@@ -61,7 +61,7 @@ func TestSmoke(t *testing.T) {
 		assert.Contains(t, sections["PTT read cost"], "| "+name+" |", name)
 	}
 	assert.Contains(t, sections["Calibration accuracy"], "calibrated error")
-	assert.Contains(t, sections["Calibration accuracy"], "Why small methods keep a residual")
+	assert.Contains(t, sections["Calibration accuracy"], "The overhead above the minimum")
 	assert.Contains(t, sections["Calibration accuracy"], "### In-process reference")
 	assert.Contains(t, sections["Calibration accuracy"], "### BCI (the JIT on): in-process reference")
 	assert.Contains(t, sections["Calibration accuracy"], "| d256 |")
