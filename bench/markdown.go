@@ -266,7 +266,7 @@ func (j *Javac) bciMarkdown(out io.Writer) {
 	fmt.Fprintf(out, "**BCI on javac** (log-msg's BCI summary, medians): the transformer runs in the class-loading threads "+
 		"(ASM, kept out of C2, so C1-compiled); a retransformation stops the VM and walks every class and compiled method, "+
 		"then the JIT recompiles what it deoptimized. With `ROOTS` the subgraph grows as it runs (a method's first run under "+
-		"a root instruments the classes its calls reach, five levels ahead), so each growth step that reaches a class loaded "+
+		"a root instruments the classes its calls reach, eight levels ahead), so each growth step that reaches a class loaded "+
 		"already costs one.\n\n")
 	fmt.Fprintf(out, "| configuration | class files rewritten | transformer calls | transformer ms | RetransformClasses calls | their ms |\n|---|--:|--:|--:|--:|--:|\n")
 	for _, r := range rows {

@@ -262,8 +262,10 @@ final class Selective {
      *  leaves to later first runs may cost another retransformation, a
      *  stop of the whole VM (HotSpot walks every class and compiled
      *  method each time: about 10 ms in javac); each level it follows
-     *  instruments classes that may not run under the roots. */
-    static final int LOOKAHEAD = Integer.getInteger("libjprof.bci.lookahead", 5);
+     *  instruments classes that may not run under the roots. On javac,
+     *  eight levels rewrite about as many classes as five with half the
+     *  retransformations or fewer (the bench's ROOTS rows). */
+    static final int LOOKAHEAD = Integer.getInteger("libjprof.bci.lookahead", 8);
 
     /** cls.name+desc already followed. */
     private final Set<String> followed = ConcurrentHashMap.newKeySet();
