@@ -238,6 +238,10 @@ func (c *Calibration) abMarkdown(w io.Writer) {
 		"profiled minus bare, less the two events of the `nanoTime` calls themselves (the K=0 probe), is how much slower the body runs "+
 		"between method events.\n\n", c.ab[0].bare.N)
 	abTable(w, c.ab)
+	fmt.Fprintln(w, "\nThe two estimates differ under load: a burst of other work (another process on the host, the other core "+
+		"polluting shared caches) lengthens a phase and never shortens one, and the profiled phases, several times longer, meet "+
+		"more bursts than the bare ones, which pulls the median of per-pair errors up; the fastest phase of each kind is the one "+
+		"no burst reached (as the workload section counts each run's fastest repetition). On a quiet machine they agree.")
 	c.residualMarkdown(w)
 }
 
@@ -268,14 +272,26 @@ func abTable(w io.Writer, ab []abRow) {
 		fmt.Fprintf(w, "| d%d | %.0f (%s) | %+.0f%% | %+.0f%% (%s%%) | %+.0f%% | %+.0f ns |\n", r.size, r.bare.Median, r.bare.Range("%.0f"),
 			100*r.rawErr.Median, 100*r.calErr.Median, r.calErr.Scale(100).IQR("%+.0f"), 100*(r.cal.Min/r.bare.Min-1), body)
 	}
-	small := ab[0]
-	big, within, ratio := calTargets(len(ab), func(i int) (float64, Summary, Summary) { return ab[i].bare.Median, ab[i].rawErr, ab[i].calErr })
-	first := fmt.Sprintf("calibrated within 15%% for the %d drivers of ≥ 200 ns: %s", big, yesNo(within && big > 0))
-	if big == 0 {
-		first = "calibrated within 15% for methods of 200 ns or more: no driver costs that much here"
+	// The quietest phases' errors: the fastest phase of each kind.
+	quiet := func(x, bare Summary) Summary { return Summary{N: 1, Median: x.Min/bare.Min - 1} }
+	for _, est := range []struct {
+		what   string
+		driver func(int) (float64, Summary, Summary)
+	}{
+		{"by the per-pair medians", func(i int) (float64, Summary, Summary) { return ab[i].bare.Median, ab[i].rawErr, ab[i].calErr }},
+		{"by the quietest phases", func(i int) (float64, Summary, Summary) {
+			return ab[i].bare.Median, quiet(ab[i].raw, ab[i].bare), quiet(ab[i].cal, ab[i].bare)
+		}},
+	} {
+		big, within, ratio := calTargets(len(ab), est.driver)
+		_, rawErr, calErr := est.driver(0)
+		first := fmt.Sprintf("calibrated within 15%% for the %d drivers of ≥ 200 ns: %s", big, yesNo(within && big > 0))
+		if big == 0 {
+			first = "calibrated within 15% for methods of 200 ns or more: no driver costs that much here"
+		}
+		fmt.Fprintf(w, "\nTargets against this reference, %s: %s; d%d raw %+.0f%%, calibrated %+.0f%%: %.1f× smaller (target 5×): %s.\n",
+			est.what, first, ab[0].size, 100*rawErr.Median, 100*calErr.Median, ratio, yesNo(ratio >= 5))
 	}
-	fmt.Fprintf(w, "\nTargets against this reference: %s; d%d raw %+.0f%%, calibrated %+.0f%%: %.1f× smaller (target 5×): %s.\n",
-		first, small.size, 100*small.rawErr.Median, 100*small.calErr.Median, ratio, yesNo(ratio >= 5))
 }
 
 // abBCIMarkdown is the in-process reference of the BCI source.

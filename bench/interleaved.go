@@ -29,10 +29,10 @@ const abCalls = 2000
 type abRow struct {
 	size int
 	// bare: ns/call of the driver timed by the program itself (thread
-	// CPU clock) without events; cal: the profiled phase's log-rt
-	// (driver's cumulative BASE); rawErr, calErr per pair, (x - bare) /
-	// bare with x its BASE+DELTA and BASE.
-	bare, cal      Summary
+	// CPU clock) without events; raw, cal: the profiled phase's log-rt
+	// (driver's cumulative BASE+DELTA, and BASE); rawErr, calErr per
+	// pair, (x - bare) / bare.
+	bare, raw, cal Summary
 	rawErr, calErr Summary
 	// probeBare, probeProf: median wall time of the body of a leaf with
 	// the driver's loop, timed from inside, without and with events.
@@ -74,7 +74,7 @@ func runInterleaved(ctx context.Context, java, agent, cp, tmp string, pairs int,
 	if err != nil {
 		return nil, fmt.Errorf("AccuracyAB: %v\n%s", err, tailStr(string(out), 2000))
 	}
-	type acc struct{ bare, cal, rawErr, calErr, pb, pp []float64 }
+	type acc struct{ bare, raw, cal, rawErr, calErr, pb, pp []float64 }
 	by := map[int]*acc{}
 	var sizes []int
 	get := func(size int) *acc {
@@ -99,6 +99,7 @@ func runInterleaved(ctx context.Context, java, agent, cp, tmp string, pairs int,
 			}
 			a := get(size)
 			a.bare = append(a.bare, bare)
+			a.raw = append(a.raw, raw)
 			a.cal = append(a.cal, cal)
 			a.rawErr = append(a.rawErr, (raw-bare)/bare)
 			a.calErr = append(a.calErr, (cal-bare)/bare)
@@ -118,7 +119,7 @@ func runInterleaved(ctx context.Context, java, agent, cp, tmp string, pairs int,
 			return nil, fmt.Errorf("AccuracyAB: no pairs for d%d", size)
 		}
 		rows = append(rows, abRow{size: size, bare: Summarize(a.bare),
-			cal: Summarize(a.cal), rawErr: Summarize(a.rawErr), calErr: Summarize(a.calErr),
+			raw: Summarize(a.raw), cal: Summarize(a.cal), rawErr: Summarize(a.rawErr), calErr: Summarize(a.calErr),
 			probeBare: Summarize(a.pb), probeProf: Summarize(a.pp)})
 	}
 	return rows, nil
