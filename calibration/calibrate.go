@@ -78,8 +78,8 @@ func (c *Calibrator) Observe(k Key, delta []uint64) {
 }
 
 // Overhead is what calibration removes from each event of key k for metric
-// m with the current minimum: min − env, nothing if the key was never seen
-// or env is not below the minimum.
+// m with the current minimum: min − (env − excess) (Entry.Kept), nothing
+// if the key was never seen or what is kept is not below the minimum.
 func (c *Calibrator) Overhead(k Key, m int) uint64 {
 	i := int(k)*c.nm + m
 	return Overhead(c.min[i], Entry{Env: c.env[i], Excess: c.exc[i]}.Kept())

@@ -11,16 +11,18 @@
 //	(running before the previous event, its transition,
 //	 running before this event, this transition, type that runs next)
 //
-// 8·3·8·3·8 = 4608 keys. The minimum delta ever observed for a key bounds
-// its overhead from above; part of that minimum (Env, the environmental
+// 8·3·8·3·8 = 4608 keys. The minimum delta ever observed for a key is the
+// overhead of its quietest event; part of it (Env, the environmental
 // overhead) is glue that runs even without profiling and belongs to the
-// program. The calibrated value of an event is
+// program. The overhead jitters from one event to the next, so a typical
+// event costs more than the minimum: the trainer measures that excess per
+// key (Excess, the median delta less the minimum), and calibration
+// removes it too. The calibrated value of an event is
 //
-//	delta − (min[key] − env[key]), never below zero,
+//	delta − (min[key] − kept[key]), never below zero, kept = env − excess,
 //
-// and with the final minima every delta is at least its key's minimum, so a
-// call-tree node's calibrated base is its raw sum minus
-// Σ_key count(node, key)·(min[key] − env[key]).
+// and a call-tree node's calibrated base is its raw sum minus
+// Σ_key count(node, key)·(min[key] − kept[key]), never below zero.
 //
 // How the agent forms keys (the contract Sequencer implements and the C hot
 // path follows): a thread keeps a shadow stack whose bottom is the thread
@@ -34,7 +36,7 @@
 // Minima found in one run are unreliable for rare sequences, so a trainer
 // (package trainer and java/src/Trainer.java) drives every sequence many
 // times and saves the minima, with environmental values measured without
-// the agent, as a Table. Tables are plain text (see Table) and ship
+// the agent and each key's typical excess, as a Table. Tables are plain text (see Table) and ship
 // embedded for known JVMs (Default); Calibrator is the reference
 // implementation of the algorithm over an event stream, used by tests and
 // by post-processing of log-gen files.

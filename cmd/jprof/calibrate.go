@@ -44,7 +44,7 @@ func calibrate(args []string, stdout io.Writer) error {
 	}
 
 	// Pass 1: the minimum of every key, per metric.
-	var over [][]uint64 // [metric][key]: min - env
+	var over [][]uint64 // [metric][key]: min - kept (calibration.Entry.Overhead)
 	var metrics []reports.Metric
 	var notes []string
 	var pid int
