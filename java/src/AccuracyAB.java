@@ -13,7 +13,9 @@ import java.nio.charset.StandardCharsets;
  * (method events off) and a profiled phase (events on through the agent's
  * own rtdriver socket: "start" before, "end" after, which writes that
  * phase's log-rt). Each phase times the driver's CALLS calls with the
- * thread's CPU clock. The pairs alternate their order (bare first, then
+ * thread's CPU clock; a bare phase runs them as many times over as the
+ * previous pair's profiled phase was slower, so that both halves last
+ * about as long. The pairs alternate their order (bare first, then
  * profiled first), so that a drift of the machine's speed during the run
  * cancels out. Prints, per phase pair:
  *
@@ -83,16 +85,26 @@ public class AccuracyAB {
         }
         if (warm > 0)
             cmd("end");
+        // How many times longer a profiled phase took than a bare one, per
+        // driver (the previous pair's): the bare phase runs its driver
+        // that many times over, so that both halves of a pair last about
+        // as long and a burst of other work is as likely to land in
+        // either (the shorter one would meet fewer, which biases the
+        // per-pair error up under load).
+        java.util.Map<Integer, Integer> reps = new java.util.HashMap<>();
         for (int pair = 0; pair < pairs; pair++) {
             for (int size : Accuracy.SIZES) {
                 double bare = 0, prof = 0, pbare = 0, pprof = 0;
                 String file = null;
+                int rep = reps.getOrDefault(size, 1);
                 for (int half = 0; half < 2; half++) {
                     boolean on = (half == 0) == (pair % 2 == 1);
                     if (on) cmd("start");
+                    int n = on ? 1 : rep;
                     long t0 = mx.getCurrentThreadCpuTime();
-                    Accuracy.drive(size, CALLS);
-                    double per = (mx.getCurrentThreadCpuTime() - t0) / (double) CALLS;
+                    for (int i = 0; i < n; i++)
+                        Accuracy.drive(size, CALLS);
+                    double per = (mx.getCurrentThreadCpuTime() - t0) / (double) (CALLS * n);
                     double pr = probe(size);
                     if (on) {
                         String r = cmd("end");
@@ -104,6 +116,7 @@ public class AccuracyAB {
                         pbare = pr;
                     }
                 }
+                reps.put(size, (int) Math.max(1, Math.min(16, Math.round(prof / bare))));
                 System.out.printf("ab %d %.1f %.1f %s%n", size, bare, prof, file);
                 System.out.printf("probe %d %.1f %.1f%n", size, pbare, pprof);
             }
