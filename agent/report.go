@@ -102,12 +102,13 @@ func rootName(t engine.Thread) string { return reports.RootName(t.TID(), t.Name(
 // the JIT says what it compiled: such a method is J/j for the run.
 func (r *report) name(nd engine.Node) string {
 	typ := nd.Type()
-	if r.a.opts.BCI && (typ == 'i' || typ == 'I') && engine.MethodCompiled(nd.Method()) {
-		typ += 'j' - 'i'
-	}
 	k := uint64(typ)<<32 | uint64(nd.Method())
 	s, ok := r.names[k]
 	if !ok {
+		// Asked once per method and report (a cgo call), not per node.
+		if r.a.opts.BCI && (typ == 'i' || typ == 'I') && engine.MethodCompiled(nd.Method()) {
+			typ += 'j' - 'i'
+		}
 		name := engine.MethodName(nd.Method())
 		if len(name) == 0 && r.a.opts.Sample != nil {
 			// A context made since the methods were named, by a

@@ -161,6 +161,16 @@ typedef struct jp_frame {
 	uint32_t cnode;
 } jp_frame;
 
+/* jp_frame_set fills a frame for an activation of node (key's method),
+ * with no child entered yet. */
+static inline void jp_frame_set(jp_frame *f, uintptr_t key, uint32_t node, struct jp_node *np)
+{
+	f->key = key;
+	f->np = np;
+	f->ckey = 0;
+	f->node = node;
+}
+
 /* Calibration keys: the sequence (running type of the previous event,
  * its transition, running type of this event, this transition, type that
  * runs next), 8*3*8*3*8 keys. Package calibration uses the same code. */

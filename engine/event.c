@@ -47,21 +47,21 @@ uint32_t jp_child(jp_thread *t, uint32_t parent, uintptr_t key, int other)
 	return n;
 }
 
-/* jp_seq_new appends a count of key for node, holding n (no memory:
- * NULL, and nothing is counted). */
-static inline jp_seqcount *jp_seq_new(jp_thread *t, uint32_t node, uint32_t key)
+/* jp_seq_new appends a count of 1 of key for node and returns its index
+ * (no memory: UINT32_MAX, and nothing is counted). */
+static inline uint32_t jp_seq_new(jp_thread *t, uint32_t node, uint32_t key)
 {
 	uint32_t i = jp_arena_push(&t->seqs);
 	if (i == UINT32_MAX) {
 		t->alloc_failures++;
-		return NULL;
+		return i;
 	}
 	jp_seqcount *sc = jp_seq_at(t, i);
 	sc->node = node;
 	sc->key = key;
 	sc->count = 1;
 	jp_arena_publish(&t->seqs, i);
-	return sc;
+	return i;
 }
 
 /* jp_seq_group finds key in the node's group of counts, claiming a free
@@ -113,7 +113,10 @@ static inline void jp_seq_count(jp_thread *t, jp_node *np, uint32_t node, uint32
 	}
 	jp_seqcount *sc;
 	if (np->seq == NULL) {
-		sc = jp_seq_new(t, node, key);
+		uint32_t i = jp_seq_new(t, node, key);
+		if (i == UINT32_MAX)
+			return;
+		sc = jp_seq_at(t, i);
 	} else if ((sc = jp_seq_group(t, np, node, key)) != NULL) {
 		sc->count++;
 	} else {
@@ -122,15 +125,16 @@ static inline void jp_seq_count(jp_thread *t, jp_node *np, uint32_t node, uint32
 			sc = jp_seq_at(t, s->val);
 			sc->count++;
 		} else {
-			sc = jp_seq_new(t, node, key);
-			if (sc != NULL && jp_map_put(&t->seqmap, s, (uintptr_t)key + 1, node, t->seqs.n - 1) != 0) {
+			uint32_t i = jp_seq_new(t, node, key);
+			if (i == UINT32_MAX)
+				return;
+			if (jp_map_put(&t->seqmap, s, (uintptr_t)key + 1, node, i) != 0) {
 				t->alloc_failures++;
 				return; /* counted, but not cached either */
 			}
+			sc = jp_seq_at(t, i);
 		}
 	}
-	if (sc == NULL)
-		return;
 	np->seqkey = (uint16_t)key;
 	np->seq = sc;
 }
@@ -148,10 +152,7 @@ static int jp_push(jp_thread *t, uintptr_t key, uint32_t node, jp_node *np)
 		t->stack_cap = ncap;
 	}
 	t->depth++;
-	t->stack[t->depth].key = key;
-	t->stack[t->depth].node = node;
-	t->stack[t->depth].np = np;
-	t->stack[t->depth].ckey = 0;
+	jp_frame_set(&t->stack[t->depth], key, node, np);
 	return 0;
 }
 

@@ -98,7 +98,7 @@ jp_thread *jp_thread_new(const char *name)
 	r->type = JP_T_OTHER; /* the root is its own parent */
 	r->seqkey = JP_NOKEY;
 	jp_arena_publish(&t->nodes, 0);
-	t->stack[0].np = r;
+	jp_frame_set(&t->stack[0], 0, 0, r);
 	t->prev_running = JP_T_OTHER;
 	t->prev_tr = JP_TR_ENTRY;
 	t->epoch = __atomic_load_n(&jp.epoch, __ATOMIC_ACQUIRE);
@@ -379,10 +379,7 @@ void jp_thread_seed(jp_thread *t, const uintptr_t *keys, uint32_t n)
 		jp_node *nd = jp_node_at(t, node);
 		nd->calls++;
 		t->depth++;
-		t->stack[t->depth].key = keys[i];
-		t->stack[t->depth].node = node;
-		t->stack[t->depth].np = nd;
-		t->stack[t->depth].ckey = 0;
+		jp_frame_set(&t->stack[t->depth], keys[i], node, nd);
 	}
 	if (jp.nmetrics) {
 		/* jp_event discards the first delta of an epoch (0, unclean) by

@@ -269,7 +269,6 @@ static void JNICALL bci_retransform_natives(JNIEnv *env, jclass c, jobjectArray 
 	bci_retransform_named(env, names);
 }
 
-
 void bci_notef(const char *fmt, ...)
 {
 	char buf[512];
@@ -279,6 +278,7 @@ void bci_notef(const char *fmt, ...)
 	va_end(ap);
 	jpGoBCINote(buf);
 }
+
 /*
  * bci_keep_out_of_c2 adds a compiler directive that keeps the agent's own
  * Java classes (the transformer and the ASM inside it) out of C2. They

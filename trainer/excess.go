@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/libjprof/libjprof/calibration"
 	"github.com/libjprof/libjprof/reports"
@@ -35,26 +34,8 @@ const excessBuckets = 4096
 // delta of every key with at least excessMinEvents of them, and how many
 // events were read.
 func excessRun(ctx context.Context, cfg *Config, dir string) (map[calibration.Key]uint64, int64, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if _, err := trainerRun(ctx, cfg, dir, "RAWGEN"); err != nil {
 		return nil, 0, err
-	}
-	opts := []string{"RTARCF", "START", "NORTDRIVER", "CALTABLE=none", "RAWGEN", "METRICS=" + cfg.Metric, "LOGPATH=" + dir}
-	if cfg.Backend != "" {
-		opts = append(opts, "PTT="+cfg.Backend)
-	}
-	if cfg.AgentOptions != "" {
-		opts = append(opts, cfg.AgentOptions)
-	}
-	args := append([]string{"-agentpath:" + cfg.Agent + "=" + strings.Join(opts, ",")}, javaArgs(cfg)...)
-	if cfg.Reps > 0 {
-		args = append(args, "--reps", fmt.Sprint(cfg.Reps))
-	}
-	out, err := runJava(ctx, cfg.Java, args)
-	if err != nil {
-		return nil, 0, err
-	}
-	if !strings.Contains(out, "trainer: ok") {
-		return nil, 0, fmt.Errorf("the trainer did not report success:\n%s", tail(out, 20))
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "log-gen*"))
 	if len(files) != 1 {

@@ -165,16 +165,17 @@ func Run(ctx context.Context, cfg Config) (*calibration.Table, error) {
 	return tab, nil
 }
 
-// agentRun runs the trainer once under the agent and reads the table it
-// writes at VM death.
-func agentRun(ctx context.Context, cfg *Config, dir string) (*calibration.Table, error) {
+// trainerRun runs the trainer once under the agent, its files in dir,
+// with the options every run has and the run's own, and returns its
+// output.
+func trainerRun(ctx context.Context, cfg *Config, dir string, own ...string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return "", err
 	}
-	calout := filepath.Join(dir, "calout.cal")
 	// CALTABLE=none: each run's minima must come from that run alone, not
 	// from a table built into the agent (perhaps by an earlier training).
-	opts := []string{"RTARCF", "START", "NORTDRIVER", "CALTABLE=none", "METRICS=" + cfg.Metric, "CALOUT=" + calout, "LOGPATH=" + dir}
+	opts := append([]string{"RTARCF", "START", "NORTDRIVER", "CALTABLE=none", "METRICS=" + cfg.Metric}, own...)
+	opts = append(opts, "LOGPATH="+dir)
 	if cfg.Backend != "" {
 		opts = append(opts, "PTT="+cfg.Backend)
 	}
@@ -188,10 +189,21 @@ func agentRun(ctx context.Context, cfg *Config, dir string) (*calibration.Table,
 	}
 	out, err := runJava(ctx, cfg.Java, args)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	if !strings.Contains(out, "trainer: ok") {
-		return nil, fmt.Errorf("the trainer did not report success:\n%s", tail(out, 20))
+		return "", fmt.Errorf("the trainer did not report success:\n%s", tail(out, 20))
+	}
+	return out, nil
+}
+
+// agentRun runs the trainer once under the agent and reads the table it
+// writes at VM death.
+func agentRun(ctx context.Context, cfg *Config, dir string) (*calibration.Table, error) {
+	calout := filepath.Join(dir, "calout.cal")
+	out, err := trainerRun(ctx, cfg, dir, "CALOUT="+calout)
+	if err != nil {
+		return nil, err
 	}
 	f, err := os.Open(calout)
 	if err != nil {

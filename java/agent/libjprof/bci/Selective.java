@@ -238,8 +238,9 @@ final class Selective {
             declaring.computeIfAbsent(nd, k -> ConcurrentHashMap.newKeySet()).add(cls);
 
         boolean on = active.contains(cls);
-        for (java.util.Iterator<String> it = methods.iterator(); !on && it.hasNext();) {
-            String nd = it.next();
+        for (String nd : methods) {
+            if (on)
+                break;
             int p = nd.indexOf('(');
             on = wants(cls, nd.substring(0, p), nd.substring(p));
         }
