@@ -348,6 +348,26 @@ func TestBCIRootsChainExact(t *testing.T) {
 	assert.Regexp(t, `"retransformCalls": [1-9]`, r.ReadFile(t, "msg"), "the chain's classes were loaded before the root ran")
 }
 
+// Calls whose target the call site does not name, all run outside the
+// root first: an interface call running the method of a superclass that
+// does not implement the interface (found at the root's first call, and
+// again through a class that loads after it), and a method reference
+// (invokedynamic). Each is counted from its first call under the root.
+func TestBCIRootsDispatchExact(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "RootsChain", Args: []string{"20000", "10", "dispatch"},
+		Options: "BCI,CALLTREE,START,NORTDRIVER,ROOTS=RootsChain.dispatch"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	p := asInterpreted(r.LogRT(t, 1))
+	checkBalanced(t, p)
+	assert.Equal(t, map[string]uint64{
+		"RootsChain.dispatch(ILRootsChain$Shape;LRootsChain$Shape2;)J": 10,
+		"RootsChain$Base.area()I":                                      10,
+		"RootsChain$Other2.area()I":                                    1,
+		"RootsChain$Base2.area()I":                                     9,
+		"RootsChain$Ref.twice(I)I":                                     10,
+	}, methodCalls(p))
+}
+
 // rtdriver roots= re-instruments a running JVM: first one leaf method,
 // then its caller (which reaches the leaf again), then everything.
 func TestBCIRootsByRTDriver(t *testing.T) {

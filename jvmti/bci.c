@@ -106,6 +106,8 @@ static inline int bci_first_run(jint id)
 	return !(__atomic_fetch_or(&bci.run_bits[h >> 3], bit, __ATOMIC_RELAXED) & bit);
 }
 
+/* bci_expand has the transformer follow a method's calls (id), or
+ * only retransform the classes pending (id -1). */
 static __attribute__((noinline)) void bci_expand(JNIEnv *env, jint id)
 {
 	if (env == NULL || bci.m_expand == NULL)
@@ -135,14 +137,19 @@ static inline void bci_event(JNIEnv *env, jint id, int tr)
 	if (__builtin_expect(bci.selective, 0)) {
 		if (!bci_inside_roots(id, tr))
 			return;
-		expand = tr == JP_TR_ENTRY && !bci_has_run(id) && bci_first_run(id);
+		if (tr == JP_TR_ENTRY) {
+			if (!bci_has_run(id) && bci_first_run(id))
+				expand = 1;
+			else if (__builtin_expect(bci.pending, 0) && __atomic_exchange_n(&bci.pending, 0, __ATOMIC_RELAXED))
+				expand = 2;
+		}
 	}
 	jp_thread *t = jp_thread_self();
 	if (__builtin_expect(t == NULL, 0) && (t = jp_vm_thread(jpvm.jvmti, NULL)) == NULL)
 		return;
 	jp_event(t, bci_key(id), tr);
 	if (__builtin_expect(expand, 0)) {
-		bci_expand(env, id);
+		bci_expand(env, expand == 1 ? id : -1);
 		jp_event_skip(t); /* the agent's work, not the method's */
 	}
 }
@@ -263,6 +270,13 @@ static void JNICALL bci_mark_root(JNIEnv *env, jclass c, jint id)
 		__atomic_or_fetch(&bci.root_bits[h >> 3], (uint8_t)(1u << (h & 7)), __ATOMIC_RELAXED);
 }
 
+static void JNICALL bci_pending(JNIEnv *env, jclass c)
+{
+	(void)env;
+	(void)c;
+	__atomic_store_n(&bci.pending, 1, __ATOMIC_RELAXED);
+}
+
 static void JNICALL bci_retransform_natives(JNIEnv *env, jclass c, jobjectArray names)
 {
 	(void)c;
@@ -353,6 +367,7 @@ void jp_bci_vm_init(JNIEnv *jni)
 		{ "note", "(Ljava/lang/String;)V", (void *)bci_note },
 		{ "addReads", "(Ljava/lang/Module;Ljava/lang/Module;)V", (void *)bci_add_reads },
 		{ "markRoot", "(I)V", (void *)bci_mark_root },
+		{ "pending", "()V", (void *)bci_pending },
 		{ "retransform", "([Ljava/lang/String;)V", (void *)bci_retransform_natives },
 	};
 	bci.root_nbits = jp.max_methods;

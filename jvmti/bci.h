@@ -26,6 +26,9 @@ struct jp_bci_state {
 	/* Methods that ran inside a root (bit per handle), whose calls the
 	 * transformer has followed. */
 	uint8_t *run_bits;
+	/* Classes became active as a subclass of theirs loaded: the
+	 * transformer retransforms them at the next entry inside a root. */
+	volatile int pending;
 	uint64_t transformed, failed; /* classes rewritten / retransform failures */
 	uint64_t hook_calls, hook_ns; /* class file hooks that ran the transformer, and their time */
 	uint64_t retransforms, retransform_ns; /* RetransformClasses calls, and their time */

@@ -39,25 +39,33 @@ final class MethodProbes extends AdviceAdapter {
     // (uninitializedThis in local 0) would not match; no such handler then.
     private boolean thisStored;
 
-    MethodProbes(MethodVisitor mv, int access, String name, String desc, int id, boolean frames) {
+    /** Probe's methods called: enter, exit, unwind (for every method, the
+     *  roots of selective instrumentation, or the other methods there). */
+    static final String[] ALL = {"enter", "exit", "unwind"}, ROOT = {"rootEnter", "rootExit", "rootUnwind"},
+            SUB = {"subEnter", "subExit", "subUnwind"};
+    private final String[] probes;
+    private static final int ENTER = 0, EXIT = 1, UNWIND = 2;
+
+    MethodProbes(MethodVisitor mv, int access, String name, String desc, int id, boolean frames, String[] probes) {
         super(Opcodes.ASM9, mv, access, name, desc);
         this.id = id;
+        this.probes = probes;
         this.frames = frames;
         this.ctor = name.equals("<init>");
     }
 
-    private void call(String what) {
+    private void call(int what) {
         // Straight to the next visitor: AdviceAdapter's own stack model
         // of a constructor must not see these (they leave the stack as it was).
         mv.visitLdcInsn(id);
-        mv.visitMethodInsn(Opcodes.INVOKESTATIC, Transformer.PROBE, what, "(I)V", false);
+        mv.visitMethodInsn(Opcodes.INVOKESTATIC, Transformer.PROBE, probes[what], "(I)V", false);
     }
 
     @Override
     public void visitCode() {
         super.visitCode();
         if (ctor) {
-            call("enter");
+            call(ENTER);
             mv.visitLabel(preSuper);
         }
     }
@@ -65,7 +73,7 @@ final class MethodProbes extends AdviceAdapter {
     @Override
     protected void onMethodEnter() {
         if (!ctor)
-            call("enter");
+            call(ENTER);
         mv.visitLabel(body);
         bodyStarted = true;
     }
@@ -96,7 +104,7 @@ final class MethodProbes extends AdviceAdapter {
     @Override
     protected void onMethodExit(int opcode) {
         if (opcode != Opcodes.ATHROW)
-            call("exit");
+            call(EXIT);
     }
 
     @Override
@@ -108,7 +116,7 @@ final class MethodProbes extends AdviceAdapter {
             mv.visitTryCatchBlock(preSuper, bodyStarted ? lastInit : end, h, null);
             mv.visitLabel(h);
             mv.visitFrame(Opcodes.F_NEW, 1, new Object[] {Opcodes.UNINITIALIZED_THIS}, 1, new Object[] {"java/lang/Throwable"});
-            call("unwind");
+            call(UNWIND);
             mv.visitInsn(Opcodes.ATHROW);
         }
         if (bodyStarted) {
@@ -117,7 +125,7 @@ final class MethodProbes extends AdviceAdapter {
             mv.visitLabel(h);
             if (frames)
                 mv.visitFrame(Opcodes.F_NEW, 0, new Object[0], 1, new Object[] {"java/lang/Throwable"});
-            call("unwind");
+            call(UNWIND);
             mv.visitInsn(Opcodes.ATHROW);
         }
         // The probes push one int where the stack holds at most

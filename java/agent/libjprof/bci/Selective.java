@@ -11,6 +11,7 @@ import java.util.regex.Pattern;
 
 import org.objectweb.asm.ClassReader;
 import org.objectweb.asm.ClassVisitor;
+import org.objectweb.asm.Handle;
 import org.objectweb.asm.MethodVisitor;
 import org.objectweb.asm.Opcodes;
 
@@ -20,21 +21,27 @@ import org.objectweb.asm.Opcodes;
  *
  * A class is instrumented whole or not at all. At first it is the classes
  * declaring a root. When an instrumented method runs for the first time
- * inside a root (jvmti/bci.c tells, once per method), its call sites
- * (invoke instructions, read from the class file kept for it) are
- * followed LOOKAHEAD levels deep: the classes declaring a target, the owner named
- * at the call site or a class related to it (a subclass: virtual dispatch;
- * a superclass: an inherited implementation; where the hierarchy is not
- * known, conservatively, any class declaring that method), become
- * instrumented before the method's body runs: by retransformation on that
- * thread if loaded already (Transformer.expand), else as they load. What
- * lies deeper is followed only when the methods reached run inside a
- * root in turn, so what is instrumented is what ran under the roots plus
- * a few levels of calls, not everything a static analysis would reach (through
- * visitors and Object's methods, nearly the whole program).
+ * inside a root (jvmti/bci.c tells, once per method), its calls (invoke
+ * instructions and the method handles of invokedynamic, read from the
+ * class file kept for it) are followed LOOKAHEAD levels deep, and the
+ * classes declaring a method a call may run become instrumented before
+ * the method's body runs: by retransformation on that thread if loaded
+ * already (Transformer.expand), else as they load. Which declarations a
+ * call may run follows the JVM's rules: a constructor call runs the
+ * class named; a static or special call that class's method or an
+ * inherited one; a virtual or interface call the method of any class at
+ * or above a class at or below the one named. The hierarchy is that of
+ * every class loaded since the agent started (the JDK's too, so that a
+ * call on a JDK interface reaches only its implementors); where it is not
+ * known, the answer is yes. What lies deeper is followed only when the
+ * methods reached run inside a root in turn, so what is instrumented is
+ * what ran under the roots plus a few levels of calls, not everything a
+ * static analysis would reach (through visitors and Object's methods,
+ * nearly the whole program). Calls through reflection are not followed.
  *
  * Events of non-root methods count only inside a root (jvmti/bci.c keeps
- * a per-thread root depth), so log-rt holds the roots' subgraph even
+ * a per-thread root depth; Probe's sub probes do not call the agent while
+ * no thread is inside one), so log-rt holds the roots' subgraph even
  * though whole classes are instrumented.
  */
 final class Selective {
@@ -43,41 +50,54 @@ final class Selective {
      *  those the roots are in (JDK modules are otherwise left alone). */
     final Set<Module> modules = new HashSet<>();
 
-    /** name+desc -> owners it was called on from code that ran inside a root. */
+    /** name+desc -> how it was called from code that ran inside a root:
+     *  the call's kind (CONSTRUCTOR, DIRECT, VIRTUAL) followed by the
+     *  owner named at the call site. */
     private final ConcurrentHashMap<String, Set<String>> reached = new ConcurrentHashMap<>();
 
-    /** What is known of every class seen: supertypes and methods. Shared
-     *  by all Selective instances (it describes classes, not roots). */
+    /** Call kinds: new O() runs O's constructor only; invokestatic and
+     *  invokespecial run O's method or one it inherits (a superclass's);
+     *  invokevirtual and invokeinterface run the method of the receiver's
+     *  class or of one of its superclasses. */
+    static final char CONSTRUCTOR = 'n', DIRECT = 's', VIRTUAL = 'v';
+
+    /** What is known of a class: supertypes, and for the classes that
+     *  may be instrumented its methods. Shared by all Selective
+     *  instances (it describes classes, not roots). */
     static final class Info {
+        /** The superclass (null for Object), then the interfaces. */
         final String[] supers;
-        /** name+desc of its methods, with code or not. */
+        final boolean itf;
+        /** name+desc of its methods, with code or not; empty for the
+         *  classes known for their place in the hierarchy only. */
         final Set<String> methods;
-        /** name+desc -> its call sites {owner, name+desc}, empty without
-         *  code: read from the class file the first time they are asked
-         *  for (most classes never are), which is kept until then. */
+        /** name+desc -> its call sites {kind, owner, name+desc}, empty
+         *  without code: read from the class file the first time they are
+         *  asked for (most classes never are), which is kept until then. */
         private Map<String, List<String[]>> calls;
         private byte[] bytes;
-        /** All supertypes reachable through known classes, made when first
-         *  asked; base/unknown: one of them is in java.base (whose own
-         *  supertypes are not recorded) or not known at all. */
+        /** All supertypes, once they are all known. */
         volatile Set<String> ancestors;
-        boolean base, unknown;
-        Info(String[] supers, Set<String> methods, byte[] bytes) {
+
+        Info(String[] supers, boolean itf, Set<String> methods, byte[] bytes) {
             this.supers = supers;
+            this.itf = itf;
             this.methods = methods;
             this.bytes = bytes;
         }
 
         synchronized Map<String, List<String[]>> calls() {
             if (calls == null) {
-                calls = callSites(new ClassReader(bytes));
+                calls = bytes == null ? Map.of() : callSites(new ClassReader(bytes));
                 bytes = null;
             }
             return calls;
         }
     }
 
-    /** callSites reads the invoke instructions of every method. */
+    /** callSites reads the calls of every method: invoke instructions and
+     *  the method handles of invokedynamic (lambdas and method references,
+     *  whose targets run from the JDK's generated classes). */
     private static Map<String, List<String[]>> callSites(ClassReader cr) {
         Map<String, List<String[]>> calls = new HashMap<>();
         cr.accept(new ClassVisitor(Opcodes.ASM9) {
@@ -90,16 +110,92 @@ final class Selective {
                 return new MethodVisitor(Opcodes.ASM9) {
                     @Override
                     public void visitMethodInsn(int op, String owner, String n, String d, boolean itf) {
-                        l.add(new String[] {owner, n + d});
+                        add(n.equals("<init>") ? CONSTRUCTOR : op == Opcodes.INVOKESTATIC || op == Opcodes.INVOKESPECIAL ? DIRECT : VIRTUAL,
+                                owner, n + d);
+                    }
+
+                    @Override
+                    public void visitInvokeDynamicInsn(String n, String d, Handle bsm, Object... args) {
+                        for (Object a : args) {
+                            if (!(a instanceof Handle))
+                                continue;
+                            Handle h = (Handle) a;
+                            switch (h.getTag()) {
+                            case Opcodes.H_NEWINVOKESPECIAL:
+                                add(CONSTRUCTOR, h.getOwner(), h.getName() + h.getDesc());
+                                break;
+                            case Opcodes.H_INVOKESTATIC:
+                            case Opcodes.H_INVOKESPECIAL:
+                                add(DIRECT, h.getOwner(), h.getName() + h.getDesc());
+                                break;
+                            case Opcodes.H_INVOKEVIRTUAL:
+                            case Opcodes.H_INVOKEINTERFACE:
+                                add(VIRTUAL, h.getOwner(), h.getName() + h.getDesc());
+                                break;
+                            default: // field handles
+                            }
+                        }
+                    }
+
+                    private void add(char kind, String owner, String nd) {
+                        if (owner.charAt(0) != '[') // an array's clone: Object's, native
+                            l.add(new String[] {String.valueOf(kind), owner, nd});
                     }
                 };
             }
         }, ClassReader.SKIP_DEBUG | ClassReader.SKIP_FRAMES);
         return calls;
     }
+
     static final ConcurrentHashMap<String, Info> known = new ConcurrentHashMap<>();
-    /** name+desc -> classes declaring it. */
+    /** class -> its direct subtypes (subclasses and implementors). */
+    static final ConcurrentHashMap<String, Set<String>> subtypes = new ConcurrentHashMap<>();
+    /** name+desc -> classes declaring it with code (only those can run it). */
     static final ConcurrentHashMap<String, Set<String>> declaring = new ConcurrentHashMap<>();
+
+    /** record makes a class known: for classes that may be instrumented
+     *  with its methods and class file, for the others its place in the
+     *  hierarchy only (the JDK's interfaces that the program's classes
+     *  implement decide where a call on them may go). */
+    static Info record(ClassReader cr, String cls, Set<String> methods, byte[] bytes) {
+        String[] ifs = cr.getInterfaces();
+        String[] supers = new String[ifs.length + 1];
+        supers[0] = cr.getSuperName();
+        System.arraycopy(ifs, 0, supers, 1, ifs.length);
+        Info i = new Info(supers, (cr.getAccess() & Opcodes.ACC_INTERFACE) != 0, methods, bytes);
+        known.put(cls, i);
+        for (String s : supers)
+            if (s != null)
+                subtypes.computeIfAbsent(s, k -> ConcurrentHashMap.newKeySet()).add(cls);
+        return i;
+    }
+
+    /** info is what is known of a class; java.base classes loaded before
+     *  the agent saw any are looked up by reflection (the boot loader's,
+     *  never instrumented here, so loading one now changes nothing). */
+    static Info info(String cls) {
+        Info i = known.get(cls);
+        if (i != null || !Transformer.inBase(cls))
+            return i;
+        try {
+            Class<?> c = Class.forName(cls.replace('/', '.'), false, null);
+            Class<?>[] ifs = c.getInterfaces();
+            String[] supers = new String[ifs.length + 1];
+            supers[0] = c.getSuperclass() == null ? null : c.getSuperclass().getName().replace('.', '/');
+            for (int k = 0; k < ifs.length; k++)
+                supers[k + 1] = ifs[k].getName().replace('.', '/');
+            i = new Info(supers, c.isInterface(), Set.of(), null);
+            Info had = known.putIfAbsent(cls, i);
+            if (had != null)
+                return had;
+            for (String s : supers)
+                if (s != null)
+                    subtypes.computeIfAbsent(s, k -> ConcurrentHashMap.newKeySet()).add(cls);
+            return i;
+        } catch (Throwable e) {
+            return null;
+        }
+    }
 
     Selective(String spec, Map<String, Module> bootModules) {
         List<Pattern> cs = new ArrayList<>(), ms = new ArrayList<>();
@@ -146,75 +242,117 @@ final class Selective {
         return false;
     }
 
+    /** wants: the class declares a root, or a method that a call
+     *  reached inside a root may run. */
     private boolean wants(String cls, String name, String desc) {
         if (isRoot(cls, name))
             return true;
-        Set<String> owners = reached.get(name + desc);
-        if (owners == null)
+        Set<String> calls = reached.get(name + desc);
+        if (calls == null)
             return false;
-        for (String o : owners)
-            if (related(cls, o))
+        for (String c : calls)
+            if (mayRun(cls, c.charAt(0), c.substring(1)))
                 return true;
         return false;
     }
 
-    /** related: equal, or one a subtype of the other, or not known. */
-    static boolean related(String a, String b) {
-        if (a.equals(b))
+    /** mayRun: whether a call of this kind naming owner may run the
+     *  method as cls declares it (or when not known, true). */
+    static boolean mayRun(String cls, char kind, String owner) {
+        if (cls.equals(owner))
             return true;
-        int x = subtype(a, b), y = subtype(b, a);
-        return x != 0 || y != 0;
+        if (kind == CONSTRUCTOR)
+            return false;
+        if (subtype(owner, cls) != 0) // inherited
+            return true;
+        if (kind == DIRECT)
+            return false;
+        // Virtual: the receiver's class R is owner or below it, and runs
+        // its own method or a superclass's: cls is R or above R.
+        return subtype(cls, owner) != 0 || commonSubtype(cls, owner);
     }
 
-    /** subtype: 1 if a is a subtype of b, 0 if not, -1 if not known. */
-    private static int subtype(String a, String b) {
-        if (b.equals("java/lang/Object"))
+    /** subtype: 1 if a is b or a subtype of it, 0 if not, -1 if not known. */
+    static int subtype(String a, String b) {
+        if (a.equals(b) || b.equals("java/lang/Object"))
             return 1;
-        Info i = known.get(a);
+        Info i = info(a);
         if (i == null)
-            return Transformer.inBase(a) && !Transformer.inBase(b) ? 0 : -1;
-        Set<String> anc = ancestors(i);
-        if (anc.contains(b))
-            return 1;
-        if (i.unknown || (i.base && Transformer.inBase(b)))
-            return -1; // java.base classes never extend anything outside it
-        return 0;
+            return -1;
+        Set<String> anc = i.ancestors;
+        if (anc == null) {
+            anc = new HashSet<>();
+            if (!ancestors(i, anc))
+                return anc.contains(b) ? 1 : -1;
+            i.ancestors = anc; // kept once complete
+        }
+        return anc.contains(b) ? 1 : 0;
     }
 
-    private static Set<String> ancestors(Info i) {
-        Set<String> anc = i.ancestors;
-        if (anc != null)
-            return anc;
-        anc = new HashSet<>();
-        boolean base = false, unknown = false;
+    /** ancestors collects the supertypes of a class; false if some are
+     *  not known (not loaded yet, or loaded before the agent looked). */
+    private static boolean ancestors(Info i, Set<String> anc) {
+        boolean complete = true;
         List<String> work = new ArrayList<>();
         for (String s : i.supers)
-            work.add(s);
+            if (s != null)
+                work.add(s);
         while (!work.isEmpty()) {
             String c = work.remove(work.size() - 1);
-            if (c == null || !anc.add(c))
+            if (!anc.add(c))
                 continue;
-            if (Transformer.inBase(c)) {
-                base = true;
-                continue;
-            }
-            Info ci = known.get(c);
+            Info ci = info(c);
             if (ci == null) {
-                unknown = true;
+                complete = false;
                 continue;
             }
             for (String s : ci.supers)
-                work.add(s);
+                if (s != null)
+                    work.add(s);
         }
-        i.base = base;
-        i.unknown = unknown;
-        i.ancestors = anc;
-        return anc;
+        return complete;
+    }
+
+    /** commonSubtype: whether some known class is a subtype of both (a
+     *  class inheriting a's method while implementing b). Two classes
+     *  have none unless one is below the other; a class that could be
+     *  below both and is not loaded yet is looked at as it loads. */
+    private static boolean commonSubtype(String a, String b) {
+        Info ia = info(a), ib = info(b);
+        if (ia == null || ib == null)
+            return true;
+        if (!ia.itf && !ib.itf)
+            return false;
+        Set<String> sa = subtypes.get(a), sb = subtypes.get(b);
+        if (sa == null || sb == null)
+            return false;
+        String from = sa.size() <= sb.size() ? a : b, to = from == a ? b : a;
+        Set<String> seen = new HashSet<>();
+        List<String> work = new ArrayList<>();
+        work.add(from);
+        while (!work.isEmpty()) {
+            Set<String> subs = subtypes.get(work.remove(work.size() - 1));
+            if (subs == null)
+                continue;
+            for (String r : subs) {
+                if (!seen.add(r))
+                    continue;
+                if (subtype(r, to) != 0)
+                    return true;
+                work.add(r);
+            }
+        }
+        return false;
     }
 
     /** Classes instrumented whole: they declare a root or a method
-     *  called from one that ran inside a root. */
+     *  that a call reached inside a root may run. */
     private final Set<String> active = ConcurrentHashMap.newKeySet();
+    /** Classes loaded already that became active as a subclass of theirs
+     *  loaded (it inherits their method for a call reached before):
+     *  retransformed at the next entry of a method inside a root (the
+     *  class file hook, where this is found, cannot retransform). */
+    private final List<String> pending = new ArrayList<>();
 
     /** select returns the methods of a class to instrument (name+desc):
      *  all of them if the class is active or declares a method reached
@@ -222,23 +360,24 @@ final class Selective {
      *  its bytes, for its call sites if they are ever needed). */
     Set<String> select(ClassReader cr, String cls, byte[] bytes) {
         Set<String> methods = new HashSet<>();
+        List<String> withCode = new ArrayList<>();
         cr.accept(new ClassVisitor(Opcodes.ASM9) {
             @Override
             public MethodVisitor visitMethod(int access, String name, String desc, String sig, String[] exc) {
                 methods.add(name + desc);
+                if ((access & (Opcodes.ACC_ABSTRACT | Opcodes.ACC_NATIVE)) == 0)
+                    withCode.add(name + desc);
                 return null;
             }
         }, ClassReader.SKIP_CODE | ClassReader.SKIP_DEBUG | ClassReader.SKIP_FRAMES);
-        String[] ifs = cr.getInterfaces();
-        String[] supers = new String[ifs.length + 1];
-        supers[0] = cr.getSuperName();
-        System.arraycopy(ifs, 0, supers, 1, ifs.length);
-        known.put(cls, new Info(supers, methods, bytes));
-        for (String nd : methods)
+        Info info = record(cr, cls, methods, bytes);
+        for (String nd : withCode)
             declaring.computeIfAbsent(nd, k -> ConcurrentHashMap.newKeySet()).add(cls);
+        if (!reached.isEmpty())
+            inherited(cls, info);
 
         boolean on = active.contains(cls);
-        for (String nd : methods) {
+        for (String nd : withCode) {
             if (on)
                 break;
             int p = nd.indexOf('(');
@@ -248,6 +387,40 @@ final class Selective {
             return Set.of();
         active.add(cls);
         return methods;
+    }
+
+    /** inherited activates the loaded superclasses whose methods a new
+     *  class inherits for a virtual call reached on one of its
+     *  supertypes that they are not below (class K { m } and class R
+     *  extends K implements I: a call of I.m may now run K.m). */
+    private void inherited(String cls, Info info) {
+        Set<String> anc = new HashSet<>();
+        ancestors(info, anc);
+        for (String a : anc) {
+            if (active.contains(a))
+                continue;
+            Info ai = known.get(a);
+            if (ai == null)
+                continue;
+            for (String nd : ai.methods) {
+                Set<String> calls = reached.get(nd);
+                if (calls == null)
+                    continue;
+                boolean may = false;
+                for (String c : calls)
+                    if (c.charAt(0) == VIRTUAL && subtype(cls, c.substring(1)) != 0) {
+                        may = true;
+                        break;
+                    }
+                if (may && declaring.getOrDefault(nd, Set.of()).contains(a) && active.add(a)) {
+                    synchronized (pending) {
+                        pending.add(a);
+                    }
+                    Probe.pending();
+                    break;
+                }
+            }
+        }
     }
 
     /** markRoots activates the classes known already that declare a root
@@ -263,9 +436,7 @@ final class Selective {
      *  leaves to later first runs may cost another retransformation, a
      *  stop of the whole VM (HotSpot walks every class and compiled
      *  method each time: about 10 ms in javac); each level it follows
-     *  instruments classes that may not run under the roots. On javac,
-     *  eight levels rewrite about as many classes as five with half the
-     *  retransformations or fewer (the bench's ROOTS rows). */
+     *  instruments classes that may not run under the roots. */
     static final int LOOKAHEAD = Integer.getInteger("libjprof.bci.lookahead", 8);
 
     /** cls.name+desc already followed. */
@@ -273,12 +444,18 @@ final class Selective {
 
     /** expand follows the call sites of a method that ran inside a root
      *  for the first time, LOOKAHEAD levels deep: the classes declaring
-     *  their targets become active. It returns those that were not, all
-     *  known, so loaded (or loading): the caller retransforms them. */
+     *  the methods they may run become active. It returns those that were
+     *  not, all known, so loaded (or loading), with those pending: the
+     *  caller retransforms them. No method: only those pending. */
     List<String> expand(String cls, String nd) {
         List<String> activated = new ArrayList<>();
+        synchronized (pending) {
+            activated.addAll(pending);
+            pending.clear();
+        }
         List<String[]> level = new ArrayList<>();
-        level.add(new String[] {cls, nd});
+        if (cls != null)
+            level.add(new String[] {cls, nd});
         for (int d = 0; d < LOOKAHEAD && !level.isEmpty(); d++) {
             List<String[]> next = new ArrayList<>();
             for (String[] m : level) {
@@ -289,13 +466,14 @@ final class Selective {
                 if (sites == null)
                     continue;
                 for (String[] c : sites) {
-                    String owner = c[0], target = c[1];
-                    reached.computeIfAbsent(target, k -> ConcurrentHashMap.newKeySet()).add(owner);
+                    char kind = c[0].charAt(0);
+                    String owner = c[1], target = c[2];
+                    reached.computeIfAbsent(target, k -> ConcurrentHashMap.newKeySet()).add(c[0] + owner);
                     Set<String> decl = declaring.get(target);
                     if (decl == null)
                         continue;
                     for (String k : decl) {
-                        if (!related(k, owner))
+                        if (!mayRun(k, kind, owner))
                             continue;
                         if (active.add(k))
                             activated.add(k);

@@ -95,16 +95,17 @@ public final class Transformer {
      * expand is called by the agent on the thread where a method (its
      * engine handle) first runs inside a root, before the method's body:
      * the classes its calls may reach are instrumented now, so that its
-     * calls are seen from the first.
+     * calls are seen from the first. With -1, it only retransforms the
+     * classes that became active as their subclasses loaded.
      */
     static void expand(int h) {
         Selective sel = selective;
-        String[] m = methods.get(h);
-        if (sel == null || m == null)
+        String[] m = h < 0 ? null : methods.get(h);
+        if (sel == null || (m == null && h >= 0))
             return;
         // Each class is activated once, by one caller: concurrent
         // expansions retransform disjoint lists.
-        List<String> names = sel.expand(m[0], m[1]);
+        List<String> names = m == null ? sel.expand(null, null) : sel.expand(m[0], m[1]);
         if (names.isEmpty())
             return;
         try {
@@ -172,8 +173,11 @@ public final class Transformer {
     /** transform returns the instrumented class, or null to keep it. */
     public static byte[] transform(String cls, boolean boot, byte[] bytes) {
         try {
-            if (!wanted(cls, boot))
+            if (!wanted(cls, boot)) {
+                if (selective != null)
+                    Selective.record(reader(bytes), cls, Set.of(), null);
                 return null;
+            }
             Set<String> skip = new HashSet<>();
             for (int attempt = 0; ; attempt++) {
                 try {
@@ -203,18 +207,30 @@ public final class Transformer {
     /** The newest class file version ASM 9.4 reads (Java 20). */
     private static final int ASM_MAX_MAJOR = 64;
 
+    private static int major(byte[] bytes) {
+        return ((bytes[6] & 0xff) << 8) | (bytes[7] & 0xff);
+    }
+
+    /** asmReadable: newer class files (JDK 21+) use nothing ASM 9.4 cannot
+     *  carry through (no new constant kinds; unknown attributes are
+     *  copied): they are read as the newest version it knows. */
+    private static byte[] asmReadable(byte[] bytes) {
+        if (major(bytes) <= ASM_MAX_MAJOR)
+            return bytes;
+        bytes = bytes.clone();
+        bytes[6] = 0;
+        bytes[7] = (byte) ASM_MAX_MAJOR;
+        return bytes;
+    }
+
+    private static ClassReader reader(byte[] bytes) {
+        return new ClassReader(asmReadable(bytes));
+    }
+
     private static byte[] rewrite(byte[] bytes, Set<String> skip) {
-        // Newer class files (JDK 21+) use nothing ASM 9.4 cannot carry
-        // through (no new constant kinds; unknown attributes are copied):
-        // read them as the newest version it knows, and give the result
-        // its own version back.
-        int major = ((bytes[6] & 0xff) << 8) | (bytes[7] & 0xff);
-        if (major > ASM_MAX_MAJOR) {
-            bytes = bytes.clone();
-            bytes[6] = 0;
-            bytes[7] = (byte) ASM_MAX_MAJOR;
-        }
-        byte[] out = rewrite0(bytes, skip);
+        // The result gets its own version back.
+        int major = major(bytes);
+        byte[] out = rewrite0(asmReadable(bytes), skip);
         if (out != null && major > ASM_MAX_MAJOR) {
             out[6] = (byte) (major >> 8);
             out[7] = (byte) major;
@@ -280,9 +296,15 @@ public final class Transformer {
                 return mv;
             changed = true;
             int h = id(cls, name, desc, (access & Opcodes.ACC_STATIC) != 0);
-            if (sel != null && sel.isRoot(cls, name))
-                Probe.markRoot(h);
-            return new MethodProbes(mv, access, name, desc, h, version >= V1_6 + 1);
+            String[] probes = MethodProbes.ALL;
+            if (sel != null) {
+                probes = MethodProbes.SUB;
+                if (sel.isRoot(cls, name)) {
+                    Probe.markRoot(h);
+                    probes = MethodProbes.ROOT;
+                }
+            }
+            return new MethodProbes(mv, access, name, desc, h, version >= V1_6 + 1, probes);
         }
     }
 }
