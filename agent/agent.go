@@ -123,6 +123,10 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 		JIT: opts.JitA2N || opts.PerfMap, MaxMethods: opts.MaxMethods, EagerThreads: opts.ThreadInfo,
 		VThreads: opts.VThreads, Sample: opts.Sample}
 	a.source = jvmti.MethodEvents{}
+	if opts.Roots != "" && !opts.BCI && opts.Sample == nil {
+		cfg.Roots = opts.Roots
+		a.notes = append(a.notes, "ROOTS: method events only on a thread inside a root method, from its entry to its return (that thread runs interpreted meanwhile; the rest of the program keeps the JIT)")
+	}
 	switch {
 	case opts.Sample != nil:
 		a.source = jvmti.Sampler{}
@@ -283,6 +287,9 @@ func (a *agent) sayState() {
 	}
 	line := fmt.Sprintf("mode=%s metrics=%s ptt=%s source=%s start=%s rtdriver=%s logpath=%s",
 		a.opts.Mode, a.metricNames(), a.ptt.Backend, a.source.Name(), start, addr, a.opts.LogPath)
+	if m, ok := a.source.(jvmti.MethodEvents); ok && a.opts.Roots != "" {
+		line += fmt.Sprintf(" roots=%s (%d methods in the classes loaded so far; more as classes load)", a.opts.Roots, m.RootMethods())
+	}
 	fmt.Fprintf(os.Stderr, "libjprof %s: %s\n", version(), line)
 	a.log.Info("libjprof state", zap.String("state", line))
 }

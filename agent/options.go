@@ -153,7 +153,7 @@ var optionSpecs = []optionSpec{
 		set: stringOpt(func(o *Options) *string { return &o.Include }, "", "prefixes a+b+...", nil)},
 	{name: "EXCLUDE", hasValue: true, help: "with BCI: never instrument classes under these package or class name prefixes, a+b+...",
 		set: stringOpt(func(o *Options) *string { return &o.Exclude }, "", "prefixes a+b+...", nil)},
-	{name: "ROOTS", hasValue: true, help: "with BCI: instrument only the methods reachable from these root methods, Class.method+... (globs with *)",
+	{name: "ROOTS", hasValue: true, help: "collect only under these root methods, Class.method+... (globs with *): with BCI, instrument only the methods reachable from them; without, method events only on a thread inside one (the rest keeps the JIT)",
 		set: stringOpt(func(o *Options) *string { return &o.Roots }, "", "root methods Class.method+...", nil)},
 	{name: "START", help: "collect from VM start (default: wait for rtdriver start)", set: boolOpt(func(o *Options) *bool { return &o.Start })},
 	{name: "LOGPATH", hasValue: true, help: "directory for the output files (default: current directory)",
@@ -384,7 +384,7 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 		o.Mode = ModeRTArcf
 	}
 	if !o.BCI {
-		for _, f := range []struct{ name, v string }{{"ROOTS", o.Roots}, {"INCLUDE", o.Include}, {"EXCLUDE", o.Exclude}} {
+		for _, f := range []struct{ name, v string }{{"INCLUDE", o.Include}, {"EXCLUDE", o.Exclude}} {
 			if f.v != "" {
 				return nil, &OptionError{Option: f.name, Reason: "selects what bytecode instrumentation instruments: needs BCI"}
 			}
@@ -463,6 +463,8 @@ func (o *Options) checkSample() error {
 	switch {
 	case o.BCI:
 		return &OptionError{Option: "SAMPLE", Reason: "one event source at a time: SAMPLE or BCI"}
+	case o.Roots != "":
+		return &OptionError{Option: "ROOTS", Reason: "selects which method events to collect; sampling has none (use BCI or the default method events)"}
 	case o.Generic:
 		return &OptionError{Option: "SAMPLE", Reason: "log-gen (GENERIC, CALLTRACE, RAWGEN) records method events, which sampling has not"}
 	case len(o.Metrics) > 0:

@@ -272,21 +272,31 @@ func (a *agent) ForceGC() error {
 }
 
 // Roots implements control.Controller: with BCI, re-instruments the
-// running JVM for new roots of selective instrumentation.
+// running JVM for new roots of selective instrumentation; with method
+// events started with ROOTS, moves the roots' breakpoints.
 func (a *agent) Roots(roots string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.dead {
 		return errVMDead
 	}
-	b, ok := a.source.(jvmti.BCI)
-	if !ok {
-		return fmt.Errorf("roots needs the BCI event source")
+	switch s := a.source.(type) {
+	case jvmti.BCI:
+		if err := a.vm.Do(func() error { return s.SetRoots(roots) }); err != nil {
+			return err
+		}
+		a.log.Info("BCI roots changed", zap.String("roots", roots))
+	case jvmti.MethodEvents:
+		if roots == "all" {
+			return fmt.Errorf("roots=all: method events on every thread are a JVM started without ROOTS")
+		}
+		if err := a.vm.Do(func() error { return s.SetRoots(roots) }); err != nil {
+			return err
+		}
+		a.log.Info("roots changed", zap.String("roots", roots), zap.Int("rootMethods", s.RootMethods()))
+	default:
+		return fmt.Errorf("roots needs the BCI or the method-event source")
 	}
-	if err := a.vm.Do(func() error { return b.SetRoots(roots) }); err != nil {
-		return err
-	}
-	a.log.Info("BCI roots changed", zap.String("roots", roots))
 	return nil
 }
 

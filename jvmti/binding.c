@@ -54,6 +54,8 @@ static void JNICALL cb_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 		jp_sampling_vm_init(jvmti, jni, thread);
 	if (jpvm.bci)
 		jp_bci_vm_init(jni);
+	else if (jp_roots_on)
+		jp_roots_vm_init(jvmti, jni);
 	jpGoVMInit(jpvm.go_handle);
 }
 
@@ -142,6 +144,7 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int l
 	} else if (!jpvm.bci) {
 		caps.can_generate_method_entry_events = 1;
 		caps.can_generate_method_exit_events = 1;
+		caps.can_generate_breakpoint_events = jp_roots_on;
 		e = (*jvmti)->AddCapabilities(jvmti, &caps);
 	}
 	if (e != JVMTI_ERROR_NONE) {
@@ -170,6 +173,12 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int l
 	cb.DynamicCodeGenerated = jp_cb_dynamic_code;
 	if (jpvm.bci)
 		cb.ClassFileLoadHook = jp_bci_class_file_load;
+	if (jp_roots_on && !jpvm.bci && !jpvm.sample) {
+		cb.MethodEntry = jp_cb_roots_method_entry;
+		cb.MethodExit = jp_cb_roots_method_exit;
+		cb.Breakpoint = jp_cb_roots_breakpoint;
+		cb.ClassPrepare = jp_cb_roots_class_prepare;
+	}
 	e = (*jvmti)->SetEventCallbacks(jvmti, &cb, (jint)sizeof cb);
 	if (e != JVMTI_ERROR_NONE) {
 		snprintf(err, errlen, "SetEventCallbacks failed: JVMTI error %d", (int)e);
@@ -185,6 +194,11 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int l
 	if (jpvm.sample) {
 		const jvmtiEvent sevs[] = { JVMTI_EVENT_CLASS_LOAD, JVMTI_EVENT_CLASS_PREPARE };
 		if (jp_enable(jvmti, sevs, sizeof sevs / sizeof sevs[0], err, errlen) != 0)
+			return -1;
+	}
+	if (jp_roots_on && !jpvm.bci && !jpvm.sample) {
+		const jvmtiEvent revs[] = { JVMTI_EVENT_BREAKPOINT, JVMTI_EVENT_CLASS_PREPARE };
+		if (jp_enable(jvmti, revs, sizeof revs / sizeof revs[0], err, errlen) != 0)
 			return -1;
 	}
 	if (eager_threads || jpvm.sample) {

@@ -56,6 +56,9 @@ type Config struct {
 	// BCI, when set, makes bytecode instrumentation the event source
 	// (bci.go) instead of JVMTI method events.
 	BCI *BCIConfig
+	// Roots, with method events, turns them on only for a thread inside
+	// one of these root methods ("a.B.m+c.D.*", globs with *).
+	Roots string
 }
 
 // Setup attaches the agent to the JVM: JVMTI environment, capabilities,
@@ -77,6 +80,15 @@ func Setup(vm unsafe.Pointer, h Handler, c Config) error {
 		if err := configureSampling(c.Sample); err != nil {
 			handle.Delete()
 			return err
+		}
+	}
+	if c.Roots != "" && c.BCI == nil && c.Sample == nil {
+		cs := C.CString(c.Roots)
+		rc := C.jp_roots_configure(cs, &errbuf[0], C.int(len(errbuf)))
+		C.free(unsafe.Pointer(cs))
+		if rc != 0 {
+			handle.Delete()
+			return fmt.Errorf("jvmti setup: ROOTS: %s", C.GoString(&errbuf[0]))
 		}
 	}
 	if c.BCI != nil {
@@ -129,6 +141,25 @@ func setMethodEvents(on bool) error {
 	}
 	return nil
 }
+
+// SetRoots changes the root methods of a source set up with Config.Roots:
+// the old ones stop being roots (a thread inside one goes on to its
+// exit). The caller must be a thread attached to the VM.
+func (MethodEvents) SetRoots(roots string) error {
+	if C.jp_roots_on == 0 {
+		return errors.New("this JVM was started without ROOTS: method events are on for every thread")
+	}
+	cs := C.CString(roots)
+	defer C.free(unsafe.Pointer(cs))
+	var errbuf [256]C.char
+	if C.jp_roots_set(cs, &errbuf[0], C.int(len(errbuf))) != 0 {
+		return errors.New(C.GoString(&errbuf[0]))
+	}
+	return nil
+}
+
+// RootMethods is how many methods are roots now (with Config.Roots).
+func (MethodEvents) RootMethods() int { return int(C.jp_roots_count()) }
 
 // ForceGC runs a garbage collection (JVMTI ForceGarbageCollection).
 // The caller must be a thread attached to the VM.

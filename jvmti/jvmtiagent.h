@@ -114,6 +114,20 @@ void jp_sampling_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread);
 int jp_sampling_set(int on);
 void jp_sampling_die(void);
 
+/* ROOTS for the method-event source (rootevents.c): method events on a
+ * thread only inside a root method. jp_roots_on: configured. */
+extern int jp_roots_on;
+int jp_roots_configure(const char *spec, char *err, int errlen);
+int jp_roots_set(const char *spec, char *err, int errlen);
+int jp_roots_count(void);
+void jp_roots_vm_init(jvmtiEnv *jvmti, JNIEnv *jni);
+void JNICALL jp_cb_roots_class_prepare(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jclass k);
+void JNICALL jp_cb_roots_breakpoint(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jmethodID method,
+				    jlocation location);
+void JNICALL jp_cb_roots_method_entry(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jmethodID mid);
+void JNICALL jp_cb_roots_method_exit(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jmethodID mid,
+				     jboolean by_exception, jvalue rv);
+
 /* The bytecode-instrumentation source (bci.c). */
 extern const jp_source jp_bci;
 int jp_bci_configure(const char *include, const char *exclude, const char *roots, char *err, int errlen);

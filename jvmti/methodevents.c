@@ -126,7 +126,8 @@ int jp_methodevents_set(int on)
 	} else {
 		if (on)
 			jp_collect(1); /* new epoch before the first event */
-		rc = jp_methodevents_mode(on ? JVMTI_ENABLE : JVMTI_DISABLE);
+		/* With ROOTS, events go on per thread inside a root (rootevents.c). */
+		rc = jp_roots_on ? 0 : jp_methodevents_mode(on ? JVMTI_ENABLE : JVMTI_DISABLE);
 		if (rc == 0 && !on)
 			jp_collect(0);
 		else if (rc != 0 && on)

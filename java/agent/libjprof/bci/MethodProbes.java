@@ -57,7 +57,15 @@ final class MethodProbes extends AdviceAdapter {
     private void call(int what) {
         // Straight to the next visitor: AdviceAdapter's own stack model
         // of a constructor must not see these (they leave the stack as it was).
-        mv.visitLdcInsn(id);
+        // An immediate where it fits: an ldc adds a constant per method,
+        // and HotSpot matches each new constant of a retransformed class
+        // against the whole old pool (the cost grows with methods x pool).
+        if (id <= Byte.MAX_VALUE)
+            mv.visitIntInsn(Opcodes.BIPUSH, id);
+        else if (id <= Short.MAX_VALUE)
+            mv.visitIntInsn(Opcodes.SIPUSH, id);
+        else
+            mv.visitLdcInsn(id);
         mv.visitMethodInsn(Opcodes.INVOKESTATIC, Transformer.PROBE, probes[what], "(I)V", false);
     }
 
