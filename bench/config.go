@@ -54,6 +54,10 @@ const (
 	// KeyJavacBCIRootNarrow: a root whose subgraph is 2% of javac's calls
 	// (Attr.attribTree's is 43%).
 	KeyJavacBCIRootNarrow = "javac-bci-roots-narrow"
+	// KeyJavacRoots, KeyJavacRootsNarrow: the same roots with method
+	// events, on only for a thread inside a root.
+	KeyJavacRoots       = "javac-roots"
+	KeyJavacRootsNarrow = "javac-roots-narrow"
 	// KeyJavacBCIBase: BCI with java.base instrumented too (the
 	// transformer's experimental -Dlibjprof.bci.base=true).
 	KeyJavacBCIBase = "javac-bci-base"
@@ -102,7 +106,21 @@ func JavacConfigs() []Config {
 			Options: "BCI," + rtarcf + ",ROOTS=com.sun.tools.javac.comp.Attr.attribTree", JVMArgs: heap},
 		{Key: KeyJavacBCIRootNarrow, Name: "libjprof BCI RTARCF ROOTS=ClassWriter.writeClass", Agent: LibJProf,
 			Options: "BCI," + rtarcf + ",ROOTS=com.sun.tools.javac.jvm.ClassWriter.writeClass", JVMArgs: heap},
+		{Key: KeyJavacRoots, Name: "libjprof RTARCF ROOTS=Attr.attribTree (method events inside the root)", Agent: LibJProf,
+			Options: rtarcf + ",ROOTS=com.sun.tools.javac.comp.Attr.attribTree", JVMArgs: heap},
+		{Key: KeyJavacRootsNarrow, Name: "libjprof RTARCF ROOTS=ClassWriter.writeClass (method events inside the root)", Agent: LibJProf,
+			Options: rtarcf + ",ROOTS=com.sun.tools.javac.jvm.ClassWriter.writeClass", JVMArgs: heap},
 	}
+}
+
+// HasRoot says whether a javac row collects only under a root (javac
+// -version, the smoke test's workload, never reaches it).
+func HasRoot(key string) bool {
+	switch key {
+	case KeyJavacBCIRoot, KeyJavacBCIRootNarrow, KeyJavacRoots, KeyJavacRootsNarrow:
+		return true
+	}
+	return false
 }
 
 // run turns c into a jvmRun in dir (its LOGPATH) with the given main.

@@ -273,6 +273,12 @@ func (j *Javac) bciMarkdown(out io.Writer) {
 		fmt.Fprintf(out, "| %s | %.0f | %.0f | %.0f | %.0f | %.0f |\n", r.name, r.rewr.Median, r.hooks.Median, r.hookT.Median, r.retr.Median, r.retrT.Median)
 	}
 	fmt.Fprintln(out)
+	if j.Row(KeyJavacRootsNarrow) != nil || j.Row(KeyJavacRoots) != nil {
+		fmt.Fprintf(out, "**ROOTS with method events** (the rows without BCI): a breakpoint at a root's first bytecode turns "+
+			"method events on for that thread alone until the root returns. Nothing is rewritten or retransformed, and the "+
+			"tree holds the JDK's methods under the root too; the thread runs interpreted inside the root, so the cost grows "+
+			"with the time spent there: little for `writeClass`, most of the run for `attribTree`, where BCI costs less.\n\n")
+	}
 }
 
 func (c *ReadCost) Markdown(out io.Writer, s *Suite) error {

@@ -174,6 +174,8 @@ func (s *Suite) Targets() []Target {
 		{KeyJavacBCI, "javac, BCI RTARCF: ≤ 3 × the no-agent wall time", 3},
 		{KeyJavacBCIRoot, "javac, BCI RTARCF with one root (Attr.attribTree, 43% of javac's calls): ≤ 1.3 × the no-agent wall time", 1.3},
 		{KeyJavacBCIRootNarrow, "javac, BCI RTARCF with one root (ClassWriter.writeClass, 2% of javac's calls): ≤ 1.3 × the no-agent wall time", 1.3},
+		{KeyJavacRoots, "javac, RTARCF with one root, method events inside it (Attr.attribTree): ≤ 1.3 × the no-agent wall time", 1.3},
+		{KeyJavacRootsNarrow, "javac, RTARCF with one root, method events inside it (ClassWriter.writeClass): ≤ 1.3 × the no-agent wall time", 1.3},
 	} {
 		tg = Target{What: c.what, Measured: "not measured", Met: "n/a"}
 		if jc := part[*Javac](s); jc != nil {
