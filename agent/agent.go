@@ -391,6 +391,14 @@ func (a *agent) VMDeath() {
 			zap.Uint64("firstRunsFollowed", st.Expands),
 			zap.Duration("followTime", st.ExpandTime))
 	}
+	if m, ok := a.source.(jvmti.MethodEvents); ok && a.opts.Roots != "" {
+		a.log.Info("ROOTS summary", zap.Int("rootMethods", m.RootMethods()), zap.Uint64("rootEntriesNotCollected", m.Refused()))
+		if m.RootMethods() == 0 {
+			msg := "ROOTS: no loaded method matched " + a.opts.Roots + ": nothing was collected"
+			fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
+			a.log.Warn(msg)
+		}
+	}
 	a.log.Info("VM death")
 	a.closeLog()
 }

@@ -7,8 +7,8 @@ import (
 )
 
 // The key JVM tests run again on every other JDK installed (Temurin 25
-// beside OpenJDK 17, say): method events, exceptions, threads and rtdriver
-// must work the same on each.
+// beside OpenJDK 17, say): method events, exceptions, threads, rtdriver
+// and ROOTS (both ways) must work the same on each.
 func TestKeyTestsOnOtherJDKs(t *testing.T) {
 	jvmtest.OnOtherJDKs(t, map[string]func(*testing.T){
 		"hellop":     TestHellop,
@@ -17,5 +17,7 @@ func TestKeyTestsOnOtherJDKs(t *testing.T) {
 		"rtdriver":   TestRTDriverStartFlushResetEnd,
 		"late-start": TestLateStartSeedsOpenFrames,
 		"state":      TestStateLineAtStart,
+		"roots":      TestRootsMethodEventsExact,
+		"bci-roots":  TestBCIRootsDispatchExact,
 	})
 }

@@ -161,6 +161,10 @@ func (MethodEvents) SetRoots(roots string) error {
 // RootMethods is how many methods are roots now (with Config.Roots).
 func (MethodEvents) RootMethods() int { return int(C.jp_roots_count()) }
 
+// Refused counts root entries not collected because the JVM refused to
+// turn method events on for the thread.
+func (MethodEvents) Refused() uint64 { return uint64(C.jp_roots_refused()) }
+
 // ForceGC runs a garbage collection (JVMTI ForceGarbageCollection).
 // The caller must be a thread attached to the VM.
 func ForceGC() error {

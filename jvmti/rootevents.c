@@ -40,9 +40,6 @@ static struct {
 
 int jp_roots_on;
 
-/* Frames open on this thread since it entered a root; 0 outside. */
-static __thread uint32_t root_frames;
-
 static void roots_free_patterns(void)
 {
 	for (int i = 0; i < roots.n; i++) {
@@ -255,41 +252,60 @@ int jp_roots_count(void)
 	return n;
 }
 
-static void roots_thread_events(jvmtiEnv *jvmti, jthread thread, jvmtiEventMode mode)
+static int roots_thread_events(jvmtiEnv *jvmti, jthread thread, jvmtiEventMode mode)
 {
-	(*jvmti)->SetEventNotificationMode(jvmti, mode, JVMTI_EVENT_METHOD_ENTRY, thread);
-	(*jvmti)->SetEventNotificationMode(jvmti, mode, JVMTI_EVENT_METHOD_EXIT, thread);
+	jvmtiError e = (*jvmti)->SetEventNotificationMode(jvmti, mode, JVMTI_EVENT_METHOD_ENTRY, thread);
+	if (e == JVMTI_ERROR_NONE)
+		e = (*jvmti)->SetEventNotificationMode(jvmti, mode, JVMTI_EVENT_METHOD_EXIT, thread);
+	return (int)e;
 }
+
+static uint64_t roots_refused; /* threads whose events could not be turned on */
+
+uint64_t jp_roots_refused(void)
+{
+	return __atomic_load_n(&roots_refused, __ATOMIC_RELAXED);
+}
+
+/* The count of frames open inside a root is kept in the thread's engine
+ * record (src_frames): with virtual threads followed (VTHREADS), that is
+ * the virtual thread's, which may move to another carrier inside a root. */
 
 void JNICALL jp_cb_roots_breakpoint(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jmethodID method,
 				    jlocation location)
 {
 	(void)jni;
 	(void)location;
-	if (root_frames > 0 || !__atomic_load_n(&jp.collecting, __ATOMIC_RELAXED))
-		return; /* a root called inside one: its MethodEntry counted it */
 	jp_thread *t = jp_thread_self();
+	if (t != NULL && t->src_frames > 0)
+		return; /* a root called inside one: its MethodEntry counted it */
+	if (!__atomic_load_n(&jp.collecting, __ATOMIC_RELAXED))
+		return;
 	if (t == NULL && (t = jp_vm_thread(jvmti, thread)) == NULL)
 		return;
-	root_frames = 1;
+	/* On before the root's entry is recorded: turning them on
+	 * deoptimizes this thread's compiled frames, which is the agent's
+	 * work, charged to nothing (the thread root runs until the entry). */
+	if (roots_thread_events(jvmti, thread, JVMTI_ENABLE) != 0) {
+		roots_thread_events(jvmti, thread, JVMTI_DISABLE);
+		__atomic_add_fetch(&roots_refused, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	t->src_frames = 1;
 	jp_event(t, (uintptr_t)method, JP_TR_ENTRY);
-	/* Turning the events on deoptimizes this thread's compiled frames:
-	 * the agent's work, not the root's. */
-	roots_thread_events(jvmti, thread, JVMTI_ENABLE);
-	jp_event_skip(t);
 }
 
 void JNICALL jp_cb_roots_method_entry(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jmethodID mid)
 {
+	(void)jvmti;
 	(void)jni;
-	if (root_frames == 0)
-		return; /* events on for the whole VM as well (not in this mode) */
-	root_frames++;
+	(void)thread;
 	jp_thread *t = jp_thread_self();
-	if (!__atomic_load_n(&jp.collecting, __ATOMIC_RELAXED) ||
-	    (t == NULL && (t = jp_vm_thread(jvmti, thread)) == NULL))
+	if (t == NULL || t->src_frames == 0)
 		return;
-	jp_event(t, (uintptr_t)mid, JP_TR_ENTRY);
+	t->src_frames++;
+	if (__atomic_load_n(&jp.collecting, __ATOMIC_RELAXED))
+		jp_event(t, (uintptr_t)mid, JP_TR_ENTRY);
 }
 
 void JNICALL jp_cb_roots_method_exit(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jmethodID mid,
@@ -297,11 +313,11 @@ void JNICALL jp_cb_roots_method_exit(jvmtiEnv *jvmti, JNIEnv *jni, jthread threa
 {
 	(void)jni;
 	(void)rv;
-	if (root_frames == 0)
-		return;
 	jp_thread *t = jp_thread_self();
-	if (__atomic_load_n(&jp.collecting, __ATOMIC_RELAXED) && (t != NULL || (t = jp_vm_thread(jvmti, thread)) != NULL))
+	if (t == NULL || t->src_frames == 0)
+		return;
+	if (__atomic_load_n(&jp.collecting, __ATOMIC_RELAXED))
 		jp_event(t, (uintptr_t)mid, by_exception ? JP_TR_EXCEPTION : JP_TR_EXIT);
-	if (--root_frames == 0)
+	if (--t->src_frames == 0)
 		roots_thread_events(jvmti, thread, JVMTI_DISABLE);
 }
