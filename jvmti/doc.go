@@ -4,7 +4,9 @@
 // binding.c sets up the JVMTI environment and the lifecycle callbacks;
 // methodevents.c is the method-event source, which hands every
 // MethodEntry and MethodExit to the engine (package engine) keyed by
-// jmethodID; methodids.c names those methods in the engine's registry;
+// jmethodID, and rootevents.c its ROOTS variant, where a breakpoint at a
+// root method's start turns those events on for that thread alone until
+// the root returns; methodids.c names methods in the engine's registry;
 // jit.c records compiled code; sampling.c is the sampling source
 // (SAMPLE=), whose signal handler walks stacks with AsyncGetCallTrace
 // into the engine's sampled trees; bci.c (with bci_classes.c) is the bytecode-instrumentation
