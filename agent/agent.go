@@ -393,6 +393,11 @@ func (a *agent) VMDeath() {
 	}
 	if m, ok := a.source.(jvmti.MethodEvents); ok && a.opts.Roots != "" {
 		a.log.Info("ROOTS summary", zap.Int("rootMethods", m.RootMethods()), zap.Uint64("rootEntriesNotCollected", m.Refused()))
+		if n := m.Refused(); n > 0 {
+			msg := fmt.Sprintf("ROOTS: %d root entries not collected: on virtual threads while VTHREADS is off, or the JVM refused to turn method events on for the thread", n)
+			fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
+			a.log.Warn(msg)
+		}
 		if m.RootMethods() == 0 {
 			msg := "ROOTS: no loaded method matched " + a.opts.Roots + ": nothing was collected"
 			fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)

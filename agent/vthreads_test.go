@@ -122,3 +122,32 @@ func TestVirtualThreadsDetectedOnly(t *testing.T) {
 	}
 	assert.Contains(t, r.ReadFile(t, "msg"), "virtual threads: 200 started; the JVM gives no mount/unmount events")
 }
+
+// ROOTS with method events on virtual threads that block inside the root
+// (and come back on another carrier): exact counts, the count of open
+// frames following each virtual thread; with NOVTHREADS their root
+// entries are not collected, and that is said.
+func TestVirtualThreadsRoots(t *testing.T) {
+	bin := jdk21(t)
+	run := func(opts string) *jvmtest.Result {
+		r := jvmtest.Start(t, jvmtest.Run{Class: "VThreads", Options: opts,
+			JVMArgs: []string{"-Djdk.virtualThreadScheduler.parallelism=2"},
+			Java:    filepath.Join(bin, "java")})
+		require.Equal(t, 0, r.ExitCode, r.Stderr)
+		return r
+	}
+	r := run("CALLTREE,START,NORTDRIVER,ROOTS=VThreads.step")
+	p := jvmtest.ParseLogRT(t, r.File("rt.1"))
+	checkBalanced(t, p)
+	own := map[string]uint64{}
+	for m, n := range methodCalls(p) {
+		if strings.HasPrefix(m, "VThreads.") {
+			own[m] = n
+		}
+	}
+	assert.Equal(t, map[string]uint64{"VThreads.step(II)V": 2000, "VThreads.leaf(J)J": 4000}, own, "the JDK's methods under them are in the tree too")
+	assert.Contains(t, r.ReadFile(t, "msg"), `"rootEntriesNotCollected": 0`)
+
+	r = run("CALLTREE,START,NORTDRIVER,NOVTHREADS,ROOTS=VThreads.step")
+	assert.Contains(t, r.Stderr, "ROOTS: 2000 root entries not collected")
+}

@@ -154,6 +154,42 @@ static inline void bci_event(JNIEnv *env, jint id, int tr)
 	}
 }
 
+/* bci_rooted counts a root frame in (+1) or out (-1). When the count
+ * leaves or reaches 0, Probe.rooted is set from it under a lock: the last
+ * thread to set it reads the count after every change before its own, so
+ * the field cannot stay 0 while a root runs. */
+static void bci_rooted(JNIEnv *env, int d)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	int64_t n = __atomic_add_fetch(&bci.rooted, d, __ATOMIC_SEQ_CST);
+	if (n != (d > 0 ? 1 : 0) || bci.f_rooted == NULL)
+		return;
+	pthread_mutex_lock(&mu);
+	(*env)->SetStaticIntField(env, bci.probe, bci.f_rooted, __atomic_load_n(&bci.rooted, __ATOMIC_SEQ_CST) > 0);
+	pthread_mutex_unlock(&mu);
+}
+
+static void JNICALL bci_root_enter(JNIEnv *env, jclass c, jint id)
+{
+	(void)c;
+	bci_rooted(env, 1);
+	bci_event(env, id, JP_TR_ENTRY);
+}
+
+static void JNICALL bci_root_exit(JNIEnv *env, jclass c, jint id)
+{
+	(void)c;
+	bci_event(env, id, JP_TR_EXIT);
+	bci_rooted(env, -1);
+}
+
+static void JNICALL bci_root_unwind(JNIEnv *env, jclass c, jint id)
+{
+	(void)c;
+	bci_event(env, id, JP_TR_EXCEPTION);
+	bci_rooted(env, -1);
+}
+
 static void JNICALL bci_enter(JNIEnv *env, jclass c, jint id)
 {
 	(void)c;
@@ -363,6 +399,9 @@ void jp_bci_vm_init(JNIEnv *jni)
 		{ "enter", "(I)V", (void *)bci_enter },
 		{ "exit", "(I)V", (void *)bci_exit },
 		{ "unwind", "(I)V", (void *)bci_unwind },
+		{ "rootEnter", "(I)V", (void *)bci_root_enter },
+		{ "rootExit", "(I)V", (void *)bci_root_exit },
+		{ "rootUnwind", "(I)V", (void *)bci_root_unwind },
 		{ "register", "(Ljava/lang/String;I)I", (void *)bci_register },
 		{ "note", "(Ljava/lang/String;)V", (void *)bci_note },
 		{ "addReads", "(Ljava/lang/Module;Ljava/lang/Module;)V", (void *)bci_add_reads },
@@ -386,6 +425,12 @@ void jp_bci_vm_init(JNIEnv *jni)
 		return;
 	}
 	bci.transformer = (*jni)->NewGlobalRef(jni, t);
+	bci.probe = (*jni)->NewGlobalRef(jni, p);
+	bci.f_rooted = bci.probe ? (*jni)->GetStaticFieldID(jni, p, "rooted", "I") : NULL;
+	if (bci.f_rooted == NULL) { /* a jar from another build */
+		(*jni)->ExceptionClear(jni);
+		bci_notef("BCI: Probe.rooted not found (jprof-bci.jar does not match libjprof.so): with ROOTS, only the roots are seen");
+	}
 	bci.m_transform = (*jni)->GetStaticMethodID(jni, t, "transform", "(Ljava/lang/String;Z[B)[B");
 	bci.m_wanted = (*jni)->GetStaticMethodID(jni, t, "wanted", "(Ljava/lang/String;Z)Z");
 	bci.m_init = (*jni)->GetStaticMethodID(jni, t, "init", "(Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;)V");

@@ -26,6 +26,11 @@ struct jp_bci_state {
 	/* Methods that ran inside a root (bit per handle), whose calls the
 	 * transformer has followed. */
 	uint8_t *run_bits;
+	/* Root frames running in all threads, mirrored (0 or not) into
+	 * Probe.rooted, which gates the other probes. */
+	int64_t rooted;
+	jclass probe;         /* global ref */
+	jfieldID f_rooted;
 	/* Classes became active as a subclass of theirs loaded: the
 	 * transformer retransforms them at the next entry inside a root. */
 	volatile int pending;

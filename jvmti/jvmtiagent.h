@@ -121,6 +121,7 @@ int jp_roots_configure(const char *spec, char *err, int errlen);
 int jp_roots_set(const char *spec, char *err, int errlen);
 int jp_roots_count(void);
 uint64_t jp_roots_refused(void);
+int jp_vt_is_virtual(JNIEnv *jni, jthread thread);
 void jp_roots_vm_init(jvmtiEnv *jvmti, JNIEnv *jni);
 void JNICALL jp_cb_roots_class_prepare(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jclass k);
 void JNICALL jp_cb_roots_breakpoint(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jmethodID method,

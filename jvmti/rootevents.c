@@ -260,7 +260,9 @@ static int roots_thread_events(jvmtiEnv *jvmti, jthread thread, jvmtiEventMode m
 	return (int)e;
 }
 
-static uint64_t roots_refused; /* threads whose events could not be turned on */
+/* Root entries not collected: the JVM refused to turn events on for the
+ * thread, or it is a virtual thread and VTHREADS is off. */
+static uint64_t roots_refused;
 
 uint64_t jp_roots_refused(void)
 {
@@ -274,13 +276,18 @@ uint64_t jp_roots_refused(void)
 void JNICALL jp_cb_roots_breakpoint(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jmethodID method,
 				    jlocation location)
 {
-	(void)jni;
 	(void)location;
 	jp_thread *t = jp_thread_self();
 	if (t != NULL && t->src_frames > 0)
 		return; /* a root called inside one: its MethodEntry counted it */
 	if (!__atomic_load_n(&jp.collecting, __ATOMIC_RELAXED))
 		return;
+	/* A virtual thread's count must follow it from carrier to carrier:
+	 * in its own record, which only VTHREADS gives it. */
+	if (jp_vt_mode != JP_VT_TRACKED && jp_vt_is_virtual(jni, thread)) {
+		__atomic_add_fetch(&roots_refused, 1, __ATOMIC_RELAXED);
+		return;
+	}
 	if (t == NULL && (t = jp_vm_thread(jvmti, thread)) == NULL)
 		return;
 	/* On before the root's entry is recorded: turning them on

@@ -143,6 +143,14 @@ static jboolean jp_is_virtual(JNIEnv *jni, jobject thread)
 	return ((const jp_is_virtual_fn *)(const void *)*jni)[JP_JNI_IS_VIRTUAL_THREAD](jni, thread);
 }
 
+/* jp_vt_is_virtual says whether thread is a virtual thread (0 on a JVM
+ * without them). */
+int jp_vt_is_virtual(JNIEnv *jni, jthread thread)
+{
+	return jp_vt_mode != JP_VT_NONE && jni != NULL && thread != NULL &&
+	       (*jni)->GetVersion(jni) >= 0x00150000 /* JNI_VERSION_21 */ && jp_is_virtual(jni, thread);
+}
+
 /* jp_vt_first_event is for a thread's first method event, when it has no
  * record yet: if it is a virtual thread (collection began while it was
  * mounted, so no mount was seen), its record is made and mounted, and

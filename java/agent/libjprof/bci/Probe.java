@@ -1,8 +1,5 @@
 package libjprof.bci;
 
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
-
 /**
  * Probe is what instrumented code calls: static native methods that the
  * agent registers with RegisterNatives (jvmti/bci.c). The argument is
@@ -19,40 +16,24 @@ public final class Probe {
     private Probe() {}
 
     /**
-     * With ROOTS, the root frames running in all threads. While it is 0
+     * With ROOTS, whether a root frame runs in any thread. While it is 0
      * the other probes do not call the agent, which would drop their
      * events (a thread's events count only inside a root): a volatile
-     * read and a branch once the JIT inlines them. Root probes keep it,
-     * in the same method version as their pair, so that an exit is
-     * counted where its entry was.
+     * read and a branch once the JIT inlines them. The agent keeps it
+     * (jvmti/bci.c) from the root probes, which are natives so that no
+     * Java frame of theirs can overflow the stack between counting a
+     * root frame and recording it.
      */
     private static volatile int rooted;
-    private static final VarHandle ROOTED;
-    static {
-        try {
-            ROOTED = MethodHandles.lookup().findStaticVarHandle(Probe.class, "rooted", int.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
 
     /** A root method was entered. */
-    public static void rootEnter(int id) {
-        ROOTED.getAndAdd(1);
-        enter(id);
-    }
+    public static native void rootEnter(int id);
 
     /** A root method returned normally. */
-    public static void rootExit(int id) {
-        exit(id);
-        ROOTED.getAndAdd(-1);
-    }
+    public static native void rootExit(int id);
 
     /** A root method is being left by an exception. */
-    public static void rootUnwind(int id) {
-        unwind(id);
-        ROOTED.getAndAdd(-1);
-    }
+    public static native void rootUnwind(int id);
 
     /** A method that may run inside a root was entered. */
     public static void subEnter(int id) {

@@ -313,23 +313,23 @@ final class Selective {
         return complete;
     }
 
-    /** commonSubtype: whether some known class is a subtype of both (a
-     *  class inheriting a's method while implementing b). Two classes
-     *  have none unless one is below the other; a class that could be
-     *  below both and is not loaded yet is looked at as it loads. */
+    /** commonSubtype: whether some known class below a (the class
+     *  declaring the method) is a subtype of b too (it inherits a's method
+     *  while implementing b). Two classes have none unless one is below
+     *  the other. The walk goes down from a: a was recorded when it
+     *  loaded, and so was every class below it, which loaded after it
+     *  (b may be a JDK type whose implementors loaded before the agent);
+     *  a class below both that is not loaded yet is looked at as it
+     *  loads (inherited). */
     private static boolean commonSubtype(String a, String b) {
         Info ia = info(a), ib = info(b);
         if (ia == null || ib == null)
             return true;
         if (!ia.itf && !ib.itf)
             return false;
-        Set<String> sa = subtypes.get(a), sb = subtypes.get(b);
-        if (sa == null || sb == null)
-            return false;
-        String from = sa.size() <= sb.size() ? a : b, to = from == a ? b : a;
         Set<String> seen = new HashSet<>();
         List<String> work = new ArrayList<>();
-        work.add(from);
+        work.add(a);
         while (!work.isEmpty()) {
             Set<String> subs = subtypes.get(work.remove(work.size() - 1));
             if (subs == null)
@@ -337,7 +337,7 @@ final class Selective {
             for (String r : subs) {
                 if (!seen.add(r))
                     continue;
-                if (subtype(r, to) != 0)
+                if (subtype(r, b) != 0)
                     return true;
                 work.add(r);
             }
