@@ -371,14 +371,7 @@ func TestBCIRootsDispatchExact(t *testing.T) {
 // rtdriver roots= re-instruments a running JVM: first one leaf method,
 // then its caller (which reaches the leaf again), then everything.
 func TestBCIRootsByRTDriver(t *testing.T) {
-	p, port := driven(t, "BCI,CALLTREE,ROOTS=Driven.leaf")
-	requireOK(t, rt(t, port, "start"))
-	p.Send("call 100")
-	p.Expect("done 100")
-	requireOK(t, rt(t, port, "flush,reset"))
-	requireOK(t, rt(t, port, "roots=Driven.work"))
-	p.Send("call 50")
-	p.Expect("done 50")
+	p, port := rootsLeafThenWork(t, "BCI,CALLTREE")
 	requireOK(t, rt(t, port, "flush,reset"))
 	requireOK(t, rt(t, port, "roots=all"))
 	p.Send("call 10")

@@ -62,14 +62,7 @@ func TestRootsMethodEventsRecursionExceptions(t *testing.T) {
 // rtdriver roots= moves the roots of a running JVM; roots=all is refused
 // (events on every thread are a JVM started without ROOTS).
 func TestRootsMethodEventsByRTDriver(t *testing.T) {
-	p, port := driven(t, "CALLTREE,ROOTS=Driven.leaf")
-	requireOK(t, rt(t, port, "start"))
-	p.Send("call 100")
-	p.Expect("done 100")
-	requireOK(t, rt(t, port, "flush,reset"))
-	requireOK(t, rt(t, port, "roots=Driven.work"))
-	p.Send("call 50")
-	p.Expect("done 50")
+	p, port := rootsLeafThenWork(t, "CALLTREE")
 	for _, bad := range []string{"roots=all", "roots=nodot"} {
 		replies := rt(t, port, bad)
 		require.Len(t, replies, 1)
@@ -83,4 +76,20 @@ func TestRootsMethodEventsByRTDriver(t *testing.T) {
 	assert.Equal(t, map[string]uint64{"Driven.work(I)J": 50, "Driven.leaf(I)J": 50}, methodCalls(second))
 	require.NotNil(t, mainThread(t, second).Path("i:Driven.work(I)J", "i:Driven.leaf(I)J"))
 	assert.Contains(t, r.ReadFile(t, "msg"), "roots changed")
+}
+
+// rootsLeafThenWork drives Driven with the given options: ROOTS=Driven.leaf,
+// start, 100 calls, flush and reset (log-rt 1), roots=Driven.work, 50
+// calls; the caller goes on from there.
+func rootsLeafThenWork(t *testing.T, opts string) (*jvmtest.Proc, int) {
+	t.Helper()
+	p, port := driven(t, opts+",ROOTS=Driven.leaf")
+	requireOK(t, rt(t, port, "start"))
+	p.Send("call 100")
+	p.Expect("done 100")
+	requireOK(t, rt(t, port, "flush,reset"))
+	requireOK(t, rt(t, port, "roots=Driven.work"))
+	p.Send("call 50")
+	p.Expect("done 50")
+	return p, port
 }
