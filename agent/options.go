@@ -154,7 +154,7 @@ var optionSpecs = []optionSpec{
 	{name: "EXCLUDE", hasValue: true, help: "with BCI: never instrument classes under these package or class name prefixes, a+b+...",
 		set: stringOpt(func(o *Options) *string { return &o.Exclude }, "", "prefixes a+b+...", nil)},
 	{name: "ROOTS", hasValue: true, help: "collect only under these root methods, Class.method+... (globs with *): with BCI, instrument only the methods reachable from them; without, method events only on a thread inside one (the rest keeps the JIT)",
-		set: stringOpt(func(o *Options) *string { return &o.Roots }, "", "root methods Class.method+...", nil)},
+		set: stringOpt(func(o *Options) *string { return &o.Roots }, "", "root methods Class.method+... (globs with *)", validRoots)},
 	{name: "START", help: "collect from VM start (default: wait for rtdriver start)", set: boolOpt(func(o *Options) *bool { return &o.Start })},
 	{name: "LOGPATH", hasValue: true, help: "directory for the output files (default: current directory)",
 		set: stringOpt(func(o *Options) *string { return &o.LogPath }, ".", "a directory", nil)},
@@ -250,6 +250,25 @@ func stringOpt(field func(*Options) *string, def, what string, ok func(string) b
 		*field(o) = v
 		return nil
 	}
+}
+
+// validRoots says whether every root of a ROOTS value (or rtdriver
+// roots=) names a class and a method: Class.method, '+' or ':' between
+// roots. Both event sources read them so.
+func validRoots(v string) bool {
+	n := 0
+	for _, r := range strings.FieldsFunc(v, func(c rune) bool { return c == '+' || c == ':' }) {
+		r = strings.TrimSpace(r)
+		if r == "" {
+			continue
+		}
+		dot := strings.LastIndexAny(r, "./")
+		if dot <= 0 || dot == len(r)-1 {
+			return false
+		}
+		n++
+	}
+	return n > 0
 }
 
 // intOpt sets an integer option to a value in [lo, hi]; NONAME puts back

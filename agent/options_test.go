@@ -81,6 +81,10 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"PORT=http", "PORT=http", "1-65535"},
 		{"HOST=", "HOST=", "needs an address"},
 		{"TOKEN=", "TOKEN=", "without blanks"},
+		{"BCI,ROOTS=nodot", "ROOTS=nodot", "Class.method"},
+		{"ROOTS=Foo.bar+.x", "ROOTS=Foo.bar+.x", "Class.method"},
+		{"ROOTS=+", "ROOTS=+", "Class.method"},
+		{"SAMPLE,ROOTS=Foo.bar", "ROOTS", "sampling has none"},
 	} {
 		t.Run(c.opts, func(t *testing.T) {
 			_, err := ParseOptions(c.opts, "")

@@ -280,6 +280,9 @@ func (a *agent) Roots(roots string) error {
 	if a.dead {
 		return errVMDead
 	}
+	if roots != "all" && !validRoots(roots) {
+		return fmt.Errorf("bad roots %q: want Class.method+... (globs with *), or all with BCI", roots)
+	}
 	switch s := a.source.(type) {
 	case jvmti.BCI:
 		if err := a.vm.Do(func() error { return s.SetRoots(roots) }); err != nil {
