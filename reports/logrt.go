@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -213,23 +214,42 @@ func NewLogRTWriter(w io.Writer, p *Profile) (*LogRTWriter, error) {
 		fmt.Fprintf(bw, "%s\n", l)
 	}
 	fmt.Fprintf(bw, "\n%s\n", logRTHeaderRow(k))
-	return &LogRTWriter{bw: bw, k: k}, nil
+	// Rows bypass the buffer from here on (they come in chunks).
+	if err := bw.Flush(); err != nil {
+		return nil, err
+	}
+	return &LogRTWriter{bw: bw, k: k, buf: make([]byte, 0, rowChunk+4<<10)}, nil
 }
 
-// Row writes one row. It formats with strconv into one reused buffer
-// because a profile can have millions of nodes.
+// Row writes one row. Rows are formatted straight into one reused
+// chunk, handed to the underlying writer when it fills, because a
+// profile can have millions of nodes.
 func (lw *LogRTWriter) Row(r Row) error {
+	b, err := AppendLogRTRow(lw.buf, lw.k, r)
+	if err != nil {
+		return err
+	}
+	lw.buf = b
+	lw.rows++
+	if len(b) >= rowChunk {
+		return lw.flushRows()
+	}
+	return nil
+}
+
+// AppendLogRTRow appends r as a log-rt row for k metrics.
+func AppendLogRTRow(b []byte, k int, r Row) ([]byte, error) {
 	if r.Name == "" {
-		return fmt.Errorf("log-rt: node with an empty name at level %d", r.Level)
+		return b, fmt.Errorf("log-rt: node with an empty name at level %d", r.Level)
 	}
-	if len(r.Base) > lw.k || len(r.Delta) > lw.k {
-		return fmt.Errorf("log-rt: node %q has %d base and %d delta values for %d metrics", r.Name, len(r.Base), len(r.Delta), lw.k)
+	if len(r.Base) > k || len(r.Delta) > k {
+		return b, fmt.Errorf("log-rt: node %q has %d base and %d delta values for %d metrics", r.Name, len(r.Base), len(r.Delta), k)
 	}
-	b := padUint(lw.buf[:0], uint64(r.Level), 4)
+	b = padUint(b, uint64(r.Level), 4)
 	b = padUint(append(b, ' '), r.Calls, 10)
 	b = padUint(append(b, ' '), r.Callees, 10)
-	if lw.k > 0 {
-		for i := range lw.k {
+	if k > 0 {
+		for i := range k {
 			b = padUint(append(b, ' '), at0(r.Base, i), 10)
 			b = padUint(append(b, ' '), at0(r.Delta, i), 10)
 		}
@@ -242,27 +262,45 @@ func (lw *LogRTWriter) Row(r Row) error {
 	} else {
 		b = AppendEscapedName(b, r.Name)
 	}
-	b = append(b, '\n')
-	lw.buf = b
-	lw.rows++
-	_, err := lw.bw.Write(b)
+	return append(b, '\n'), nil
+}
+
+// rowChunk is how many bytes of rows go to the writer at once.
+const rowChunk = 64 << 10
+
+func (lw *LogRTWriter) flushRows() error {
+	_, err := lw.bw.Write(lw.buf)
+	lw.buf = lw.buf[:0]
 	return err
 }
 
 // Close writes the end line and flushes.
 func (lw *LogRTWriter) Close() error {
-	fmt.Fprintf(lw.bw, "%s%d rows\n", logRTEnd, lw.rows)
+	lw.buf = fmt.Appendf(lw.buf, "%s%d rows\n", logRTEnd, lw.rows)
+	if err := lw.flushRows(); err != nil {
+		return err
+	}
 	return lw.bw.Flush()
 }
 
-// padUint appends v right-aligned in width columns.
+// padUint appends v right-aligned in width columns (wider when it needs
+// more digits), writing the digits in place from the right.
 func padUint(b []byte, v uint64, width int) []byte {
-	var tmp [20]byte
-	d := strconv.AppendUint(tmp[:0], v, 10)
-	for i := len(d); i < width; i++ {
-		b = append(b, ' ')
+	n := 1
+	for x := v; x >= 10; x /= 10 {
+		n++
 	}
-	return append(b, d...)
+	w := max(width, n)
+	l := len(b)
+	b = slices.Grow(b, w)[:l+w]
+	for i := l; i < l+w-n; i++ {
+		b[i] = ' '
+	}
+	for i := l + w - 1; i >= l+w-n; i-- {
+		b[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return b
 }
 
 // ParseLogRT reads a file written by [WriteLogRT]. Errors name the line

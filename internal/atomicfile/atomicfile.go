@@ -2,7 +2,9 @@
 // content goes to a temporary name in the target's directory, is synced,
 // and is renamed into place only when everything was written. A reader
 // (a person, jprof, a test) never sees half a report; a failed write
-// leaves whatever was there before.
+// leaves whatever was there before. Writes are buffered and go to the
+// file from a goroutine, so a caller producing a large file keeps
+// producing while the kernel copies (at most 1 MiB buffered per file).
 //
 // A path that already names something other than a regular file (a
 // device such as /dev/null or /dev/stdout, a named pipe) is written in
@@ -10,7 +12,6 @@
 package atomicfile
 
 import (
-	"bufio"
 	"io"
 	"os"
 	"path/filepath"
@@ -21,7 +22,7 @@ import (
 type File struct {
 	path   string
 	f      *os.File
-	w      *bufio.Writer
+	w      *asyncWriter
 	done   bool
 	direct bool // writing a device or pipe in place
 }
@@ -33,7 +34,7 @@ func Create(path string) (*File, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &File{path: path, f: f, w: bufio.NewWriterSize(f, 1<<16), direct: true}, nil
+		return &File{path: path, f: f, w: newAsyncWriter(f), direct: true}, nil
 	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
@@ -43,10 +44,12 @@ func Create(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &File{path: path, f: f, w: bufio.NewWriterSize(f, 1<<16)}, nil
+	return &File{path: path, f: f, w: newAsyncWriter(f)}, nil
 }
 
-// Write buffers p.
+// Write buffers p; full buffers are written in the background (see
+// asyncWriter), and an error of theirs comes back from a later Write or
+// from Commit.
 func (f *File) Write(p []byte) (int, error) { return f.w.Write(p) }
 
 // Commit flushes, syncs and renames the file into place (mode 0644). On
@@ -87,6 +90,7 @@ func (f *File) Abort() {
 		return
 	}
 	f.done = true
+	f.w.Close()
 	f.f.Close()
 	if !f.direct {
 		os.Remove(f.f.Name())

@@ -75,3 +75,64 @@ func TestDeviceWrittenInPlace(t *testing.T) {
 		assert.False(t, strings.HasPrefix(e.Name(), ".null.tmp"), "no temporary file left in /dev: %s", e.Name())
 	}
 }
+
+// Many buffers' worth, in writes of odd sizes that straddle buffer ends,
+// comes out whole and in order.
+func TestLargeWriteInOrder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big")
+	var want []byte
+	require.NoError(t, Write(path, func(w io.Writer) error {
+		for i := 0; len(want) < 5*asyncBuffers*asyncSize; i++ {
+			chunk := []byte(strings.Repeat(string(rune('a'+i%26)), 1+i*7919%70001))
+			want = append(want, chunk...)
+			if _, err := w.Write(chunk); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, len(want), len(got))
+	assert.True(t, string(want) == string(got), "content differs")
+}
+
+// A write that fails in the background (a full device) is reported, by
+// a later Write or by Commit, and never lost.
+func TestBackgroundWriteError(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	block := make([]byte, 100<<10)
+	var werr error
+	err := Write("/dev/full", func(w io.Writer) error {
+		for range 4 * asyncBuffers * asyncSize / len(block) {
+			if _, werr = w.Write(block); werr != nil {
+				return werr
+			}
+		}
+		return nil
+	})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no space")
+	// Small writes never leave the caller's goroutine: the error comes
+	// from Commit.
+	err = Write("/dev/full", func(w io.Writer) error {
+		_, err := io.WriteString(w, "small")
+		return err
+	})
+	require.Error(t, err)
+}
+
+// Abort after buffers went to the background stops the writer and
+// leaves nothing.
+func TestAbortWhileWriting(t *testing.T) {
+	dir := t.TempDir()
+	f, err := Create(filepath.Join(dir, "out"))
+	require.NoError(t, err)
+	_, err = f.Write(make([]byte, 3*asyncSize))
+	require.NoError(t, err)
+	f.Abort()
+	ents, _ := os.ReadDir(dir)
+	assert.Empty(t, ents)
+}

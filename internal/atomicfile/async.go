@@ -1,0 +1,129 @@
+package atomicfile
+
+import (
+	"os"
+	"sync"
+)
+
+// asyncWriter buffers writes and hands full buffers to a goroutine that
+// writes them to the file, so that the caller formats the next buffer
+// while the kernel copies the last one: a log-rt of a million rows is
+// over 100 MB, written while the JVM waits at its end, and the copy into
+// the page cache is a large part of that time. At most asyncBuffers buffers of asyncSize bytes exist
+// per file; a small file never starts the goroutine.
+type asyncWriter struct {
+	f     *os.File
+	buf   []byte      // being filled
+	free  chan []byte // written buffers, for reuse
+	full  chan []byte // buffers to write, in order
+	made  int         // buffers allocated
+	done  chan struct{}
+	mu    sync.Mutex
+	err   error // the first write error; the goroutine then drops the rest
+	start sync.Once
+}
+
+const (
+	asyncSize    = 256 << 10
+	asyncBuffers = 4
+)
+
+func newAsyncWriter(f *os.File) *asyncWriter {
+	return &asyncWriter{f: f}
+}
+
+func (w *asyncWriter) failed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+func (w *asyncWriter) run() {
+	defer close(w.done)
+	for b := range w.full {
+		if w.failed() == nil {
+			if _, err := w.f.Write(b); err != nil {
+				w.mu.Lock()
+				w.err = err
+				w.mu.Unlock()
+			}
+		}
+		w.free <- b[:0]
+	}
+}
+
+// Write copies p into the buffers; it returns the error of an earlier
+// background write, if any, so that a writer stops early on a full disk.
+func (w *asyncWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		if w.buf == nil {
+			w.buf = make([]byte, 0, asyncSize)
+			w.made++
+		}
+		c := copy(w.buf[len(w.buf):cap(w.buf)], p)
+		w.buf = w.buf[:len(w.buf)+c]
+		p = p[c:]
+		if len(w.buf) == cap(w.buf) {
+			if err := w.handOff(); err != nil {
+				return n - len(p), err
+			}
+		}
+	}
+	return n, nil
+}
+
+// handOff queues the current buffer and takes a free one (a new one
+// while fewer than asyncBuffers exist, else waits for the goroutine).
+func (w *asyncWriter) handOff() error {
+	w.start.Do(func() {
+		w.free = make(chan []byte, asyncBuffers)
+		w.full = make(chan []byte, asyncBuffers)
+		w.done = make(chan struct{})
+		go w.run()
+	})
+	w.full <- w.buf
+	w.buf = nil
+	select {
+	case w.buf = <-w.free:
+	default:
+		if w.made >= asyncBuffers {
+			w.buf = <-w.free
+		}
+	}
+	return w.failed()
+}
+
+// Flush writes what is buffered and waits for the goroutine to finish;
+// the writer cannot be used after it.
+func (w *asyncWriter) Flush() error {
+	if w.done == nil { // never handed a buffer off: write it here
+		if len(w.buf) > 0 {
+			if _, err := w.f.Write(w.buf); err != nil {
+				return err
+			}
+		}
+		w.buf = nil
+		return nil
+	}
+	if len(w.buf) > 0 {
+		w.full <- w.buf
+	}
+	w.buf = nil
+	close(w.full)
+	<-w.done
+	return w.failed()
+}
+
+// Close stops the goroutine without waiting for its writes to matter
+// (the file is being abandoned).
+func (w *asyncWriter) Close() {
+	if w.done != nil && w.full != nil {
+		select {
+		case <-w.done:
+		default:
+			close(w.full)
+			<-w.done
+		}
+	}
+}
