@@ -6,7 +6,9 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -21,11 +23,12 @@ type Machine struct {
 	Go         string
 	LoadBefore string // /proc/loadavg 1/5/15-minute averages
 	LoadAfter  string
-	PMU        bool // a hardware cycles counter can be opened (see pmu.go)
+	PMU        bool   // a hardware cycles counter can be opened (see pmu.go)
+	Reclaim    string // actions of the kernel's running DAMON schemes, "" if none
 }
 
 func probeMachine(ctx context.Context, java string) Machine {
-	m := Machine{Cores: runtime.NumCPU(), Go: runtime.Version(), PMU: havePMU()}
+	m := Machine{Cores: runtime.NumCPU(), Go: runtime.Version(), PMU: havePMU(), Reclaim: damonActions()}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		sc := bufio.NewScanner(bytes.NewReader(b))
 		for sc.Scan() {
@@ -61,4 +64,27 @@ func loadAvg() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// damonActions lists the actions of the DAMON schemes the kernel runs
+// (proactive reclaim, in some VMs): with pageout, cold memory and page
+// cache are reclaimed while the benchmark runs, so a run that needs much
+// memory anew (a large tree, a large log-rt) can cost more at one time
+// than at another, beyond the drift the other runs see.
+func damonActions() string {
+	states, _ := filepath.Glob("/sys/kernel/mm/damon/admin/kdamonds/*/state")
+	var acts []string
+	for _, st := range states {
+		if b, err := os.ReadFile(st); err != nil || strings.TrimSpace(string(b)) != "on" {
+			continue
+		}
+		files, _ := filepath.Glob(filepath.Join(filepath.Dir(st), "contexts", "*", "schemes", "*", "action"))
+		for _, f := range files {
+			if b, err := os.ReadFile(f); err == nil {
+				acts = append(acts, strings.TrimSpace(string(b)))
+			}
+		}
+	}
+	slices.Sort(acts)
+	return strings.Join(slices.Compact(acts), ", ")
 }

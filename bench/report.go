@@ -28,6 +28,11 @@ func (s *Suite) WriteMarkdown(out io.Writer) error {
 		pmu = "yes"
 	}
 	row(w, "hardware PMU", pmu)
+	if m.Reclaim != "" {
+		row(w, "memory reclaim", fmt.Sprintf("DAMON schemes running (%s): the kernel reclaims cold memory and page cache while the "+
+			"benchmarks run, so memory a run touches anew (large trees, large log-rt files) costs page faults that vary "+
+			"with the machine's state; configurations that use much of it spread more between runs than the others", m.Reclaim))
+	}
 	row(w, "JDK", strings.TrimSpace(m.JDK+"; "+m.JVM))
 	row(w, "Go", m.Go)
 	row(w, "load average (1/5/15 min)", fmt.Sprintf("%s before, %s after", m.LoadBefore, m.LoadAfter))

@@ -182,48 +182,43 @@ type Row struct {
 }
 
 // LogRTWriter streams a log-rt row by row, depth-first, so that a writer
-// of a large tree need not build a Profile of it first.
+// of a large tree need not build a Profile of it first. It formats into
+// one reused chunk, handed to the underlying writer whenever it fills.
 type LogRTWriter struct {
-	bw   *bufio.Writer
+	w    io.Writer
 	k    int
 	buf  []byte
 	rows int
 }
 
-// NewLogRTWriter writes the header of p (its threads are ignored) and
-// returns a writer for the rows.
+// NewLogRTWriter starts a log-rt with the header of p (its threads are
+// ignored) and returns a writer for the rows.
 func NewLogRTWriter(w io.Writer, p *Profile) (*LogRTWriter, error) {
-	bw := bufio.NewWriterSize(w, 64<<10)
 	k := len(p.Metrics)
-	fmt.Fprintf(bw, "%s\n%s%d\n%s%d\n", logRTTitle, pidPrefix, p.PID, seqPrefix, p.Seq)
+	hb := bytes.NewBuffer(make([]byte, 0, rowChunk+4<<10))
+	fmt.Fprintf(hb, "%s\n%s%d\n%s%d\n", logRTTitle, pidPrefix, p.PID, seqPrefix, p.Seq)
 	for _, n := range p.Notes {
-		fmt.Fprintf(bw, "%s%s\n", notePrefix, escapeNote(n))
+		fmt.Fprintf(hb, "%s%s\n", notePrefix, escapeNote(n))
 	}
-	fmt.Fprintf(bw, "\n%s\n", baseValues)
+	fmt.Fprintf(hb, "\n%s\n", baseValues)
 	if k == 0 {
-		fmt.Fprintf(bw, "%s\n", noMetrics)
+		fmt.Fprintf(hb, "%s\n", noMetrics)
 	}
 	for i, m := range p.Metrics {
 		if err := checkMetric(m); err != nil {
 			return nil, fmt.Errorf("log-rt: %w", err)
 		}
-		fmt.Fprintf(bw, "%s\n", metricLine(i+1, m))
+		fmt.Fprintf(hb, "%s\n", metricLine(i+1, m))
 	}
-	fmt.Fprintf(bw, "\n%s\n", columnLabels)
+	fmt.Fprintf(hb, "\n%s\n", columnLabels)
 	for _, l := range logRTLabels(k) {
-		fmt.Fprintf(bw, "%s\n", l)
+		fmt.Fprintf(hb, "%s\n", l)
 	}
-	fmt.Fprintf(bw, "\n%s\n", logRTHeaderRow(k))
-	// Rows bypass the buffer from here on (they come in chunks).
-	if err := bw.Flush(); err != nil {
-		return nil, err
-	}
-	return &LogRTWriter{bw: bw, k: k, buf: make([]byte, 0, rowChunk+4<<10)}, nil
+	fmt.Fprintf(hb, "\n%s\n", logRTHeaderRow(k))
+	return &LogRTWriter{w: w, k: k, buf: hb.Bytes()}, nil
 }
 
-// Row writes one row. Rows are formatted straight into one reused
-// chunk, handed to the underlying writer when it fills, because a
-// profile can have millions of nodes.
+// Row writes one row (into the chunk: a profile can have millions).
 func (lw *LogRTWriter) Row(r Row) error {
 	b, err := AppendLogRTRow(lw.buf, lw.k, r)
 	if err != nil {
@@ -232,7 +227,7 @@ func (lw *LogRTWriter) Row(r Row) error {
 	lw.buf = b
 	lw.rows++
 	if len(b) >= rowChunk {
-		return lw.flushRows()
+		return lw.flush()
 	}
 	return nil
 }
@@ -268,19 +263,16 @@ func AppendLogRTRow(b []byte, k int, r Row) ([]byte, error) {
 // rowChunk is how many bytes of rows go to the writer at once.
 const rowChunk = 64 << 10
 
-func (lw *LogRTWriter) flushRows() error {
-	_, err := lw.bw.Write(lw.buf)
+func (lw *LogRTWriter) flush() error {
+	_, err := lw.w.Write(lw.buf)
 	lw.buf = lw.buf[:0]
 	return err
 }
 
-// Close writes the end line and flushes.
+// Close writes the end line and what is left of the chunk.
 func (lw *LogRTWriter) Close() error {
 	lw.buf = fmt.Appendf(lw.buf, "%s%d rows\n", logRTEnd, lw.rows)
-	if err := lw.flushRows(); err != nil {
-		return err
-	}
-	return lw.bw.Flush()
+	return lw.flush()
 }
 
 // padUint appends v right-aligned in width columns (wider when it needs

@@ -156,7 +156,7 @@ func TestParseLogRTTruncated(t *testing.T) {
 
 func TestPadUint(t *testing.T) {
 	for _, v := range []uint64{0, 7, 10, 99, 12345, 9999999999, 10000000000, 1<<64 - 1} {
-		for _, w := range []int{1, 4, 10} {
+		for _, w := range []int{0, 1, 4, 10} {
 			want := fmt.Sprintf("x%*d", w, v)
 			assert.Equal(t, want, string(padUint([]byte("x"), v, w)), "v=%d width=%d", v, w)
 		}

@@ -1,26 +1,32 @@
 package atomicfile
 
 import (
+	"errors"
 	"os"
 	"sync"
+	"sync/atomic"
 )
 
 // asyncWriter buffers writes and hands full buffers to a goroutine that
 // writes them to the file, so that the caller formats the next buffer
 // while the kernel copies the last one: a log-rt of a million rows is
 // over 100 MB, written while the JVM waits at its end, and the copy into
-// the page cache is a large part of that time. At most asyncBuffers buffers of asyncSize bytes exist
-// per file; a small file never starts the goroutine.
+// the page cache is a large part of that time. At most asyncBuffers
+// buffers of asyncSize bytes exist per file; a small file never starts
+// the goroutine.
 type asyncWriter struct {
-	f     *os.File
-	buf   []byte      // being filled
-	free  chan []byte // written buffers, for reuse
-	full  chan []byte // buffers to write, in order
-	made  int         // buffers allocated
-	done  chan struct{}
-	mu    sync.Mutex
-	err   error // the first write error; the goroutine then drops the rest
-	start sync.Once
+	f      *os.File
+	buf    []byte      // being filled
+	free   chan []byte // written buffers, for reuse
+	full   chan []byte // buffers to write, in order
+	made   int         // buffers allocated
+	done   chan struct{}
+	start  sync.Once
+	closed bool // Flush or Close ran: no more writes
+
+	mu      sync.Mutex
+	err     error       // the first write error (or errAborted): the goroutine drops the rest
+	failing atomic.Bool // err is set
 }
 
 const (
@@ -28,11 +34,26 @@ const (
 	asyncBuffers = 4
 )
 
+// errAborted stops the goroutine's writes when the file is abandoned.
+var errAborted = errors.New("atomicfile: aborted")
+
 func newAsyncWriter(f *os.File) *asyncWriter {
 	return &asyncWriter{f: f}
 }
 
+func (w *asyncWriter) fail(err error) {
+	w.mu.Lock()
+	if w.err == nil {
+		w.err = err
+	}
+	w.mu.Unlock()
+	w.failing.Store(true)
+}
+
 func (w *asyncWriter) failed() error {
+	if !w.failing.Load() {
+		return nil
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.err
@@ -43,18 +64,22 @@ func (w *asyncWriter) run() {
 	for b := range w.full {
 		if w.failed() == nil {
 			if _, err := w.f.Write(b); err != nil {
-				w.mu.Lock()
-				w.err = err
-				w.mu.Unlock()
+				w.fail(err)
 			}
 		}
 		w.free <- b[:0]
 	}
 }
 
-// Write copies p into the buffers; it returns the error of an earlier
+// Write copies p into the buffers. It returns the error of an earlier
 // background write, if any, so that a writer stops early on a full disk.
 func (w *asyncWriter) Write(p []byte) (int, error) {
+	if w.closed {
+		return 0, os.ErrClosed
+	}
+	if err := w.failed(); err != nil {
+		return 0, err
+	}
 	n := len(p)
 	for len(p) > 0 {
 		if w.buf == nil {
@@ -95,16 +120,19 @@ func (w *asyncWriter) handOff() error {
 }
 
 // Flush writes what is buffered and waits for the goroutine to finish;
-// the writer cannot be used after it.
+// the writer takes no more writes after it.
 func (w *asyncWriter) Flush() error {
+	if w.closed {
+		return os.ErrClosed
+	}
+	w.closed = true
 	if w.done == nil { // never handed a buffer off: write it here
+		var err error
 		if len(w.buf) > 0 {
-			if _, err := w.f.Write(w.buf); err != nil {
-				return err
-			}
+			_, err = w.f.Write(w.buf)
 		}
 		w.buf = nil
-		return nil
+		return err
 	}
 	if len(w.buf) > 0 {
 		w.full <- w.buf
@@ -115,15 +143,18 @@ func (w *asyncWriter) Flush() error {
 	return w.failed()
 }
 
-// Close stops the goroutine without waiting for its writes to matter
-// (the file is being abandoned).
+// Close abandons what is buffered: the goroutine writes nothing more. A
+// write it is blocked in (a pipe nobody reads) ends when the caller
+// closes the file, which it must do first.
 func (w *asyncWriter) Close() {
-	if w.done != nil && w.full != nil {
-		select {
-		case <-w.done:
-		default:
-			close(w.full)
-			<-w.done
-		}
+	if w.closed {
+		return
+	}
+	w.closed = true
+	w.buf = nil
+	if w.done != nil {
+		w.fail(errAborted)
+		close(w.full)
+		<-w.done
 	}
 }

@@ -55,6 +55,9 @@ func (f *File) Write(p []byte) (int, error) { return f.w.Write(p) }
 // Commit flushes, syncs and renames the file into place (mode 0644). On
 // error the temporary file is removed and nothing appears.
 func (f *File) Commit() error {
+	if f.done {
+		return os.ErrClosed
+	}
 	if f.direct {
 		err := f.w.Flush()
 		if cerr := f.f.Close(); err == nil {
@@ -90,8 +93,9 @@ func (f *File) Abort() {
 		return
 	}
 	f.done = true
-	f.w.Close()
+	// The file first: a background write blocked on a pipe then ends.
 	f.f.Close()
+	f.w.Close()
 	if !f.direct {
 		os.Remove(f.f.Name())
 	}

@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -97,8 +99,9 @@ func TestLargeWriteInOrder(t *testing.T) {
 	assert.True(t, string(want) == string(got), "content differs")
 }
 
-// A write that fails in the background (a full device) is reported, by
-// a later Write or by Commit, and never lost.
+// A write that fails in the background (a full device) is reported by
+// a later Write, so that the caller stops early, and by Commit; never
+// lost.
 func TestBackgroundWriteError(t *testing.T) {
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Skip("no /dev/full")
@@ -113,8 +116,9 @@ func TestBackgroundWriteError(t *testing.T) {
 		}
 		return nil
 	})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "no space")
+	require.Error(t, werr, "a Write returns the background error")
+	assert.Contains(t, werr.Error(), "no space")
+	require.ErrorIs(t, err, werr)
 	// Small writes never leave the caller's goroutine: the error comes
 	// from Commit.
 	err = Write("/dev/full", func(w io.Writer) error {
@@ -124,8 +128,9 @@ func TestBackgroundWriteError(t *testing.T) {
 	require.Error(t, err)
 }
 
-// Abort after buffers went to the background stops the writer and
-// leaves nothing.
+// Abort abandons what is buffered: nothing more is written, and it
+// returns even when a background write is blocked on a pipe nobody
+// reads.
 func TestAbortWhileWriting(t *testing.T) {
 	dir := t.TempDir()
 	f, err := Create(filepath.Join(dir, "out"))
@@ -135,4 +140,56 @@ func TestAbortWhileWriting(t *testing.T) {
 	f.Abort()
 	ents, _ := os.ReadDir(dir)
 	assert.Empty(t, ents)
+
+	fifo := filepath.Join(dir, "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	require.NoError(t, err)
+	defer r.Close()
+	f, err = Create(fifo)
+	require.NoError(t, err)
+	_, err = f.Write(make([]byte, 3*asyncSize)) // more than the pipe holds
+	require.NoError(t, err)
+	aborted := make(chan struct{})
+	go func() { f.Abort(); close(aborted) }()
+	select {
+	case <-aborted:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Abort hung on a pipe nobody reads")
+	}
+	n, _ := io.Copy(io.Discard, r)
+	assert.Less(t, n, int64(asyncSize), "what was buffered is not written after Abort")
+	fi, err := os.Stat(fifo)
+	require.NoError(t, err)
+	assert.Equal(t, os.ModeNamedPipe, fi.Mode()&os.ModeNamedPipe, "still a pipe")
+}
+
+// A finished file refuses more writes and a second Commit with an
+// error, never a panic (the agent runs inside the JVM).
+func TestUseAfterFinish(t *testing.T) {
+	dir := t.TempDir()
+	for _, big := range []bool{false, true} {
+		f, err := Create(filepath.Join(dir, "out"))
+		require.NoError(t, err)
+		data := []byte("x")
+		if big {
+			data = make([]byte, 2*asyncSize)
+		}
+		_, err = f.Write(data)
+		require.NoError(t, err)
+		require.NoError(t, f.Commit())
+		_, err = f.Write(data)
+		assert.ErrorIs(t, err, os.ErrClosed)
+		assert.ErrorIs(t, f.Commit(), os.ErrClosed)
+		f.Abort()
+
+		f, err = Create(filepath.Join(dir, "out2"))
+		require.NoError(t, err)
+		_, err = f.Write(data)
+		require.NoError(t, err)
+		f.Abort()
+		_, err = f.Write(data)
+		assert.ErrorIs(t, err, os.ErrClosed)
+		assert.ErrorIs(t, f.Commit(), os.ErrClosed)
+	}
 }
