@@ -287,12 +287,17 @@ func (a *agent) sayState() {
 	}
 	line := fmt.Sprintf("mode=%s metrics=%s ptt=%s source=%s start=%s rtdriver=%s logpath=%s",
 		a.opts.Mode, a.metricNames(), a.ptt.Backend, a.source.Name(), start, addr, a.opts.LogPath)
-	if m, ok := a.source.(jvmti.MethodEvents); ok && a.opts.Roots != "" {
-		line += fmt.Sprintf(" roots=%s (%d methods in the classes loaded so far; more as classes load)", a.opts.Roots, m.RootMethods())
+	if r, ok := a.source.(rootSource); ok && a.opts.Roots != "" {
+		line += fmt.Sprintf(" roots=%s (%d methods in the classes loaded so far; more as classes load)", a.opts.Roots, r.RootMethods())
 	}
 	fmt.Fprintf(os.Stderr, "libjprof %s: %s\n", version(), line)
 	a.log.Info("libjprof state", zap.String("state", line))
 }
+
+// rootSource is an event source that collects only under root methods
+// (ROOTS): RootMethods is how many methods of the loaded classes are
+// roots now.
+type rootSource interface{ RootMethods() int }
 
 // version is the build's version (make sets it; "(devel)" otherwise).
 func version() string {
@@ -325,6 +330,8 @@ func (a *agent) sayNothingCollected() {
 		msg = "nothing collected: no START in the options and no rtdriver socket to start it; add START"
 	case !a.resetAt.IsZero():
 		msg = "nothing collected since the last reset at " + stamp(a.resetAt) + ": no final log-rt"
+	case a.opts.Roots != "":
+		msg = "nothing collected: collection was on, but no root method (ROOTS=" + a.opts.Roots + ") ran while it was"
 	default:
 		msg = "nothing collected: collection was on, but no Java method ran while it was"
 	}
@@ -391,14 +398,18 @@ func (a *agent) VMDeath() {
 			zap.Uint64("firstRunsFollowed", st.Expands),
 			zap.Duration("followTime", st.ExpandTime))
 	}
-	if m, ok := a.source.(jvmti.MethodEvents); ok && a.opts.Roots != "" {
-		a.log.Info("ROOTS summary", zap.Int("rootMethods", m.RootMethods()), zap.Uint64("rootEntriesNotCollected", m.Refused()))
-		if n := m.Refused(); n > 0 {
-			msg := fmt.Sprintf("ROOTS: %d root entries not collected: on virtual threads while VTHREADS is off, or the JVM refused to turn method events on for the thread", n)
-			fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
-			a.log.Warn(msg)
+	if r, ok := a.source.(rootSource); ok && a.opts.Roots != "" {
+		fields := []zap.Field{zap.String("roots", a.opts.Roots), zap.Int("rootMethods", r.RootMethods())}
+		if m, ok := r.(jvmti.MethodEvents); ok {
+			fields = append(fields, zap.Uint64("rootEntriesNotCollected", m.Refused()))
+			if n := m.Refused(); n > 0 {
+				msg := fmt.Sprintf("ROOTS: %d root entries not collected: on virtual threads while VTHREADS is off, or the JVM refused to turn method events on for the thread", n)
+				fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
+				a.log.Warn(msg)
+			}
 		}
-		if m.RootMethods() == 0 {
+		a.log.Info("ROOTS summary", fields...)
+		if r.RootMethods() == 0 {
 			msg := "ROOTS: no loaded method matched " + a.opts.Roots + ": nothing was collected"
 			fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
 			a.log.Warn(msg)

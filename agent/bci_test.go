@@ -346,6 +346,10 @@ func TestBCIRootsChainExact(t *testing.T) {
 	}
 	assert.Equal(t, want, methodCalls(p))
 	assert.Regexp(t, `"retransformCalls": [1-9]`, r.ReadFile(t, "msg"), "the chain's classes were loaded before the root ran")
+	assert.Contains(t, r.Stderr, "source=bci", "the state line")
+	assert.Contains(t, r.Stderr, " roots=RootsChain.root (", "the state line names the roots")
+	assert.Regexp(t, `ROOTS summary.*"roots": "RootsChain.root", "rootMethods": 1\b`, r.ReadFile(t, "msg"))
+	assert.NotContains(t, r.Stderr, "no loaded method matched")
 }
 
 // Calls whose target the call site does not name, all run outside the

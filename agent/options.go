@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/libjprof/libjprof/engine"
 	"github.com/libjprof/libjprof/jvmti"
@@ -254,8 +255,19 @@ func stringOpt(field func(*Options) *string, def, what string, ok func(string) b
 
 // validRoots says whether every root of a ROOTS value (or rtdriver
 // roots=) names a class and a method: Class.method, '+' or ':' between
-// roots. Both event sources read them so.
+// roots, '.' or '/' between the class's package names, each name made of
+// Java identifier characters and the globs * and ? (a method may also be
+// <init> or <clinit>). Both event sources read them so; anything else
+// (a signature, an empty name) would match nothing, silently.
 func validRoots(v string) bool {
+	name := func(s string) bool {
+		for _, c := range s {
+			if !unicode.IsLetter(c) && !unicode.IsDigit(c) && !strings.ContainsRune("_$*?", c) {
+				return false
+			}
+		}
+		return s != ""
+	}
 	n := 0
 	for _, r := range strings.FieldsFunc(v, func(c rune) bool { return c == '+' || c == ':' }) {
 		r = strings.TrimSpace(r)
@@ -263,7 +275,15 @@ func validRoots(v string) bool {
 			continue
 		}
 		dot := strings.LastIndexAny(r, "./")
-		if dot <= 0 || dot == len(r)-1 {
+		if dot < 0 {
+			return false
+		}
+		for _, seg := range strings.Split(strings.ReplaceAll(r[:dot], "/", "."), ".") {
+			if !name(seg) {
+				return false
+			}
+		}
+		if m := r[dot+1:]; !name(m) && m != "<init>" && m != "<clinit>" {
 			return false
 		}
 		n++

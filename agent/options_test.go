@@ -84,6 +84,10 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"BCI,ROOTS=nodot", "ROOTS=nodot", "Class.method"},
 		{"ROOTS=Foo.bar+.x", "ROOTS=Foo.bar+.x", "Class.method"},
 		{"ROOTS=+", "ROOTS=+", "Class.method"},
+		{"BCI,ROOTS=Foo.bar(", "ROOTS=Foo.bar(", "Class.method"},
+		{"BCI,ROOTS=com.sun..Foo.bar", "ROOTS=com.sun..Foo.bar", "Class.method"},
+		{"ROOTS=Foo.bar(I)V", "ROOTS=Foo.bar(I)V", "Class.method"},
+		{"ROOTS=Foo. bar", "ROOTS=Foo. bar", "Class.method"},
 		{"SAMPLE,ROOTS=Foo.bar", "ROOTS", "sampling has none"},
 	} {
 		t.Run(c.opts, func(t *testing.T) {
@@ -144,5 +148,15 @@ func TestREADMEListsEveryOption(t *testing.T) {
 	readme := string(b)
 	for _, s := range optionSpecs {
 		assert.Contains(t, readme, "`"+s.name, "README.md does not document %s", s.name)
+	}
+}
+
+func TestValidRoots(t *testing.T) {
+	for _, ok := range []string{"Foo.bar", "com.example.*.handle", "Foo.*", "a/b/C.m", "Foo.<init>", "Foo$Inner.run",
+		"com.sun.tools.javac.comp.Attr.attribTree+com.sun.tools.javac.jvm.ClassWriter.writeClass", "A.b:C.d", "x?.y", "Überklasse.größe"} {
+		assert.True(t, validRoots(ok), ok)
+	}
+	for _, bad := range []string{"", "+", "Foo", ".bar", "Foo.", "Foo.bar(", "Foo.bar(I)V", "com..Foo.bar", "Foo. bar", "Foo.<foo>", "Foo.bar;"} {
+		assert.False(t, validRoots(bad), bad)
 	}
 }

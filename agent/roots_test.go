@@ -93,3 +93,21 @@ func rootsLeafThenWork(t *testing.T, opts string) (*jvmtest.Proc, int) {
 	p.Expect("done 50")
 	return p, port
 }
+
+// ROOTS that match no method (a typo) are said on stderr and in log-msg,
+// with either source, and the run's end names the roots rather than
+// saying that no Java method ran.
+func TestRootsMatchingNothing(t *testing.T) {
+	for _, src := range []string{"", "BCI,"} {
+		t.Run("source="+src, func(t *testing.T) {
+			r := jvmtest.Start(t, jvmtest.Run{Class: "RootsChain", Args: []string{"2000", "2"},
+				Options: src + "CALLTREE,START,NORTDRIVER,ROOTS=RootsChain.rooot"})
+			require.Equal(t, 0, r.ExitCode, r.Stderr)
+			assert.Contains(t, r.Stderr, "libjprof: warning: ROOTS: no loaded method matched RootsChain.rooot")
+			assert.Contains(t, r.Stderr, "no root method (ROOTS=RootsChain.rooot) ran")
+			assert.NotContains(t, r.Stderr, "no Java method ran")
+			assert.Contains(t, r.Stderr, " roots=RootsChain.rooot (0 methods")
+			assert.Regexp(t, `ROOTS summary.*"rootMethods": 0`, r.ReadFile(t, "msg"))
+		})
+	}
+}

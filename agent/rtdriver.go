@@ -300,6 +300,12 @@ func (a *agent) Roots(roots string) error {
 	default:
 		return fmt.Errorf("roots needs the BCI or the method-event source")
 	}
+	// What the summary at VM death speaks of: roots=all instruments
+	// every method, as without ROOTS.
+	a.opts.Roots = roots
+	if roots == "all" {
+		a.opts.Roots = ""
+	}
 	return nil
 }
 

@@ -314,8 +314,10 @@ static void JNICALL bci_mark_root(JNIEnv *env, jclass c, jint id)
 	(void)env;
 	(void)c;
 	uint32_t h = (uint32_t)id;
-	if (bci.root_bits != NULL && h < bci.root_nbits)
-		__atomic_or_fetch(&bci.root_bits[h >> 3], (uint8_t)(1u << (h & 7)), __ATOMIC_RELAXED);
+	uint8_t bit = (uint8_t)(1u << (h & 7));
+	if (bci.root_bits != NULL && h < bci.root_nbits &&
+	    !(__atomic_fetch_or(&bci.root_bits[h >> 3], bit, __ATOMIC_RELAXED) & bit))
+		__atomic_add_fetch(&bci.nroots, 1, __ATOMIC_RELAXED);
 }
 
 static void JNICALL bci_pending(JNIEnv *env, jclass c)
@@ -519,4 +521,5 @@ void jp_bci_stats(uint64_t *out)
 	out[5] = __atomic_load_n(&bci.retransform_ns, __ATOMIC_RELAXED);
 	out[6] = __atomic_load_n(&bci.expands, __ATOMIC_RELAXED);
 	out[7] = __atomic_load_n(&bci.expand_ns, __ATOMIC_RELAXED);
+	out[8] = __atomic_load_n(&bci.nroots, __ATOMIC_RELAXED);
 }

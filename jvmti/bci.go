@@ -112,13 +112,19 @@ type BCIStats struct {
 	// their total time (the retransformations they made included).
 	Expands    uint64
 	ExpandTime time.Duration
+	// Roots counts the root methods instrumented since the roots were
+	// set: 0 while no loaded class has a method ROOTS matches.
+	Roots uint64
 }
 
 // Stats reads the source's counters.
 func (BCI) Stats() BCIStats {
-	var v [8]C.uint64_t
+	var v [9]C.uint64_t
 	C.jp_bci_stats(&v[0])
 	return BCIStats{Rewritten: uint64(v[0]), Failed: uint64(v[1]), Hooks: uint64(v[2]), HookTime: time.Duration(v[3]),
 		Retransforms: uint64(v[4]), RetransformTime: time.Duration(v[5]),
-		Expands: uint64(v[6]), ExpandTime: time.Duration(v[7])}
+		Expands: uint64(v[6]), ExpandTime: time.Duration(v[7]), Roots: uint64(v[8])}
 }
+
+// RootMethods is how many methods are roots now (see BCIStats.Roots).
+func (b BCI) RootMethods() int { return int(b.Stats().Roots) }

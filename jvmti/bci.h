@@ -23,6 +23,7 @@ struct jp_bci_state {
 	volatile int selective;
 	uint8_t *root_bits;
 	uint32_t root_nbits;
+	uint64_t nroots; /* bits set in root_bits */
 	/* Methods that ran inside a root (bit per handle), whose calls the
 	 * transformer has followed. */
 	uint8_t *run_bits;

@@ -300,6 +300,7 @@ int jp_bci_roots(const char *roots, char *err, int errlen)
 		rc = -1;
 	} else {
 		memset(bci.root_bits, 0, bci.root_nbits / 8 + 1);
+		__atomic_store_n(&bci.nroots, 0, __ATOMIC_RELAXED);
 		bci_runs_reset();
 		bci.selective = roots[0] != 0 && strcmp(roots, "all") != 0;
 		if (bci.instrumenting)

@@ -138,11 +138,12 @@ int jp_bci_onload(jvmtiEnv *jvmti, char *err, int errlen);
 void jp_bci_vm_init(JNIEnv *jni);
 int jp_bci_set(int on);
 void jp_bci_die(void);
-/* jp_bci_stats fills out[8]: classes rewritten, retransformation
+/* jp_bci_stats fills out[9]: classes rewritten, retransformation
  * failures, hooks that ran the transformer, their total time (ns),
  * RetransformClasses calls and their total time (ns), and for
- * selective instrumentation the first runs inside a root followed and
- * their total time (ns, the retransformations they made included). */
+ * selective instrumentation the first runs inside a root followed,
+ * their total time (ns, the retransformations they made included), and
+ * the root methods instrumented since the roots were set. */
 void jp_bci_stats(uint64_t *out);
 /* jp_mid_name_of is a method's name as the registry writes it,
  * "pkg/Class.name(desc)" (malloc'd; NULL without memory), asking the VM. */

@@ -336,6 +336,8 @@ const interactiveHelp = `Type a command line and press enter; replies follow.
   status          agent state
   ping            is the agent there?
   fgc             force a garbage collection
+  roots=C.m+...   collect under these root methods from now on (ROOTS;
+                  roots=all: every method, with BCI)
   shutdown        stop profiling and the agent's control socket
   exit_rtdriver   close this connection
   help            this text; quit leaves
