@@ -62,6 +62,9 @@ func ToPprof(p *Profile) (*profile.Profile, error) {
 		return l
 	}
 
+	// One label set per method type, shared by its samples (pprof only
+	// reads them): a map per sample would cost more than its locations.
+	labels := map[string]map[string][]string{}
 	var stack []*profile.Location // root first
 	err := preorder(p.Threads, func(n *Node, depth int) error {
 		if len(n.Base) > k {
@@ -85,7 +88,10 @@ func ToPprof(p *Profile) (*profile.Profile, error) {
 		if !zero {
 			s := &profile.Sample{Value: vals, Location: make([]*profile.Location, len(stack))}
 			if t := methodType(n.Name); t != "" {
-				s.Label = map[string][]string{"type": {t}}
+				if labels[t] == nil {
+					labels[t] = map[string][]string{"type": {t}}
+				}
+				s.Label = labels[t]
 			}
 			for i, l := range stack {
 				s.Location[len(stack)-1-i] = l

@@ -45,10 +45,13 @@ tree per thread or all merged, tooltips with self and total values.`, flame},
 speedscope and other flame graph tools. V is calls or a metric (default:
 the first metric, or calls if there is none); the thread is the first
 frame unless -merge. ';' in names is written ','.`, collapsed},
-	{"pprof", "FILE -o OUT.pb.gz",
+	{"pprof", "[-prune PCT] FILE -o OUT.pb.gz",
 		"a profile.proto for go tool pprof",
 		`A profile.proto for go tool pprof (top lists, graphs, flame graphs):
-go tool pprof -http=: OUT.pb.gz`, toPprof},
+go tool pprof -http=: OUT.pb.gz. Each node is a sample that carries its
+whole call path, so the file and the memory to write it grow with the
+nodes times their depth; -prune folds subtrees below PCT percent of the
+total into <pruned> first (a large tree: -prune 0.01).`, toPprof},
 	{"logrt", "LOGGEN [-o OUT]",
 		"rebuild a log-gen's call tree as a log-rt",
 		`Rebuild the call tree of a log-gen and write it as a log-rt.`, logrt},
@@ -226,7 +229,7 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 
 func report(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
-	prune := fs.Float64("prune", 0, "fold subtrees below `PCT` percent of the total")
+	prune := pruneFlag(fs)
 	out := fs.String("o", "", "output `file`")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -243,33 +246,52 @@ func report(args []string, stdout io.Writer) error {
 	if write == nil {
 		return usagef("unknown report %q: want xtree, xarc or xprof", pos[0])
 	}
-	if *prune < 0 || *prune > 100 {
-		return usagef("-prune %v: want a percentage from 0 to 100", *prune)
+	if err := checkPrune(*prune); err != nil {
+		return err
 	}
 	p, _, err := load(pos[1])
 	if err != nil {
 		return err
 	}
-	if *prune > 0 {
-		p = reports.Prune(p, *prune)
-		p.Notes = append(p.Notes, fmt.Sprintf("pruned: subtrees below %v%% of the total are folded into %s", *prune, reports.PrunedName))
-	}
+	p = pruned(p, *prune)
 	return output(*out, stdout, func(w io.Writer) error { return write(w, p) })
+}
+
+// pruneFlag is -prune PCT; checkPrune its check, pruned what it does.
+func pruneFlag(fs *flag.FlagSet) *float64 {
+	return fs.Float64("prune", 0, "fold subtrees below `PCT` percent of the total")
+}
+
+func checkPrune(pct float64) error {
+	if pct < 0 || pct > 100 {
+		return usagef("-prune %v: want a percentage from 0 to 100", pct)
+	}
+	return nil
+}
+
+func pruned(p *reports.Profile, pct float64) *reports.Profile {
+	if pct <= 0 {
+		return p
+	}
+	p = reports.Prune(p, pct)
+	p.Notes = append(p.Notes, fmt.Sprintf("pruned: subtrees below %v%% of the total are folded into %s", pct, reports.PrunedName))
+	return p
 }
 
 func toPprof(args []string, _ io.Writer) error {
 	fs := flag.NewFlagSet("pprof", flag.ContinueOnError)
 	out := fs.String("o", "", "output `file`")
+	prune := pruneFlag(fs)
 	in, p, _, err := loadOne(fs, args, "file", func() error {
 		if *out == "" {
 			return usagef("pprof needs -o OUT.pb.gz")
 		}
-		return nil
+		return checkPrune(*prune)
 	})
 	if err != nil {
 		return err
 	}
-	pp, err := reports.ToPprof(p)
+	pp, err := reports.ToPprof(pruned(p, *prune))
 	if err != nil {
 		return fmt.Errorf("%s: %w", in, err)
 	}

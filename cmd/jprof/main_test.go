@@ -110,6 +110,38 @@ func TestPprofCommand(t *testing.T) {
 	entries, err := os.ReadDir(filepath.Dir(out))
 	require.NoError(t, err)
 	assert.Len(t, entries, 1, "no temporary file is left behind")
+
+	// -prune folds small subtrees first: fewer samples, <pruned> among
+	// the functions, the same total, and the fold said in the comments.
+	read := func(args ...string) *profile.Profile {
+		code, _, stderr := jprof(append([]string{"pprof"}, args...)...)
+		require.Equal(t, 0, code, stderr)
+		f, err := os.Open(out)
+		require.NoError(t, err)
+		defer f.Close()
+		pp, err := profile.Parse(f)
+		require.NoError(t, err)
+		return pp
+	}
+	total := func(pp *profile.Profile) (sum int64) {
+		for _, s := range pp.Sample {
+			sum += s.Value[0]
+		}
+		return sum
+	}
+	whole := read(logRT, "-o", out)
+	pruned := read("-prune", "5", logRT, "-o", out)
+	assert.Less(t, len(pruned.Sample), len(whole.Sample))
+	assert.Equal(t, total(whole), total(pruned))
+	var names []string
+	for _, f := range pruned.Function {
+		names = append(names, f.Name)
+	}
+	assert.Contains(t, names, reports.PrunedName)
+	assert.Contains(t, strings.Join(pruned.Comments, "\n"), "pruned: subtrees below 5% of the total")
+	code, _, stderr := jprof("pprof", "-prune", "-1", logRT, "-o", out)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "want a percentage")
 }
 
 func TestLogRTCommand(t *testing.T) {
