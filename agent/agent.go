@@ -287,8 +287,11 @@ func (a *agent) sayState() {
 	}
 	line := fmt.Sprintf("mode=%s metrics=%s ptt=%s source=%s start=%s rtdriver=%s logpath=%s",
 		a.opts.Mode, a.metricNames(), a.ptt.Backend, a.source.Name(), start, addr, a.opts.LogPath)
-	if r, ok := a.source.(rootSource); ok && a.opts.Roots != "" {
-		line += fmt.Sprintf(" roots=%s (%d methods in the classes loaded so far; more as classes load)", a.opts.Roots, r.RootMethods())
+	a.mu.Lock() // rtdriver roots= may change them already
+	roots := a.opts.Roots
+	a.mu.Unlock()
+	if r, ok := a.source.(rootSource); ok && roots != "" {
+		line += fmt.Sprintf(" roots=%s (%d methods in the classes loaded so far; more as classes load)", roots, r.RootMethods())
 	}
 	fmt.Fprintf(os.Stderr, "libjprof %s: %s\n", version(), line)
 	a.log.Info("libjprof state", zap.String("state", line))
