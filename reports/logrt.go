@@ -220,7 +220,7 @@ func NewLogRTWriter(w io.Writer, p *Profile) (*LogRTWriter, error) {
 
 // Row writes one row (into the chunk: a profile can have millions).
 func (lw *LogRTWriter) Row(r Row) error {
-	b, err := AppendLogRTRow(lw.buf, lw.k, r)
+	b, err := appendRow(lw.buf, lw.k, r)
 	if err != nil {
 		return err
 	}
@@ -232,8 +232,8 @@ func (lw *LogRTWriter) Row(r Row) error {
 	return nil
 }
 
-// AppendLogRTRow appends r as a log-rt row for k metrics.
-func AppendLogRTRow(b []byte, k int, r Row) ([]byte, error) {
+// appendRow appends r as a log-rt row for k metrics.
+func appendRow(b []byte, k int, r Row) ([]byte, error) {
 	if r.Name == "" {
 		return b, fmt.Errorf("log-rt: node with an empty name at level %d", r.Level)
 	}
