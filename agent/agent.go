@@ -54,8 +54,8 @@ type agent struct {
 	jit     *jitWriter // nil without JITA2N or PERFMAP
 	// pending is a delayed start not yet fired (start=N), nil if none.
 	pending *pendingStart
-	// retired keeps the log-jtnm line of threads freed before VM death.
-	retired []string
+	// retired keeps the log-jtnm lines of threads freed before VM death.
+	retired retiredThreads
 	reaper  *drainer
 
 	// outErr is why LOGPATH cannot be written; nothing is collected then
@@ -97,7 +97,7 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 	a.log, a.closeLog, a.outErr = openLogMsg(opts, a.pid)
 	a.log.Info("libjprof loading", zap.String("version", strings.TrimSpace(buildinfo.String("libjprof"))),
 		zap.String("options", agentOpts), zap.String("JPROFOPTS", envOpts),
-		zap.String("mode", opts.Mode.String()), zap.String("logpath", opts.LogPath))
+		zap.String("mode", opts.modeName()), zap.String("logpath", opts.LogPath))
 	if !opts.RTDriver && !opts.Start {
 		msg := "NORTDRIVER without START: nothing can be collected in this JVM; add START to the options, or drop NORTDRIVER and use rtdriver start"
 		fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
@@ -286,7 +286,7 @@ func (a *agent) sayState() {
 		addr = a.server.Addr().String()
 	}
 	line := fmt.Sprintf("mode=%s metrics=%s ptt=%s source=%s start=%s rtdriver=%s logpath=%s",
-		a.opts.Mode, a.metricNames(), a.ptt.Backend, a.source.Name(), start, addr, a.opts.LogPath)
+		a.opts.modeName(), a.metricNames(), a.ptt.Backend, a.source.Name(), start, addr, a.opts.LogPath)
 	a.mu.Lock() // rtdriver roots= may change them already
 	roots := a.opts.Roots
 	a.mu.Unlock()

@@ -19,5 +19,6 @@ func TestKeyTestsOnOtherJDKs(t *testing.T) {
 		"state":      TestStateLineAtStart,
 		"roots":      TestRootsMethodEventsExact,
 		"bci-roots":  TestBCIRootsDispatchExact,
+		"thread-end": TestThreadEndRace,
 	})
 }

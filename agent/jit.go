@@ -10,7 +10,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/libjprof/libjprof/engine"
 	"github.com/libjprof/libjprof/internal/atomicfile"
 	"github.com/libjprof/libjprof/jvmti"
 )
@@ -132,28 +131,3 @@ func writeJitA2NRecord(w io.Writer, r jvmti.JITRecord) {
 	}
 }
 
-// writeJtnm writes log-jtnm: thread ids, names, start and end times.
-func (a *agent) writeJtnm() {
-	path := a.fileName("jtnm", 0)
-	lines := append([]string(nil), a.retired...)
-	engine.WithThreads(func(ts []engine.Thread) {
-		for _, t := range ts {
-			lines = append(lines, jtnmLine(t))
-		}
-	})
-	err := atomicfile.Write(path, func(w io.Writer) error {
-		fmt.Fprintf(w, " libjprof log-jtnm\n Process_Number_ID=%d\n", a.pid)
-		fmt.Fprintf(w, " Format: <tid hex> <start ns> <end ns, - if running at VM death> <log-rt root name>; times are CLOCK_MONOTONIC\n")
-		for _, l := range lines {
-			fmt.Fprintln(w, l)
-		}
-		return nil
-	})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "libjprof: log-jtnm: %v\n", err)
-		a.log.Error("log-jtnm not written", zap.Error(err))
-		return
-	}
-	a.files = append(a.files, path)
-	a.log.Info("log-jtnm written", zap.String("file", path), zap.Int("threads", len(lines)))
-}

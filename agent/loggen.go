@@ -35,8 +35,9 @@ type genWriter struct {
 	registered  int             // registry handles looked at so far
 	defined     []bool          // registry handles whose names the file has
 	definedHigh map[uint64]bool // the same for the overflow handles
-	threads     map[uint32]string
-	retired     map[uint32]string // names of threads freed before the file named them
+	threads     map[uint32]string // names of the live threads the file named
+	named       []uint64          // bit per thread id: the file named it
+	retired     map[uint32]string // names of threads freed in the last pass before the file named them
 	events      uint64
 	notWritten  uint64 // events past GENMAX
 	full        bool
@@ -231,8 +232,9 @@ func (g *genWriter) fit(data []byte, room int64) (int, uint64) {
 }
 
 // threadName is the root name of thread id, defined in the file the
-// first time a block names it. The record is still listed: the reaper
-// drains log-gen before it frees threads.
+// first time a block names it. The record is still listed (the reaper
+// drains log-gen before it frees threads), or was freed in the last
+// retire pass (g.retired).
 func (g *genWriter) threadName(id uint32) string {
 	if name, ok := g.threads[id]; ok {
 		return name
@@ -250,23 +252,46 @@ func (g *genWriter) threadName(id uint32) string {
 			}
 		})
 	}
+	if g.wasNamed(id) {
+		// Named in the file once already, and freed since: never
+		// expected (a freed thread has no events left to write).
+		return name
+	}
 	g.threads[id] = name
+	g.markNamed(id)
 	if g.bin != nil {
 		_ = g.bin.Thread(uint64(id), name)
 	}
 	return name
 }
 
-// retiredThreads keeps the names of threads just freed, for buffers of
-// theirs still to come. A thread the file has named already is not kept.
+// A thread's id is dense and never reused: one bit per id says the file
+// has named it, so that its name can leave memory when it is freed.
+func (g *genWriter) wasNamed(id uint32) bool {
+	return int(id/64) < len(g.named) && g.named[id/64]&(1<<(id%64)) != 0
+}
+
+func (g *genWriter) markNamed(id uint32) {
+	for int(id/64) >= len(g.named) {
+		g.named = append(g.named, 0)
+	}
+	g.named[id/64] |= 1 << (id % 64)
+}
+
+// retiredThreads is told the names of the threads a retire pass just
+// freed. Those the file named already leave memory; the others are kept
+// until the next pass, for a last buffer handed over between the pass's
+// drain and the freeing (the next pass drains it first). So the writer
+// holds the names of live threads and of one pass's freed ones, never of
+// every thread the process ever ran.
 func (g *genWriter) retiredThreads(names map[uint32]string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.retired == nil {
-		g.retired = map[uint32]string{}
-	}
+	g.retired = map[uint32]string{}
 	for id, name := range names {
-		if _, ok := g.threads[id]; !ok {
+		if _, ok := g.threads[id]; ok {
+			delete(g.threads, id)
+		} else if !g.wasNamed(id) {
 			g.retired[id] = name
 		}
 	}

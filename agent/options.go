@@ -522,6 +522,16 @@ func (o *Options) checkSample() error {
 	return nil
 }
 
+// modeName is what the state line and status call the run: SAMPLE for a
+// sampled tree (whose Mode only says whether it carries the sampled time),
+// else the log-rt mode.
+func (o *Options) modeName() string {
+	if o.Sample != nil {
+		return "SAMPLE"
+	}
+	return o.Mode.String()
+}
+
 // genMode is what the log-gen records hold.
 func (o *Options) genMode() jvmti.LogGen {
 	switch {

@@ -41,7 +41,7 @@ func (a *agent) retireLocked() int {
 			return false
 		}
 		if a.opts.ThreadInfo {
-			a.retired = append(a.retired, jtnmLine(t))
+			a.retireLine(jtnmLine(t))
 		}
 		if a.gen != nil {
 			if names == nil {

@@ -257,7 +257,7 @@ func (a *agent) Status() string {
 		pending = fmt.Sprintf("%.0fs", time.Until(a.pending.at).Seconds())
 	}
 	return fmt.Sprintf("state=%s since=%s pid=%d main=%s mode=%s source=%s metrics=%s backend=%s threads=%d live=%d events=%d methods=%d logpath=%s files=%d last=%s pending-start=%s",
-		state, stamp(a.since), a.pid, a.mainClass, a.opts.Mode, a.source.Name(), a.metricNames(), a.ptt.Backend, threads, live, events, engine.Methods(),
+		state, stamp(a.since), a.pid, a.mainClass, a.opts.modeName(), a.source.Name(), a.metricNames(), a.ptt.Backend, threads, live, events, engine.Methods(),
 		a.opts.LogPath, len(a.files), last, pending)
 }
 

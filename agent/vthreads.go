@@ -22,6 +22,9 @@ func virtualThreadNotes(ts []engine.Thread) []string {
 		}
 		return []string{fmt.Sprintf("Virtual threads: %d started, %d with a tree of their own in this report (virtual-<name or id>, TID the JVM's thread id); "+
 			"followed across carriers through the JVM's mount/unmount events; the JVM's switches between them are charged to no thread", started, n)}
+	case mode == jvmti.VirtualThreadsSampled && started > 0:
+		return []string{fmt.Sprintf("Virtual threads: %d started, sampled on their carriers: a virtual thread's samples are in the tree of the carrier "+
+			"(ForkJoinPool-*-worker-*) it ran on, with its Java frames; no virtual thread has a tree of its own", started)}
 	case mode == jvmti.VirtualThreadsDetected && started > 0:
 		return []string{fmt.Sprintf("Warning: %d virtual threads ran, but this JVM does not say when they mount or unmount: "+
 			"their frames are on their carriers' trees, which are not exact (unmatched and missed exits)", started)}
@@ -35,6 +38,10 @@ func (a *agent) logVirtualThreads() {
 	switch mode {
 	case jvmti.VirtualThreadsTracked:
 		a.log.Info(fmt.Sprintf("virtual threads: %d started, each profiled on a record of its own (mount/unmount events)", started))
+	case jvmti.VirtualThreadsSampled:
+		if started > 0 {
+			a.log.Info(fmt.Sprintf("virtual threads: %d started, sampled on their carriers (their samples are in the carriers' trees)", started))
+		}
 	case jvmti.VirtualThreadsDetected:
 		if started > 0 {
 			a.log.Warn(fmt.Sprintf("virtual threads: %d started; the JVM gives no mount/unmount events: their carriers' trees are not exact", started))

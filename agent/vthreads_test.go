@@ -151,3 +151,94 @@ func TestVirtualThreadsRoots(t *testing.T) {
 	r = run("CALLTREE,START,NORTDRIVER,NOVTHREADS,ROOTS=VThreads.step")
 	assert.Contains(t, r.Stderr, "ROOTS: 2000 root entries not collected")
 }
+
+// BCI on virtual threads that block inside step() and come back on
+// another carrier: each virtual thread has its own exact tree, and with
+// ROOTS the count of open root frames moves with the virtual thread (a
+// virtual thread mounting on a carrier whose last one is parked inside
+// the root is outside it: with the count in the OS thread, its task()
+// frames were collected as if inside).
+func TestVirtualThreadsBCI(t *testing.T) {
+	bin := jdk21(t)
+	const threads, rounds = 200, 10
+	run := func(opts string) *reports.Profile {
+		r := jvmtest.Start(t, jvmtest.Run{Class: "VThreads", Options: opts,
+			JVMArgs: []string{"-Djdk.virtualThreadScheduler.parallelism=2"},
+			Java:    filepath.Join(bin, "java")})
+		require.Equal(t, 0, r.ExitCode, r.Stderr)
+		require.Contains(t, r.Stdout, "vthreads: sink=")
+		p := jvmtest.ParseLogRT(t, r.File("rt.1"))
+		checkBalanced(t, p)
+		assert.NotContains(t, strings.Join(p.Notes, "\n"), "exits without a seen entry", opts)
+		return p
+	}
+	t.Run("all", func(t *testing.T) {
+		p := run("BCI,CALLTREE,START,NORTDRIVER")
+		seen := 0
+		for _, root := range p.Threads {
+			name := reports.ThreadName(root.Name)
+			if strings.HasPrefix(name, "ForkJoinPool-") {
+				c, _ := callsIn(root, "J:VThreads.", "")
+				c2, _ := callsIn(root, "j:VThreads.", "")
+				assert.Zero(t, c+c2, "carrier %s holds frames of a virtual thread", root.Name)
+			}
+			if !strings.HasPrefix(name, "virtual-vt-") {
+				continue
+			}
+			seen++
+			calls := map[string]uint64{}
+			root.Walk(func(n *reports.Node, d int) {
+				if d > 0 && strings.HasPrefix(n.Name[2:], "VThreads.") {
+					calls[n.Name[2:]] += n.Calls
+				}
+			})
+			assert.Equal(t, uint64(1), calls["VThreads.task(I)V"], root.Name)
+			assert.Equal(t, uint64(rounds), calls["VThreads.step(II)V"], root.Name)
+			assert.Equal(t, uint64(2*rounds), calls["VThreads.leaf(J)J"], root.Name)
+		}
+		assert.Equal(t, threads, seen, "virtual threads with a tree")
+	})
+	for _, c := range []struct {
+		roots string
+		want  map[string]uint64
+	}{
+		// Blocking inside the root.
+		{"VThreads.step", map[string]uint64{"VThreads.step(II)V": threads * rounds, "VThreads.leaf(J)J": 2 * threads * rounds}},
+		// Blocking outside it, between root calls.
+		{"VThreads.leaf", map[string]uint64{"VThreads.leaf(J)J": 2 * threads * rounds}},
+	} {
+		t.Run(c.roots, func(t *testing.T) {
+			p := run("BCI,CALLTREE,START,NORTDRIVER,ROOTS=" + c.roots)
+			own := map[string]uint64{}
+			for m, n := range methodCalls(p) {
+				if strings.HasPrefix(m, "VThreads.") {
+					own[m] = n
+				}
+			}
+			assert.Equal(t, c.want, own)
+		})
+	}
+}
+
+// SAMPLE with virtual threads: a sample is taken on the carrier, so the
+// samples of a virtual thread are in its carrier's tree, and the header
+// says so. No mount switch charges exact time into the trees: a sampled
+// tree holds sample weight only (the thread roots, on which no sample
+// lands, hold none).
+func TestVirtualThreadsSampled(t *testing.T) {
+	bin := jdk21(t)
+	r := jvmtest.Start(t, jvmtest.Run{Class: "VThreads", Options: "SAMPLE=1ms,START,NORTDRIVER",
+		JVMArgs: []string{"-Djdk.virtualThreadScheduler.parallelism=2"},
+		Java:    filepath.Join(bin, "java")})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	p := jvmtest.ParseLogRT(t, r.File("rt.1"))
+	notes := strings.Join(p.Notes, "\n")
+	assert.Contains(t, notes, "Virtual threads: 200 started, sampled on their carriers")
+	assert.NotContains(t, notes, "with a tree of their own in this report")
+	for _, root := range p.Threads {
+		assert.False(t, strings.HasPrefix(reports.ThreadName(root.Name), "virtual-"), root.Name)
+		assert.Zero(t, root.Base[0], "thread root %s holds time no sample stands for", root.Name)
+	}
+	assert.Contains(t, r.Stderr, "mode=SAMPLE ", "the state line")
+	assert.Contains(t, r.ReadFile(t, "msg"), "virtual threads: 200 started, sampled on their carriers")
+}

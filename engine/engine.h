@@ -245,7 +245,12 @@ typedef struct jp_thread {
 	uint32_t prev_running; /* type that ran before the previous event */
 	uint32_t prev_tr;      /* transition of the previous event */
 	uint32_t epoch;  /* last jp.epoch seen; a change resets the stack */
-	uint32_t src_frames; /* the source's own count (rootevents.c: frames open inside a root) */
+	/* The source's own count of frames open inside a root (ROOTS, both
+	 * sources), and the collection epoch it counts in (BCI resets it at
+	 * a new epoch). In the record, not in OS-thread TLS: a virtual
+	 * thread takes it along from carrier to carrier. */
+	uint32_t src_frames;
+	uint32_t src_epoch;
 	jp_ptt_thread ptt;
 	jp_ptt_reading last; /* Late Read of the previous event */
 	jp_genbuf *gen;      /* current log-gen buffer, NULL until needed */

@@ -161,20 +161,25 @@ void jp_thread_end(jp_thread *t)
 	}
 	jp_thread_owned_free(t);
 	t->end_ns = jp_mono_ns();
-	__atomic_store_n(&t->ended, 1, __ATOMIC_RELEASE);
-	/* Pack it now if no report is being read (threads end by the
-	 * thousands: waiting for Go's next pass holds their live-sized
-	 * records); else Go's pass does it. Not a large tree: that is often
-	 * the main thread at the very end, and the final report would unpack
-	 * it again at once; Go's periodic pass (Retire) takes it a second
-	 * later if the VM lives on. */
+	/* Once ended is set, the record is Go's: its periodic pass (Retire)
+	 * may pack or free it at once, so this thread must not touch it
+	 * after the store. Packing it here (threads end by the thousands:
+	 * waiting for Go's next pass holds their live-sized records) is done
+	 * with the list lock taken before the store, never after. Not for a
+	 * large tree: that is often the main thread at the very end, and the
+	 * final report would unpack it again at once; Go's pass takes it a
+	 * second later if the VM lives on. Not when a report is being read
+	 * either (the lock is busy): Go's pass does it then. */
 	if (t->nodes.n <= JP_PACK_AT_END_NODES && pthread_mutex_trylock(&jp_list_mu) == 0) {
+		__atomic_store_n(&t->ended, 1, __ATOMIC_RELEASE);
 		jp_thread *prev = NULL;
 		for (jp_thread *p = jp_threads(); p != NULL && p != t; p = p->next)
 			prev = p;
 		jp_thread_pack(t, prev);
 		pthread_mutex_unlock(&jp_list_mu);
+		return;
 	}
+	__atomic_store_n(&t->ended, 1, __ATOMIC_RELEASE);
 }
 
 void jp_thread_detach(void)

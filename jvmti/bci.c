@@ -66,13 +66,6 @@ static inline uintptr_t bci_key(jint id)
 	return ((uintptr_t)(uint32_t)id + 1) << 1;
 }
 
-/* With ROOTS, a thread's depth of root frames: events of other methods
- * count only inside one. Reset with each collection epoch. */
-static __thread struct {
-	uint32_t epoch;
-	uint32_t depth;
-} bci_rd;
-
 static inline int bci_is_root(jint id)
 {
 	uint32_t h = (uint32_t)id;
@@ -80,21 +73,33 @@ static inline int bci_is_root(jint id)
 	       (__atomic_load_n(&bci.root_bits[h >> 3], __ATOMIC_RELAXED) >> (h & 7) & 1);
 }
 
-static __attribute__((noinline)) int bci_inside_roots(jint id, int tr)
+/* With ROOTS, events of other methods count only inside a root: the
+ * thread's depth of root frames is kept in its record (src_frames, reset
+ * with each collection epoch), so that a virtual thread's count moves
+ * with it between carriers. *tp is the thread's record, made here at a
+ * root's entry if it has none (a thread outside every root needs none). */
+static __attribute__((noinline)) int bci_inside_roots(jp_thread **tp, jint id, int tr)
 {
-	uint32_t ep = __atomic_load_n(&jp.epoch, __ATOMIC_RELAXED);
-	if (bci_rd.epoch != ep) {
-		bci_rd.epoch = ep;
-		bci_rd.depth = 0;
+	jp_thread *t = *tp;
+	int root = bci_is_root(id);
+	if (t == NULL) {
+		if (!root || tr != JP_TR_ENTRY || (t = jp_vm_thread(jpvm.jvmti, NULL)) == NULL)
+			return 0;
+		*tp = t;
 	}
-	if (bci_is_root(id)) {
+	uint32_t ep = __atomic_load_n(&jp.epoch, __ATOMIC_RELAXED);
+	if (t->src_epoch != ep) {
+		t->src_epoch = ep;
+		t->src_frames = 0;
+	}
+	if (root) {
 		if (tr == JP_TR_ENTRY)
-			bci_rd.depth++;
-		else if (bci_rd.depth > 0)
-			bci_rd.depth--;
+			t->src_frames++;
+		else if (t->src_frames > 0)
+			t->src_frames--;
 		return 1;
 	}
-	return bci_rd.depth > 0;
+	return t->src_frames > 0;
 }
 
 /* Selective instrumentation grows as it runs: a method that runs inside
@@ -146,8 +151,9 @@ static inline void bci_event(JNIEnv *env, jint id, int tr)
 	if (!__atomic_load_n(&jp.collecting, __ATOMIC_RELAXED))
 		return;
 	int expand = 0;
+	jp_thread *t = jp_thread_self();
 	if (__builtin_expect(bci.selective, 0)) {
-		if (!bci_inside_roots(id, tr))
+		if (!bci_inside_roots(&t, id, tr))
 			return;
 		if (tr == JP_TR_ENTRY) {
 			if (!bci_has_run(id) && bci_first_run(id))
@@ -156,7 +162,6 @@ static inline void bci_event(JNIEnv *env, jint id, int tr)
 				expand = 2;
 		}
 	}
-	jp_thread *t = jp_thread_self();
 	if (__builtin_expect(t == NULL, 0) && (t = jp_vm_thread(jpvm.jvmti, NULL)) == NULL)
 		return;
 	jp_event(t, bci_key(id), tr);

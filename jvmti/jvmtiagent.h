@@ -93,6 +93,7 @@ enum jp_vt_mode {
 	JP_VT_NONE = 0,     /* the JVM has no virtual threads (JDK < 21) */
 	JP_VT_DETECTED = 1, /* it has, without mount/unmount events: counted only */
 	JP_VT_TRACKED = 2,  /* each virtual thread has a record of its own */
+	JP_VT_SAMPLED = 3,  /* sampling: counted, samples land on their carriers */
 };
 extern int jp_vt_mode;
 extern int jp_vt_track;

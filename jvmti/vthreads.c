@@ -248,8 +248,13 @@ int jp_vt_setup(jvmtiEnv *jvmti, const jvmtiEventCallbacks *cb, char *err, int e
 	}
 	jint mount = 0, unmount = 0;
 	/* NOVTHREADS leaves mounts alone: virtual threads are detected and
-	 * said, as on a JVM without the mount events. */
-	if (jp_vt_track &&
+	 * said, as on a JVM without the mount events. So does sampling: a
+	 * sample is taken on the OS thread, the carrier, and lands on its
+	 * tree; a mount switch would charge exact time to records that no
+	 * sample fills. */
+	if (jpvm.sample)
+		jp_vt_mode = JP_VT_SAMPLED;
+	else if (jp_vt_track &&
 	    jp_vt_extension(jvmti, "com.sun.hotspot.events.VirtualThreadMount", &mount) &&
 	    jp_vt_extension(jvmti, "com.sun.hotspot.events.VirtualThreadUnmount", &unmount) &&
 	    (*jvmti)->SetExtensionEventCallback(jvmti, mount, (jvmtiExtensionEvent)cb_vt_mount) == JVMTI_ERROR_NONE &&

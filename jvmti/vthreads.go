@@ -17,6 +17,9 @@ const (
 	// VirtualThreadsTracked: each has a tree of its own, followed across
 	// carriers through HotSpot's mount/unmount events.
 	VirtualThreadsTracked VirtualThreadMode = C.JP_VT_TRACKED
+	// VirtualThreadsSampled: the sampling source counts them; each
+	// sample is in the tree of the carrier it was taken on.
+	VirtualThreadsSampled VirtualThreadMode = C.JP_VT_SAMPLED
 )
 
 // VirtualThreads reports the mode and how many virtual threads started.

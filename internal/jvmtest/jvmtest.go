@@ -298,6 +298,37 @@ func CountAgent(t testing.TB) string {
 	return countSO
 }
 
+var (
+	delayOnce sync.Once
+	delaySO   string
+	delayErr  error
+)
+
+// TrylockDelayShim builds the test-only LD_PRELOAD shim
+// (trylockdelay/delay.c) once per process and returns its path: run a JVM
+// with LD_PRELOAD=<path> and every pthread_mutex_trylock that libjprof.so
+// calls first sleeps JP_TRYLOCK_DELAY_US (default 3 ms).
+func TrylockDelayShim(t testing.TB) string {
+	t.Helper()
+	delayOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "jprof-trylockdelay-")
+		if err != nil {
+			delayErr = err
+			return
+		}
+		delaySO = filepath.Join(dir, "trylockdelay.so")
+		out, err := exec.Command("gcc", "-O2", "-shared", "-fPIC", "-o", delaySO,
+			filepath.Join(Root(), "internal", "jvmtest", "trylockdelay", "delay.c"), "-ldl").CombinedOutput()
+		if err != nil {
+			delayErr = fmt.Errorf("building the trylock delay shim: %v\n%s", err, out)
+		}
+	})
+	if delayErr != nil {
+		t.Fatal(delayErr)
+	}
+	return delaySO
+}
+
 // Java is the java the tests run: $JAVA_HOME/bin/java when JAVA_HOME is
 // set, else the java on PATH, resolved to its real path.
 func Java() string {

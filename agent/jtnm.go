@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"go.uber.org/zap"
+
+	"github.com/libjprof/libjprof/engine"
+	"github.com/libjprof/libjprof/internal/atomicfile"
+)
+
+// Threads freed before VM death (THREADINFO) still belong in log-jtnm, and
+// a server frees them by the million: their lines go to a spill file in
+// LOGPATH as they are freed, not to memory, and log-jtnm copies it at VM
+// death. Only where that file cannot be made are they kept in memory, up
+// to maxRetiredLines (about 60 bytes each); the rest are counted and the
+// file says how many it lacks.
+const maxRetiredLines = 100_000
+
+// retiredThreads holds the log-jtnm lines of freed threads.
+type retiredThreads struct {
+	path    string // the spill file; "" until made, or when it cannot be
+	f       *os.File
+	w       *bufio.Writer
+	failed  bool     // the spill file could not be made or written
+	mem     []string // lines kept in memory when it could not
+	dropped int      // lines lost past maxRetiredLines
+	n       int      // lines kept, either way
+}
+
+// add keeps one freed thread's line. The caller holds a.mu.
+func (a *agent) retireLine(line string) {
+	r := &a.retired
+	if r.f == nil && !r.failed {
+		r.path = filepath.Join(a.opts.LogPath, fmt.Sprintf(".%s-jtnm_%d.part", a.opts.LogPrefix, a.pid))
+		f, err := os.OpenFile(r.path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+		if err != nil {
+			r.failed = true
+			a.log.Warn("log-jtnm: freed threads are kept in memory (at most a bounded number)", zap.Error(err))
+		} else {
+			r.f, r.w = f, bufio.NewWriterSize(f, 64<<10)
+		}
+	}
+	if r.w != nil {
+		if _, err := r.w.WriteString(line + "\n"); err == nil {
+			r.n++
+			return
+		}
+		// Already-written lines stay in the file: keep the rest in memory.
+		r.failed = true
+		a.log.Warn("log-jtnm: the spill file of freed threads cannot be written; the rest are kept in memory")
+	}
+	if len(r.mem) < maxRetiredLines {
+		r.mem = append(r.mem, line)
+		r.n++
+		return
+	}
+	r.dropped++
+}
+
+// copyTo writes the kept lines to w and removes the spill file.
+func (r *retiredThreads) copyTo(w io.Writer) error {
+	if r.f != nil {
+		err := r.w.Flush()
+		if err == nil {
+			_, err = r.f.Seek(0, io.SeekStart)
+		}
+		if err == nil {
+			_, err = io.Copy(w, r.f)
+		}
+		if err != nil {
+			return fmt.Errorf("freed threads' lines (%s): %w", r.path, err)
+		}
+	}
+	for _, l := range r.mem {
+		if _, err := fmt.Fprintln(w, l); err != nil {
+			return err
+		}
+	}
+	if r.dropped > 0 {
+		_, err := fmt.Fprintf(w, " *** %d more threads were freed before VM death and are not listed (kept in memory at most %d)\n", r.dropped, maxRetiredLines)
+		return err
+	}
+	return nil
+}
+
+// close removes the spill file.
+func (r *retiredThreads) close() {
+	if r.f != nil {
+		r.f.Close()
+		os.Remove(r.path)
+		r.f, r.w = nil, nil
+	}
+}
+
+// writeJtnm writes log-jtnm: thread ids, names, start and end times.
+func (a *agent) writeJtnm() {
+	path := a.fileName("jtnm", 0)
+	var live []string
+	engine.WithThreads(func(ts []engine.Thread) {
+		for _, t := range ts {
+			live = append(live, jtnmLine(t))
+		}
+	})
+	defer a.retired.close()
+	err := atomicfile.Write(path, func(w io.Writer) error {
+		fmt.Fprintf(w, " libjprof log-jtnm\n Process_Number_ID=%d\n", a.pid)
+		fmt.Fprintf(w, " Format: <tid hex> <start ns> <end ns, - if running at VM death> <log-rt root name>; times are CLOCK_MONOTONIC\n")
+		if err := a.retired.copyTo(w); err != nil {
+			return err
+		}
+		for _, l := range live {
+			if _, err := fmt.Fprintln(w, l); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "libjprof: log-jtnm: %v\n", err)
+		a.log.Error("log-jtnm not written", zap.Error(err))
+		return
+	}
+	a.files = append(a.files, path)
+	a.log.Info("log-jtnm written", zap.String("file", path), zap.Int("threads", a.retired.n+len(live)),
+		zap.Int("notListed", a.retired.dropped))
+}
