@@ -130,4 +130,3 @@ func writeJitA2NRecord(w io.Writer, r jvmti.JITRecord) {
 		fmt.Fprintf(w, "  INLINED %s\n", in)
 	}
 }
-

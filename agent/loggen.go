@@ -31,10 +31,10 @@ type genWriter struct {
 	pid   int
 	notes []string
 
-	mu          sync.Mutex      // one drain at a time
-	registered  int             // registry handles looked at so far
-	defined     []bool          // registry handles whose names the file has
-	definedHigh map[uint64]bool // the same for the overflow handles
+	mu          sync.Mutex        // one drain at a time
+	registered  int               // registry handles looked at so far
+	defined     []bool            // registry handles whose names the file has
+	definedHigh map[uint64]bool   // the same for the overflow handles
 	threads     map[uint32]string // names of the live threads the file named
 	named       []uint64          // bit per thread id: the file named it
 	retired     map[uint32]string // names of threads freed in the last pass before the file named them
