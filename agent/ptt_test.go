@@ -90,3 +90,36 @@ func TestPTTWithoutCapabilities(t *testing.T) {
 	assert.Contains(t, r.Stderr, "not usable")
 	checkHellop(t, r.LogRT(t, 1))
 }
+
+// A JVM without CAP_BPF and CAP_PERFMON (here: run as nobody) cannot load
+// the eBPF PTT: stderr, log-msg and the log-rt header name the missing
+// capabilities and what to do, and the run goes on with the next backend.
+func TestBPFWithoutCapabilities(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the JVM as another user")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Skip("no setpriv to run the JVM as another user")
+	}
+	jvmtest.Build(t)
+	// Not t.TempDir(): its parent is root's alone.
+	dir, err := os.MkdirTemp("", "jprof-nocaps-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o777))
+	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", jvmtest.Java(),
+		"-agentpath:"+jvmtest.Agent()+"=METRICS=PTT_TIME,START,NORTDRIVER,LOGPATH="+dir,
+		"-cp", filepath.Join(jvmtest.Root(), "build", "java"), "hellop")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "hellop: value=")
+	assert.Regexp(t, `libjprof: warning: PTT backend bpf unavailable: .*lacks CAP_BPF and CAP_PERFMON`, string(out))
+	assert.NotContains(t, string(out), "MEMLOCK")
+	assert.Regexp(t, `ptt=(perf|clock) `, string(out), "the state line")
+	rt, _ := filepath.Glob(filepath.Join(dir, "log-rt.1_*"))
+	require.Len(t, rt, 1)
+	p := jvmtest.ParseLogRT(t, rt[0])
+	assert.Contains(t, strings.Join(p.Notes, "\n"), "lacks CAP_BPF and CAP_PERFMON")
+	checkHellop(t, p)
+}

@@ -199,7 +199,9 @@ func Setup(cfg Config) (Status, error) {
 		}
 		note := fmt.Sprintf("PTT backend %s unavailable: %v.", b, err)
 		notes = append(notes, note)
-		if errors.Is(err, ErrSelfTest) {
+		// A broken self-test, and missing capabilities (the one
+		// reason a user can fix at once), are said on stderr too.
+		if errors.Is(err, ErrSelfTest) || errors.Is(err, pttbpf.ErrCaps) {
 			warnings = append(warnings, note)
 		}
 	}

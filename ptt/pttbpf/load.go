@@ -97,6 +97,9 @@ func Load(opts Options) (*Objects, error) {
 	if n < 1 || n > maxSlots {
 		return nil, fmt.Errorf("pttbpf: %d slots asked, want 1..%d", n, maxSlots)
 	}
+	if miss := missingCaps(); miss != nil {
+		return nil, capsError(miss)
+	}
 	spec, err := loadPtt()
 	if err != nil {
 		return nil, fmt.Errorf("pttbpf: parse embedded object: %w", err)
