@@ -213,7 +213,7 @@ func (a *agent) setupPTT() error {
 // programs itself and a pttd listens at the default socket; otherwise
 // ptt.Setup picks the best backend this process can have.
 func (a *agent) pttSetup(metrics []ptt.Metric) (ptt.Status, error) {
-	cfg := ptt.Config{Metrics: metrics, Force: a.opts.PTT, NoTSC: a.opts.NoTSC}
+	cfg := ptt.Config{Metrics: metrics, Force: a.opts.PTT, NoTSC: a.opts.NoTSC, Slots: a.opts.PTTSlots}
 	wantBPF := len(metrics) > 0 && (cfg.Force == ptt.None || cfg.Force == ptt.BPF)
 	sock := a.opts.PTTD
 	if sock == "" {

@@ -48,15 +48,35 @@ func (a *agent) calibrator(ts []engine.Thread) *calibrator {
 }
 
 // fallbackCalibrator is the calibrator of the threads whose PTT reads
-// fell back to the clock (engine.Thread.Fallback): their own minima, and
-// no table (the tables are the process backend's). Nil when there are
-// none.
+// did not use the process's backend (engine.Thread.Fallback): their own
+// minima; and where all of them read their own perf event (a bpf run
+// past its slots), the built-in perf table's minima for rare keys and
+// its typical excess, which their reads share. Nil when there are none.
 func (a *agent) fallbackCalibrator(ts []engine.Thread) *calibrator {
 	mins := engine.MinimaFallback()
 	if mins == nil || !engine.Calibrating() {
 		return nil
 	}
-	return newCalibrator(mins, keyCounts(ts, a.base, true), nil, a.kept)
+	perf, any := true, false
+	for _, t := range ts {
+		if b := t.FallbackBackend(); b != "" {
+			any = true
+			perf = perf && b == "perf"
+		}
+	}
+	var tables []*calibration.Table
+	kept := a.kept
+	if any && perf && a.opts.CalTable != "none" {
+		tables = make([]*calibration.Table, len(a.metrics))
+		kept = make([][]int64, len(a.metrics))
+		for k, m := range a.metrics {
+			kept[k] = a.kept[k]
+			if tab, ok := calibration.DefaultFor(a.source.Name(), a.jvm.name, a.jvm.version, m.String(), "perf"); ok {
+				tables[k], kept[k] = tab, tab.Kept()
+			}
+		}
+	}
+	return newCalibrator(mins, keyCounts(ts, a.base, true), tables, kept)
 }
 
 // newCalibrator works out what to remove per metric and key from the

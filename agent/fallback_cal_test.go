@@ -20,33 +20,54 @@ func leafPerCall(t *testing.T, p *reports.Profile, thread string) (cal, raw floa
 	return float64(n.Base[0]) / float64(n.Calls), float64(n.Base[0]+n.Delta[0]) / float64(n.Calls)
 }
 
-// A thread whose PTT reads fall back to the clock (here: the pttd has one
-// bpf slot, taken by main) pays a syscall per read, hundreds of ns per
-// event more than a bpf read. Calibrated with the bpf threads' minima, its
-// leaf would keep that difference; with minima of its own calibration
-// removes the clock's cost too.
-func TestFallbackThreadsOwnMinima(t *testing.T) {
-	sock, _ := startPttd(t, "-slots", "1")
-	r := jvmtest.Start(t, jvmtest.Run{Class: "FallbackCal",
-		Options: "METRICS=PTT_TIME,START,NORTDRIVER,CALTABLE=none,PTTD=" + sock})
-	require.Equal(t, 0, r.ExitCode, r.Stderr)
-	p := jvmtest.ParseLogRT(t, r.File("rt.1"))
-	notes := strings.Join(p.Notes, "\n")
-	require.Contains(t, notes, "PTT backend bpf:")
-	require.Regexp(t, `PTT: \d+ threads read the clock instead of the bpf backend \(.*fallback-0.*\): calibrated with their own minima`, notes)
-	require.NotContains(t, notes, "_main, ", "main holds the one slot")
-
-	mainCal, mainRaw := leafPerCall(t, p, "main")
-	for _, w := range []string{"fallback-0", "fallback-1"} {
-		cal, raw := leafPerCall(t, p, w)
-		t.Logf("leaf per call: main %.0f ns calibrated (%.0f raw, bpf); %s %.0f ns calibrated (%.0f raw, clock)", mainCal, mainRaw, w, cal, raw)
-		// What calibration removed per call: the keys' minima less the
-		// environment. With main's (bpf) minima it would be what main's
-		// leaf had removed, the same keys; with minima of their own it
-		// holds the clock's syscalls, several times more. (A ratio of
-		// the removed amounts, not a bound on the calibrated time: the
-		// clock's cost per read varies with the machine's load.)
-		require.Greater(t, raw, mainRaw, "%s: reads the clock", w)
-		assert.Greater(t, raw-cal, 2*(mainRaw-mainCal), "%s: calibrated with the bpf threads' minima", w)
+// Threads the bpf work area has no slot for (here: PTTSLOTS=1, taken by
+// main) read their own perf event, a read of tens of ns like a bpf one,
+// and are calibrated with minima of their own: the header names them and
+// how they were read, and their roots carry no mark. Where perf is
+// refused too (the test-only shim fails perf_event_open), they read the
+// clock, a syscall per read: the header says so, their roots carry
+// reports.ClockMark in every report, and calibration with their own
+// minima removes the clock's cost, several times what main's leaf had
+// removed.
+func TestFallbackThreads(t *testing.T) {
+	run := func(t *testing.T, env []string) (*reports.Profile, string) {
+		r := jvmtest.Start(t, jvmtest.Run{Class: "FallbackCal", Env: env,
+			Options: "METRICS=PTT_TIME,START,NORTDRIVER,PTTSLOTS=1"})
+		require.Equal(t, 0, r.ExitCode, r.Stderr)
+		p := jvmtest.ParseLogRT(t, r.File("rt.1"))
+		notes := strings.Join(p.Notes, "\n")
+		require.Contains(t, notes, "PTT backend bpf:")
+		require.Contains(t, notes, "PTT bpf: 1 thread slots")
+		return p, notes
 	}
+	t.Run("perf", func(t *testing.T) {
+		p, notes := run(t, nil)
+		require.Regexp(t, `PTT: \d+ threads read perf instead of the bpf backend \(.*calibrated with minima of their own\): .*_fallback-0`, notes)
+		require.NotContains(t, notes, "_main, ", "main holds the one slot")
+		assert.NotContains(t, notes, "read clock")
+		for _, w := range []string{"fallback-0", "fallback-1"} {
+			cal, raw := leafPerCall(t, p, w)
+			assert.Greater(t, raw, cal, "%s: calibrated", w)
+		}
+	})
+	t.Run("clock", func(t *testing.T) {
+		p, notes := run(t, []string{"LD_PRELOAD=" + jvmtest.FaultShim(t), "JP_FAIL_PERF_OPEN=1"})
+		require.Regexp(t, `PTT: \d+ threads read clock instead of the bpf backend \(a syscall per read.*\): .*_fallback-0 \[PTT clock\]`, notes)
+		assert.NotContains(t, notes, "read perf")
+		mainCal, mainRaw := leafPerCall(t, p, "main")
+		for _, w := range []string{"fallback-0", "fallback-1"} {
+			require.Nil(t, p.Thread(w), "the root is marked")
+			cal, raw := leafPerCall(t, p, w+reports.ClockMark)
+			t.Logf("leaf per call: main %.0f ns calibrated (%.0f raw, bpf); %s %.0f ns calibrated (%.0f raw, clock)", mainCal, mainRaw, w, cal, raw)
+			// What calibration removed per call: the keys' minima less
+			// the environment. With main's (bpf) minima it would be
+			// what main's leaf had removed, the same keys; with minima
+			// of their own it holds the clock's syscalls, several times
+			// more. (A ratio of the removed amounts, not a bound on the
+			// calibrated time: the clock's cost per read varies with
+			// the machine's load.)
+			require.Greater(t, raw, mainRaw, "%s: reads the clock", w)
+			assert.Greater(t, raw-cal, 2*(mainRaw-mainCal), "%s: calibrated with the bpf threads' minima", w)
+		}
+	})
 }

@@ -53,6 +53,8 @@ type Options struct {
 	// NoTSC makes the bpf and perf PTT reads take the vDSO clock each
 	// time instead of scaling the TSC.
 	NoTSC bool
+	// PTTSlots sizes the eBPF work area (0: ptt's default).
+	PTTSlots int
 	// PTTD is the socket of a jprof pttd to ask for the eBPF work area.
 	PTTD string
 	// RTDriver listens for rtdriver commands on Host:Port (Port 0: the
@@ -177,6 +179,8 @@ var optionSpecs = []optionSpec{
 		o.NoTSC = !on
 		return nil
 	}},
+	{name: "PTTSLOTS", hasValue: true, help: "threads the eBPF PTT work area serves at once (default 32768: about 7 MiB of locked kernel memory, 224 bytes a slot); threads past it read the clock, and every report marks them",
+		set: intOpt(func(o *Options) *int { return &o.PTTSlots }, 0, 1, 1<<20, "a number of threads")},
 	{name: "PTTD", hasValue: true, help: "socket of a jprof pttd to get the eBPF PTT from when the JVM cannot load it (default /run/libjprof-pttd.sock if present)",
 		set: stringOpt(func(o *Options) *string { return &o.PTTD }, "", "a socket path", nil)},
 	{name: "CALIBRATE", help: "remove the profiler's own overhead from metrics (default on; NOCALIBRATE for raw values)", set: boolOpt(func(o *Options) *bool { return &o.Calibrate })},

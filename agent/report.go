@@ -65,25 +65,7 @@ func (r *report) header(ts []engine.Thread, seq int) *reports.Profile {
 			engine.MaxMethods(), over))
 	}
 	p.Notes = append(p.Notes, virtualThreadNotes(ts)...)
-	var fallback []string
-	for _, t := range ts {
-		if t.Fallback() {
-			fallback = append(fallback, rootName(t))
-		}
-	}
-	if len(fallback) > 0 {
-		const show = 8
-		names := strings.Join(fallback[:min(show, len(fallback))], ", ")
-		if len(fallback) > show {
-			names += ", ..."
-		}
-		how := "calibrated with their own minima"
-		if r.calFB == nil {
-			how = "not calibrated"
-		}
-		p.Notes = append(p.Notes, fmt.Sprintf("PTT: %d threads read the clock instead of the %s backend (%s): %s",
-			len(fallback), a.ptt.Backend, names, how))
-	}
+	p.Notes = append(p.Notes, fallbackNotes(ts, a.ptt.Backend.String(), r.calFB != nil)...)
 	for _, t := range ts {
 		c := a.base.counters(t)
 		if c.UnmatchedExits > 0 || c.MissedExits > 0 || c.AllocFailures > 0 {
@@ -94,7 +76,51 @@ func (r *report) header(ts []engine.Thread, seq int) *reports.Profile {
 	return p
 }
 
-func rootName(t engine.Thread) string { return reports.RootName(t.TID(), t.Name()) }
+// fallbackNotes say which threads' PTT reads did not use the process's
+// backend, and how they were calibrated; their tree roots carry the same
+// mark (rootName), so that no report shows their numbers unmarked.
+func fallbackNotes(ts []engine.Thread, backend string, calibrated bool) []string {
+	by := map[string][]string{}
+	for _, t := range ts {
+		if b := t.FallbackBackend(); b != "" {
+			by[b] = append(by[b], rootName(t))
+		}
+	}
+	how := "calibrated with minima of their own"
+	if !calibrated {
+		how = "not calibrated"
+	}
+	var notes []string
+	for _, b := range []string{"perf", "clock"} {
+		names := by[b]
+		if len(names) == 0 {
+			continue
+		}
+		const show = 8
+		list := strings.Join(names[:min(show, len(names))], ", ")
+		if len(names) > show {
+			list += ", ..."
+		}
+		why := "each its own perf event, no interrupt accounting"
+		if b == "clock" {
+			why = "a syscall per read, whose cost calibration removes less well: compare their numbers with care"
+		}
+		notes = append(notes, fmt.Sprintf("PTT: %d threads read %s instead of the %s backend (%s; %s): %s",
+			len(names), b, backend, why, how, list))
+	}
+	return notes
+}
+
+// rootName is a thread's root node name; a thread whose PTT reads fell
+// back to the clock carries reports.ClockMark there, so that its numbers
+// are marked wherever its tree shows.
+func rootName(t engine.Thread) string {
+	name := t.Name()
+	if t.FallbackBackend() == "clock" {
+		name += reports.ClockMark
+	}
+	return reports.RootName(t.TID(), name)
+}
 
 // name is a node's method with its type letter, escaped for log-rt
 // (reports.EscapeName), made once per method.

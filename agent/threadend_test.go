@@ -20,7 +20,7 @@ import (
 // end with the window widened, the JVM exits normally and every thread
 // has its exact tree.
 func TestThreadEndRace(t *testing.T) {
-	shim := jvmtest.TrylockDelayShim(t)
+	shim := jvmtest.FaultShim(t)
 	const n = 2000
 	for _, c := range []struct{ name, opts, work, leaf string }{
 		{"methodevents", "CALLTREE,START,NORTDRIVER", "ThreadChurn.work(I)V", "ThreadChurn.leaf(I)J"},

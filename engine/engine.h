@@ -265,6 +265,9 @@ typedef struct jp_thread {
 	 * jp.minima_fb when its PTT reads fell back to the clock while the
 	 * process's backend is a fast one (chosen once, at attach). */
 	uint64_t *minima;
+	/* The backend its reads used (enum jp_ptt_backend), kept past the
+	 * PTT's fini (after which ptt.backend says clock), for the reports. */
+	int ptt_used;
 
 	/* Virtual threads (vthread.c): a record of a thread the JVM runs on
 	 * top of OS threads. It has no PTT registration of its own: while
@@ -293,7 +296,7 @@ typedef struct jp_ended {
 	uint64_t start_ns, end_ns;
 	uint64_t events, unmatched_exits, missed_exits, alloc_failures;
 	uint32_t nnodes, nseqs;
-	uint8_t fallback; /* calibrated with jp.minima_fb */
+	uint8_t fallback; /* calibrated with jp.minima_fb: the backend its reads used (enum jp_ptt_backend), else 0 */
 	uint8_t virt;     /* a virtual thread's record */
 	/* The tree as LEB128 varints, a few bytes a node (threads.c,
 	 * jp_thread_pack, has the layout; engine/threads.go decodes it). */

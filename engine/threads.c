@@ -122,6 +122,7 @@ jp_thread *jp_thread_attach(const char *name)
 	t->tid = (int)syscall(SYS_gettid);
 	jp_ptt_thread_init(&t->ptt);
 	t->minima = jp.minima_fb != NULL && t->ptt.backend != jp_ptt.backend ? jp.minima_fb : jp.minima;
+	t->ptt_used = t->ptt.backend;
 	if (jp.nmetrics)
 		jp_ptt_read(&t->ptt, &t->last);
 
@@ -294,7 +295,7 @@ jp_ended *jp_thread_pack(jp_thread *t, jp_thread *prev)
 	e->alloc_failures = t->alloc_failures;
 	e->nnodes = t->nodes.n;
 	e->nseqs = t->seqs.n;
-	e->fallback = jp.minima_fb != NULL && t->minima == jp.minima_fb;
+	e->fallback = jp.minima_fb != NULL && t->minima == jp.minima_fb ? (uint8_t)t->ptt_used : 0;
 	e->virt = t->virt != 0;
 	e->packed = jp_pack_tree(t, e->nnodes, e->nseqs, &e->packed_len);
 	if (e->packed == NULL || jp_thread_unlink(t, prev) != 0) {

@@ -161,6 +161,24 @@ func (t Thread) Fallback() bool {
 	return C.jp.minima_fb != nil && t.t.minima == C.jp.minima_fb
 }
 
+// FallbackBackend is what a Fallback thread's reads used: "perf" (the
+// bpf backend had no slot for it) or "clock"; "" for the others.
+func (t Thread) FallbackBackend() string {
+	if !t.Fallback() {
+		return ""
+	}
+	b := C.int(0)
+	if t.e != nil {
+		b = C.int(t.e.fallback)
+	} else {
+		b = C.int(t.t.ptt_used)
+	}
+	if b == C.JP_PTT_PERF {
+		return "perf"
+	}
+	return "clock"
+}
+
 // Virtual says whether the record is a virtual thread's (its TID is then
 // the JVM's thread id, not an OS thread's).
 func (t Thread) Virtual() bool {

@@ -78,6 +78,7 @@ void jp_vthread_mount(jp_thread *vt, const char *carrier_name)
 	jp_charge(c, &r);
 	vt->ptt = c->ptt; /* lent: only read through, never fini'd */
 	vt->minima = c->minima;
+	vt->ptt_used = c->ptt_used;
 	vt->carrier = c;
 	jp_resume(vt);
 	jp_self = vt;

@@ -137,7 +137,7 @@ func attachBPF(cfg Config, slotsFD, tidsFD int, owner uint32) (Status, error) {
 			"asynchronous interrupt time (hard IRQs, softirqs, timer and IPI vectors) factored out; " +
 			"a read is a CLOCK_MONOTONIC read (see the clock note) and a few loads, no syscall; " +
 			"time a hypervisor steals from the vCPU while the thread is on it counts as thread time.",
-		fmt.Sprintf("PTT bpf: %d thread slots; threads beyond that fall back to the clock backend (counted in log-msg); "+
+		fmt.Sprintf("PTT bpf: %d thread slots; threads beyond that read their own perf event, or the clock where perf is refused (counted in log-msg, named in the report); "+
 			"softirqs run in a thread's own context (local_bh_enable) count as interrupts.", n),
 		"PTT bpf: set-up self-test passed (a registered thread's 5 ms sleep was seen as a dispatch and not charged).",
 		clock,

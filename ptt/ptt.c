@@ -12,6 +12,7 @@ jp_ptt_config jp_ptt;
 
 /* Threads that asked for the configured backend and got the clock. */
 uint64_t jp_ptt_fallbacks;
+uint64_t jp_ptt_perf_fallbacks;
 
 int jp_ptt_thread_init(jp_ptt_thread *t)
 {
@@ -38,6 +39,19 @@ int jp_ptt_thread_init(jp_ptt_thread *t)
 	switch (jp_ptt.backend) {
 	case JP_PTT_BPF:
 		err = jp_ptt_bpf_register(t);
+		/* No slot (or a namespace tid never resolved): the thread's own
+		 * perf event is next best, a read of tens of ns where the clock
+		 * is a syscall (the bpf backend counts time only, which is all
+		 * perf_register then opens). Its reads lack interrupt
+		 * accounting, and it is still a fallback thread with minima
+		 * of its own (t->backend differs). */
+		if (err && jp_ptt_perf_register(t) == 0) {
+			t->fallback = 1;
+			t->backend = JP_PTT_PERF;
+			__atomic_fetch_add(&jp_ptt_fallbacks, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&jp_ptt_perf_fallbacks, 1, __ATOMIC_RELAXED);
+			return 0;
+		}
 		break;
 	case JP_PTT_PERF:
 		err = jp_ptt_perf_register(t);
@@ -64,6 +78,11 @@ void jp_ptt_thread_fini(jp_ptt_thread *t)
 uint64_t jp_ptt_fallbacks_load(void)
 {
 	return __atomic_load_n(&jp_ptt_fallbacks, __ATOMIC_RELAXED);
+}
+
+uint64_t jp_ptt_perf_fallbacks_load(void)
+{
+	return __atomic_load_n(&jp_ptt_perf_fallbacks, __ATOMIC_RELAXED);
 }
 
 uint64_t jp_ptt_tsc_rate(int ms)

@@ -356,6 +356,10 @@ type Counters struct {
 	// Fallbacks counts threads that got the clock instead of the
 	// configured backend (no free slot, perf mmap refused, ...).
 	Fallbacks uint64
+	// PerfFallbacks counts the bpf threads without a slot that read
+	// their own perf event (included in Fallbacks); the others read the
+	// clock.
+	PerfFallbacks uint64
 	// NoSlot counts bpf registrations refused because all Slots were
 	// in use (included in Fallbacks).
 	NoSlot uint64
@@ -374,7 +378,8 @@ type Counters struct {
 // ReadCounters returns the current Counters.
 func ReadCounters() Counters {
 	c := Counters{
-		Fallbacks:  uint64(C.jp_ptt_fallbacks_load()),
+		Fallbacks:     uint64(C.jp_ptt_fallbacks_load()),
+		PerfFallbacks: uint64(C.jp_ptt_perf_fallbacks_load()),
 		NoSlot:     uint64(C.jp_ptt_bpf_no_slot()),
 		Unresolved: uint64(C.jp_ptt_bpf_unresolved()),
 		SlotsInUse: uint64(C.jp_ptt_bpf_in_use()),

@@ -64,8 +64,9 @@ typedef struct jp_ptt_thread {
 	int perf_fd;
 	int fallback;     /* 1 when this thread could not use jp_ptt.backend */
 	/* The backend this thread's reads really use (enum jp_ptt_backend):
-	 * jp_ptt.backend, or JP_PTT_CLOCK for a thread that fell back (no
-	 * free slot, perf mmap refused, ...) or has called fini. Clock
+	 * jp_ptt.backend, or for a thread that fell back JP_PTT_PERF (bpf
+	 * without a free slot) or JP_PTT_CLOCK (perf refused too, perf mmap
+	 * refused, ...), and JP_PTT_CLOCK once it has called fini. Clock
 	 * readings carry a syscall's overhead and no dispatch counts, so
 	 * the engine must not mix their minima with the fast backend's. */
 	int backend;
@@ -370,6 +371,10 @@ static inline void jp_ptt_read(jp_ptt_thread *t, jp_ptt_reading *r)
 	case JP_PTT_BPF:
 		if (t->bpf_slot) {
 			jp_ptt_bpf_slot_read_at(t->bpf_slot, &t->anchor, r);
+			return;
+		}
+		if (t->perf_page) { /* no slot: its own perf event */
+			jp_ptt_perf_read(t, r);
 			return;
 		}
 		break;

@@ -9,7 +9,9 @@
 #include "ptt.h"
 
 extern uint64_t jp_ptt_fallbacks;
+extern uint64_t jp_ptt_perf_fallbacks; /* bpf threads without a slot reading perf */
 uint64_t jp_ptt_fallbacks_load(void);
+uint64_t jp_ptt_perf_fallbacks_load(void);
 
 /* bpf backend (ptt_bpf.c) */
 extern uint32_t jp_ptt_bpf_force_pidns;

@@ -567,6 +567,11 @@ func parseRow(line []byte, vals []uint64) (level int, name string, err error) {
 	return int(lv), name, err
 }
 
+// ClockMark ends the root name of a thread whose PTT reads fell back to
+// the clock while the process's backend is a faster one: its calibrated
+// values are less comparable with the other threads'.
+const ClockMark = " [PTT clock]"
+
 // RootName is the name of a thread's root in log-rt and log-gen: the
 // thread id in hex, then the thread's name, as JProf wrote it
 // ("0000b718_main").

@@ -299,34 +299,35 @@ func CountAgent(t testing.TB) string {
 }
 
 var (
-	delayOnce sync.Once
-	delaySO   string
-	delayErr  error
+	faultOnce sync.Once
+	faultSO   string
+	faultErr  error
 )
 
-// TrylockDelayShim builds the test-only LD_PRELOAD shim
-// (trylockdelay/delay.c) once per process and returns its path: run a JVM
-// with LD_PRELOAD=<path> and every pthread_mutex_trylock that libjprof.so
-// calls first sleeps JP_TRYLOCK_DELAY_US (default 3 ms).
-func TrylockDelayShim(t testing.TB) string {
+// FaultShim builds the test-only LD_PRELOAD shim (faultshim/faults.c)
+// once per process and returns its path: run a JVM with
+// LD_PRELOAD=<path> and the environment variables the shim documents
+// make rare conditions of libjprof.so happen (a delayed trylock, a
+// refused perf_event_open).
+func FaultShim(t testing.TB) string {
 	t.Helper()
-	delayOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "jprof-trylockdelay-")
+	faultOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "jprof-faultshim-")
 		if err != nil {
-			delayErr = err
+			faultErr = err
 			return
 		}
-		delaySO = filepath.Join(dir, "trylockdelay.so")
-		out, err := exec.Command("gcc", "-O2", "-shared", "-fPIC", "-o", delaySO,
-			filepath.Join(Root(), "internal", "jvmtest", "trylockdelay", "delay.c"), "-ldl").CombinedOutput()
+		faultSO = filepath.Join(dir, "faults.so")
+		out, err := exec.Command("gcc", "-O2", "-shared", "-fPIC", "-o", faultSO,
+			filepath.Join(Root(), "internal", "jvmtest", "faultshim", "faults.c"), "-ldl").CombinedOutput()
 		if err != nil {
-			delayErr = fmt.Errorf("building the trylock delay shim: %v\n%s", err, out)
+			faultErr = fmt.Errorf("building the fault shim: %v\n%s", err, out)
 		}
 	})
-	if delayErr != nil {
-		t.Fatal(delayErr)
+	if faultErr != nil {
+		t.Fatal(faultErr)
 	}
-	return delaySO
+	return faultSO
 }
 
 // Java is the java the tests run: $JAVA_HOME/bin/java when JAVA_HOME is

@@ -28,8 +28,10 @@ var IRQPoints = []string{
 	"call_function_single", "reschedule", "irq_work", "x86_platform_ipi",
 }
 
-// DefaultSlots is the number of thread slots when Options.Slots is 0.
-const DefaultSlots = 4096
+// DefaultSlots is the number of thread slots when Options.Slots is 0:
+// the threads of a large server, at 64 bytes of work area and two
+// preallocated tid entries a slot.
+const DefaultSlots = 32768
 
 // Must match ptt_slot.h.
 const (
