@@ -268,8 +268,8 @@ func report(args []string, stdout io.Writer) error {
 // that shows them to people (see reports.NameForm).
 func namesFlag(fs *flag.FlagSet) *reports.NameForm {
 	f := new(reports.NameForm)
-	fs.Var(f, "names", "`FORM` of method names: java (java.util.TimSort.mergeLo(int, int), the default), "+
-		"short (TimSort.mergeLo; overloads keep their parameters) or jvm (J:java/util/TimSort.mergeLo(II)V, as in log-rt)")
+	fs.Var(f, "names", "`FORM` of method names: java (the default: a.B.f(int, String)),\n"+
+		"short (B.f; overloads keep their parameters) or jvm (as in log-rt: J:a/B.f(ILjava/lang/String;)V)")
 	return f
 }
 
