@@ -233,7 +233,8 @@ func TestLogRTCommand(t *testing.T) {
 
 // TestPprofNamesReal converts the log-rt of a real hellop run and reads it
 // with `go tool pprof -top` and -traces at their defaults: every method
-// of the hellop class, and the JDK's charAt([BI)C, comes out whole.
+// of the hellop class, and the JDK's charAt([BI)C, comes out whole, in
+// Java's form.
 func TestPprofNamesReal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a JVM and go tool pprof")
@@ -253,15 +254,14 @@ func TestPprofNamesReal(t *testing.T) {
 	for _, th := range jvmtest.ParseLogRT(t, logRT).Threads {
 		th.Walk(func(n *reports.Node, _ int) {
 			if strings.Contains(n.Name, ":hellop.") || strings.HasSuffix(n.Name, ".charAt([BI)C") {
-				// i:java/lang/StringLatin1.charAt([BI)C is java.lang.StringLatin1.charAt([BI)C
-				_, m, _ := strings.Cut(n.Name, ":")
-				cls, sig, _ := strings.Cut(m, "(")
-				want[strings.ReplaceAll(cls, "/", ".")+"("+sig] = true
+				// i:java/lang/StringLatin1.charAt([BI)C is java.lang.StringLatin1.charAt(byte[], int)
+				want[reports.FormatName(n.Name, reports.JavaNames)] = true
 			}
 		})
 	}
-	require.Contains(t, want, "hellop.myC()J")
-	require.Contains(t, want, "hellop.main([Ljava/lang/String;)V")
+	require.Contains(t, want, "hellop.myC()")
+	require.Contains(t, want, "hellop.main(String[])")
+	require.Contains(t, want, "java.lang.StringLatin1.charAt(byte[], int)")
 	for name := range want {
 		assert.Contains(t, string(top), "  "+name+"\n", "-top")
 		assert.Contains(t, string(traces), " "+name+"\n", "-traces")
