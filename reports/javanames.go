@@ -322,10 +322,16 @@ func NewNamer(f NameForm, names iter.Seq[string]) *Namer {
 		return n
 	}
 	methods := map[string]*jmethod{}
-	var order []*jmethod // for a result that does not depend on map order
+	var order []*jmethod       // for a result that does not depend on map order
+	tried := map[string]bool{} // ids parsed, methods or not
 	for name := range names {
+		t, id := splitType(name)
+		if t == 0 || tried[id] {
+			continue
+		}
+		tried[id] = true
 		m, ok := parseMethod(name)
-		if !ok || methods[m.id] != nil {
+		if !ok {
 			continue
 		}
 		methods[m.id] = &m
@@ -398,8 +404,10 @@ func profileNames(p *Profile) iter.Seq[string] {
 // interpreted and compiled is one frame): their calls, base, delta,
 // dispatches and interrupts are summed and their children merged the
 // same way, in first-call order. Thread roots stay apart. The jvm form
-// returns p itself; otherwise p is not modified and the copy costs a
-// Node per merged node.
+// returns p itself; otherwise p is not modified, and the result is a
+// second tree (a Node and a child pointer per node of the result; the
+// values of a node that merged nothing are shared with p's, so neither
+// may be changed while the other is used) plus a map entry per method.
 func Rename(p *Profile, f NameForm) *Profile {
 	q, _ := rename(p, f, false)
 	return q
@@ -431,52 +439,88 @@ func rename(p *Profile, f NameForm, withTypes bool) (*Profile, map[string]string
 	namer := NewNamer(f, profileNames(p))
 	q := *p
 	q.Threads = make([]*Node, len(p.Threads))
+	// A job fills dst from the nodes it merges: first, and more if
+	// several nodes have its name under one parent (rare: no slice for
+	// the usual one).
 	type job struct {
-		dst  *Node
-		srcs []*Node
+		dst   *Node
+		name  string
+		first *Node
+		more  []*Node
 	}
 	var stack []job
 	for i := len(p.Threads) - 1; i >= 0; i-- {
 		q.Threads[i] = &Node{}
-		stack = append(stack, job{q.Threads[i], []*Node{p.Threads[i]}})
+		stack = append(stack, job{dst: q.Threads[i], name: p.Threads[i].Name, first: p.Threads[i]})
+	}
+	var kids []job           // the children of the node being filled, by name
+	var index map[string]int // kids by name, for a node with many children
+	find := func(name string) int {
+		if index != nil {
+			if k, ok := index[name]; ok {
+				return k
+			}
+			return -1
+		}
+		for k := range kids {
+			if kids[k].name == name {
+				return k
+			}
+		}
+		return -1
 	}
 	for len(stack) > 0 {
 		j := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		d := j.dst
-		d.Name = namer.Name(j.srcs[0].Name)
-		var kids [][]*Node
-		var index map[string]int
-		for _, s := range j.srcs {
+		d.Name = j.name
+		kids, index = kids[:0], nil
+		for i := -1; i < len(j.more); i++ {
+			s := j.first
+			if i >= 0 {
+				s = j.more[i]
+			}
 			d.Calls += s.Calls
-			d.Base = addValues(d.Base, s.Base)
-			d.Delta = addValues(d.Delta, s.Delta)
 			d.DS += s.DS
 			d.IN += s.IN
+			if len(j.more) == 0 {
+				// Nothing is added to it: the copy can share the values.
+				d.Base, d.Delta = s.Base, s.Delta
+			} else {
+				d.Base = addValues(d.Base, s.Base)
+				d.Delta = addValues(d.Delta, s.Delta)
+			}
 			if withTypes {
 				t, _ := splitType(s.Name)
 				addType(d.Name, t)
 			}
 			for _, c := range s.Children {
-				if index == nil {
-					index = map[string]int{}
-				}
 				name := namer.Name(c.Name)
-				if k, ok := index[name]; ok {
-					kids[k] = append(kids[k], c)
+				if k := find(name); k >= 0 {
+					kids[k].more = append(kids[k].more, c)
 					continue
 				}
-				index[name] = len(kids)
-				kids = append(kids, []*Node{c})
+				if index == nil && len(kids) == manyKids {
+					index = make(map[string]int, 2*manyKids)
+					for k := range kids {
+						index[kids[k].name] = k
+					}
+				}
+				if index != nil {
+					index[name] = len(kids)
+				}
+				kids = append(kids, job{name: name, first: c})
 			}
 		}
 		if len(kids) > 0 {
+			nodes := make([]Node, len(kids))
 			d.Children = make([]*Node, len(kids))
 			for k := range kids {
-				d.Children[k] = &Node{}
+				d.Children[k] = &nodes[k]
+				kids[k].dst = &nodes[k]
 			}
 			for k := len(kids) - 1; k >= 0; k-- {
-				stack = append(stack, job{d.Children[k], kids[k]})
+				stack = append(stack, kids[k])
 			}
 		}
 	}

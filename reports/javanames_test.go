@@ -2,6 +2,8 @@ package reports
 
 import (
 	"bytes"
+	"fmt"
+	"math/rand"
 	"slices"
 	"strings"
 	"testing"
@@ -231,4 +233,55 @@ func TestRename(t *testing.T) {
 	c2, b2 := tot(q)
 	assert.Equal(t, c1, c2)
 	assert.Equal(t, b1, b2)
+}
+
+// TestRenameManyKids: a node with more children than a scan serves, some
+// of them one method in two types.
+func TestRenameManyKids(t *testing.T) {
+	th := &Node{Name: "00000001_main"}
+	for i := range 40 {
+		th.Children = append(th.Children, &Node{Name: fmt.Sprintf("J:a/B.f%d()V", i%25), Calls: 1})
+	}
+	for i := range 40 {
+		th.Children = append(th.Children, &Node{Name: fmt.Sprintf("I:a/B.f%d()V", i%30), Calls: 1})
+	}
+	q := Rename(&Profile{Threads: []*Node{th}}, JavaNames)
+	kids := q.Threads[0].Children
+	require.Len(t, kids, 30)
+	for i, k := range kids {
+		assert.Equal(t, fmt.Sprintf("a.B.f%d()", i), k.Name)
+	}
+	var calls uint64
+	for _, k := range kids {
+		calls += k.Calls
+	}
+	assert.Equal(t, uint64(80), calls)
+	assert.Equal(t, uint64(2+2), kids[0].Calls, "f0: twice in each type")
+}
+
+// BenchmarkRename renames a deep and wide tree of many methods.
+func BenchmarkRename(b *testing.B) {
+	p := randomBig(200000)
+	b.ResetTimer()
+	for range b.N {
+		Rename(p, JavaNames)
+	}
+}
+
+// randomBig is a profile of about n nodes with realistic method names.
+func randomBig(n int) *Profile {
+	rng := rand.New(rand.NewSource(1))
+	names := make([]string, 5000)
+	for i := range names {
+		names[i] = fmt.Sprintf("%c:pkg%d/sub/Class%d.method%d(ILjava/lang/String;[J)V", "IJij"[rng.Intn(4)], i%50, i%700, i)
+	}
+	root := &Node{Name: "00000001_main"}
+	nodes := []*Node{root}
+	for len(nodes) < n {
+		parent := nodes[rng.Intn(len(nodes))]
+		c := &Node{Name: names[rng.Intn(len(names))], Calls: 1, Base: []uint64{10}}
+		parent.Children = append(parent.Children, c)
+		nodes = append(nodes, c)
+	}
+	return &Profile{Metrics: testMetrics[:1], Threads: []*Node{root}}
 }

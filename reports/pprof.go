@@ -133,10 +133,13 @@ var typeNames = map[byte]string{
 	'C': "compiling", 'O': "other",
 }
 
+// typeLetters are typeNames' keys.
+const typeLetters = "iIjJnNCO"
+
 // splitType splits "J:hellop.myA()V" into 'J' and "hellop.myA()V"; a name
 // without a type prefix (a thread root) has type 0.
 func splitType(name string) (byte, string) {
-	if len(name) >= 2 && name[1] == ':' && typeNames[name[0]] != "" {
+	if len(name) >= 2 && name[1] == ':' && strings.IndexByte(typeLetters, name[0]) >= 0 {
 		return name[0], name[2:]
 	}
 	return 0, name
