@@ -29,7 +29,8 @@ import (
 // whose Name equals its SystemName, and its C++ heuristics cut
 // "charAt([BI)C" to "charAtC". There is one function per log-rt name, so
 // a method that ran interpreted and compiled is two functions of the same
-// Name; the leaf's method type (jit-compiled, interpreted, native, ...)
+// Name, which pprof's views add up as one (its -raw output keeps them
+// apart); the leaf's method type (jit-compiled, interpreted, native, ...)
 // is the sample's "type" label, for pprof's -tagfocus.
 func ToPprof(p *Profile, names NameForm) (*profile.Profile, error) {
 	k := len(p.Metrics)
