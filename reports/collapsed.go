@@ -53,6 +53,8 @@ type CollapsedOptions struct {
 	// MergeThreads leaves the thread out of the stacks, so that the same
 	// path in several threads is one line.
 	MergeThreads bool
+	// Names is the form of the method names (see [NameForm]).
+	Names NameForm
 }
 
 // WriteCollapsed writes p as collapsed stacks, the input format of
@@ -62,16 +64,21 @@ type CollapsedOptions struct {
 // Stacks that occur more than once (recursion folded by the agent never
 // does, merged threads do) are summed into the first line of that stack.
 //
+// Method names are in the form o.Names: by default Java's,
+// "java.util.TimSort.mergeLo(int, int, int, int)", without the type
+// prefix, so a method is one frame whatever its type (see [Rename]).
+//
 // ';' separates frames and a line ends at a newline, so in names each ';'
-// becomes ',' (Java signatures have one after every class type:
-// "(Ljava/lang/String;)V" is written "(Ljava/lang/String,)V") and line
-// breaks become spaces. Spaces stay: the readers take the number after
-// the last space.
+// becomes ',' (JVM signatures, in the jvm form, have one after every
+// class type: "(Ljava/lang/String;)V" is written "(Ljava/lang/String,)V")
+// and line breaks become spaces. Spaces stay: the readers take the number
+// after the last space.
 func WriteCollapsed(w io.Writer, p *Profile, o CollapsedOptions) error {
 	v, err := SelectValue(p, o.Value)
 	if err != nil {
 		return err
 	}
+	p = Rename(p, o.Names)
 	sums := map[string]uint64{}
 	var order []string
 	add := func(stack string, val uint64) {

@@ -26,17 +26,30 @@ func TestWriteCollapsed(t *testing.T) {
 	}{
 		{2, CollapsedOptions{}, []string{
 			"0000b718_main 10",
+			"0000b718_main;hellop.main(String[]);hellop.myA();hellop.myC() 70040",
+			"0000b71c_Reference Handler;java.lang.ref.Reference.processPendingReferences() 170",
+		}},
+		{2, CollapsedOptions{Names: JVMNames}, []string{
+			"0000b718_main 10",
 			"0000b718_main;J:hellop.main([Ljava/lang/String,)V;J:hellop.myA()V;J:hellop.myC()V 70040",
 			"0000b71c_Reference Handler;I:java/lang/ref/Reference.processPendingReferences()V 170",
 		}},
+		{2, CollapsedOptions{Names: ShortNames}, []string{
+			"0000b718_main;hellop.main;hellop.myA;hellop.myC 70040",
+			"0000b718_main;hellop.main;StringBuffer.<init>;Object.<init> 30",
+		}},
 		{2, CollapsedOptions{Value: "ptt_insts"}, []string{
-			"0000b718_main;J:hellop.main([Ljava/lang/String,)V;J:hellop.myA()V;J:hellop.myC()V 7004000",
+			"0000b718_main;hellop.main(String[]);hellop.myA();hellop.myC() 7004000",
 		}},
 		{1, CollapsedOptions{Value: "calls"}, []string{
-			"0000b718_main;J:hellop.main([Ljava/lang/String,)V;J:hellop.myA()V 1000",
-			"0000b71c_Reference Handler;O:java/lang/ref/Reference.waitForReferencePendingList()V 1",
+			"0000b718_main;hellop.main(String[]);hellop.myA() 1000",
+			"0000b71c_Reference Handler;java.lang.ref.Reference.waitForReferencePendingList() 1",
 		}},
 		{0, CollapsedOptions{MergeThreads: true}, []string{ // calls: no metric
+			"hellop.main(String[]) 1",
+			"java.lang.ref.Reference.processPendingReferences() 3",
+		}},
+		{0, CollapsedOptions{MergeThreads: true, Names: JVMNames}, []string{
 			"J:hellop.main([Ljava/lang/String,)V 1",
 			"I:java/lang/ref/Reference.processPendingReferences()V 3",
 		}},
@@ -95,4 +108,7 @@ func TestWriteCollapsedTotals(t *testing.T) {
 func TestCollapsedFrameEscapes(t *testing.T) {
 	p := &Profile{Threads: []*Node{{Name: "t;1", Children: []*Node{{Name: "I:a(Lb;Lc;)V\nx\r", Calls: 2}}}}}
 	assert.Equal(t, "t,1;I:a(Lb,Lc,)V x  2\n", collapsed(t, p, CollapsedOptions{}))
+	p = &Profile{Threads: []*Node{{Name: "t", Children: []*Node{{Name: "I:a/B.f(Lb;Lc;)V", Calls: 2}}}}}
+	assert.Equal(t, "t;I:a/B.f(Lb,Lc,)V 2\n", collapsed(t, p, CollapsedOptions{Names: JVMNames}))
+	assert.Equal(t, "t;a.B.f(b, c) 2\n", collapsed(t, p, CollapsedOptions{}))
 }

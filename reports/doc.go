@@ -16,6 +16,12 @@
 // [EscapeName] and reads them back with [UnescapeName], so a name is one
 // token on one line and a round trip is exact.
 //
+// The text formats of JProf keep the JVM's names with their type prefix
+// ("J:java/util/TimSort.mergeLo(IIII)V"); the reports people read show
+// them in a [NameForm], Java's by default
+// ("java.util.TimSort.mergeLo(int, int, int, int)"), through [Rename]
+// or a [Namer], which never give two methods one name.
+//
 // Everything here is plain Go without cgo and without global mutable
 // state: the package is safe to use from several goroutines as long as
 // each one has its own values.

@@ -27,6 +27,10 @@ type FlameOptions struct {
 	MergeThreads bool
 	// Title heads the page; empty gives one made of the pid and sequence.
 	Title string
+	// Names is the form of the method names (see [NameForm]); the java
+	// and short forms merge a method's frames of different types, whose
+	// colour and tooltip then say its types.
+	Names NameForm
 }
 
 // flameData is the JSON the page's script reads. The tree is flat, in
@@ -40,6 +44,11 @@ type flameData struct {
 	Merged bool         `json:"merged"`
 	Notes  []string     `json:"notes"`
 	Names  []string     `json:"names"`
+	// Types holds, per name, the type letters of the nodes of that name
+	// ("JI"; "" for a thread root), which colour its frames, and
+	// TypeNames what the letters mean.
+	Types     []string          `json:"types"`
+	TypeNames map[string]string `json:"typeNames"`
 	// Nodes holds, per node, len(Values)+2 numbers: the index of its name
 	// in Names, 1 + the index of its parent node (0 for a thread root),
 	// then its own value per Values. A parent comes before its children,
@@ -69,8 +78,12 @@ func WriteFlame(w io.Writer, p *Profile, o FlameOptions) error {
 	if err != nil {
 		return err
 	}
+	p, types := rename(p, o.Names, true)
 	k := len(p.Metrics)
-	d := flameData{Title: o.Title, Merged: o.MergeThreads, Notes: p.Notes, Value: v}
+	d := flameData{Title: o.Title, Merged: o.MergeThreads, Notes: p.Notes, Value: v, TypeNames: map[string]string{}}
+	for t, name := range typeNames {
+		d.TypeNames[string(t)] = name
+	}
 	if v < 0 {
 		d.Value = k
 	}
@@ -99,6 +112,7 @@ func WriteFlame(w io.Writer, p *Profile, o FlameOptions) error {
 			ni = uint64(len(d.Names))
 			nameIdx[it.n.Name] = ni
 			d.Names = append(d.Names, it.n.Name)
+			d.Types = append(d.Types, types[it.n.Name])
 		}
 		d.Nodes = append(d.Nodes, ni, it.parent)
 		for i := range k {

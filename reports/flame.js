@@ -102,18 +102,31 @@
   const st = { view: data.merged ? 'merged' : 'threads', vi: data.value, zoom: null, term: '' };
   let frames = []; // the drawn frames' nodes, by the element's index
 
+  // types maps a name to the type letters of its nodes (data.types).
+  const types = new Map();
+  data.names.forEach((nm, i) => types.set(nm, data.types[i] || ''));
+  // typeText says a name's types in words: "jit-compiled, interpreted".
+  function typeText(name) {
+    return [...(types.get(name) || '')].map((t) => data.typeNames[t] || t).join(', ');
+  }
+
   // Colours: the hue tells the method type (JIT-compiled green,
-  // interpreted aqua, native yellow, compiling red, other purple); the
-  // shade varies with the name so that neighbours stand apart.
+  // interpreted aqua, native yellow, compiling red, other purple); a
+  // method that ran as several types (merged by the java and short name
+  // forms) is drawn in a blend of the first two, darker; the shade varies
+  // with the name so that neighbours stand apart.
   const hues = { J: [95, 135], j: [95, 135], I: [170, 200], i: [170, 200], N: [40, 60], n: [40, 60], C: [0, 15], O: [265, 290] };
   function colour(name) {
     let h = 2166136261;
     for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 16777619) >>> 0;
     const r = (h % 1000) / 1000;
-    const m = /^([A-Za-z]):/.exec(name);
-    const hue = m && hues[m[1]];
+    const ts = types.get(name) || '';
+    const hue = hues[ts[0]];
     if (!hue) return `hsl(0, 0%, ${78 + r * 10}%)`;
-    return `hsl(${hue[0] + r * (hue[1] - hue[0])}, 60%, ${58 + r * 14}%)`;
+    let x = hue[0] + r * (hue[1] - hue[0]);
+    const second = ts.length > 1 && hues[ts[1]];
+    if (second && second !== hue) x = (x + second[0] + r * (second[1] - second[0])) / 2;
+    return `hsl(${x}, 60%, ${(second ? 50 : 58) + r * 14}%)`;
   }
 
   function fmt(x) {
@@ -321,6 +334,13 @@
     name.className = 'name';
     name.textContent = n.n;
     tip.appendChild(name);
+    const tt = typeText(n.n);
+    if (tt) {
+      const type = document.createElement('div');
+      type.className = 'type';
+      type.textContent = tt;
+      tip.appendChild(type);
+    }
     const table = document.createElement('table');
     const row = (cells, head) => {
       const tr = table.insertRow();

@@ -6,6 +6,7 @@ import (
 	"html"
 	"math/rand"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,7 +21,7 @@ var flameDataRE = regexp.MustCompile(`(?s)<script id="flame-data" type="applicat
 
 func TestWriteFlame(t *testing.T) {
 	var b bytes.Buffer
-	require.NoError(t, WriteFlame(&b, hellop(2), FlameOptions{Value: "calls", MergeThreads: true}))
+	require.NoError(t, WriteFlame(&b, hellop(2), FlameOptions{Value: "calls", MergeThreads: true, Names: JVMNames}))
 	page := b.String()
 	assert.True(t, strings.HasPrefix(page, "<!DOCTYPE html>"))
 	assert.Contains(t, page, "<title>libjprof pid 4242, log-rt 1</title>")
@@ -45,6 +46,28 @@ func TestWriteFlame(t *testing.T) {
 		assertSameTree(t, want.Threads[i], got[i])
 	}
 	assert.Len(t, d.Names, 11, "each name once")
+	assert.Equal(t, "J", d.Types[slices.Index(d.Names, "J:hellop.myA()V")])
+	assert.Equal(t, "", d.Types[slices.Index(d.Names, "0000b718_main")])
+	assert.Equal(t, "jit-compiled", d.TypeNames["J"])
+	assert.Equal(t, "native static", d.TypeNames["n"])
+
+	// Java's names by default, and the types of a merged frame.
+	p := hellop(1)
+	main := p.Threads[0].Children[0]
+	main.Children = append(main.Children, n("I:hellop.myA()V", 2, 1, 4, n("I:hellop.myC()V", 2, 1, 7)))
+	b.Reset()
+	require.NoError(t, WriteFlame(&b, p, FlameOptions{}))
+	d = flameData{}
+	require.NoError(t, json.Unmarshal([]byte(flameDataRE.FindStringSubmatch(b.String())[1]), &d))
+	got = unflatten(t, d)
+	myA := got[0].Path("hellop.main(String[])", "hellop.myA()")
+	require.NotNil(t, myA, "%v", d.Names)
+	assert.Equal(t, uint64(1002), myA.Calls)
+	assert.Equal(t, []uint64{110 + 40}, myA.Base)
+	assert.Len(t, got[0].Children[0].Children, 3, "myA's two types are one frame")
+	assert.Equal(t, "JI", d.Types[slices.Index(d.Names, "hellop.myA()")])
+	assert.Equal(t, "O", d.Types[slices.Index(d.Names, "java.lang.ref.Reference.waitForReferencePendingList()")])
+	assert.NotContains(t, d.Names, "J:hellop.myA()V")
 
 	_, err := SelectValue(hellop(0), "PTT_TIME")
 	require.Error(t, err)

@@ -18,18 +18,34 @@ import (
 // and its cum the subtree (pprof itself does not count a recursive frame
 // twice). There is one location per function.
 //
-// A function's Name is the method as Java writes it, with its signature:
-// "java.lang.String.charAt([BI)C". pprof's graph and flame graph shorten
-// such names to "String.charAt"; its text reports keep them whole, and
-// overloads stay apart. Its SystemName is the log-rt name with the type
+// A function's Name is the method in form names (see [NameForm]); in the
+// default java form "java.lang.String.charAt(byte[], int)", which pprof's
+// graph and flame graph shorten to "String.charAt" while its text reports
+// keep it whole, overloads apart. The jvm form keeps the JVM signature
+// after a dotted class: "java.lang.String.charAt([BI)C". A function's
+// SystemName is the log-rt name, the JVM's descriptor with the type
 // prefix ("i:java/lang/String.charAt([BI)C"; "-:" for a thread root),
 // which pprof -raw shows. The two must differ: pprof demangles a function
 // whose Name equals its SystemName, and its C++ heuristics cut
-// "charAt([BI)C" to "charAtC". The leaf's method type (jit-compiled,
-// interpreted, native, ...) is the sample's "type" label, for pprof's
-// -tagfocus.
-func ToPprof(p *Profile) (*profile.Profile, error) {
+// "charAt([BI)C" to "charAtC". There is one function per log-rt name, so
+// a method that ran interpreted and compiled is two functions of the same
+// Name, which pprof's views add up as one (its -raw output keeps them
+// apart); the leaf's method type (jit-compiled, interpreted, native, ...)
+// is the sample's "type" label, for pprof's -tagfocus.
+func ToPprof(p *Profile, names NameForm) (*profile.Profile, error) {
 	k := len(p.Metrics)
+	var namer *Namer
+	if names != JVMNames {
+		namer = NewNamer(names, profileNames(p))
+	}
+	funcName := func(name string) string {
+		if namer != nil {
+			if n := namer.Name(name); n != systemName(name) {
+				return n
+			}
+		}
+		return pprofName(name)
+	}
 	out := &profile.Profile{}
 	for _, m := range p.Metrics {
 		unit := m.Unit
@@ -53,7 +69,7 @@ func ToPprof(p *Profile) (*profile.Profile, error) {
 			return l
 		}
 		id := uint64(len(out.Function) + 1)
-		f := &profile.Function{ID: id, Name: pprofName(name), SystemName: systemName(name)}
+		f := &profile.Function{ID: id, Name: funcName(name), SystemName: systemName(name)}
 		// The address is only an identity: one distinct value per function.
 		l := &profile.Location{ID: id, Mapping: mapping, Address: id, Line: []profile.Line{{Function: f}}}
 		out.Function = append(out.Function, f)
@@ -118,10 +134,13 @@ var typeNames = map[byte]string{
 	'C': "compiling", 'O': "other",
 }
 
+// typeLetters are typeNames' keys.
+const typeLetters = "iIjJnNCO"
+
 // splitType splits "J:hellop.myA()V" into 'J' and "hellop.myA()V"; a name
 // without a type prefix (a thread root) has type 0.
 func splitType(name string) (byte, string) {
-	if len(name) >= 2 && name[1] == ':' && typeNames[name[0]] != "" {
+	if len(name) >= 2 && name[1] == ':' && strings.IndexByte(typeLetters, name[0]) >= 0 {
 		return name[0], name[2:]
 	}
 	return 0, name
@@ -132,7 +151,7 @@ func methodType(name string) string {
 	return typeNames[t]
 }
 
-// pprofName is a node's name as Java writes it: no type prefix, dots
+// pprofName is a node's name in pprof's jvm form: no type prefix, dots
 // between packages and class ("java.lang.String.charAt([BI)C"), the
 // signature as the JVM writes it.
 func pprofName(name string) string {

@@ -32,7 +32,7 @@ func TestToPprof(t *testing.T) {
 		profiles = append(profiles, randomTree(rng, rng.Intn(3)))
 	}
 	for i, p := range profiles {
-		pp, err := ToPprof(p)
+		pp, err := ToPprof(p, JVMNames)
 		require.NoError(t, err)
 		k := len(p.Metrics)
 		require.Len(t, pp.SampleType, k+1)
@@ -64,7 +64,7 @@ func TestToPprof(t *testing.T) {
 // TestToPprofPaths checks that each sample's stack is the node's path,
 // leaf first, with the thread root outermost.
 func TestToPprofPaths(t *testing.T) {
-	pp, err := ToPprof(hellop(1))
+	pp, err := ToPprof(hellop(1), JVMNames)
 	require.NoError(t, err)
 	var stacks []string
 	for _, s := range pp.Sample {
@@ -87,7 +87,18 @@ func TestToPprofPaths(t *testing.T) {
 	}
 	assert.Contains(t, types, "native static")
 	assert.Contains(t, types, "jit-compiled")
-	pp, err = ToPprof(&Profile{Threads: []*Node{{Name: "idle"}}})
+	// In the java form: Java's names, the log-rt's as system names.
+	pp, err = ToPprof(hellop(1), JavaNames)
+	require.NoError(t, err)
+	sys := map[string]string{}
+	for _, f := range pp.Function {
+		assert.NotEqual(t, f.Name, f.SystemName, "pprof demangles a function whose names are equal")
+		sys[f.Name] = f.SystemName
+	}
+	assert.Equal(t, "J:hellop.main([Ljava/lang/String;)V", sys["hellop.main(String[])"])
+	assert.Equal(t, "-:0000b718_main", sys["0000b718_main"])
+	assert.Equal(t, "O:java/lang/ref/Reference.waitForReferencePendingList()V", sys["java.lang.ref.Reference.waitForReferencePendingList()"])
+	pp, err = ToPprof(&Profile{Threads: []*Node{{Name: "idle"}}}, JavaNames)
 	require.NoError(t, err)
 	assert.Empty(t, pp.Sample, "a node with only zeros is no sample")
 }
@@ -107,9 +118,9 @@ func TestPprofNames(t *testing.T) {
 }
 
 func TestToPprofErrors(t *testing.T) {
-	_, err := ToPprof(&Profile{Metrics: testMetrics[:1], Threads: []*Node{{Name: "t", Base: []uint64{1 << 63}}}})
+	_, err := ToPprof(&Profile{Metrics: testMetrics[:1], Threads: []*Node{{Name: "t", Base: []uint64{1 << 63}}}}, JavaNames)
 	assert.ErrorContains(t, err, "overflows int64")
-	_, err = ToPprof(&Profile{Threads: []*Node{{Name: "t", Base: []uint64{1}}}})
+	_, err = ToPprof(&Profile{Threads: []*Node{{Name: "t", Base: []uint64{1}}}}, JavaNames)
 	assert.ErrorContains(t, err, "1 base values for 0 metrics")
 }
 
@@ -129,20 +140,25 @@ func TestGoToolPprof(t *testing.T) {
 	main := p.Threads[0].Children[0]
 	main.Children = append(main.Children, &Node{Name: "i:java/lang/StringLatin1.charAt([BI)C", Calls: 3, Base: []uint64{5000}},
 		&Node{Name: "N:x/Y.tpl<T>::op[](I)V", Calls: 1, Base: []uint64{4000}})
-	pp, err := ToPprof(p)
-	require.NoError(t, err)
-	file := filepath.Join(t.TempDir(), "prof.pb.gz")
-	f, err := os.Create(file)
-	require.NoError(t, err)
-	require.NoError(t, pp.Write(f))
-	require.NoError(t, f.Close())
+	for form, wants := range map[NameForm][]string{
+		JVMNames:  {"hellop.myC()V", "java.lang.StringLatin1.charAt([BI)C", "x.Y.tpl<T>::op[](I)V", "hellop.main([Ljava/lang/String;)V"},
+		JavaNames: {"hellop.myC()", "java.lang.StringLatin1.charAt(byte[], int)", "x.Y.tpl<T>::op[](I)V", "hellop.main(String[])"},
+	} {
+		pp, err := ToPprof(p, form)
+		require.NoError(t, err)
+		file := filepath.Join(t.TempDir(), "prof.pb.gz")
+		f, err := os.Create(file)
+		require.NoError(t, err)
+		require.NoError(t, pp.Write(f))
+		require.NoError(t, f.Close())
 
-	for _, mode := range []string{"-top", "-traces"} {
-		out, err := exec.Command(goBin, "tool", "pprof", mode, file).CombinedOutput()
-		require.NoError(t, err, "%s", out)
-		for _, want := range []string{"hellop.myC()V", "java.lang.StringLatin1.charAt([BI)C", "x.Y.tpl<T>::op[](I)V", "hellop.main([Ljava/lang/String;)V"} {
-			assert.Contains(t, string(out), want, mode)
+		for _, mode := range []string{"-top", "-traces"} {
+			out, err := exec.Command(goBin, "tool", "pprof", mode, file).CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			for _, want := range wants {
+				assert.Contains(t, string(out), want+"\n", "%s %s", form, mode)
+			}
+			assert.Contains(t, string(out), "Type: ptt_time", mode)
 		}
-		assert.Contains(t, string(out), "Type: ptt_time", mode)
 	}
 }

@@ -99,7 +99,9 @@ func TestFlameBrowser(t *testing.T) {
 	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "RTARCF,START,NORTDRIVER"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	logRT := r.File("rt.1")
-	p := jvmtest.ParseLogRT(t, logRT)
+	// The page shows Java's names (the default), so the expectations
+	// come from the profile renamed the same way.
+	p := reports.Rename(jvmtest.ParseLogRT(t, logRT), reports.JavaNames)
 	dir := t.TempDir()
 	page := filepath.Join(dir, "flame.html")
 	code, _, stderr := jprof("flame", logRT, "-o", page)
@@ -131,7 +133,7 @@ func TestFlameBrowser(t *testing.T) {
 	var hm *reports.Node
 	var hmDepth int
 	main[0].Walk(func(n *reports.Node, depth int) {
-		if hm == nil && strings.Contains(n.Name, ":hellop.main(") {
+		if hm == nil && strings.HasPrefix(n.Name, "hellop.main(") {
 			hm, hmDepth = n, depth
 		}
 	})
@@ -305,22 +307,67 @@ func TestFlameBrowserNames(t *testing.T) {
 		th.Children = append(th.Children, &reports.Node{Name: n, Calls: uint64(i + 1), Base: []uint64{uint64(1000 * (i + 1))}})
 	}
 	p := &reports.Profile{PID: 1, Seq: 1, Metrics: []reports.Metric{{Name: "PTT_TIME", Unit: "ns"}}, Threads: []*reports.Node{th}}
-	page := filepath.Join(t.TempDir(), "names.html")
-	var html bytes.Buffer
-	require.NoError(t, reports.WriteFlame(&html, p, reports.FlameOptions{Title: `</title><b id="pwn2">`}))
-	require.NoError(t, os.WriteFile(page, html.Bytes(), 0o644))
-	b.Navigate("file://"+page, `document.body.dataset.ready === "1"`)
-	var injected bool
-	b.MustEval(`!!(document.getElementById('pwn') || document.getElementById('pwn2') || document.querySelector('#chart i'))`, &injected)
-	assert.False(t, injected, "a name became markup")
-	s := state(b)
-	assert.Equal(t, 2+len(names), s.Drawn)
-	for _, n := range append(names, th.Name) {
-		assert.Contains(t, s.Texts, n)
+	for _, form := range []reports.NameForm{reports.JVMNames, reports.JavaNames} {
+		page := filepath.Join(t.TempDir(), "names.html")
+		var html bytes.Buffer
+		require.NoError(t, reports.WriteFlame(&html, p, reports.FlameOptions{Title: `</title><b id="pwn2">`, Names: form}))
+		require.NoError(t, os.WriteFile(page, html.Bytes(), 0o644))
+		b.Navigate("file://"+page, `document.body.dataset.ready === "1"`)
+		var injected bool
+		b.MustEval(`!!(document.getElementById('pwn') || document.getElementById('pwn2') || document.querySelector('#chart i'))`, &injected)
+		assert.False(t, injected, "a name became markup")
+		s := state(b)
+		assert.Equal(t, 2+len(names), s.Drawn)
+		for _, n := range append(names, th.Name) {
+			assert.Contains(t, s.Texts, reports.FormatName(n, form), form)
+		}
+		var title string
+		b.MustEval(`document.title`, &title)
+		assert.Equal(t, `</title><b id="pwn2">`, title)
 	}
-	var title string
-	b.MustEval(`document.title`, &title)
-	assert.Equal(t, `</title><b id="pwn2">`, title)
+}
+
+// TestFlameBrowserTypes: in the java form a method that ran compiled and
+// interpreted is one frame, whose tooltip names both types; in the jvm
+// form they are two frames, each of one type.
+func TestFlameBrowserTypes(t *testing.T) {
+	b := browsertest.Start(t)
+	th := &reports.Node{Name: "00000001_main", Children: []*reports.Node{
+		{Name: "J:a/B.f(I)V", Calls: 3, Base: []uint64{3000}},
+		{Name: "I:a/B.f(I)V", Calls: 1, Base: []uint64{1000}},
+		{Name: "n:a/B.g()V", Calls: 1, Base: []uint64{1000}},
+	}}
+	p := &reports.Profile{PID: 1, Seq: 1, Metrics: []reports.Metric{{Name: "PTT_TIME", Unit: "ns"}}, Threads: []*reports.Node{th}}
+	tips := func(form reports.NameForm) map[string]string {
+		var html bytes.Buffer
+		require.NoError(t, reports.WriteFlame(&html, p, reports.FlameOptions{Names: form}))
+		page := filepath.Join(t.TempDir(), "types.html")
+		require.NoError(t, os.WriteFile(page, html.Bytes(), 0o644))
+		b.Navigate("file://"+page, `document.body.dataset.ready === "1"`)
+		got := map[string]string{}
+		b.MustEval(`(() => {
+  const tip = document.getElementById('tip');
+  const out = {};
+  for (const e of document.querySelectorAll('#chart .frame')) {
+    const r = e.getBoundingClientRect();
+    e.dispatchEvent(new MouseEvent('mousemove', {bubbles: true, clientX: r.x + 1, clientY: r.y + 1}));
+    const type = tip.querySelector('.type');
+    out[tip.querySelector('.name').textContent] = (type ? type.textContent : '') + ' ' + getComputedStyle(e).backgroundColor;
+  }
+  return out;
+})()`, &got)
+		return got
+	}
+	java := tips(reports.JavaNames)
+	require.Contains(t, java, "a.B.f(int)")
+	assert.True(t, strings.HasPrefix(java["a.B.f(int)"], "jit-compiled, interpreted rgb("), java["a.B.f(int)"])
+	assert.True(t, strings.HasPrefix(java["a.B.g()"], "native static rgb("), java["a.B.g()"])
+	assert.NotContains(t, java, "J:a/B.f(I)V")
+	jvm := tips(reports.JVMNames)
+	assert.True(t, strings.HasPrefix(jvm["J:a/B.f(I)V"], "jit-compiled rgb("), jvm["J:a/B.f(I)V"])
+	assert.True(t, strings.HasPrefix(jvm["I:a/B.f(I)V"], "interpreted rgb("), jvm["I:a/B.f(I)V"])
+	assert.NotEqual(t, jvm["J:a/B.f(I)V"][len("jit-compiled "):], jvm["I:a/B.f(I)V"][len("interpreted "):], "each type its colour")
+	assert.NotEqual(t, java["a.B.f(int)"], jvm["J:a/B.f(I)V"])
 }
 
 // TestFlameBrowserDeep loads a call chain deeper than a JavaScript stack

@@ -29,29 +29,31 @@ type command struct {
 }
 
 var commands = []command{
-	{"report", "xtree|xarc|xprof [-prune PCT] [-o OUT] FILE",
+	{"report", "xtree|xarc|xprof [-names FORM] [-prune PCT] [-o OUT] FILE",
 		"the arcflow reports: call tree, callers and callees, flat profile",
 		`The arcflow reports: xtree (the call tree), xarc (each method with
 its callers and callees), xprof (flat, by base). -prune folds subtrees
 below PCT percent of the total into <pruned>.`, report},
-	{"flame", "[-value V] [-merge] [-title T] [-o OUT.html] FILE",
+	{"flame", "[-value V] [-merge] [-names FORM] [-title T] [-o OUT.html] FILE",
 		"an interactive HTML flame graph, one self-contained file",
 		`One self-contained interactive HTML flame graph (nothing is fetched
 when it is viewed): search, click to zoom, calls or any metric, one
 tree per thread or all merged, tooltips with self and total values.`, flame},
-	{"collapsed", "[-value V] [-merge] [-o OUT] FILE",
+	{"collapsed", "[-value V] [-merge] [-names FORM] [-o OUT] FILE",
 		"collapsed stacks for flamegraph.pl, speedscope and the like",
 		`Collapsed stacks, "frame;frame;frame N" per line, for flamegraph.pl,
 speedscope and other flame graph tools. V is calls or a metric (default:
 the first metric, or calls if there is none); the thread is the first
 frame unless -merge. ';' in names is written ','.`, collapsed},
-	{"pprof", "[-prune PCT] FILE -o OUT.pb.gz",
+	{"pprof", "[-names FORM] [-prune PCT] [-o OUT.pb.gz] FILE",
 		"a profile.proto for go tool pprof",
 		`A profile.proto for go tool pprof (top lists, graphs, flame graphs):
 go tool pprof -http=: OUT.pb.gz. Each node is a sample that carries its
 whole call path, so the file and the memory to write it grow with the
 nodes times their depth; -prune folds subtrees below PCT percent of the
-total into <pruned> first (a large tree: -prune 0.01).`, toPprof},
+total into <pruned> first (a large tree: -prune 0.01). Function names
+are in -names's form; the log-rt name, with the JVM's descriptor, is
+each function's system name (pprof -raw shows it).`, toPprof},
 	{"logrt", "LOGGEN [-o OUT]",
 		"rebuild a log-gen's call tree as a log-rt",
 		`Rebuild the call tree of a log-gen and write it as a log-rt.`, logrt},
@@ -106,7 +108,11 @@ FILE is a log-rt or a log-gen (told apart by its first line).
 	return b.String()
 }
 
-const flagStyle = `Output goes to standard output unless -o is given. Flags take one dash
+const flagStyle = `Method names are Java's by default, java.util.TimSort.mergeLo(int, int);
+-names short gives TimSort.mergeLo (overloads keep their parameters),
+-names jvm the log-rt's own, J:java/util/TimSort.mergeLo(II)V.
+
+Output goes to standard output unless -o is given. Flags take one dash
 or two (-o and --o are the same), before or after FILE; a value follows
 its flag or an '=' (-prune 5, -prune=5). jprof COMMAND -h shows a
 command's flags.
@@ -229,6 +235,7 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 
 func report(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	names := namesFlag(fs)
 	prune := pruneFlag(fs)
 	out := fs.String("o", "", "output `file`")
 	pos, err := parse(fs, args)
@@ -253,8 +260,17 @@ func report(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	p = pruned(p, *prune)
+	p = pruned(reports.Rename(p, *names), *prune)
 	return output(*out, stdout, func(w io.Writer) error { return write(w, p) })
+}
+
+// namesFlag is -names FORM, the form of method names of every command
+// that shows them to people (see reports.NameForm).
+func namesFlag(fs *flag.FlagSet) *reports.NameForm {
+	f := new(reports.NameForm)
+	fs.Var(f, "names", "`FORM` of method names: java (the default: a.B.f(int, String)),\n"+
+		"short (B.f; overloads keep their parameters) or jvm (as in log-rt: J:a/B.f(ILjava/lang/String;)V)")
+	return f
 }
 
 // pruneFlag is -prune PCT; checkPrune its check, pruned what it does.
@@ -278,24 +294,20 @@ func pruned(p *reports.Profile, pct float64) *reports.Profile {
 	return p
 }
 
-func toPprof(args []string, _ io.Writer) error {
+func toPprof(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("pprof", flag.ContinueOnError)
-	out := fs.String("o", "", "output `file`")
+	out := fs.String("o", "", "output `file` (.pb.gz)")
+	names := namesFlag(fs)
 	prune := pruneFlag(fs)
-	in, p, _, err := loadOne(fs, args, "file", func() error {
-		if *out == "" {
-			return usagef("pprof needs -o OUT.pb.gz")
-		}
-		return checkPrune(*prune)
-	})
+	in, p, _, err := loadOne(fs, args, "file", func() error { return checkPrune(*prune) })
 	if err != nil {
 		return err
 	}
-	pp, err := reports.ToPprof(pruned(p, *prune))
+	pp, err := reports.ToPprof(pruned(p, *prune), *names)
 	if err != nil {
 		return fmt.Errorf("%s: %w", in, err)
 	}
-	return output(*out, nil, pp.Write)
+	return output(*out, stdout, pp.Write)
 }
 
 func flame(args []string, stdout io.Writer) error {
@@ -303,6 +315,7 @@ func flame(args []string, stdout io.Writer) error {
 	out := fs.String("o", "", "output `file` (.html)")
 	value := fs.String("value", "", "`V`, the value shown first: calls or a metric name (default: the first metric)")
 	merge := fs.Bool("merge", false, "open with all threads merged")
+	names := namesFlag(fs)
 	title := fs.String("title", "", "page title `T` (default: the file name and pid)")
 	in, p, _, err := loadOne(fs, args, "file", nil)
 	if err != nil {
@@ -311,7 +324,7 @@ func flame(args []string, stdout io.Writer) error {
 	if *title == "" {
 		*title = fmt.Sprintf("%s (pid %d)", filepath.Base(in), p.PID)
 	}
-	o := reports.FlameOptions{Value: *value, MergeThreads: *merge, Title: *title}
+	o := reports.FlameOptions{Value: *value, MergeThreads: *merge, Title: *title, Names: *names}
 	if _, err := reports.SelectValue(p, o.Value); err != nil {
 		return usagef("flame -value: %v", err)
 	}
@@ -323,11 +336,12 @@ func collapsed(args []string, stdout io.Writer) error {
 	out := fs.String("o", "", "output `file`")
 	value := fs.String("value", "", "`V`, the value of each line: calls or a metric name (default: the first metric)")
 	merge := fs.Bool("merge", false, "leave the thread out of the stacks")
+	names := namesFlag(fs)
 	_, p, _, err := loadOne(fs, args, "file", nil)
 	if err != nil {
 		return err
 	}
-	o := reports.CollapsedOptions{Value: *value, MergeThreads: *merge}
+	o := reports.CollapsedOptions{Value: *value, MergeThreads: *merge, Names: *names}
 	if _, err := reports.SelectValue(p, o.Value); err != nil {
 		return usagef("collapsed -value: %v", err)
 	}

@@ -51,11 +51,19 @@ func TestRun(t *testing.T) {
 		{"no command", nil, 2, nil, []string{"jprof: no command", "usage:"}},
 		{"unknown command", []string{"frob"}, 2, nil, []string{`unknown command "frob"`}},
 		{"xtree of a log-rt", []string{"report", "xtree", logRT}, 0,
-			[]string{" libjprof xtree", "      J:hellop.myA()V", "total 72220"}, nil},
+			[]string{" libjprof xtree", "      hellop.myA()\n", "    hellop.main(String[])\n", "total 72220"}, nil},
+		{"xtree jvm names", []string{"report", "xtree", "-names", "jvm", logRT}, 0,
+			[]string{" libjprof xtree", "      J:hellop.myA()V\n", "total 72220"}, nil},
+		{"xtree short names", []string{"report", "xtree", "--names=SHORT", logRT}, 0,
+			[]string{"      hellop.myA\n", "Object.<init>\n", "PrintStream.println\n"}, nil},
 		{"xarc of a log-gen", []string{"report", "xarc", logGen}, 0,
-			[]string{" libjprof xarc", "O:java/lang/ref/Reference.waitForReferencePendingList()V", reports.Spontaneous}, nil},
+			[]string{" libjprof xarc", "java.lang.ref.Reference.waitForReferencePendingList()\n", reports.Spontaneous}, nil},
+		{"xarc jvm names", []string{"report", "xarc", logGen, "-names", "jvm"}, 0,
+			[]string{"O:java/lang/ref/Reference.waitForReferencePendingList()V\n"}, nil},
 		{"pruned xprof", []string{"report", "--prune", "5", "xprof", logRT}, 0,
-			[]string{"J:hellop.myC()V", reports.PrunedName, "pruned: subtrees below 5%"}, nil},
+			[]string{"hellop.myC()\n", reports.PrunedName, "pruned: subtrees below 5%"}, nil},
+		{"bad names", []string{"report", "xprof", "-names", "javap", logRT}, 2, nil,
+			[]string{`report: invalid value "javap" for flag -names: unknown name form "javap": want java, short or jvm`}},
 		{"flag after the file", []string{"report", "xprof", logRT, "--prune=50"}, 0, []string{reports.PrunedName}, nil},
 		{"unknown report", []string{"report", "xfoo", logRT}, 2, nil, []string{`unknown report "xfoo"`}},
 		{"bad prune", []string{"report", "xtree", "--prune", "150", logRT}, 2, nil, []string{"-prune 150"}},
@@ -64,16 +72,23 @@ func TestRun(t *testing.T) {
 		{"missing file", []string{"report", "xtree", filepath.Join(dir, "nope")}, 1, nil, []string{"no such file"}},
 		{"foreign file", []string{"report", "xtree", foreign}, 1, nil, []string{"foreign: line 1: expected", "not a libjprof log-rt or log-gen"}},
 		{"cut log-gen", []string{"report", "xtree", cut}, 1, nil, []string{"cut: log-gen line 18: truncated"}},
-		{"pprof without -o", []string{"pprof", logRT}, 2, nil, []string{"pprof needs -o"}},
+		{"pprof bad names", []string{"pprof", "-names", "x", logRT}, 2, nil, []string{`unknown name form "x"`}},
 		{"logrt of a log-rt", []string{"logrt", logRT}, 1, nil, []string{"is a log-rt, not a log-gen"}},
 		{"collapsed of a log-rt", []string{"collapsed", logRT}, 0,
+			[]string{"0000b718_main;hellop.main(String[]);hellop.myA();hellop.myC() 70040\n"}, nil},
+		{"collapsed jvm names", []string{"collapsed", "-names", "jvm", logRT}, 0,
 			[]string{"0000b718_main;J:hellop.main([Ljava/lang/String,)V;J:hellop.myA()V;J:hellop.myC()V 70040\n"}, nil},
 		{"collapsed calls merged", []string{"collapsed", "--merge", "-value=CALLS", logGen}, 0,
-			[]string{"\nJ:hellop.main([Ljava/lang/String,)V;J:hellop.myA()V 2\n"}, nil},
+			[]string{"\nhellop.main(String[]);hellop.myA() 2\n"}, nil},
+		{"collapsed short names", []string{"collapsed", "--merge", "-names", "short", logGen}, 0,
+			[]string{"\nhellop.main;hellop.myA;hellop.myC "}, nil},
+		{"collapsed bad names", []string{"collapsed", "-names", "", logRT}, 2, nil, []string{`unknown name form ""`}},
 		{"collapsed bad value", []string{"collapsed", "-value", "PTT_INSTS", logRT}, 2, nil,
 			[]string{`collapsed -value: no value "PTT_INSTS" in this profile: want one of calls, PTT_TIME`}},
 		{"flame to stdout", []string{"flame", logRT}, 0,
-			[]string{"<!DOCTYPE html>", "<title>log-rt.1_4242 (pid 4242)</title>", `"J:hellop.myC()V"`}, nil},
+			[]string{"<!DOCTYPE html>", "<title>log-rt.1_4242 (pid 4242)</title>", `"hellop.myC()"`}, nil},
+		{"flame jvm names", []string{"flame", "-names", "jvm", logRT}, 0, []string{`"J:hellop.myC()V"`}, nil},
+		{"flame bad names", []string{"flame", "-names", "java,short", logRT}, 2, nil, []string{`flame: invalid value "java,short" for flag -names`}},
 		{"flame bad value", []string{"flame", "-value", "frob", logRT}, 2, nil, []string{`flame -value: no value "frob"`}},
 		{"flame two files", []string{"flame", logRT, logGen}, 2, nil, []string{"flame needs one file"}},
 	} {
@@ -144,6 +159,49 @@ func TestPprofCommand(t *testing.T) {
 	assert.Contains(t, stderr, "want a percentage")
 }
 
+// TestPprofStdout: without -o, jprof pprof writes the profile to
+// standard output, as every command does.
+func TestPprofStdout(t *testing.T) {
+	code, stdout, stderr := jprof("pprof", logRT)
+	require.Equal(t, 0, code, stderr)
+	assert.Empty(t, stderr)
+	pp, err := profile.Parse(strings.NewReader(stdout))
+	require.NoError(t, err)
+	require.NoError(t, pp.CheckValid())
+	assert.Equal(t, "ptt_time", pp.SampleType[0].Type)
+	// The same profile as with -o.
+	out := filepath.Join(t.TempDir(), "prof.pb.gz")
+	code, _, stderr = jprof("pprof", "-o", out, logRT)
+	require.Equal(t, 0, code, stderr)
+	file, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, file, []byte(stdout))
+}
+
+// TestPprofCommandNames: function names in each form, the log-rt name
+// always the system name.
+func TestPprofCommandNames(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		name string // the function of J:hellop.main([Ljava/lang/String;)V
+	}{
+		{nil, "hellop.main(String[])"},
+		{[]string{"-names", "java"}, "hellop.main(String[])"},
+		{[]string{"-names", "short"}, "hellop.main"},
+		{[]string{"-names", "jvm"}, "hellop.main([Ljava/lang/String;)V"},
+	} {
+		code, stdout, stderr := jprof(append([]string{"pprof", logRT}, tc.args...)...)
+		require.Equal(t, 0, code, stderr)
+		pp, err := profile.Parse(strings.NewReader(stdout))
+		require.NoError(t, err)
+		sys := map[string]string{}
+		for _, f := range pp.Function {
+			sys[f.SystemName] = f.Name
+		}
+		assert.Equal(t, tc.name, sys["J:hellop.main([Ljava/lang/String;)V"], "%v", tc.args)
+	}
+}
+
 func TestLogRTCommand(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "log-rt.0_4242")
 	code, _, stderr := jprof("logrt", logGen, "-o", out)
@@ -175,7 +233,8 @@ func TestLogRTCommand(t *testing.T) {
 
 // TestPprofNamesReal converts the log-rt of a real hellop run and reads it
 // with `go tool pprof -top` and -traces at their defaults: every method
-// of the hellop class, and the JDK's charAt([BI)C, comes out whole.
+// of the hellop class, and the JDK's charAt([BI)C, comes out whole, in
+// Java's form.
 func TestPprofNamesReal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a JVM and go tool pprof")
@@ -195,15 +254,14 @@ func TestPprofNamesReal(t *testing.T) {
 	for _, th := range jvmtest.ParseLogRT(t, logRT).Threads {
 		th.Walk(func(n *reports.Node, _ int) {
 			if strings.Contains(n.Name, ":hellop.") || strings.HasSuffix(n.Name, ".charAt([BI)C") {
-				// i:java/lang/StringLatin1.charAt([BI)C is java.lang.StringLatin1.charAt([BI)C
-				_, m, _ := strings.Cut(n.Name, ":")
-				cls, sig, _ := strings.Cut(m, "(")
-				want[strings.ReplaceAll(cls, "/", ".")+"("+sig] = true
+				// i:java/lang/StringLatin1.charAt([BI)C is java.lang.StringLatin1.charAt(byte[], int)
+				want[reports.FormatName(n.Name, reports.JavaNames)] = true
 			}
 		})
 	}
-	require.Contains(t, want, "hellop.myC()J")
-	require.Contains(t, want, "hellop.main([Ljava/lang/String;)V")
+	require.Contains(t, want, "hellop.myC()")
+	require.Contains(t, want, "hellop.main(String[])")
+	require.Contains(t, want, "java.lang.StringLatin1.charAt(byte[], int)")
 	for name := range want {
 		assert.Contains(t, string(top), "  "+name+"\n", "-top")
 		assert.Contains(t, string(traces), " "+name+"\n", "-traces")
