@@ -54,14 +54,14 @@ int jp_pcct_init(jp_thread *t, jp_pcct *p, uint32_t max_nodes, uint32_t depth, u
 	 * capacity is the one asked for. */
 	p->max_nodes = max_nodes;
 	uint32_t cap = jp_pow2_at_least((uint64_t)max_nodes * 2);
-	p->slots = calloc(cap, sizeof(jp_slot));
+	p->mask = cap - 1; /* before any allocation: jp_pcct_free sizes slots by it */
+	p->slots = jp_zalloc((size_t)cap * sizeof(jp_slot));
 	p->prev_h = calloc(depth, sizeof(uint32_t));
 	p->prev_node = calloc(depth, sizeof(uint32_t));
 	if (p->slots == NULL || p->prev_h == NULL || p->prev_node == NULL) {
 		jp_pcct_free(p);
 		return -1;
 	}
-	p->mask = cap - 1;
 	p->depth = depth;
 	uint32_t n = jp_arena_push_ready(&t->nodes);
 	if (n == UINT32_MAX) {
@@ -75,7 +75,7 @@ int jp_pcct_init(jp_thread *t, jp_pcct *p, uint32_t max_nodes, uint32_t depth, u
 
 void jp_pcct_free(jp_pcct *p)
 {
-	free(p->slots);
+	jp_zfree(p->slots, ((size_t)p->mask + 1) * sizeof(jp_slot));
 	free(p->prev_h);
 	free(p->prev_node);
 	p->slots = NULL;

@@ -7,7 +7,39 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include "engine.h"
+
+/* Zeroed storage of n bytes. Large blocks are mapped, not calloc'd: a
+ * thread's arenas and sampled-tree map are reserved whole at its start
+ * (up to megabytes) and mostly never touched, and glibc serves a large
+ * calloc from its heap, zeroing all of it, once a freed mapping has
+ * raised its mmap threshold. Threads come and go by the thousands. */
+#define JP_ZALLOC_MAP (64u << 10)
+
+static inline void *jp_zalloc(size_t n)
+{
+	if (n < JP_ZALLOC_MAP)
+		return calloc(1, n);
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static inline void jp_zfree(void *p, size_t n)
+{
+	if (p == NULL)
+		return;
+	if (n < JP_ZALLOC_MAP)
+		free(p);
+	else
+		munmap(p, n);
+}
+
+/* jp_arena_chunk_bytes is the size of chunk k. */
+static inline size_t jp_arena_chunk_bytes(const jp_arena *a, int k)
+{
+	return ((size_t)1 << (k + JP_CHUNK0_SHIFT)) * a->stride;
+}
 
 static inline uint64_t jp_mix(uint64_t x)
 {
@@ -33,7 +65,7 @@ static inline uint32_t jp_arena_push(jp_arena *a)
 	if (k >= JP_NCHUNKS)
 		return UINT32_MAX;
 	if (a->chunks[k] == NULL) {
-		char *c = calloc((size_t)1 << (k + JP_CHUNK0_SHIFT), a->stride);
+		char *c = jp_zalloc(jp_arena_chunk_bytes(a, k));
 		if (c == NULL)
 			return UINT32_MAX;
 		a->chunks[k] = c;
@@ -53,7 +85,7 @@ static inline int jp_arena_reserve(jp_arena *a, uint32_t n)
 		if (first >= n)
 			break;
 		if (a->chunks[k] == NULL) {
-			char *c = calloc((size_t)1 << (k + JP_CHUNK0_SHIFT), a->stride);
+			char *c = jp_zalloc(jp_arena_chunk_bytes(a, k));
 			if (c == NULL)
 				return -1;
 			__atomic_store_n(&a->chunks[k], c, __ATOMIC_RELEASE);
@@ -81,7 +113,7 @@ static inline void jp_arena_publish(jp_arena *a, uint32_t i)
 static inline void jp_arena_free(jp_arena *a)
 {
 	for (int k = 0; k < JP_NCHUNKS; k++) {
-		free(a->chunks[k]);
+		jp_zfree(a->chunks[k], jp_arena_chunk_bytes(a, k));
 		a->chunks[k] = NULL;
 	}
 }
