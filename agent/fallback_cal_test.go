@@ -23,10 +23,10 @@ func leafPerCall(t *testing.T, p *reports.Profile, thread string) (cal, raw floa
 // Threads the bpf work area has no slot for (here: PTTSLOTS=1, taken by
 // main) read their own perf event, a read of tens of ns like a bpf one,
 // and are calibrated with minima of their own: the header names them and
-// how they were read, and their roots carry no mark. Where perf is
+// how they were read, and their roots carry reports.FallbackMark. Where perf is
 // refused too (the test-only shim fails perf_event_open), they read the
-// clock, a syscall per read: the header says so, their roots carry
-// reports.ClockMark in every report, and calibration with their own
+// clock, a syscall per read: the header says so, their roots carry the
+// clock's mark in every report, and calibration with their own
 // minima removes the clock's cost, several times what main's leaf had
 // removed.
 func TestFallbackThreads(t *testing.T) {
@@ -42,11 +42,12 @@ func TestFallbackThreads(t *testing.T) {
 	}
 	t.Run("perf", func(t *testing.T) {
 		p, notes := run(t, nil)
-		require.Regexp(t, `PTT: \d+ threads read perf instead of the bpf backend \(.*calibrated with minima of their own\): .*_fallback-0`, notes)
+		require.Regexp(t, `PTT: \d+ threads read perf instead of the bpf backend \(.*calibrated with minima of their own\): .*_fallback-0 \[PTT perf\]`, notes)
 		require.NotContains(t, notes, "_main, ", "main holds the one slot")
 		assert.NotContains(t, notes, "read clock")
 		for _, w := range []string{"fallback-0", "fallback-1"} {
-			cal, raw := leafPerCall(t, p, w)
+			require.Nil(t, p.Thread(w), "the root is marked")
+			cal, raw := leafPerCall(t, p, w+reports.FallbackMark("perf"))
 			assert.Greater(t, raw, cal, "%s: calibrated", w)
 		}
 	})
@@ -57,7 +58,7 @@ func TestFallbackThreads(t *testing.T) {
 		mainCal, mainRaw := leafPerCall(t, p, "main")
 		for _, w := range []string{"fallback-0", "fallback-1"} {
 			require.Nil(t, p.Thread(w), "the root is marked")
-			cal, raw := leafPerCall(t, p, w+reports.ClockMark)
+			cal, raw := leafPerCall(t, p, w+reports.FallbackMark("clock"))
 			t.Logf("leaf per call: main %.0f ns calibrated (%.0f raw, bpf); %s %.0f ns calibrated (%.0f raw, clock)", mainCal, mainRaw, w, cal, raw)
 			// What calibration removed per call: the keys' minima less
 			// the environment. With main's (bpf) minima it would be

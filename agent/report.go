@@ -112,12 +112,12 @@ func fallbackNotes(ts []engine.Thread, backend string, calibrated bool) []string
 }
 
 // rootName is a thread's root node name; a thread whose PTT reads fell
-// back to the clock carries reports.ClockMark there, so that its numbers
-// are marked wherever its tree shows.
+// back to another backend carries reports.FallbackMark there, so that its
+// numbers are marked wherever its tree shows.
 func rootName(t engine.Thread) string {
 	name := t.Name()
-	if t.FallbackBackend() == "clock" {
-		name += reports.ClockMark
+	if b := t.FallbackBackend(); b != "" {
+		name += reports.FallbackMark(b)
 	}
 	return reports.RootName(t.TID(), name)
 }

@@ -567,10 +567,12 @@ func parseRow(line []byte, vals []uint64) (level int, name string, err error) {
 	return int(lv), name, err
 }
 
-// ClockMark ends the root name of a thread whose PTT reads fell back to
-// the clock while the process's backend is a faster one: its calibrated
-// values are less comparable with the other threads'.
-const ClockMark = " [PTT clock]"
+// FallbackMark ends the root name of a thread whose PTT reads did not use
+// the process's backend (backend is what they used: "perf" when the eBPF
+// work area had no slot for it, "clock" when perf was refused too): its
+// calibrated values are less comparable with the other threads', and the
+// mark goes wherever its tree shows.
+func FallbackMark(backend string) string { return " [PTT " + backend + "]" }
 
 // RootName is the name of a thread's root in log-rt and log-gen: the
 // thread id in hex, then the thread's name, as JProf wrote it
