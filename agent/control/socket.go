@@ -157,8 +157,11 @@ func AgentsOfPID(base string, pid int) []Agent {
 	var found []Agent
 	seen := map[string]bool{}
 	look := func(base string, pid int) {
-		paths, _ := filepath.Glob(filepath.Join(base, socketDirPrefix+"*", strconv.Itoa(pid)+socketSuffix))
-		for _, p := range paths {
+		// Not a glob of the file: the directories of other users may be
+		// searched (to be told no) but not read.
+		dirs, _ := filepath.Glob(filepath.Join(base, socketDirPrefix+"*"))
+		for _, d := range dirs {
+			p := filepath.Join(d, strconv.Itoa(pid)+socketSuffix)
 			if owner, ok := fileOwner(p); ok && !seen[p] {
 				seen[p] = true
 				found = append(found, Agent{PID: pid, UID: owner, Path: p})

@@ -55,6 +55,10 @@ func (d *driver) findMine(ctx context.Context) ([]found, error) {
 // dialPID connects to the JVM of pid through its control socket.
 func (d *driver) dialPID(ctx context.Context, pid int) (*control.Client, error) {
 	agents := control.AgentsOfPID(d.env.socketBase, pid)
+	if owner, ok := procOwner(pid); len(agents) == 0 && ok && owner != d.env.uid && d.env.uid != 0 {
+		// Its socket, if any, is in a directory only its owner may enter.
+		return nil, fmt.Errorf("rtdriver: pid %d runs as uid %d: only the JVM's owner or root may control it", pid, owner)
+	}
 	if len(agents) == 0 {
 		return nil, fmt.Errorf("rtdriver: pid %d has no libjprof control socket (%s): is it a JVM with the agent, started without NORTDRIVER? rtdriver -l lists yours",
 			pid, control.SocketPath(d.env.socketBase, d.env.uid, pid))
@@ -78,6 +82,19 @@ func (d *driver) dialPID(ctx context.Context, pid int) (*control.Client, error) 
 	return nil, fmt.Errorf("rtdriver: pid %d: %s", pid, strings.Join(errs, "; "))
 }
 
+// procOwner is the user the process pid runs as, as /proc shows it.
+func procOwner(pid int) (int, bool) {
+	fi, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid)))
+	if err != nil {
+		return 0, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return int(st.Uid), true
+}
+
 // listJVMs prints one line per JVM: pid, user, what runs, socket.
 func listJVMs(w io.Writer, jvms []found) {
 	for _, j := range jvms {
@@ -90,15 +107,10 @@ func listJVMs(w io.Writer, jvms []found) {
 // show that process (say, a JVM in another PID namespace) or shows
 // another user's process under that PID.
 func mainOf(pid, uid int) string {
-	dir := filepath.Join("/proc", strconv.Itoa(pid))
-	fi, err := os.Stat(dir)
-	if err != nil {
+	if owner, ok := procOwner(pid); !ok || owner != uid {
 		return "-"
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != uid {
-		return "-"
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "cmdline"))
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
 	if err != nil {
 		return "-"
 	}

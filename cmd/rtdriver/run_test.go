@@ -336,9 +336,9 @@ func TestFindJVM(t *testing.T) {
 	assert.Equal(t, "OK status: collecting=yes\n", r.stdout)
 	assert.Equal(t, []string{"status"}, a2.Calls())
 
-	r = runWith(t, e, "-pid", "203", "-c", "status")
+	r = runWith(t, e, "-pid", "4194305", "-c", "status") // above any pid_max
 	assert.Equal(t, 2, r.status)
-	assert.Contains(t, r.stderr, "pid 203 has no libjprof control socket")
+	assert.Contains(t, r.stderr, "pid 4194305 has no libjprof control socket")
 
 	// A JVM killed outright leaves its socket: found, refused, removed.
 	stale := control.SocketPath(base, uid, 204)
