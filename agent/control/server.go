@@ -127,14 +127,20 @@ func Listen(cfg Config) (*Server, error) {
 		acceptDone: make(chan struct{}),
 		conns:      make(map[net.Conn]*connEntry),
 	}
+	var addrs []string
+	beyond := false
 	for _, ln := range lns {
-		fields := []zap.Field{zap.String("net", ln.Addr().Network()), zap.Stringer("addr", ln.Addr()),
-			zap.Bool("token", cfg.Token != ""), zap.Int("owner_uid", cfg.Owner)}
+		addrs = append(addrs, ln.Addr().Network()+":"+ln.Addr().String())
 		if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
-			s.log.Warn("rtdriver listening beyond loopback", fields...)
-		} else {
-			s.log.Info("rtdriver listening", fields...)
+			beyond = true
 		}
+	}
+	fields := []zap.Field{zap.Strings("addrs", addrs), zap.Bool("token", cfg.Token != ""),
+		zap.Int("owner_uid", cfg.Owner)}
+	if beyond {
+		s.log.Warn("rtdriver listening beyond loopback", fields...)
+	} else {
+		s.log.Info("rtdriver listening", fields...)
 	}
 	return s, nil
 }
