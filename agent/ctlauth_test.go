@@ -96,13 +96,18 @@ func TestRTDriverOtherUserRefused(t *testing.T) {
 	assert.NotContains(t, r.stdout, "pid "+spid)
 	assert.NotContains(t, r.stdout, "OK status")
 
-	// The agent checks the peer itself, whatever the file modes say.
-	dir := filepath.Dir(sock.addr)
-	require.NoError(t, os.Chmod(dir, 0o711))
-	require.NoError(t, os.Chmod(sock.addr, 0o666))
-	r = rtdriverAs(t, nobodyUID, "-pid", spid, "-c", "start,flush")
-	require.NoError(t, os.Chmod(sock.addr, 0o600))
-	require.NoError(t, os.Chmod(dir, 0o700))
+	// The agent checks the peer itself, whatever the file modes say: a
+	// hard link to the socket in a directory anyone may enter, and the
+	// socket's mode opened (the original stays in its private directory).
+	open, err := os.MkdirTemp("", "jprof-open-")
+	require.NoError(t, err)
+	defer os.RemoveAll(open)
+	require.NoError(t, os.Chmod(open, 0o755))
+	link := filepath.Join(open, "agent.sock")
+	require.NoError(t, os.Link(sock.addr, link))
+	require.NoError(t, os.Chmod(link, 0o666))
+	r = rtdriverAs(t, nobodyUID, "-s", link, "-c", "start,flush")
+	require.NoError(t, os.Chmod(link, 0o600))
 	assert.Equal(t, 1, r.code)
 	assert.Equal(t, "ERR auth: uid 65534 may not control a JVM of uid 0 (only its owner or root may)\n", r.stdout)
 
@@ -130,7 +135,7 @@ func TestRTDriverOtherUserRefused(t *testing.T) {
 	require.Equal(t, 0, res.ExitCode, res.Stderr)
 	assert.Equal(t, uint64(30), workCalls(t, res.LogRT(t, 1)))
 	assert.Equal(t, uint64(30), workCalls(t, res.LogRT(t, 2)))
-	_, err := os.Stat(res.File("rt.3"))
+	_, err = os.Stat(res.File("rt.3"))
 	assert.True(t, os.IsNotExist(err), "nothing collected after the end")
 	msg := res.ReadFile(t, "msg")
 	assert.Contains(t, msg, "rtdriver connection refused")

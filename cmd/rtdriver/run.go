@@ -58,6 +58,8 @@ type options struct {
 	// port, or the range firstPort..lastPort, is the TCP to use; 0: none.
 	port, firstPort, lastPort int
 	pid                       int
+	// socket: -s, the path of an agent's socket.
+	socket string
 	all                       bool
 	// list: -l, list the JVMs the caller may control.
 	list    bool
@@ -69,7 +71,7 @@ type options struct {
 	help bool
 }
 
-const usageText = `usage: rtdriver [-c cmd[,cmd...] [sec]] [-pid pid | -p port [-a host] | -b [-p lo-hi]] [-t token] [-timeout d]
+const usageText = `usage: rtdriver [-c cmd[,cmd...] [sec]] [-pid pid | -s socket | -p port [-a host] | -b [-p lo-hi]] [-t token] [-timeout d]
        rtdriver -l
        rtdriver help | -h | --help
        rtdriver version | --version
@@ -119,6 +121,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.cmd, "c", "", "send this command `line` once instead of reading stdin")
 	fs.IntVar(&o.pid, "pid", 0, "the `pid` of the JVM to control, through its UNIX socket")
+	fs.StringVar(&o.socket, "s", "", "the agent's UNIX socket at `path`, when it is not where rtdriver looks (a container's /tmp mounted elsewhere, say)")
 	fs.StringVar(&o.portSpec, "p", "", "TCP `port` of an agent started with PORT=; with -b a range lo-hi (8888-8895) to try as well")
 	fs.BoolVar(&o.all, "b", false, "send to every JVM of yours that answers (every user's for root)")
 	fs.BoolVar(&o.list, "l", false, "list the JVMs you may control: pid, uid, main class, socket")
@@ -166,10 +169,12 @@ func parseArgs(args []string, e env) (options, error) {
 		return o, fmt.Errorf("unexpected argument %q (a delay in seconds may follow -c cmd)", pos[len(pos)-1])
 	case o.pid != 0 && (o.all || o.portSpec != ""):
 		return o, errors.New("-pid names one JVM: it excludes -p and -b")
+	case o.socket != "" && (o.pid != 0 || o.all || o.portSpec != ""):
+		return o, errors.New("-s names one JVM: it excludes -pid, -p and -b")
 	case o.pid < 0:
 		return o, fmt.Errorf("-pid %d: not a pid", o.pid)
-	case o.list && (o.cmd != "" || o.pid != 0 || o.all || o.portSpec != ""):
-		return o, errors.New("-l lists the JVMs you may control: it takes no -c, -pid, -p or -b")
+	case o.list && (o.cmd != "" || o.pid != 0 || o.all || o.portSpec != "" || o.socket != ""):
+		return o, errors.New("-l lists the JVMs you may control: it takes no -c, -pid, -s, -p or -b")
 	case o.timeout < 0:
 		return o, fmt.Errorf("-timeout %v: negative", o.timeout)
 	case strings.ContainsAny(o.cmd, "\r\n"):
@@ -312,6 +317,16 @@ func (d *driver) connect(ctx context.Context) bool {
 			return false
 		}
 		d.add(c, fmt.Sprintf("pid %d", d.opts.pid))
+		return true
+	case d.opts.socket != "":
+		dctx, cancel := context.WithTimeout(ctx, dialTimeout)
+		c, err := control.DialSocket(dctx, d.opts.socket, d.opts.token)
+		cancel()
+		if err != nil {
+			fmt.Fprintln(d.env.stderr, err)
+			return false
+		}
+		d.add(c, d.opts.socket)
 		return true
 	case d.opts.port != 0:
 		return d.dialPorts(ctx, []int{d.opts.port})

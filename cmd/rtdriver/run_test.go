@@ -177,6 +177,7 @@ func TestUsage(t *testing.T) {
 		{"-pid and -b", []string{"-pid", "8888", "-b", "-c", "ping"}, 2, "excludes -p and -b"},
 		{"-pid and -p", []string{"-pid", "8888", "-p", "8888", "-c", "ping"}, 2, "excludes -p and -b"},
 		{"-l and -c", []string{"-l", "-c", "ping"}, 2, "takes no -c"},
+		{"-s and -pid", []string{"-s", "/x", "-pid", "1", "-c", "ping"}, 2, "excludes -pid"},
 		{"bad port", []string{"-p", "70000", "-c", "ping"}, 2, "not a port"},
 		{"range without -b", []string{"-p", "8888-8895", "-c", "ping"}, 2, "a range of ports is for -b"},
 		{"bad range", []string{"-b", "-p", "8895-8888", "-c", "ping"}, 2, "want lo-hi"},
@@ -335,6 +336,10 @@ func TestFindJVM(t *testing.T) {
 	assert.Equal(t, 0, r.status, r.stderr)
 	assert.Equal(t, "OK status: collecting=yes\n", r.stdout)
 	assert.Equal(t, []string{"status"}, a2.Calls())
+
+	r = runWith(t, e, "-s", control.SocketPath(base, uid, 201), "-c", "ping")
+	assert.Equal(t, 0, r.status, r.stderr)
+	assert.Equal(t, "OK ping: pong\n", r.stdout)
 
 	r = runWith(t, e, "-pid", "4194305", "-c", "status") // above any pid_max
 	assert.Equal(t, 2, r.status)
