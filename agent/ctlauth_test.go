@@ -236,3 +236,41 @@ func TestRTDriverTwoJVMsOfOneUser(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(logs2, "log-rt.*"))
 	assert.Empty(t, files, "the second JVM never collected")
 }
+
+// A JVM in a PID namespace of its own (a container's) names its socket by
+// the PID it sees there; rtdriver -pid with its PID as the host sees it
+// finds the socket through /proc/<pid>/root and the NSpid line.
+func TestRTDriverJVMInPIDNamespace(t *testing.T) {
+	needSetpriv(t)
+	if err := exec.Command("unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "true").Run(); err != nil {
+		t.Skipf("cannot make a PID namespace here (unshare: %v)", err)
+	}
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "Driven", Options: "CALLTREE",
+		Prefix: []string{"unshare", "--pid", "--fork", "--mount-proc", "--kill-child"}})
+	p.Expect("ready")
+	// unshare forks the JVM: the JVM is its only child.
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", p.Result().PID, p.Result().PID))
+	require.NoError(t, err)
+	hostPID := strings.TrimSpace(string(b))
+	require.NotEmpty(t, hostPID)
+	require.NotContains(t, hostPID, " ")
+
+	r := rtdriverAs(t, -1, "-pid", hostPID, "-c", "start,status")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "OK status: state=collecting")
+	assert.NotContains(t, r.stdout, " pid="+hostPID+" ", "the JVM sees another PID")
+	p.Send("call 15")
+	p.Expect("done 15")
+	r = rtdriverAs(t, -1, "-pid", hostPID, "-c", "end")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = rtdriverAs(t, nobodyUID, "-pid", hostPID, "-c", "start")
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, "runs as uid 0: only the JVM's owner or root may control it")
+	p.Send("quit")
+	res := p.Wait()
+	require.Equal(t, 0, res.ExitCode, res.Stderr)
+	files, err := filepath.Glob(filepath.Join(res.Dir, "log-rt.1_*"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	assert.Equal(t, uint64(15), workCalls(t, jvmtest.ParseLogRT(t, files[0])))
+}

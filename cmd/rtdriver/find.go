@@ -104,8 +104,8 @@ func listJVMs(w io.Writer, jvms []found) {
 
 // mainOf names what the JVM of pid runs, from its command line: the main
 // class, the jar of -jar or the module of -m. "-" when /proc does not
-// show that process (say, a JVM in another PID namespace) or shows
-// another user's process under that PID.
+// show that process, or shows another user's or a program other than java
+// under that PID (a JVM in another PID namespace).
 func mainOf(pid, uid int) string {
 	if owner, ok := procOwner(pid); !ok || owner != uid {
 		return "-"
@@ -115,6 +115,10 @@ func mainOf(pid, uid int) string {
 		return "-"
 	}
 	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	if !strings.Contains(filepath.Base(args[0]), "java") {
+		// Not a JVM: the socket's PID is one of another PID namespace.
+		return "-"
+	}
 	for i := 1; i < len(args); i++ {
 		switch a := args[i]; {
 		case a == "-jar" || a == "-m" || a == "--module":
