@@ -274,3 +274,40 @@ func TestRTDriverJVMInPIDNamespace(t *testing.T) {
 	require.Len(t, files, 1)
 	assert.Equal(t, uint64(15), workCalls(t, jvmtest.ParseLogRT(t, files[0])))
 }
+
+// A socket directory the JVM's user does not own (another user made it
+// first) is not used: said on stderr, in log-msg and in the log-rt
+// header; with PORT= the TCP port is kept, else the JVM runs without a
+// control channel.
+func TestRTDriverSocketDirNotPrivate(t *testing.T) {
+	needSetpriv(t)
+	const uid = 4243
+	dir := filepath.Join("/tmp", fmt.Sprintf(".libjprof-%d", uid))
+	os.RemoveAll(dir)
+	require.NoError(t, os.Mkdir(dir, 0o755)) // root's, not uid's
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	logs, err := os.MkdirTemp("", "jprof-owner-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(logs) })
+	require.NoError(t, os.Chown(logs, uid, uid))
+
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "CALLTREE,START,LOGPATH=" + logs,
+		Prefix: setprivAs(uid), JVMArgs: []string{"-XX:-UsePerfData"}})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	why := fmt.Sprintf("rtdriver socket directory %s belongs to uid 0, not to this JVM's uid %d: remove it", dir, uid)
+	assert.Contains(t, r.Stderr, "libjprof: rtdriver socket not available: "+why)
+	assert.Contains(t, r.Stderr, " rtdriver=off ")
+	msg, err := os.ReadFile(filepath.Join(logs, fmt.Sprintf("log-msg_%d", r.PID)))
+	require.NoError(t, err)
+	assert.Contains(t, string(msg), why)
+	prof := jvmtest.ParseLogRT(t, filepath.Join(logs, fmt.Sprintf("log-rt.1_%d", r.PID)))
+	assert.Contains(t, strings.Join(prof.Notes, "\n"), "Warning: rtdriver socket not available: "+why)
+
+	port := freePort(t)
+	r = jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: fmt.Sprintf("CALLTREE,START,PORT=%d,LOGPATH=%s", port, logs),
+		Prefix: setprivAs(uid), JVMArgs: []string{"-XX:-UsePerfData"}})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.Contains(t, r.Stderr, why)
+	assert.Contains(t, r.Stderr, fmt.Sprintf("rtdriver listens on 127.0.0.1:%d only", port))
+	assert.Contains(t, r.Stderr, fmt.Sprintf(" rtdriver=127.0.0.1:%d ", port))
+}

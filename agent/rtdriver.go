@@ -48,12 +48,14 @@ func (a *agent) startServer() {
 		}
 		if err == nil {
 			fmt.Fprintf(os.Stderr, "libjprof: warning: %s; rtdriver listens on %s only\n", msg, srv.Addr())
+			a.addNote(fmt.Sprintf("Warning: %s; rtdriver listened on %s only", msg, srv.Addr()))
 		}
 	}
 	if err != nil {
 		msg := fmt.Sprintf("rtdriver socket not available: %v", err)
 		fmt.Fprintf(os.Stderr, "libjprof: %s\n", msg)
 		a.log.Warn(msg)
+		a.addNote("Warning: " + msg)
 		return
 	}
 	// control.Listen has logged "rtdriver listening" with the addresses.
@@ -63,6 +65,13 @@ func (a *agent) startServer() {
 			a.log.Error("rtdriver server stopped", zap.Error(err))
 		}
 	}()
+}
+
+// addNote adds a header note for every later report.
+func (a *agent) addNote(note string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.notes = append(a.notes, note)
 }
 
 // serverAddrs is what the state line says of the control channels: the
