@@ -60,7 +60,7 @@ type options struct {
 	pid                       int
 	// socket: -s, the path of an agent's socket.
 	socket string
-	all                       bool
+	all    bool
 	// list: -l, list the JVMs the caller may control.
 	list    bool
 	token   string
@@ -175,6 +175,8 @@ func parseArgs(args []string, e env) (options, error) {
 		return o, fmt.Errorf("-pid %d: not a pid", o.pid)
 	case o.list && (o.cmd != "" || o.pid != 0 || o.all || o.portSpec != "" || o.socket != ""):
 		return o, errors.New("-l lists the JVMs you may control: it takes no -c, -pid, -s, -p or -b")
+	case o.host != control.DefaultHost && o.portSpec == "":
+		return o, fmt.Errorf("-a %s: the host of a TCP port, which -p gives", o.host)
 	case o.timeout < 0:
 		return o, fmt.Errorf("-timeout %v: negative", o.timeout)
 	case strings.ContainsAny(o.cmd, "\r\n"):

@@ -178,6 +178,7 @@ func TestUsage(t *testing.T) {
 		{"-pid and -p", []string{"-pid", "8888", "-p", "8888", "-c", "ping"}, 2, "excludes -p and -b"},
 		{"-l and -c", []string{"-l", "-c", "ping"}, 2, "takes no -c"},
 		{"-s and -pid", []string{"-s", "/x", "-pid", "1", "-c", "ping"}, 2, "excludes -pid"},
+		{"-a without -p", []string{"-a", "10.0.0.1", "-c", "ping"}, 2, "which -p gives"},
 		{"bad port", []string{"-p", "70000", "-c", "ping"}, 2, "not a port"},
 		{"range without -b", []string{"-p", "8888-8895", "-c", "ping"}, 2, "a range of ports is for -b"},
 		{"bad range", []string{"-b", "-p", "8895-8888", "-c", "ping"}, 2, "want lo-hi"},
