@@ -91,7 +91,8 @@ and uses the one it finds; with several it lists them and asks for -pid.
 root may control it, on every channel.
 
 Exit status: 0 every reply OK, 1 the agent answered ERR, 2 the agent is
-unreachable, the connection failed, or the usage is wrong.
+unreachable, the connection failed, several JVMs could be meant, or the
+usage is wrong.
 
 Flags take one dash or two (-p and --p are the same); a value follows its
 flag or an '=' (-p 8889, -p=8889).
