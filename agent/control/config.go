@@ -11,8 +11,10 @@ import (
 	"go.uber.org/zap"
 )
 
-// The ports JProf's rtdriver uses: the agent takes the first free one, so
-// that several JVMs on one machine can each be driven.
+// The ports JProf's rtdriver used: a server told to listen on TCP without
+// a port takes the first free one, so that several JVMs on one machine
+// can each be driven. The agent listens on TCP only on the port PORT=
+// names; its own channel is the UNIX socket.
 const (
 	DefaultFirstPort = 8888
 	DefaultLastPort  = 8895
