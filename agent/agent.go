@@ -281,10 +281,7 @@ func (a *agent) sayState() {
 	case a.server == nil:
 		start = "never(no-rtdriver-socket)"
 	}
-	addr := "off"
-	if a.server != nil {
-		addr = a.server.Addr().String()
-	}
+	addr := a.serverAddrs()
 	line := fmt.Sprintf("mode=%s metrics=%s ptt=%s source=%s start=%s rtdriver=%s logpath=%s",
 		a.opts.modeName(), a.metricNames(), a.ptt.Backend, a.source.Name(), start, addr, a.opts.LogPath)
 	a.mu.Lock() // rtdriver roots= may change them already
@@ -327,8 +324,8 @@ func (a *agent) sayNothingCollected() {
 	case a.outErr != nil:
 		return // said at load
 	case !a.started && a.server != nil:
-		msg = fmt.Sprintf("nothing collected: no START in the options and no rtdriver start came; add START, or run `rtdriver -p %d start` while the program runs",
-			a.serverPort())
+		msg = fmt.Sprintf("nothing collected: no START in the options and no rtdriver start came; add START, or run `%s` while the program runs",
+			a.rtdriverHint("start"))
 	case !a.started:
 		msg = "nothing collected: no START in the options and no rtdriver socket to start it; add START"
 	case !a.resetAt.IsZero():

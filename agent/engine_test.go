@@ -77,7 +77,7 @@ func TestThreadChurnNotCollecting(t *testing.T) {
 	p := jvmtest.Launch(t, jvmtest.Run{Class: "ThreadChurn", Args: []string{strconv.Itoa(n), "4", "pause"},
 		Options: fmt.Sprintf("CALLTREE,PORT=%d", port)})
 	p.Expect(fmt.Sprintf("ThreadChurn: %d threads", n))
-	assert.Regexp(t, `threads=0 `, rt(t, port, "status")[0].String(), "not collecting: no per-thread records")
+	assert.Regexp(t, `threads=0 `, rt(t, tcpCtl(port), "status")[0].String(), "not collecting: no per-thread records")
 	p.Send("")
 	p.Expect("ThreadChurn: done")
 	r := p.Wait()
@@ -92,7 +92,7 @@ func TestThreadChurnCollected(t *testing.T) {
 	p := jvmtest.Launch(t, jvmtest.Run{Class: "ThreadChurn", Args: []string{strconv.Itoa(n), "4", "pause"},
 		Options: fmt.Sprintf("CALLTREE,START,PORT=%d", port)})
 	p.Expect(fmt.Sprintf("ThreadChurn: %d threads", n))
-	replies := rt(t, port, "end")
+	replies := rt(t, tcpCtl(port), "end")
 	requireOK(t, replies)
 	path := strings.TrimSpace(strings.TrimPrefix(replies[0].String(), "OK end:"))
 	prof := jvmtest.ParseLogRT(t, path)
@@ -116,7 +116,7 @@ func TestThreadChurnCollected(t *testing.T) {
 		require.Equal(t, uint64(3), leaf, th.Name)
 	}
 	assert.Equal(t, n, got, "every churn thread has its tree")
-	st := rt(t, port, "status")[0].String()
+	st := rt(t, tcpCtl(port), "status")[0].String()
 	m := regexp.MustCompile(`threads=(\d+) `).FindStringSubmatch(st)
 	require.NotNil(t, m, st)
 	left, _ := strconv.Atoi(m[1])

@@ -248,6 +248,7 @@ func TestBadOptionStopsJVM(t *testing.T) {
 		{"METRICS=PTT_FOO", "", `invalid option "METRICS=PTT_FOO"`},
 		{"CALLTREE", "PORT=http", `invalid option "PORT=http" (from JPROFOPTS)`},
 		{"METRICS=PTT_INSTS", "", "PTT_INSTS"},
+		{"CALLTREE,PORT=8890,HOST=0.0.0.0", "", `invalid option "HOST": 0.0.0.0 is not loopback: listening beyond this machine needs TOKEN=`},
 	} {
 		var env []string
 		if c.env != "" {

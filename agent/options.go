@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/libjprof/libjprof/agent/control"
 	"github.com/libjprof/libjprof/engine"
 	"github.com/libjprof/libjprof/jvmti"
 	"github.com/libjprof/libjprof/ptt"
@@ -57,8 +58,9 @@ type Options struct {
 	PTTSlots int
 	// PTTD is the socket of a jprof pttd to ask for the eBPF work area.
 	PTTD string
-	// RTDriver listens for rtdriver commands on Host:Port (Port 0: the
-	// first free of 8888-8895), requiring Token when it is set.
+	// RTDriver listens for rtdriver commands on the UNIX socket
+	// /tmp/.libjprof-<uid>/<pid>.sock and, when Port is set, on TCP at
+	// Host:Port too, requiring Token when it is set.
 	RTDriver bool
 	Host     string
 	Port     int
@@ -225,11 +227,11 @@ var optionSpecs = []optionSpec{
 	{name: "JITA2N", help: "write log-jita2n: JIT-compiled code addresses, sizes, inlining", set: boolOpt(func(o *Options) *bool { return &o.JitA2N })},
 	{name: "PERFMAP", help: "write /tmp/perf-<pid>.map so perf can name JIT-compiled Java frames", set: boolOpt(func(o *Options) *bool { return &o.PerfMap })},
 	{name: "THREADINFO", help: "write log-jtnm: thread ids, names, start and end times", set: boolOpt(func(o *Options) *bool { return &o.ThreadInfo })},
-	{name: "RTDRIVER", help: "listen for rtdriver commands (default on; NORTDRIVER: no socket)", set: boolOpt(func(o *Options) *bool { return &o.RTDriver })},
-	{name: "PORT", hasValue: true, help: "rtdriver TCP port (default: the first free of 8888-8895)", set: intOpt(func(o *Options) *int { return &o.Port }, 0, 1, 65535, "a TCP port number")},
-	{name: "HOST", hasValue: true, help: "address the rtdriver socket listens on (default 127.0.0.1: loopback only)",
+	{name: "RTDRIVER", help: "listen for rtdriver commands from the JVM's owner and root on the UNIX socket /tmp/.libjprof-<uid>/<pid>.sock (default on; NORTDRIVER: no control channel at all)", set: boolOpt(func(o *Options) *bool { return &o.RTDriver })},
+	{name: "PORT", hasValue: true, help: "also listen for rtdriver on this TCP port (default: no TCP); a peer on this machine is served only if it runs as the JVM's owner or root", set: intOpt(func(o *Options) *int { return &o.Port }, 0, 1, 65535, "a TCP port number")},
+	{name: "HOST", hasValue: true, help: "address the rtdriver TCP port listens on (needs PORT=; default 127.0.0.1: loopback only; any other address needs TOKEN=)",
 		set: stringOpt(func(o *Options) *string { return &o.Host }, "", "an address", nil)},
-	{name: "TOKEN", hasValue: true, help: "shared token every rtdriver command must carry (rtdriver -t)",
+	{name: "TOKEN", hasValue: true, help: "shared token every rtdriver command must carry, on every channel (rtdriver -t)",
 		set: stringOpt(func(o *Options) *string { return &o.Token }, "", "a token without blanks", func(v string) bool { return !strings.ContainsAny(v, " \t") })},
 }
 
@@ -433,6 +435,9 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 			}
 		}
 	}
+	if err := o.checkControl(); err != nil {
+		return nil, err
+	}
 	// Files are named in log-msg and rtdriver replies: make them absolute.
 	if abs, err := filepath.Abs(o.LogPath); err == nil {
 		o.LogPath = abs
@@ -609,4 +614,19 @@ func parseSize(v string) (int64, error) {
 		return 0, fmt.Errorf("needs a size such as 500m or 2g")
 	}
 	return n * mult, nil
+}
+
+// checkControl refuses rtdriver settings that would open the agent to
+// more than its owner: HOST= only says where the TCP port listens, and
+// beyond loopback nobody's user can be told, so a token must say who may.
+func (o *Options) checkControl() *OptionError {
+	switch {
+	case !o.RTDriver:
+		return nil
+	case o.Host != "" && o.Port == 0:
+		return &OptionError{Option: "HOST", Reason: "says where the rtdriver TCP port listens: needs PORT= (without PORT= rtdriver uses the JVM's UNIX socket only)"}
+	case o.Port != 0 && o.Token == "" && o.Host != "" && !control.IsLoopback(o.Host):
+		return &OptionError{Option: "HOST", Reason: fmt.Sprintf("%s is not loopback: listening beyond this machine needs TOKEN= (only a peer on this machine can be told by its user)", o.Host)}
+	}
+	return nil
 }

@@ -81,7 +81,7 @@ func TestRootsMethodEventsByRTDriver(t *testing.T) {
 // rootsLeafThenWork drives Driven with the given options: ROOTS=Driven.leaf,
 // start, 100 calls, flush and reset (log-rt 1), roots=Driven.work, 50
 // calls; the caller goes on from there.
-func rootsLeafThenWork(t *testing.T, opts string) (*jvmtest.Proc, int) {
+func rootsLeafThenWork(t *testing.T, opts string) (*jvmtest.Proc, ctl) {
 	t.Helper()
 	p, port := driven(t, opts+",ROOTS=Driven.leaf")
 	requireOK(t, rt(t, port, "start"))

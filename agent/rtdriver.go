@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -19,23 +20,45 @@ import (
 
 var errVMDead = errors.New("the VM is shutting down")
 
-// startServer listens for rtdriver commands. A port that cannot be had is
-// said in log-msg and on stderr, and the JVM runs on without one.
+// startServer listens for rtdriver commands: on the JVM's UNIX socket,
+// and on TCP when PORT= asks for it. A channel that cannot be had is said
+// in log-msg and on stderr, the other is kept, and the JVM runs on.
 func (a *agent) startServer() {
-	srv, err := control.Listen(control.Config{
+	cfg := control.Config{
 		Controller: a,
+		Socket:     control.SocketPath(control.SocketBase, os.Geteuid(), a.pid),
+		NoTCP:      a.opts.Port == 0,
 		Host:       a.opts.Host,
 		Port:       a.opts.Port,
 		Token:      a.opts.Token,
 		Logger:     a.log,
-	})
+	}
+	srv, err := control.Listen(cfg)
+	if err != nil && !cfg.NoTCP {
+		// Keep the TCP port the user asked for when the socket fails, and
+		// the socket when the port does.
+		msg := fmt.Sprintf("rtdriver: %v; trying one channel alone", err)
+		a.log.Warn(msg)
+		only := cfg
+		only.Socket = ""
+		if srv, err = control.Listen(only); err != nil {
+			only = cfg
+			only.NoTCP = true
+			srv, err = control.Listen(only)
+		}
+		if err == nil {
+			fmt.Fprintf(os.Stderr, "libjprof: warning: %s; rtdriver listens on %s only\n", msg, srv.Addr())
+			a.addNote(fmt.Sprintf("Warning: %s; rtdriver listened on %s only", msg, srv.Addr()))
+		}
+	}
 	if err != nil {
 		msg := fmt.Sprintf("rtdriver socket not available: %v", err)
 		fmt.Fprintf(os.Stderr, "libjprof: %s\n", msg)
 		a.log.Warn(msg)
+		a.addNote("Warning: " + msg)
 		return
 	}
-	// control.Listen has logged "rtdriver listening" with the address.
+	// control.Listen has logged "rtdriver listening" with the addresses.
 	a.server = srv
 	go func() {
 		if err := srv.Serve(); err != nil {
@@ -44,15 +67,36 @@ func (a *agent) startServer() {
 	}()
 }
 
-// serverPort is the rtdriver socket's port, 0 without one.
-func (a *agent) serverPort() int {
+// addNote adds a header note for every later report.
+func (a *agent) addNote(note string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.notes = append(a.notes, note)
+}
+
+// serverAddrs is what the state line says of the control channels: the
+// UNIX socket and the TCP address, joined by "+"; "off" without a server.
+func (a *agent) serverAddrs() string {
 	if a.server == nil {
-		return 0
+		return "off"
 	}
-	if tcp, ok := a.server.Addr().(*net.TCPAddr); ok {
-		return tcp.Port
+	var parts []string
+	for _, addr := range a.server.Addrs() {
+		parts = append(parts, addr.String())
 	}
-	return 0
+	return strings.Join(parts, "+")
+}
+
+// rtdriverHint is the rtdriver command line that reaches this agent and
+// sends cmd, for messages that tell the user what to run.
+func (a *agent) rtdriverHint(cmd string) string {
+	if a.server != nil {
+		// The UNIX socket comes first when there is one.
+		if tcp, ok := a.server.Addr().(*net.TCPAddr); ok {
+			return fmt.Sprintf("rtdriver -p %d -c %s", tcp.Port, cmd)
+		}
+	}
+	return fmt.Sprintf("rtdriver -pid %d -c %s", a.pid, cmd)
 }
 
 // pendingStart is a start=N waiting to fire.

@@ -28,8 +28,20 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// ctl is where a test JVM's agent listens for rtdriver: its UNIX socket
+// or a TCP port (PORT=).
+type ctl struct{ network, addr string }
+
+func tcpCtl(port int) ctl { return ctl{"tcp", fmt.Sprintf("127.0.0.1:%d", port)} }
+
+// socketCtl is the UNIX socket of the agent in the JVM of pid, run by this
+// process's user.
+func socketCtl(pid int) ctl {
+	return ctl{"unix", control.SocketPath(control.SocketBase, os.Geteuid(), pid)}
+}
+
 // rt sends one command line and returns the reply lines.
-func rt(t *testing.T, port int, line string, token ...string) []control.Reply {
+func rt(t *testing.T, at ctl, line string, token ...string) []control.Reply {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -37,7 +49,7 @@ func rt(t *testing.T, port int, line string, token ...string) []control.Reply {
 	if len(token) > 0 {
 		tok = token[0]
 	}
-	c, err := control.Dial(ctx, fmt.Sprintf("127.0.0.1:%d", port), tok)
+	c, err := control.DialNet(ctx, at.network, at.addr, tok)
 	require.NoError(t, err)
 	defer c.Close()
 	replies, err := c.Do(ctx, line)
@@ -52,12 +64,12 @@ func requireOK(t *testing.T, replies []control.Reply) {
 	}
 }
 
-// driven starts the Driven workload with the agent not collecting yet.
-func driven(t *testing.T, opts string) (*jvmtest.Proc, int) {
-	port := freePort(t)
-	p := jvmtest.Launch(t, jvmtest.Run{Class: "Driven", Options: fmt.Sprintf("%s,PORT=%d", opts, port)})
+// driven starts the Driven workload with the agent not collecting yet,
+// driven through its UNIX socket.
+func driven(t *testing.T, opts string) (*jvmtest.Proc, ctl) {
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "Driven", Options: opts})
 	p.Expect("ready")
-	return p, port
+	return p, socketCtl(p.Result().PID)
 }
 
 func workCalls(t *testing.T, p *reports.Profile) uint64 {
@@ -166,7 +178,9 @@ func TestRTDriverToken(t *testing.T) {
 // a client that disconnects mid-command, and commands racing VM death.
 // The JVM must neither crash nor hang, and every file must be complete.
 func TestRTDriverAbuse(t *testing.T) {
-	p, port := driven(t, "CALLTREE,START")
+	port := freePort(t)
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "Driven", Options: fmt.Sprintf("CALLTREE,START,PORT=%d", port)})
+	p.Expect("ready")
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	send := func(payload []byte, wantReply bool) {
 		c, err := net.DialTimeout("tcp", addr, 5*time.Second)

@@ -114,15 +114,15 @@ func TestSampleRTDriver(t *testing.T) {
 	proc.Expect("ready")
 	proc.Send("run 200") // not sampling yet
 	proc.Expect("done 200")
-	st := rt(t, port, "status")
+	st := rt(t, tcpCtl(port), "status")
 	require.NotEmpty(t, st)
 	assert.Contains(t, st[0].String(), "state=stopped")
 	assert.Contains(t, st[0].String(), "source=asgct-sampling")
 
-	requireOK(t, rt(t, port, "start"))
+	requireOK(t, rt(t, tcpCtl(port), "start"))
 	proc.Send("run 600")
 	proc.Expect("done 600")
-	requireOK(t, rt(t, port, "flush"))
+	requireOK(t, rt(t, tcpCtl(port), "flush"))
 	res := proc.Result()
 	p1 := jvmtest.ParseLogRT(t, res.File("rt.1"))
 	checkSampled(t, p1)
@@ -131,24 +131,24 @@ func TestSampleRTDriver(t *testing.T) {
 	assert.NotZero(t, l1)
 
 	// end: stop, flush, reset. Work after it is not sampled.
-	requireOK(t, rt(t, port, "end"))
+	requireOK(t, rt(t, tcpCtl(port), "end"))
 	p2 := jvmtest.ParseLogRT(t, res.File("rt.2"))
 	o2, _, _ := hotSamples(mainThread(t, p2))
 	assert.GreaterOrEqual(t, o2, o1, "the end report holds at least what the flush held")
 	proc.Send("run 300")
 	proc.Expect("done 300")
 	// Nothing sampled while stopped: the flush has nothing to write.
-	fl := rt(t, port, "flush")
+	fl := rt(t, tcpCtl(port), "flush")
 	requireOK(t, fl)
 	assert.Contains(t, fl[0].String(), "nothing collected", "samples taken while stopped")
 	_, err := os.Stat(res.File("rt.3"))
 	assert.True(t, os.IsNotExist(err), "no log-rt for a flush with nothing collected")
 
 	// start again: the tree grows from where it was, less the reset.
-	requireOK(t, rt(t, port, "start"))
+	requireOK(t, rt(t, tcpCtl(port), "start"))
 	proc.Send("run 300")
 	proc.Expect("done 300")
-	requireOK(t, rt(t, port, "flush"))
+	requireOK(t, rt(t, tcpCtl(port), "flush"))
 	p4 := jvmtest.ParseLogRT(t, res.File("rt.3"))
 	checkSampled(t, p4)
 	o4, _, _ := hotSamples(mainThread(t, p4))

@@ -44,7 +44,7 @@ func TestStateLineAtStart(t *testing.T) {
 	}
 	require.NotEmpty(t, state, r.Stderr)
 	for _, want := range []string{"mode=RTARCF", "metrics=PTT_", "ptt=", "source=jvmti-method-events", "start=now",
-		"rtdriver=127.0.0.1:", "logpath=" + r.Dir} {
+		fmt.Sprintf("rtdriver=%s ", socketCtl(r.PID).addr), "logpath=" + r.Dir} {
 		assert.Contains(t, state, want)
 	}
 	assert.LessOrEqual(t, len(lines), 2, "only the state line and at most the PMU fallback: %q", lines)
@@ -64,7 +64,7 @@ func TestNothingCollectedIsSaid(t *testing.T) {
 	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "CALLTREE"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	assert.Contains(t, r.Stderr, "start=rtdriver")
-	assert.Regexp(t, "nothing collected: .*add START, or run `rtdriver -p [0-9]+ start`", r.Stderr)
+	assert.Contains(t, r.Stderr, fmt.Sprintf("nothing collected: no START in the options and no rtdriver start came; add START, or run `rtdriver -pid %d -c start` while the program runs", r.PID))
 
 	r = jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "CALLTREE,NORTDRIVER"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
@@ -124,9 +124,9 @@ func TestUnwritableLogPathCollectsNothing(t *testing.T) {
 	p := jvmtest.Launch(t, jvmtest.Run{Class: "Driven",
 		Options: "CALLTREE,START,PORT=" + strconv.Itoa(port) + ",LOGPATH=" + filepath.Join(blocker, "sub")})
 	p.Expect("ready")
-	st := rt(t, port, "status")[0].Detail
+	st := rt(t, tcpCtl(port), "status")[0].Detail
 	assert.Contains(t, st, "state=stopped", "START must be ignored")
-	replies := rt(t, port, "start")
+	replies := rt(t, tcpCtl(port), "start")
 	assert.False(t, replies[0].OK)
 	assert.Contains(t, replies[0].Detail, "not writable")
 	p.Send("quit")

@@ -26,14 +26,24 @@ type Client struct {
 	broken error
 }
 
-// Dial connects to the agent at addr ("host:port"). token, when not empty,
-// is sent at the start of every line.
+// Dial connects to the agent at addr ("host:port") over TCP. token, when
+// not empty, is sent at the start of every line.
 func Dial(ctx context.Context, addr, token string) (*Client, error) {
+	return DialNet(ctx, "tcp", addr, token)
+}
+
+// DialSocket connects to the agent's UNIX socket at path.
+func DialSocket(ctx context.Context, path, token string) (*Client, error) {
+	return DialNet(ctx, "unix", path, token)
+}
+
+// DialNet connects to the agent at addr on network "tcp" or "unix".
+func DialNet(ctx context.Context, network, addr, token string) (*Client, error) {
 	if err := checkToken(token); err != nil {
 		return nil, fmt.Errorf("rtdriver: %w", err)
 	}
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	conn, err := d.DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, fmt.Errorf("rtdriver: %w", err)
 	}

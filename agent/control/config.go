@@ -3,13 +3,18 @@ package control
 import (
 	"errors"
 	"fmt"
+	"net"
+	"os"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
 )
 
-// The ports JProf's rtdriver uses: the agent takes the first free one, so
-// that several JVMs on one machine can each be driven.
+// The ports JProf's rtdriver used: a server told to listen on TCP without
+// a port takes the first free one, so that several JVMs on one machine
+// can each be driven. The agent listens on TCP only on the port PORT=
+// names; its own channel is the UNIX socket.
 const (
 	DefaultFirstPort = 8888
 	DefaultLastPort  = 8895
@@ -33,10 +38,19 @@ const (
 const maxTokenLen = 256
 
 // Config configures a Server. The zero value, plus a Controller, listens on
-// the first free port of 8888–8895 on 127.0.0.1 without a token.
+// the first free port of 8888–8895 on 127.0.0.1 without a token; the agent
+// sets Socket and, unless told to listen on TCP, NoTCP.
 type Config struct {
 	// Controller runs the commands. Required.
 	Controller Controller
+	// Socket, when not empty, is the path of a UNIX socket to listen on
+	// (see SocketPath); its directory is made private to Owner.
+	Socket string
+	// NoTCP: listen on Socket only.
+	NoTCP bool
+	// Owner is the only user, beside root, whose connections are served:
+	// the JVM's. Zero means this process's effective uid.
+	Owner int
 	// Host is the address to listen on; empty means 127.0.0.1. Anything
 	// else exposes the agent beyond this machine: use it only when told
 	// to, preferably with a Token.
@@ -84,6 +98,17 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Host == "" {
 		c.Host = DefaultHost
+	}
+	if c.Owner == 0 {
+		c.Owner = os.Geteuid()
+	}
+	if c.NoTCP && c.Socket == "" {
+		return c, errors.New("neither a socket nor TCP to listen on")
+	}
+	if !c.NoTCP && c.Token == "" && !IsLoopback(c.Host) {
+		// Only a peer on this machine can be told by its user; one from
+		// elsewhere has only the token to show.
+		return c, fmt.Errorf("host %s is not loopback: a TOKEN is required to listen beyond this machine", c.Host)
 	}
 	if c.FirstPort == 0 && c.LastPort == 0 {
 		c.FirstPort, c.LastPort = DefaultFirstPort, DefaultLastPort
@@ -139,4 +164,14 @@ func checkToken(t string) error {
 		}
 	}
 	return nil
+}
+
+// IsLoopback says whether host names only this machine: a loopback
+// address or "localhost".
+func IsLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -48,6 +48,8 @@ func TestConfigErrors(t *testing.T) {
 		{"token control", ok(Config{Token: "a\nb"}), "token"},
 		{"token long", ok(Config{Token: strings.Repeat("x", 257)}), "longer than"},
 		{"max line small", ok(Config{MaxLine: 10}), "MaxLine"},
+		{"beyond loopback without token", ok(Config{Host: "0.0.0.0"}), "a TOKEN is required"},
+		{"no channel", ok(Config{NoTCP: true}), "neither a socket nor TCP"},
 		{"max conns negative", ok(Config{MaxConns: -1}), "MaxConns"},
 		{"negative timeout", ok(Config{IdleTimeout: -1}), "negative"},
 		{"negative line timeout", ok(Config{LineTimeout: -1}), "negative"},
@@ -101,7 +103,7 @@ func TestListenRangeSkipsTakenPort(t *testing.T) {
 
 func TestListenBadHost(t *testing.T) {
 	// Not EADDRINUSE: the range search must stop at once.
-	_, err := Listen(Config{Controller: newFake(), Host: "192.0.2.1"})
+	_, err := Listen(Config{Controller: newFake(), Host: "192.0.2.1", Token: "t"})
 	assert.ErrorContains(t, err, "rtdriver listen")
 	assert.NotContains(t, err.Error(), "no free port")
 }

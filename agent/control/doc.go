@@ -4,13 +4,47 @@
 //
 // The agent implements Controller (start, flush, reset, end, status, force
 // GC, shutdown) and hands it to Listen. The Server owns everything about the
-// socket: it listens on loopback, on the first free port of 8888–8895 unless
-// told otherwise, parses and validates command lines, runs the Controller
-// calls one at a time, and answers. Nothing here needs a JVM.
+// channels: it listens on a UNIX socket and, when asked, on TCP, checks who
+// connects, parses and validates command lines, runs the Controller calls
+// one at a time, across every channel, and answers. Nothing here needs a
+// JVM.
+//
+// # Channels and who may use them
+//
+// Only the user the JVM runs as, or root, may drive its agent, as with the
+// JDK's attach mechanism: another user could otherwise start collection in
+// a JVM that is not theirs and have it write files as its owner.
+//
+// The agent's channel is a UNIX socket, /tmp/.libjprof-<uid>/<pid>.sock
+// (SocketPath): a directory per user, mode 0700 and checked to be the
+// user's own, holding one socket per JVM, mode 0600, named by the PID the
+// JVM sees. In a container that is its PID in the container's namespace,
+// and the socket is under the container's /tmp, which the host reaches as
+// /proc/<host pid>/root/tmp (AgentsOfPID looks there). /tmp and not $TMPDIR,
+// so that rtdriver finds it whatever either environment says. A socket
+// whose JVM died without removing it is replaced by the next agent of that
+// PID, and removed by a client that finds it refusing connections; a live
+// one is never taken over. Closing the server removes its socket.
+//
+// Every connection's peer is checked before anything is read from it: on
+// the UNIX socket by the kernel's credentials (SO_PEERCRED), on TCP by the
+// owner of the peer's socket in /proc/net/tcp and tcp6, which lists every
+// socket of this network namespace, so any peer on loopback. A peer of
+// another user than the JVM's, nor root, is answered
+//
+//	ERR auth: uid 65534 may not control a JVM of uid 0 (only its owner or root may)
+//
+// and the connection is closed, whatever the token. A peer on another
+// machine has no user to check: TCP listens beyond loopback only with a
+// token (Listen refuses otherwise), and the token decides.
+//
+// TCP is opt-in (the agent's PORT=): on loopback unless Host says
+// otherwise, on one port or the first free of a range.
 //
 // # Protocol
 //
-// The protocol is line-based ASCII text over TCP; a line ends with "\n"
+// The protocol is line-based ASCII text over either channel; a line ends
+// with "\n"
 // (a preceding "\r" is ignored). A line holds one or more commands separated
 // by commas; names are case-insensitive and blanks around commands are
 // ignored:
@@ -49,7 +83,9 @@
 //
 //	ERR line: <reason>   non-printable bytes, over-long line (the rest of the
 //	                     line is discarded), empty command between commas
-//	ERR auth: <reason>   token missing or wrong; the connection is closed
+//	ERR auth: <reason>   the peer's user may not drive this JVM (sent on
+//	                     connect), or the token is missing or wrong; the
+//	                     connection is closed
 //	ERR busy: <reason>   sent on connect when too many connections are open,
 //	                     or to the connection that waited longest for its
 //	                     next line when it gives its place to a new one;

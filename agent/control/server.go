@@ -38,7 +38,9 @@ type Server struct {
 	cfg Config
 	ctl Controller
 	log *zap.Logger
-	ln  net.Listener
+	// lns are the listeners: the UNIX socket first, when there is one,
+	// then TCP.
+	lns []net.Listener
 
 	// slot is the execution slot: Controller calls run one line at a time
 	// across all connections. A channel rather than a mutex so that a
@@ -53,7 +55,7 @@ type Server struct {
 	stopping atomic.Bool
 	// rejecters holds a token per goroutine answering a refused connection.
 	rejecters chan struct{}
-	// acceptDone is closed when Serve's accept loop has ended.
+	// acceptDone is closed when Serve's accept loops have ended.
 	acceptDone chan struct{}
 
 	mu sync.Mutex
@@ -88,30 +90,54 @@ type connEntry struct {
 // errEvicted ends a connection that gave its place to a newer one.
 var errEvicted = errors.New("evicted for a new connection")
 
-// Listen validates cfg and opens the listening socket. Commands are not
-// accepted until Serve runs.
+// Listen validates cfg and opens the listening sockets: the UNIX socket
+// when cfg.Socket is set, TCP unless cfg.NoTCP. Commands are not accepted
+// until Serve runs.
 func Listen(cfg Config) (*Server, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, fmt.Errorf("rtdriver config: %w", err)
 	}
-	ln, err := listen(cfg)
-	if err != nil {
-		return nil, err
+	var lns []net.Listener
+	if cfg.Socket != "" {
+		ln, err := listenUnix(cfg.Socket, cfg.Owner)
+		if err != nil {
+			return nil, err
+		}
+		lns = append(lns, ln)
+	}
+	if !cfg.NoTCP {
+		ln, err := listen(cfg)
+		if err != nil {
+			for _, l := range lns {
+				l.Close()
+			}
+			return nil, err
+		}
+		lns = append(lns, ln)
 	}
 	s := &Server{
 		cfg:        cfg,
 		ctl:        cfg.Controller,
 		log:        cfg.Logger.Named("rtdriver"),
-		ln:         ln,
+		lns:        lns,
 		slot:       make(chan struct{}, 1),
 		done:       make(chan struct{}),
 		rejecters:  make(chan struct{}, maxRejecters),
 		acceptDone: make(chan struct{}),
 		conns:      make(map[net.Conn]*connEntry),
 	}
-	fields := []zap.Field{zap.Stringer("addr", ln.Addr()), zap.Bool("token", cfg.Token != "")}
-	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+	var addrs []string
+	beyond := false
+	for _, ln := range lns {
+		addrs = append(addrs, ln.Addr().Network()+":"+ln.Addr().String())
+		if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+			beyond = true
+		}
+	}
+	fields := []zap.Field{zap.Strings("addrs", addrs), zap.Bool("token", cfg.Token != ""),
+		zap.Int("owner_uid", cfg.Owner)}
+	if beyond {
 		s.log.Warn("rtdriver listening beyond loopback", fields...)
 	} else {
 		s.log.Info("rtdriver listening", fields...)
@@ -119,8 +145,8 @@ func Listen(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// listen opens the socket on cfg.Port, or on the first free port of the
-// range.
+// listen opens the TCP socket on cfg.Port, or on the first free port of
+// the range.
 func listen(cfg Config) (net.Listener, error) {
 	switch cfg.Port {
 	case AnyPort:
@@ -151,8 +177,18 @@ func listenPort(host string, port int) (net.Listener, error) {
 	return ln, nil
 }
 
-// Addr returns the address the server listens on.
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+// Addr returns the address the server listens on: its UNIX socket when
+// it has one, else its TCP address.
+func (s *Server) Addr() net.Addr { return s.lns[0].Addr() }
+
+// Addrs returns every address the server listens on, the UNIX socket first.
+func (s *Server) Addrs() []net.Addr {
+	addrs := make([]net.Addr, len(s.lns))
+	for i, ln := range s.lns {
+		addrs[i] = ln.Addr()
+	}
+	return addrs
+}
 
 // Serve accepts connections until the server is closed, by Close or by a
 // shutdown command, and then returns nil. Each connection is served in a
@@ -171,22 +207,37 @@ func (s *Server) Serve() error {
 	s.mu.Unlock()
 	defer close(s.acceptDone)
 
+	var loops sync.WaitGroup
+	for _, ln := range s.lns[1:] {
+		loops.Add(1)
+		go func() {
+			defer loops.Done()
+			s.acceptLoop(ln)
+		}()
+	}
+	s.acceptLoop(s.lns[0])
+	loops.Wait()
+	return nil
+}
+
+// acceptLoop accepts connections on ln until the server is closed.
+func (s *Server) acceptLoop(ln net.Listener) {
 	var backoff time.Duration
 	for {
-		conn, err := s.ln.Accept()
+		conn, err := ln.Accept()
 		if err != nil {
 			if s.isClosed() {
-				return nil
+				return
 			}
 			// Accept fails transiently when the process runs out of file
 			// descriptors, which a JVM can: pause and retry rather than
 			// spin or give up on control of the agent.
 			backoff = min(max(2*backoff, 5*time.Millisecond), maxAcceptBackoff)
-			s.log.Warn("rtdriver accept failed", zap.Error(err), zap.Duration("retry_in", backoff))
+			s.log.Warn("rtdriver accept failed", zap.Stringer("addr", ln.Addr()), zap.Error(err), zap.Duration("retry_in", backoff))
 			select {
 			case <-time.After(backoff):
 			case <-s.done:
-				return nil
+				return
 			}
 			continue
 		}
@@ -297,8 +348,8 @@ func (s *Server) goodbye(conn net.Conn, r Reply) {
 	// Half-close, then drain what the client sent until it closes too:
 	// closing a socket with unread input makes the kernel send RST, which
 	// can destroy the reply before the client has read it.
-	if tcp, ok := conn.(*net.TCPConn); ok {
-		tcp.CloseWrite()
+	if hc, ok := conn.(interface{ CloseWrite() error }); ok {
+		hc.CloseWrite()
 	}
 	io.Copy(io.Discard, io.LimitReader(conn, goodbyeDrain))
 }
@@ -351,8 +402,11 @@ func (s *Server) stop() error {
 		}
 		s.mu.Unlock()
 
-		if err := s.ln.Close(); err != nil {
-			s.stopErr = fmt.Errorf("rtdriver close: %w", err)
+		// Closing the UNIX listener also removes its socket file.
+		for _, ln := range s.lns {
+			if err := ln.Close(); err != nil && s.stopErr == nil {
+				s.stopErr = fmt.Errorf("rtdriver close: %w", err)
+			}
 		}
 		for _, c := range conns {
 			c.Close()
@@ -360,7 +414,7 @@ func (s *Server) stop() error {
 		// Wake queued lines last, when their connections are already
 		// closed: nothing is answered after Close.
 		close(s.done)
-		s.log.Info("rtdriver closed", zap.Stringer("addr", s.ln.Addr()), zap.Int("connections_closed", len(conns)))
+		s.log.Info("rtdriver closed", zap.Stringer("addr", s.Addr()), zap.Int("connections_closed", len(conns)))
 	})
 	return s.stopErr
 }

@@ -3,8 +3,10 @@
 //
 //	rtdriver -c start          # begin collecting
 //	rtdriver -c flush 30       # in 30 s, write the next log-rt.N_<pid>
-//	rtdriver -b -c end         # stop + flush + reset every agent on 8888-8895
-//	rtdriver -p 8889           # interactive: one command line per input line
+//	rtdriver -pid 4242 -c end  # stop + flush + reset the agent of JVM 4242
+//	rtdriver -b -c end         # the same in every JVM of yours
+//	rtdriver -l                # list the JVMs you may control
+//	rtdriver                   # interactive, with your only JVM
 //
 // Run rtdriver -h for the flags. The protocol is described in package
 // github.com/libjprof/libjprof/agent/control.
@@ -24,6 +26,7 @@ func main() {
 		stderr: os.Stderr,
 		getenv: os.Getenv,
 		prompt: isTerminal(os.Stdin),
+		uid:    os.Geteuid(),
 	}))
 }
 

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -38,17 +40,29 @@ type env struct {
 	getenv         func(string) string
 	// prompt: stdin is a terminal, so interactive mode prints a prompt.
 	prompt bool
-	// ports is what -b scans; nil means 8888-8895.
-	ports []int
+	// socketBase is where the agents' sockets are looked for; empty
+	// means control.SocketBase.
+	socketBase string
+	// uid is the caller's effective uid, whose JVMs are looked for (every
+	// user's when 0); negative means os.Geteuid().
+	uid int
 }
 
 // options are the parsed command line.
 type options struct {
-	cmd     string
-	delay   time.Duration
-	host    string
-	port    int
-	all     bool
+	cmd   string
+	delay time.Duration
+	host  string
+	// portSpec is -p as given: a port, or with -b a range lo-hi.
+	portSpec string
+	// port, or the range firstPort..lastPort, is the TCP to use; 0: none.
+	port, firstPort, lastPort int
+	pid                       int
+	// socket: -s, the path of an agent's socket.
+	socket string
+	all    bool
+	// list: -l, list the JVMs the caller may control.
+	list    bool
 	token   string
 	timeout time.Duration
 	version bool
@@ -57,17 +71,28 @@ type options struct {
 	help bool
 }
 
-const usageText = `usage: rtdriver [-c cmd[,cmd...] [sec]] [-p port | -b] [-a host] [-t token] [-timeout d]
+const usageText = `usage: rtdriver [-c cmd[,cmd...] [sec]] [-pid pid | -s socket | -p port [-a host] | -b [-p lo-hi]] [-t token] [-timeout d]
+       rtdriver -l
        rtdriver help | -h | --help
        rtdriver version | --version
 
-Drives a running libjprof agent through its rtdriver socket.
+Drives a running libjprof agent through its control socket.
 With -c, sends the command line once, after sec seconds when given, prints
 the replies and exits. Without -c, reads command lines from stdin and prints
 the replies; "help" lists the commands, "quit" leaves.
 
+Which JVM: -pid N reaches the agent of the JVM of pid N through its UNIX
+socket, /tmp/.libjprof-<uid>/<pid>.sock (for a JVM in a container, the one
+under /proc/N/root/tmp, named by its PID there). Without -pid, -p or -b,
+rtdriver looks for your own JVMs' sockets (every user's when run as root)
+and uses the one it finds; with several it lists them and asks for -pid.
+-b sends to every one of them, and also to the TCP ports of -p lo-hi.
+-p reaches an agent started with PORT= over TCP. Only the JVM's owner or
+root may control it, on every channel.
+
 Exit status: 0 every reply OK, 1 the agent answered ERR, 2 the agent is
-unreachable, the connection failed, or the usage is wrong.
+unreachable, the connection failed, several JVMs could be meant, or the
+usage is wrong.
 
 Flags take one dash or two (-p and --p are the same); a value follows its
 flag or an '=' (-p 8889, -p=8889).
@@ -96,9 +121,12 @@ func newFlagSet(o *options) *flag.FlagSet {
 	// Errors are printed by run, the usage only on request.
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.cmd, "c", "", "send this command `line` once instead of reading stdin")
-	fs.IntVar(&o.port, "p", 0, "agent `port` (default 8888)")
-	fs.BoolVar(&o.all, "b", false, "send to every port of 8888-8895 that answers")
-	fs.StringVar(&o.host, "a", control.DefaultHost, "agent `host`")
+	fs.IntVar(&o.pid, "pid", 0, "the `pid` of the JVM to control, through its UNIX socket")
+	fs.StringVar(&o.socket, "s", "", "the agent's UNIX socket at `path`, when it is not where rtdriver looks (a container's /tmp mounted elsewhere, say)")
+	fs.StringVar(&o.portSpec, "p", "", "TCP `port` of an agent started with PORT=; with -b a range lo-hi (8888-8895) to try as well")
+	fs.BoolVar(&o.all, "b", false, "send to every JVM of yours that answers (every user's for root)")
+	fs.BoolVar(&o.list, "l", false, "list the JVMs you may control: pid, uid, main class, socket")
+	fs.StringVar(&o.host, "a", control.DefaultHost, "agent `host` for -p")
 	fs.StringVar(&o.host, "host", control.DefaultHost, "same as -a")
 	fs.StringVar(&o.token, "t", "", "`token` the agent requires (default $"+tokenEnv+")")
 	fs.DurationVar(&o.timeout, "timeout", defaultTimeout, "wait at most `d` for the replies to a line (0: forever)")
@@ -140,10 +168,16 @@ func parseArgs(args []string, e env) (options, error) {
 	switch {
 	case len(pos) > 1 || (len(pos) == 1 && o.cmd == ""):
 		return o, fmt.Errorf("unexpected argument %q (a delay in seconds may follow -c cmd)", pos[len(pos)-1])
-	case o.all && o.port != 0:
-		return o, errors.New("-p and -b exclude each other")
-	case o.port < 0 || o.port > 65535:
-		return o, fmt.Errorf("-p %d: not a port", o.port)
+	case o.pid != 0 && (o.all || o.portSpec != ""):
+		return o, errors.New("-pid names one JVM: it excludes -p and -b")
+	case o.socket != "" && (o.pid != 0 || o.all || o.portSpec != ""):
+		return o, errors.New("-s names one JVM: it excludes -pid, -p and -b")
+	case o.pid < 0:
+		return o, fmt.Errorf("-pid %d: not a pid", o.pid)
+	case o.list && (o.cmd != "" || o.pid != 0 || o.all || o.portSpec != "" || o.socket != ""):
+		return o, errors.New("-l lists the JVMs you may control: it takes no -c, -pid, -s, -p or -b")
+	case o.host != control.DefaultHost && o.portSpec == "":
+		return o, fmt.Errorf("-a %s: the host of a TCP port, which -p gives", o.host)
 	case o.timeout < 0:
 		return o, fmt.Errorf("-timeout %v: negative", o.timeout)
 	case strings.ContainsAny(o.cmd, "\r\n"):
@@ -156,13 +190,51 @@ func parseArgs(args []string, e env) (options, error) {
 		}
 		o.delay = d
 	}
-	if o.port == 0 {
-		o.port = control.DefaultFirstPort
+	if err := o.parsePort(); err != nil {
+		return o, err
 	}
 	if o.token == "" && e.getenv != nil {
 		o.token = e.getenv(tokenEnv)
 	}
 	return o, nil
+}
+
+// parsePort reads -p: one port, or with -b a range lo-hi.
+func (o *options) parsePort() error {
+	if o.portSpec == "" {
+		return nil
+	}
+	port := func(s string) (int, error) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 65535 {
+			return 0, fmt.Errorf("-p %s: not a port", o.portSpec)
+		}
+		return n, nil
+	}
+	lo, hi, isRange := strings.Cut(o.portSpec, "-")
+	if !isRange {
+		n, err := port(lo)
+		if o.all {
+			o.firstPort, o.lastPort = n, n
+		} else {
+			o.port = n
+		}
+		return err
+	}
+	if !o.all {
+		return fmt.Errorf("-p %s: a range of ports is for -b; give one port", o.portSpec)
+	}
+	var err error
+	if o.firstPort, err = port(lo); err != nil {
+		return err
+	}
+	if o.lastPort, err = port(hi); err != nil {
+		return err
+	}
+	if o.firstPort > o.lastPort || o.lastPort-o.firstPort > 1024 {
+		return fmt.Errorf("-p %s: want lo-hi, at most 1024 ports", o.portSpec)
+	}
+	return nil
 }
 
 // parseDelay parses the optional delay after -c: whole seconds, as in
@@ -204,8 +276,17 @@ func run(ctx context.Context, args []string, e env) int {
 		}
 	}
 
+	if e.socketBase == "" {
+		e.socketBase = control.SocketBase
+	}
+	if e.uid < 0 {
+		e.uid = os.Geteuid()
+	}
 	d := &driver{opts: o, env: e, prefix: o.all}
 	defer d.close()
+	if o.list {
+		return d.listMine(ctx)
+	}
 	if !d.connect(ctx) {
 		return exitFault
 	}
@@ -220,50 +301,132 @@ type driver struct {
 	opts    options
 	env     env
 	clients []*control.Client
+	// labels name the clients' agents, in the same order.
+	labels []string
 	// prefix: label replies with the agent's address (-b), since several
 	// agents answer the same line.
 	prefix bool
 }
 
-// connect dials the agent, or with -b every agent that answers. It reports
-// whether there is at least one connection.
+// connect dials the agent: the one of -pid, of -p, the caller's only
+// JVM, or with -b every agent that answers. It reports whether there is
+// at least one connection.
 func (d *driver) connect(ctx context.Context) bool {
-	ports := []int{d.opts.port}
+	switch {
+	case d.opts.pid != 0:
+		c, err := d.dialPID(ctx, d.opts.pid)
+		if err != nil {
+			fmt.Fprintln(d.env.stderr, err)
+			return false
+		}
+		d.add(c, fmt.Sprintf("pid %d", d.opts.pid))
+		return true
+	case d.opts.socket != "":
+		dctx, cancel := context.WithTimeout(ctx, dialTimeout)
+		c, err := control.DialSocket(dctx, d.opts.socket, d.opts.token)
+		cancel()
+		if err != nil {
+			fmt.Fprintln(d.env.stderr, err)
+			return false
+		}
+		d.add(c, d.opts.socket)
+		return true
+	case d.opts.port != 0:
+		return d.dialPorts(ctx, []int{d.opts.port})
+	}
+	mine, err := d.findMine(ctx)
+	if err != nil {
+		fmt.Fprintln(d.env.stderr, err)
+		return false
+	}
 	if d.opts.all {
-		ports = d.env.ports
-		if ports == nil {
-			for p := control.DefaultFirstPort; p <= control.DefaultLastPort; p++ {
+		for _, j := range mine {
+			d.add(j.client, fmt.Sprintf("pid %d", j.agent.PID))
+		}
+		if d.opts.firstPort != 0 {
+			var ports []int
+			for p := d.opts.firstPort; p <= d.opts.lastPort; p++ {
 				ports = append(ports, p)
 			}
+			d.dialPorts(ctx, ports)
 		}
+		if len(d.clients) == 0 {
+			fmt.Fprintf(d.env.stderr, "rtdriver: no agent answers: %s\n", d.whereLooked())
+		}
+		return len(d.clients) > 0
 	}
-	var lastErr error
+	switch len(mine) {
+	case 0:
+		fmt.Fprintf(d.env.stderr, "rtdriver: no JVM to control: %s; a JVM started with PORT= only is reached with -p port\n", d.whereLooked())
+		return false
+	case 1:
+		d.add(mine[0].client, fmt.Sprintf("pid %d", mine[0].agent.PID))
+		return true
+	}
+	for _, j := range mine {
+		j.client.Close()
+	}
+	fmt.Fprintf(d.env.stderr, "rtdriver: %d JVMs could be meant; say which with -pid (or -b for all):\n", len(mine))
+	listJVMs(d.env.stderr, mine)
+	return false
+}
+
+// whereLooked says where the JVMs' sockets were looked for.
+func (d *driver) whereLooked() string {
+	where := fmt.Sprintf("no socket of a JVM of uid %d answers in %s", d.env.uid, control.SocketDir(d.env.socketBase, d.env.uid))
+	if d.env.uid == 0 {
+		where = fmt.Sprintf("no socket answers in %s (every user's, as root)", filepath.Join(d.env.socketBase, ".libjprof-*"))
+	}
+	if d.opts.firstPort != 0 {
+		where += fmt.Sprintf(", nor a TCP port %d-%d on %s", d.opts.firstPort, d.opts.lastPort, d.opts.host)
+	}
+	return where
+}
+
+// listMine prints the JVMs the caller may control (-l).
+func (d *driver) listMine(ctx context.Context) int {
+	mine, err := d.findMine(ctx)
+	if err != nil {
+		fmt.Fprintln(d.env.stderr, err)
+		return exitFault
+	}
+	for _, j := range mine {
+		j.client.Close()
+	}
+	if len(mine) == 0 {
+		fmt.Fprintf(d.env.stderr, "rtdriver: %s\n", d.whereLooked())
+		return exitOK
+	}
+	listJVMs(d.env.stdout, mine)
+	return exitOK
+}
+
+// dialPorts dials the agents on TCP ports. With -b a port without an
+// agent is normal and said only when no agent at all answers.
+func (d *driver) dialPorts(ctx context.Context, ports []int) bool {
+	n := len(d.clients)
 	for _, p := range ports {
 		dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 		c, err := control.Dial(dctx, net.JoinHostPort(d.opts.host, strconv.Itoa(p)), d.opts.token)
 		cancel()
 		if err != nil {
-			// With -b a port without an agent is normal; say so only
-			// when no agent at all answers.
-			lastErr = err
 			if !d.opts.all {
 				fmt.Fprintln(d.env.stderr, err)
 				if errors.Is(err, syscall.ECONNREFUSED) {
-					// The agent takes the first free port of 8888-8895
-					// unless PORT= says otherwise, and says which.
-					fmt.Fprintf(d.env.stderr, "rtdriver: no agent on port %d: the JVM's libjprof line on stderr names its port (rtdriver=HOST:PORT); -b tries every port %d-%d\n",
-						p, control.DefaultFirstPort, control.DefaultLastPort)
+					fmt.Fprintf(d.env.stderr, "rtdriver: no agent on port %d: an agent listens on TCP only with PORT=, and its libjprof line on stderr names it (rtdriver=...+HOST:PORT); without -p rtdriver finds your JVMs by their UNIX sockets\n", p)
 				}
 			}
 			continue
 		}
-		d.clients = append(d.clients, c)
+		d.add(c, c.RemoteAddr().String())
 	}
-	if len(d.clients) == 0 && d.opts.all {
-		fmt.Fprintf(d.env.stderr, "rtdriver: no agent answers on %s ports %d-%d (last error: %v)\n",
-			d.opts.host, ports[0], ports[len(ports)-1], lastErr)
-	}
-	return len(d.clients) > 0
+	return len(d.clients) > n
+}
+
+// add keeps a connection, labelled for -b's replies.
+func (d *driver) add(c *control.Client, label string) {
+	d.clients = append(d.clients, c)
+	d.labels = append(d.labels, label)
 }
 
 func (d *driver) close() {
@@ -278,22 +441,23 @@ func (d *driver) close() {
 // ended (exit_rtdriver, shutdown) are dropped.
 func (d *driver) send(ctx context.Context, line string) int {
 	status := exitOK
-	kept := d.clients[:0]
-	for _, c := range d.clients {
-		st, keep := d.sendOne(ctx, c, line)
+	kept, keptLabels := d.clients[:0], d.labels[:0]
+	for i, c := range d.clients {
+		label := d.labels[i]
+		st, keep := d.sendOne(ctx, c, label, line)
 		status = max(status, st)
 		if keep {
-			kept = append(kept, c)
+			kept, keptLabels = append(kept, c), append(keptLabels, label)
 		} else {
 			c.Close()
 		}
 	}
 	clear(d.clients[len(kept):])
-	d.clients = kept
+	d.clients, d.labels = kept, keptLabels
 	return status
 }
 
-func (d *driver) sendOne(ctx context.Context, c *control.Client, line string) (status int, keep bool) {
+func (d *driver) sendOne(ctx context.Context, c *control.Client, name, line string) (status int, keep bool) {
 	if d.opts.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d.opts.timeout)
@@ -301,7 +465,7 @@ func (d *driver) sendOne(ctx context.Context, c *control.Client, line string) (s
 	}
 	label := ""
 	if d.prefix {
-		label = c.RemoteAddr().String() + ": "
+		label = name + ": "
 	}
 	replies, err := c.Do(ctx, line)
 	status, keep = exitOK, true

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -160,7 +162,7 @@ func TestUnreachable(t *testing.T) {
 	r := runWith(t, env{}, "-p", strconv.Itoa(deadPort(t)), "-c", "ping")
 	assert.Equal(t, 2, r.status)
 	assert.Contains(t, r.stderr, "refused")
-	assert.Contains(t, r.stderr, "names its port (rtdriver=HOST:PORT); -b tries every port 8888-8895")
+	assert.Contains(t, r.stderr, "an agent listens on TCP only with PORT=")
 	assert.Empty(t, r.stdout)
 }
 
@@ -172,8 +174,14 @@ func TestUsage(t *testing.T) {
 		stderr string
 	}{
 		{"unknown flag", []string{"-x"}, 2, "flag provided but not defined"},
-		{"-p and -b", []string{"-p", "8888", "-b", "-c", "ping"}, 2, "exclude each other"},
+		{"-pid and -b", []string{"-pid", "8888", "-b", "-c", "ping"}, 2, "excludes -p and -b"},
+		{"-pid and -p", []string{"-pid", "8888", "-p", "8888", "-c", "ping"}, 2, "excludes -p and -b"},
+		{"-l and -c", []string{"-l", "-c", "ping"}, 2, "takes no -c"},
+		{"-s and -pid", []string{"-s", "/x", "-pid", "1", "-c", "ping"}, 2, "excludes -pid"},
+		{"-a without -p", []string{"-a", "10.0.0.1", "-c", "ping"}, 2, "which -p gives"},
 		{"bad port", []string{"-p", "70000", "-c", "ping"}, 2, "not a port"},
+		{"range without -b", []string{"-p", "8888-8895", "-c", "ping"}, 2, "a range of ports is for -b"},
+		{"bad range", []string{"-b", "-p", "8895-8888", "-c", "ping"}, 2, "want lo-hi"},
 		{"delay without -c", []string{"5"}, 2, "unexpected argument"},
 		{"two delays", []string{"-c", "ping", "5", "6"}, 2, "unexpected argument"},
 		{"bad delay", []string{"-c", "ping", "soon"}, 2, "delay"},
@@ -248,25 +256,110 @@ func TestToken(t *testing.T) {
 	assert.Equal(t, []string{"start", "flush"}, a.Calls())
 }
 
+// startSocketAgent serves an agent on the UNIX socket of pid under base,
+// as the agent of a JVM of this process's user does.
+func startSocketAgent(t *testing.T, base string, pid int) *agent {
+	t.Helper()
+	a := &agent{}
+	s, err := control.Listen(control.Config{Controller: a, Socket: control.SocketPath(base, os.Geteuid(), pid), NoTCP: true})
+	require.NoError(t, err)
+	go s.Serve()
+	t.Cleanup(func() { s.Close() })
+	return a
+}
+
+// socketBase is an empty directory for the sockets of one test: the
+// agents of this machine's real JVMs are not found there.
+func socketBase(t *testing.T) string {
+	t.Helper()
+	base, err := os.MkdirTemp("", "rtd")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(base) })
+	return base
+}
+
 func TestBroadcast(t *testing.T) {
-	a1, p1 := startAgent(t, "")
-	a2, p2 := startAgent(t, "")
-	e := env{ports: []int{p1, deadPort(t), p2}}
+	base := socketBase(t)
+	a1 := startSocketAgent(t, base, 101)
+	a2 := startSocketAgent(t, base, 102)
+	a3, p3 := startAgent(t, "")
+	e := env{socketBase: base, uid: os.Geteuid()}
 
 	r := runWith(t, e, "-b", "-c", "flush")
 	assert.Equal(t, 0, r.status, r.stderr)
-	assert.Equal(t, "127.0.0.1:"+strconv.Itoa(p1)+": OK flush: /tmp/log-rt.1_7\n"+
-		"127.0.0.1:"+strconv.Itoa(p2)+": OK flush: /tmp/log-rt.1_7\n", r.stdout)
-	assert.Empty(t, r.stderr, "an empty port is not worth a message")
+	assert.Equal(t, "pid 101: OK flush: /tmp/log-rt.1_7\npid 102: OK flush: /tmp/log-rt.1_7\n", r.stdout)
+	assert.Empty(t, r.stderr)
 	assert.Equal(t, []string{"flush"}, a1.Calls())
 	assert.Equal(t, []string{"flush"}, a2.Calls())
 
-	r = runWith(t, e, "-b", "-c", "fgc")
+	// TCP ports only when asked for: a range, or one port.
+	dead := deadPort(t)
+	r = runWith(t, e, "-b", "-p", strconv.Itoa(p3), "-c", "fgc")
 	assert.Equal(t, 1, r.status)
-
-	r = runWith(t, env{ports: []int{deadPort(t)}}, "-b", "-c", "ping")
+	assert.Contains(t, r.stdout, "127.0.0.1:"+strconv.Itoa(p3)+": ERR fgc: no JVM here\n")
+	assert.Equal(t, []string{"fgc"}, a3.Calls())
+	r = runWith(t, env{socketBase: socketBase(t)}, "-b", "-p", fmt.Sprintf("%d-%d", dead, dead), "-c", "ping")
 	assert.Equal(t, 2, r.status)
 	assert.Contains(t, r.stderr, "no agent answers")
+	assert.Contains(t, r.stderr, fmt.Sprintf("nor a TCP port %d-%d", dead, dead))
+}
+
+// Without -pid or -p, rtdriver uses the caller's only JVM, refuses to guess
+// among several and lists them, and says where it looked when there is
+// none; -pid picks one; a socket left by a dead JVM is removed.
+func TestFindJVM(t *testing.T) {
+	base := socketBase(t)
+	uid := os.Geteuid()
+	e := env{socketBase: base, uid: uid}
+
+	r := runWith(t, e, "-c", "ping")
+	assert.Equal(t, 2, r.status)
+	assert.Contains(t, r.stderr, "no JVM to control: no socket")
+	assert.Contains(t, r.stderr, base)
+
+	a1 := startSocketAgent(t, base, 201)
+	r = runWith(t, e, "-c", "start")
+	assert.Equal(t, 0, r.status, r.stderr)
+	assert.Equal(t, "OK start\n", r.stdout)
+	assert.Equal(t, []string{"start"}, a1.Calls())
+
+	a2 := startSocketAgent(t, base, 202)
+	r = runWith(t, e, "-c", "status")
+	assert.Equal(t, 2, r.status)
+	assert.Empty(t, r.stdout)
+	assert.Contains(t, r.stderr, "2 JVMs could be meant; say which with -pid")
+	assert.Contains(t, r.stderr, "pid 201 ")
+	assert.Contains(t, r.stderr, "pid 202 ")
+	assert.Equal(t, []string{"start"}, a1.Calls(), "nothing sent when refusing to guess")
+	assert.Empty(t, a2.Calls())
+
+	r = runWith(t, e, "-pid", "202", "-c", "status")
+	assert.Equal(t, 0, r.status, r.stderr)
+	assert.Equal(t, "OK status: collecting=yes\n", r.stdout)
+	assert.Equal(t, []string{"status"}, a2.Calls())
+
+	r = runWith(t, e, "-s", control.SocketPath(base, uid, 201), "-c", "ping")
+	assert.Equal(t, 0, r.status, r.stderr)
+	assert.Equal(t, "OK ping: pong\n", r.stdout)
+
+	r = runWith(t, e, "-pid", "4194305", "-c", "status") // above any pid_max
+	assert.Equal(t, 2, r.status)
+	assert.Contains(t, r.stderr, "pid 4194305 has no libjprof control socket")
+
+	// A JVM killed outright leaves its socket: found, refused, removed.
+	stale := control.SocketPath(base, uid, 204)
+	ln, err := net.Listen("unix", stale)
+	require.NoError(t, err)
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+	r = runWith(t, e, "-l")
+	assert.Equal(t, 0, r.status, r.stderr)
+	assert.Contains(t, r.stdout, "pid 201 ")
+	assert.Contains(t, r.stdout, "pid 202 ")
+	assert.NotContains(t, r.stdout, "pid 204")
+	assert.Contains(t, r.stderr, "removed "+stale+": its JVM (pid 204) is gone")
+	_, err = os.Lstat(stale)
+	assert.True(t, os.IsNotExist(err), "stale socket still there")
 }
 
 func TestInteractive(t *testing.T) {
