@@ -26,21 +26,25 @@ func TestSmoke(t *testing.T) {
 	require.NoError(t, BuildAgents(ctx, jvmtest.Root(), agents))
 
 	s, err := Run(ctx, Options{
-		Root:          jvmtest.Root(),
-		Agents:        agents,
-		Ops:           20,
-		WarmOps:       5,
-		Reps:          2,
-		Rounds:        1,
-		JavacRounds:   1,
-		JavacArgs:     []string{"-version"}, // javac's start-up, not a compilation
-		ChurnThreads:  200,
-		ChurnLoaders:  20,
-		ReadCostReads: 10000,
-		ReadCostReps:  1,
-		Seed:          1,
-		Timeout:       time.Minute,
-		Logf:          t.Logf,
+		Root:           jvmtest.Root(),
+		Agents:         agents,
+		Ops:            20,
+		WarmOps:        5,
+		Reps:           2,
+		Rounds:         1,
+		JavacRounds:    1,
+		JavacArgs:      []string{"-version"}, // javac's start-up, not a compilation
+		ChurnThreads:   200,
+		ChurnLoaders:   20,
+		StressRuns:     1,
+		StressThreads:  100,
+		FallbackJVMs:   1,
+		FallbackRounds: 1,
+		ReadCostReads:  10000,
+		ReadCostReps:   1,
+		Seed:           1,
+		Timeout:        time.Minute,
+		Logf:           t.Logf,
 	}, DefaultParts())
 	require.NoError(t, err)
 
@@ -48,7 +52,7 @@ func TestSmoke(t *testing.T) {
 	require.NoError(t, s.WriteMarkdown(&md))
 	sections := splitSections(md.String())
 	for _, title := range []string{"Machine and settings", "Targets (SPEC §8)", "Per-event overhead: BenchWorkload",
-		"Real program: javac", "Sampling accuracy: SelfMix", "Against the JVM's own answer: JFR method timing (JDK 25)", "Thread and method churn", "PTT read cost", "log-gen size, parse and tree build", "Calibration accuracy", "Notes"} {
+		"Real program: javac", "Sampling accuracy: SelfMix", "Against the JVM's own answer: JFR method timing (JDK 25)", "Thread and method churn", "Thread end under stress, and threads past the eBPF work area", "PTT read cost", "log-gen size, parse and tree build", "Calibration accuracy", "Notes"} {
 		assert.Contains(t, sections, title)
 	}
 	for _, c := range WorkloadConfigs() {

@@ -22,6 +22,7 @@ type jvmRun struct {
 	JVMArgs []string // before the main class
 	Main    []string // main class or -m module/class, then program arguments
 	Dir     string   // working directory, and libjprof's LOGPATH
+	Env     []string // added to the environment, KEY=VALUE
 	// Sample, if set, is called about every sampleEvery while the JVM
 	// runs, with its pid.
 	Sample func(pid int)
@@ -82,6 +83,9 @@ func runJVM(ctx context.Context, java string, r jvmRun, timeout time.Duration) (
 	}
 	cmd := exec.CommandContext(ctx, prog, args...)
 	cmd.Dir = r.Dir
+	if len(r.Env) > 0 {
+		cmd.Env = append(os.Environ(), r.Env...)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	t0 := time.Now()

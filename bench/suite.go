@@ -35,6 +35,13 @@ type Options struct {
 	// 20000 thread starts and 10000 loaders: a million methods).
 	ChurnThreads, ChurnLoaders int
 
+	// StressRuns and StressThreads size the thread-end stress run (default
+	// 100 runs of 6400 threads per configuration); FallbackJVMs and
+	// FallbackRounds the FallbackPairs comparison (default 5 JVMs of each
+	// fallback, 20 rounds of work per thread).
+	StressRuns, StressThreads    int
+	FallbackJVMs, FallbackRounds int
+
 	ReadCostReads int // reads per measurement
 	ReadCostReps  int // measurements per backend (median reported)
 
@@ -72,6 +79,18 @@ func (o *Options) defaults() {
 	if o.JavacRounds < 0 {
 		o.JavacRounds = 0
 	}
+	if o.StressRuns <= 0 {
+		o.StressRuns = 100
+	}
+	if o.StressThreads <= 0 {
+		o.StressThreads = 6400
+	}
+	if o.FallbackJVMs <= 0 {
+		o.FallbackJVMs = 5
+	}
+	if o.FallbackRounds <= 0 {
+		o.FallbackRounds = 20
+	}
 	if o.ReadCostReads <= 0 {
 		o.ReadCostReads = 2_000_000
 	}
@@ -102,11 +121,11 @@ type Part interface {
 
 // DefaultParts are the sections of BENCHMARKS.md in order.
 func DefaultParts() []Part {
-	return []Part{&Workload{}, &Javac{}, &Sampling{}, &JFR{}, &SampleAccuracy{}, &Churn{}, &ReadCost{}, &LogGen{}, &Calibration{}}
+	return []Part{&Workload{}, &Javac{}, &Sampling{}, &JFR{}, &SampleAccuracy{}, &Churn{}, &Threads{}, &ReadCost{}, &LogGen{}, &Calibration{}}
 }
 
 // partNames name DefaultParts for SelectParts, in order.
-var partNames = []string{"workload", "javac", "sampling", "jfr", "accuracy", "churn", "readcost", "loggen", "calibration"}
+var partNames = []string{"workload", "javac", "sampling", "jfr", "accuracy", "churn", "threads", "readcost", "loggen", "calibration"}
 
 // PartNames are the names SelectParts takes.
 func PartNames() []string { return append([]string(nil), partNames...) }
