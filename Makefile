@@ -119,10 +119,12 @@ train: deps all
 	$(GO) run ./trainer/cmd/train -java $(JAVA) -backend $(TRAIN_PTT) $(TRAIN_SOURCE_OPTS) \
 	  -o calibration/tables/openjdk-$$($(JAVA) -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')-$$(uname -m)-PTT_TIME-$(TRAIN_PTT)$(TRAIN_SUFFIX).cal
 
-# test: go vet and every package's tests.
+# test: go vet and every package's tests (the JVM tests of one package run
+# one after another; the time limit is far above a quiet machine's few
+# minutes, for a loaded one).
 test: deps all
 	$(GO) vet ./...
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout 45m ./...
 
 # clean: remove build/.
 clean:
