@@ -504,7 +504,7 @@ func (a *agent) logThreadSummary(s *threadSummary) {
 	}
 	if len(a.metrics) > 0 {
 		c := ptt.ReadCounters()
-		a.log.Info("PTT summary", zap.Stringer("backend", a.ptt.Backend), zap.Uint64("fallbackThreads", c.Fallbacks),
+		a.log.Info("PTT summary", zap.Stringer("backend", a.ptt.Backend), zap.Uint64("fallbackThreads", c.Fallbacks), zap.Uint64("perfFallbackThreads", c.PerfFallbacks),
 			zap.Uint64("noSlot", c.NoSlot), zap.Uint64("unresolved", c.Unresolved), zap.Uint64("slotsInUse", c.SlotsInUse), zap.Uint64("slots", c.Slots),
 			zap.Any("bpfCounters", c.BPF))
 	}

@@ -20,5 +20,6 @@ func TestKeyTestsOnOtherJDKs(t *testing.T) {
 		"roots":      TestRootsMethodEventsExact,
 		"bci-roots":  TestBCIRootsDispatchExact,
 		"thread-end": TestThreadEndRace,
+		"fallback":   TestFallbackThreads,
 	})
 }

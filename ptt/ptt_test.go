@@ -307,19 +307,22 @@ func TestBPFSlotRecycle(t *testing.T) {
 	assert.Zero(t, ptt.ReadCounters().SlotsInUse)
 
 	// slots+1 threads at once, 3 rounds: all slots handed out, one
-	// thread falls back each round, all come back after fini.
+	// thread falls back each round (to its own perf event), all come
+	// back after fini.
 	before := ptt.ReadCounters()
 	for round := 0; round < 3; round++ {
-		distinct, fallbacks, clocks, inUse := ptttest.PoolRound(slots + 1)
+		distinct, fallbacks, perfs, clocks, inUse := ptttest.PoolRound(slots + 1)
 		assert.Equal(t, slots, distinct, "round %d", round)
 		assert.Equal(t, 1, fallbacks, "round %d", round)
-		assert.Equal(t, 1, clocks, "round %d: the thread without a slot says it reads the clock", round)
+		assert.Equal(t, 1, perfs, "round %d: the thread without a slot says it reads its own perf event", round)
+		assert.Zero(t, clocks, "round %d", round)
 		assert.EqualValues(t, slots, inUse, "round %d", round)
 		assert.Zero(t, ptt.ReadCounters().SlotsInUse, "round %d", round)
 	}
 	after := ptt.ReadCounters()
 	assert.EqualValues(t, 3, after.NoSlot-before.NoSlot)
 	assert.EqualValues(t, 3, after.Fallbacks-before.Fallbacks)
+	assert.EqualValues(t, 3, after.PerfFallbacks-before.PerfFallbacks)
 	assert.EqualValues(t, slots, after.Slots)
 }
 

@@ -156,7 +156,7 @@ static void *th_worker(void *v)
 
 // n threads register together, then all fini. Reports slots handed out
 // (distinct, in 1..nslots) and fallbacks. in_use: while all are registered.
-static int th_pool_round(int n, int *distinct, int *fallbacks, int *clocks, uint64_t *in_use)
+static int th_pool_round(int n, int *distinct, int *fallbacks, int *perfs, int *clocks, uint64_t *in_use)
 {
 	th_pool *p;
 	pthread_t tid[4096];
@@ -183,9 +183,12 @@ static int th_pool_round(int n, int *distinct, int *fallbacks, int *clocks, uint
 	*distinct = 0;
 	*fallbacks = 0;
 	*clocks = 0;
+	*perfs = 0;
 	for (int i = 0; i < n; i++) {
 		if (p->backend[i] == JP_PTT_CLOCK)
 			(*clocks)++;
+		if (p->backend[i] == JP_PTT_PERF)
+			(*perfs)++;
 		if (p->fallback[i]) {
 			(*fallbacks)++;
 			continue;
@@ -295,10 +298,11 @@ func Reregister() (err int, inUseMid, inUseEnd uint64) {
 }
 
 // PoolRound starts n C threads that register at once, then fini.
-// clocks counts the threads whose jp_ptt_thread.backend says clock.
-func PoolRound(n int) (distinct, fallbacks, clocks int, inUse uint64) {
-	var d, f, c C.int
+// perfs and clocks count the threads whose jp_ptt_thread.backend says
+// perf and clock.
+func PoolRound(n int) (distinct, fallbacks, perfs, clocks int, inUse uint64) {
+	var d, f, pf, c C.int
 	var u C.uint64_t
-	C.th_pool_round(C.int(n), &d, &f, &c, &u)
-	return int(d), int(f), int(c), uint64(u)
+	C.th_pool_round(C.int(n), &d, &f, &pf, &c, &u)
+	return int(d), int(f), int(pf), int(c), uint64(u)
 }
