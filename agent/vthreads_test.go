@@ -148,6 +148,18 @@ func TestVirtualThreadsRoots(t *testing.T) {
 	assert.Equal(t, map[string]uint64{"VThreads.step(II)V": 2000, "VThreads.leaf(J)J": 4000}, own, "the JDK's methods under them are in the tree too")
 	assert.Contains(t, r.ReadFile(t, "msg"), `"rootEntriesNotCollected": 0`)
 
+	// Blocking outside the root, between root calls.
+	r = run("CALLTREE,START,NORTDRIVER,ROOTS=VThreads.leaf")
+	p = jvmtest.ParseLogRT(t, r.File("rt.1"))
+	checkBalanced(t, p)
+	own = map[string]uint64{}
+	for m, n := range methodCalls(p) {
+		if strings.HasPrefix(m, "VThreads.") {
+			own[m] = n
+		}
+	}
+	assert.Equal(t, map[string]uint64{"VThreads.leaf(J)J": 4000}, own)
+
 	r = run("CALLTREE,START,NORTDRIVER,NOVTHREADS,ROOTS=VThreads.step")
 	assert.Contains(t, r.Stderr, "ROOTS: 2000 root entries not collected")
 }
