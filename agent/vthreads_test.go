@@ -59,6 +59,17 @@ func callsIn(root *reports.Node, prefix, parent string) (calls uint64, underPare
 	return calls, underParent
 }
 
+// vthreadsCalls is the calls of VThreads' own methods over all threads.
+func vthreadsCalls(p *reports.Profile) map[string]uint64 {
+	own := map[string]uint64{}
+	for m, n := range methodCalls(p) {
+		if strings.HasPrefix(m, "VThreads.") {
+			own[m] = n
+		}
+	}
+	return own
+}
+
 // Virtual threads that block in the middle of step() (and so move from
 // carrier to carrier) each get a tree of their own with exact counts, and
 // the carriers' trees have no exits without entries and no missed exits.
@@ -139,12 +150,7 @@ func TestVirtualThreadsRoots(t *testing.T) {
 	r := run("CALLTREE,START,NORTDRIVER,ROOTS=VThreads.step")
 	p := jvmtest.ParseLogRT(t, r.File("rt.1"))
 	checkBalanced(t, p)
-	own := map[string]uint64{}
-	for m, n := range methodCalls(p) {
-		if strings.HasPrefix(m, "VThreads.") {
-			own[m] = n
-		}
-	}
+	own := vthreadsCalls(p)
 	assert.Equal(t, map[string]uint64{"VThreads.step(II)V": 2000, "VThreads.leaf(J)J": 4000}, own, "the JDK's methods under them are in the tree too")
 	assert.Contains(t, r.ReadFile(t, "msg"), `"rootEntriesNotCollected": 0`)
 
@@ -152,12 +158,7 @@ func TestVirtualThreadsRoots(t *testing.T) {
 	r = run("CALLTREE,START,NORTDRIVER,ROOTS=VThreads.leaf")
 	p = jvmtest.ParseLogRT(t, r.File("rt.1"))
 	checkBalanced(t, p)
-	own = map[string]uint64{}
-	for m, n := range methodCalls(p) {
-		if strings.HasPrefix(m, "VThreads.") {
-			own[m] = n
-		}
-	}
+	own = vthreadsCalls(p)
 	assert.Equal(t, map[string]uint64{"VThreads.leaf(J)J": 4000}, own)
 
 	r = run("CALLTREE,START,NORTDRIVER,NOVTHREADS,ROOTS=VThreads.step")
@@ -221,12 +222,7 @@ func TestVirtualThreadsBCI(t *testing.T) {
 	} {
 		t.Run(c.roots, func(t *testing.T) {
 			p := run("BCI,CALLTREE,START,NORTDRIVER,ROOTS=" + c.roots)
-			own := map[string]uint64{}
-			for m, n := range methodCalls(p) {
-				if strings.HasPrefix(m, "VThreads.") {
-					own[m] = n
-				}
-			}
+			own := vthreadsCalls(p)
 			assert.Equal(t, c.want, own)
 		})
 	}

@@ -266,69 +266,62 @@ func Threads(p *reports.Profile, prefix string) []*reports.Node {
 // Tool is the path of a built command, e.g. Tool("jprof").
 func Tool(name string) string { return filepath.Join(Root(), "build", "bin", name) }
 
+// cLib is a shared library the tests build from C once per process.
+type cLib struct {
+	what, src, name string          // what it is (for errors), source under internal/jvmtest, file name
+	flags           func() []string // gcc flags before -o, or nil
+	libs            []string        // after the source
+	once            sync.Once
+	path            string
+	err             error
+}
+
+func (l *cLib) build(t testing.TB) string {
+	t.Helper()
+	l.once.Do(func() {
+		dir, err := os.MkdirTemp("", "jprof-"+strings.TrimSuffix(l.name, ".so")+"-")
+		if err != nil {
+			l.err = err
+			return
+		}
+		l.path = filepath.Join(dir, l.name)
+		args := []string{"-O2", "-shared", "-fPIC"}
+		if l.flags != nil {
+			args = append(args, l.flags()...)
+		}
+		args = append(args, "-o", l.path,
+			filepath.Join(Root(), "internal", "jvmtest", l.src))
+		out, err := exec.Command("gcc", append(args, l.libs...)...).CombinedOutput()
+		if err != nil {
+			l.err = fmt.Errorf("building the %s: %v\n%s", l.what, err, out)
+		}
+	})
+	if l.err != nil {
+		t.Fatal(l.err)
+	}
+	return l.path
+}
+
 var (
-	countOnce sync.Once
-	countSO   string
-	countErr  error
+	countAgent = &cLib{what: "counting agent", src: "countagent/count.c", name: "count.so", libs: []string{"-lpthread"},
+		flags: func() []string { // the JDK's jni.h and jvmti.h
+			jh := filepath.Dir(filepath.Dir(Java()))
+			return []string{"-I" + filepath.Join(jh, "include"), "-I" + filepath.Join(jh, "include", "linux")}
+		}}
+	faultShim = &cLib{what: "fault shim", src: "faultshim/faults.c", name: "faults.so", libs: []string{"-ldl"}}
 )
 
 // CountAgent builds the independent counting agent (countagent/count.c)
 // once per process and returns its path: "-agentpath:<path>=<out file>"
 // writes "<calls> <method>" lines at VM death.
-func CountAgent(t testing.TB) string {
-	t.Helper()
-	countOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "jprof-countagent-")
-		if err != nil {
-			countErr = err
-			return
-		}
-		jh := filepath.Dir(filepath.Dir(Java()))
-		countSO = filepath.Join(dir, "count.so")
-		out, err := exec.Command("gcc", "-O2", "-shared", "-fPIC", "-I"+filepath.Join(jh, "include"),
-			"-I"+filepath.Join(jh, "include", "linux"), "-o", countSO,
-			filepath.Join(Root(), "internal", "jvmtest", "countagent", "count.c"), "-lpthread").CombinedOutput()
-		if err != nil {
-			countErr = fmt.Errorf("building the counting agent: %v\n%s", err, out)
-		}
-	})
-	if countErr != nil {
-		t.Fatal(countErr)
-	}
-	return countSO
-}
-
-var (
-	faultOnce sync.Once
-	faultSO   string
-	faultErr  error
-)
+func CountAgent(t testing.TB) string { return countAgent.build(t) }
 
 // FaultShim builds the test-only LD_PRELOAD shim (faultshim/faults.c)
 // once per process and returns its path: run a JVM with
 // LD_PRELOAD=<path> and the environment variables the shim documents
 // make rare conditions of libjprof.so happen (a delayed trylock, a
 // refused perf_event_open).
-func FaultShim(t testing.TB) string {
-	t.Helper()
-	faultOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "jprof-faultshim-")
-		if err != nil {
-			faultErr = err
-			return
-		}
-		faultSO = filepath.Join(dir, "faults.so")
-		out, err := exec.Command("gcc", "-O2", "-shared", "-fPIC", "-o", faultSO,
-			filepath.Join(Root(), "internal", "jvmtest", "faultshim", "faults.c"), "-ldl").CombinedOutput()
-		if err != nil {
-			faultErr = fmt.Errorf("building the fault shim: %v\n%s", err, out)
-		}
-	})
-	if faultErr != nil {
-		t.Fatal(faultErr)
-	}
-	return faultSO
-}
+func FaultShim(t testing.TB) string { return faultShim.build(t) }
 
 // Java is the java the tests run: $JAVA_HOME/bin/java when JAVA_HOME is
 // set, else the java on PATH, resolved to its real path.
