@@ -98,7 +98,7 @@ func TestSampleHotPath(t *testing.T) {
 			// The readers take a sampled tree as they take an exact one.
 			out, err := exec.Command(jvmtest.Tool("jprof"), "collapsed", r.File("rt.1")).CombinedOutput()
 			require.NoError(t, err, "%s", out)
-			assert.Regexp(t, `(?m)_main;i:SampleHot\.main\(\[Ljava/lang/String,\)V;i:SampleHot\.outer\(J\)J;i:SampleHot\.heavy\(J\)J;i:SampleHot\.mix\(JI\)J [1-9][0-9]*$`, string(out))
+			assert.Regexp(t, `(?m)_main;SampleHot\.main\(String\[\]\);SampleHot\.outer\(long\);SampleHot\.heavy\(long\);SampleHot\.mix\(long, int\) [1-9][0-9]*$`, string(out))
 			if strings.Contains(opts, "wall") {
 				assert.Equal(t, "SAMPLED_WALL_TIME", p.Metrics[0].Name)
 			} else {
