@@ -372,7 +372,7 @@ func (a *agent) VMDeath() {
 		}
 	}
 	if a.gen != nil {
-		path, n, err := a.gen.finish()
+		path, n, err := a.gen.finish(a)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "libjprof: %v\n", err)
 			a.log.Error("log-gen not written", zap.Error(err), zap.Uint64("events", n))

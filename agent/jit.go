@@ -26,10 +26,9 @@ type jitWriter struct {
 	mu      sync.Mutex
 	perf    *bufio.Writer
 	pf      *os.File
-	a2n     *bufio.Writer
+	a2n     *countWriter // into tmp, which buffers
 	tmp     *atomicfile.File
 	records int
-	err     error
 	tick    *drainer
 }
 
@@ -56,8 +55,9 @@ func (a *agent) startJIT() *jitWriter {
 			fmt.Fprintf(os.Stderr, "libjprof: log-jita2n: %v\n", err)
 			a.log.Error("log-jita2n not written", zap.Error(err))
 		} else {
-			j.tmp, j.a2n = tmp, bufio.NewWriterSize(tmp, 64<<10)
+			j.tmp, j.a2n = tmp, &countWriter{w: tmp}
 			writeJitA2NHeader(j.a2n, a.pid)
+			tmp.Mark(j.a2n.n, 0)
 		}
 	}
 	j.tick = startDrainer(jitDrainEvery, j.drain)
@@ -68,11 +68,15 @@ func (j *jitWriter) drain() {
 	recs := jvmti.TakeJIT()
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.a2n != nil && j.err == nil {
+	if j.a2n != nil {
+		// After a write error records are counted, not written.
 		for _, r := range recs {
-			writeJitA2NRecord(j.a2n, r)
+			if j.tmp.Failed() == nil {
+				writeJitA2NRecord(j.a2n, r)
+				j.tmp.Mark(j.a2n.n, uint64(j.records+1))
+			}
+			j.records++
 		}
-		j.records += len(recs)
 	}
 	if j.perf == nil {
 		return
@@ -101,17 +105,12 @@ func (j *jitWriter) finish() {
 	if j.tmp == nil {
 		return
 	}
-	err := j.a2n.Flush()
-	if err == nil {
-		err = j.tmp.Commit()
-	}
-	if err != nil {
-		j.tmp.Abort()
+	path := j.a.fileName("jita2n", 0)
+	if _, err := j.a.commitCut(j.tmp, path, uint64(j.records), "records"); err != nil {
 		fmt.Fprintf(os.Stderr, "libjprof: log-jita2n: %v\n", err)
 		j.a.log.Error("log-jita2n not written", zap.Error(err))
 		return
 	}
-	path := j.a.fileName("jita2n", 0)
 	j.a.files = append(j.a.files, path)
 	j.a.log.Info("log-jita2n written", zap.String("file", path), zap.Int("records", j.records))
 }
@@ -141,14 +140,9 @@ func (a *agent) writeJtnm() {
 			lines = append(lines, jtnmLine(t))
 		}
 	})
-	err := atomicfile.Write(path, func(w io.Writer) error {
-		fmt.Fprintf(w, " libjprof log-jtnm\n Process_Number_ID=%d\n", a.pid)
-		fmt.Fprintf(w, " Format: <tid hex> <start ns> <end ns, - if running at VM death> <log-rt root name>; times are CLOCK_MONOTONIC\n")
-		for _, l := range lines {
-			fmt.Fprintln(w, l)
-		}
-		return nil
-	})
+	err := a.writeLines(path, fmt.Sprintf(" libjprof log-jtnm\n Process_Number_ID=%d\n"+
+		" Format: <tid hex> <start ns> <end ns, - if running at VM death> <log-rt root name>; times are CLOCK_MONOTONIC\n", a.pid),
+		lines, "threads")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "libjprof: log-jtnm: %v\n", err)
 		a.log.Error("log-jtnm not written", zap.Error(err))
@@ -156,4 +150,39 @@ func (a *agent) writeJtnm() {
 	}
 	a.files = append(a.files, path)
 	a.log.Info("log-jtnm written", zap.String("file", path), zap.Int("threads", len(lines)))
+}
+
+// writeLines writes a file of a header and lines, kept up to the last
+// whole line after a write error (see cut.go).
+func (a *agent) writeLines(path, header string, lines []string, unit string) error {
+	tmp, err := atomicfile.Create(path)
+	if err != nil {
+		return err
+	}
+	defer tmp.Abort()
+	w := &countWriter{w: tmp}
+	io.WriteString(w, header)
+	tmp.Mark(w.n, 0)
+	for i, l := range lines {
+		if tmp.Failed() != nil {
+			break
+		}
+		fmt.Fprintln(w, l)
+		tmp.Mark(w.n, uint64(i+1))
+	}
+	_, err = a.commitCut(tmp, path, uint64(len(lines)), unit)
+	return err
+}
+
+// countWriter counts the bytes written through it: the offsets of the
+// marks of a file that is cut after a write error.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/libjprof/libjprof/engine"
@@ -41,6 +40,9 @@ type report struct {
 	delta       []uint64
 	calls       []uint64
 	scratch     engine.Scratch
+	// out is the file being written: rows are marked in it, and after a
+	// write error they are counted, not written.
+	out *atomicfile.File
 }
 
 // header is the log-rt header of a report on ts: notes, metrics, the
@@ -229,9 +231,10 @@ func (r *report) thread(lw *reports.LogRTWriter, t engine.Thread) error {
 		for i, j := mark, len(stack)-1; i < j; i, j = i+1, j-1 {
 			stack[i], stack[j] = stack[j], stack[i]
 		}
-		if err := lw.Row(row); err != nil {
+		if err := lw.Row(row); err != nil && r.out.Failed() == nil {
 			return err
 		}
+		r.out.Mark(lw.Size(), uint64(lw.Rows()))
 	}
 	r.totals.add(tot)
 	return nil
@@ -275,18 +278,7 @@ func (a *agent) writeLogRT() (string, *threadSummary, error) {
 		for _, t := range ts {
 			events += a.base.counters(t).Events
 		}
-		err = atomicfile.Write(path, func(w io.Writer) error {
-			lw, err := reports.NewLogRTWriter(w, p)
-			if err != nil {
-				return err
-			}
-			for _, t := range ts {
-				if err := r.thread(lw, t); err != nil {
-					return err
-				}
-			}
-			return lw.Close()
-		})
+		err = a.writeRows(path, r, p, ts)
 	})
 	if err != nil {
 		return "", nil, fmt.Errorf("writing log-rt: %w", err)
@@ -295,6 +287,32 @@ func (a *agent) writeLogRT() (string, *threadSummary, error) {
 	a.written = events
 	a.files = append(a.files, path)
 	return path, &r.totals, nil
+}
+
+// writeRows writes the log-rt at path: the header p and the rows of
+// ts, kept up to the last whole row after a write error (see cut.go).
+func (a *agent) writeRows(path string, r *report, p *reports.Profile, ts []engine.Thread) error {
+	tmp, err := atomicfile.Create(path)
+	if err != nil {
+		return err
+	}
+	defer tmp.Abort()
+	r.out = tmp
+	lw, err := reports.NewLogRTWriter(tmp, p)
+	if err != nil {
+		return err
+	}
+	tmp.Mark(lw.Size(), 0)
+	for _, t := range ts {
+		if err := r.thread(lw, t); err != nil {
+			return err
+		}
+	}
+	if err := lw.Close(); err != nil && tmp.Failed() == nil {
+		return err
+	}
+	_, err = a.commitCut(tmp, path, uint64(lw.Rows()), "rows")
+	return err
 }
 
 // eventsSinceReset counts the events of every thread since the last reset.

@@ -189,6 +189,7 @@ type LogRTWriter struct {
 	k    int
 	buf  []byte
 	rows int
+	n    int64 // bytes handed to w
 }
 
 // NewLogRTWriter starts a log-rt with the header of p (its threads are
@@ -264,10 +265,19 @@ func appendRow(b []byte, k int, r Row) ([]byte, error) {
 const rowChunk = 64 << 10
 
 func (lw *LogRTWriter) flush() error {
-	_, err := lw.w.Write(lw.buf)
+	n, err := lw.w.Write(lw.buf)
+	lw.n += int64(n)
 	lw.buf = lw.buf[:0]
 	return err
 }
+
+// Size is the bytes of the header and the rows so far, buffered ones
+// included: a writer that can cut its file after a write error marks
+// whole rows with it (see Rows).
+func (lw *LogRTWriter) Size() int64 { return lw.n + int64(len(lw.buf)) }
+
+// Rows is how many rows were written so far.
+func (lw *LogRTWriter) Rows() int { return lw.rows }
 
 // Close writes the end line and what is left of the chunk.
 func (lw *LogRTWriter) Close() error {
@@ -298,7 +308,9 @@ func padUint(b []byte, v uint64, width int) []byte {
 // ParseLogRT reads a file written by [WriteLogRT]. Errors name the line
 // and what was expected there; a file cut anywhere, even at a line
 // boundary, is an error, and so is a row whose CEE does not match the
-// calls of its children.
+// calls of its children. A file the agent cut after a write error and
+// closed with its truncation line is read up to that line, and
+// Profile.Truncated says so.
 func ParseLogRT(r io.Reader) (*Profile, error) {
 	lr := lineReader{sc: bufio.NewScanner(r)}
 	lr.sc.Buffer(make([]byte, 64<<10), maxLine)
@@ -426,7 +438,11 @@ func parseLogRT(lr *lineReader) (*Profile, error) {
 	}
 	lr.n++
 	if lr.sc.Scan() {
-		return nil, fmt.Errorf("expected end of file after %q, got %q", strings.TrimSpace(logRTEnd), lr.sc.Bytes())
+		last := strconv.Quote(strings.TrimSpace(logRTEnd))
+		if p.Truncated != "" {
+			last = "the truncation line"
+		}
+		return nil, fmt.Errorf("expected end of file after %s, got %q", last, lr.sc.Bytes())
 	}
 	return p, lr.sc.Err()
 }
@@ -476,6 +492,10 @@ func parseRows(lr *lineReader, p *Profile) error {
 		line, err := lr.next(fmt.Sprintf("a row or %q", logRTEnd+"N rows"))
 		if err != nil {
 			return err
+		}
+		if text, ok := isTruncation(line); ok {
+			p.Truncated = text // the open subtrees lost their last rows
+			return nil
 		}
 		if rest, ok := bytes.CutPrefix(line, []byte(logRTEnd)); ok {
 			if err := closeTo(0); err != nil {

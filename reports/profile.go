@@ -23,6 +23,12 @@ type Profile struct {
 	// Threads holds one root per thread; a root's Name is like
 	// "0000b718_main" and its Calls is 0.
 	Threads []*Node
+	// Truncated is the closing line of a file the agent cut short after
+	// a write error (see TruncationLine), without its leading " *** ";
+	// empty for a whole file. The profile then holds only what was
+	// written before it: the last subtrees may miss rows, and their CEE
+	// is not checked.
+	Truncated string
 }
 
 // Node is one calling context: a method reached through one path from its
