@@ -379,7 +379,7 @@ func (a *agent) VMDeath() {
 		} else {
 			a.files = append(a.files, path)
 			a.log.Info("log-gen written", zap.String("file", path), zap.Uint64("events", n),
-				zap.Uint64("writerWaits", engine.GenWaits()))
+				zap.Uint64("writerWaits", engine.GenWaits()), zap.String("finalDrainFence", engine.GenFence()))
 		}
 	}
 	if a.opts.CalOut != "" {
