@@ -94,7 +94,13 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 		debug.SetGCPercent(25)
 	}
 	a := &agent{opts: opts, pid: os.Getpid(), loaded: time.Now()}
-	a.log, a.closeLog, a.outErr = openLogMsg(opts, a.pid)
+	a.log, a.closeLog, err = openLogMsg(opts, a.pid)
+	if err != nil {
+		var stop error
+		if a.outErr, stop = logPathError(opts, err); stop != nil {
+			return nil, stop
+		}
+	}
 	a.log.Info("libjprof loading", zap.String("version", strings.TrimSpace(buildinfo.String("libjprof"))),
 		zap.String("options", agentOpts), zap.String("JPROFOPTS", envOpts),
 		zap.String("mode", opts.Mode.String()), zap.String("logpath", opts.LogPath))

@@ -48,6 +48,10 @@ type Options struct {
 	Start     bool
 	LogPath   string
 	LogPrefix string
+	// LogPathFrom is where LOGPATH= was given (originAgent, originEnv),
+	// empty for the default: an unwritable LOGPATH someone asked for
+	// stops the JVM, the default one only warns.
+	LogPathFrom string
 	// PTT forces a backend; ptt.None means choose the best available.
 	PTT ptt.Backend
 	// NoTSC makes the bpf and perf PTT reads take the vDSO clock each
@@ -402,6 +406,11 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 				return nil, err
 			}
 			switch {
+			case spec.name == "LOGPATH":
+				o.LogPathFrom = part.origin
+				if strings.HasPrefix(strings.ToUpper(tok), "NO") {
+					o.LogPathFrom = "" // NOLOGPATH: the default again
+				}
 			case spec.name == "METRICS":
 				metricsFrom = part.origin
 			case spec.name == "CALLTREE" || spec.name == "RTARCF" || spec.name == "CALLFLOW":
