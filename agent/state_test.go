@@ -123,7 +123,7 @@ func TestUnwritableLogPathCollectsNothing(t *testing.T) {
 	// the read-only directory.
 	p := jvmtest.Launch(t, jvmtest.Run{Class: "Driven",
 		Options: "CALLTREE,START,PORT=" + strconv.Itoa(port), Env: []string{"JPROFOPTS=NOLOGPATH", "RO=" + ro},
-		Prefix:  []string{"sh", "-c", `cd "$RO" && exec "$@"`, "sh"}})
+		Prefix: []string{"sh", "-c", `cd "$RO" && exec "$@"`, "sh"}})
 	p.Expect("ready")
 	st := rt(t, port, "status")[0].Detail
 	assert.Contains(t, st, "state=stopped", "START must be ignored")
