@@ -19,6 +19,7 @@ import (
 	"github.com/libjprof/libjprof/jvmti"
 	"github.com/libjprof/libjprof/ptt"
 	"github.com/libjprof/libjprof/ptt/ptthelper"
+	"github.com/libjprof/libjprof/reports"
 )
 
 // agent is the single instance of libjprof in this JVM. The JVMTI layer
@@ -67,6 +68,11 @@ type agent struct {
 	loaded    time.Time // when the agent loaded
 	since     time.Time // when collection last started; zero when off
 	resetAt   time.Time // the last reset; zero if none
+	// baseAt is when the counts of the next log-rt start: the first start
+	// of collection, the last reset or the last interval flush, as
+	// baseKind says (the header's interval).
+	baseAt   time.Time
+	baseKind reports.IntervalCounts
 	started   bool      // collection was on at some time
 }
 
@@ -124,6 +130,7 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 	start := opts.Start && a.outErr == nil
 	if start {
 		a.started, a.since = true, a.loaded
+		a.baseAt, a.baseKind = a.loaded, reports.CumulativeSinceStart
 	}
 	cfg := jvmti.Config{Start: start, Calibrate: opts.Calibrate, LogGen: opts.genMode(),
 		JIT: opts.JitA2N || opts.PerfMap, MaxMethods: opts.MaxMethods, EagerThreads: opts.ThreadInfo,
@@ -368,7 +375,7 @@ func (a *agent) VMDeath() {
 	if ev := a.eventsSinceReset(); a.seq == 0 && ev == 0 {
 		a.sayNothingCollected()
 	} else if ev != a.written {
-		path, tt, err := a.writeLogRT()
+		path, tt, err := a.writeLogRT(false)
 		totals = tt
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "libjprof: %v\n", err)
