@@ -73,7 +73,7 @@ type agent struct {
 	// baseKind says (the header's interval).
 	baseAt   time.Time
 	baseKind reports.IntervalCounts
-	started   bool      // collection was on at some time
+	started  bool // collection was on at some time
 }
 
 // source is an event source as the agent drives it: START and rtdriver
