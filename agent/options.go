@@ -161,7 +161,7 @@ var optionSpecs = []optionSpec{
 	{name: "ROOTS", hasValue: true, help: "collect only under these root methods, Class.method+... (globs with *): with BCI, instrument only the methods reachable from them; without, method events only on a thread inside one (the rest keeps the JIT)",
 		set: stringOpt(func(o *Options) *string { return &o.Roots }, "", "root methods Class.method+... (globs with *)", validRoots)},
 	{name: "START", help: "collect from VM start (default: wait for rtdriver start)", set: boolOpt(func(o *Options) *bool { return &o.Start })},
-	{name: "LOGPATH", hasValue: true, help: "directory for the output files (default: current directory)",
+	{name: "LOGPATH", hasValue: true, help: "directory for the output files (default: current directory; created if missing; one given here that cannot be written stops the JVM)",
 		set: stringOpt(func(o *Options) *string { return &o.LogPath }, ".", "a directory", nil)},
 	{name: "LOGPREFIX", hasValue: true, help: "file name prefix (default log)",
 		set: stringOpt(func(o *Options) *string { return &o.LogPrefix }, "log", "a file name prefix without '/'", func(v string) bool { return !strings.ContainsRune(v, '/') })},
