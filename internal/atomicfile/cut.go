@@ -3,7 +3,6 @@ package atomicfile
 import (
 	"fmt"
 	"os"
-	"sync"
 )
 
 // A file that takes long to write (a log-gen of gigabytes, a large
@@ -32,19 +31,19 @@ type mark struct {
 	units uint64
 }
 
+// marks belong to the file's writer: Mark and CommitCut are called
+// from one goroutine at a time (as Write), so they need no lock.
 type marks struct {
-	mu   sync.Mutex
 	list []mark // ascending
 }
 
 // Mark records that the first off bytes written (counted by the writer,
 // which may buffer before Write) end a whole unit and hold units units
 // (lines, frames, rows, events: the writer's choice). Marks must come in
-// increasing order; marks closer than a few hundred bytes are thinned.
+// increasing order; marks closer than a few hundred bytes are thinned,
+// so that marking every line or row costs a comparison or two.
 func (f *File) Mark(off int64, units uint64) {
 	m := &f.marks
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if n := len(m.list); n > 0 && off-m.list[n-1].off < markStride {
 		if n > 1 && off-m.list[n-2].off < 2*markStride {
 			m.list[n-1] = mark{off, units} // keep the latest, spaced
@@ -67,8 +66,6 @@ func (f *File) Mark(off int64, units uint64) {
 // cutAt is the mark a failed file is cut at: the last one with room
 // for the marker in what the file holds, else the last one it holds.
 func (m *marks) cutAt(held int64) (mark, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	var best mark
 	found := false
 	for _, k := range m.list {
