@@ -44,16 +44,14 @@ func (a *agent) Start(d time.Duration) error {
 	return nil
 }
 func (a *agent) Flush() (string, error) { a.record("flush"); return "/tmp/log-rt.1_7", nil }
-func (a *agent) FlushInterval() (string, error) {
-	a.record("flush=interval")
-	return "/tmp/log-rt.1_7", nil
-}
-func (a *agent) Reset() error         { a.record("reset"); return nil }
-func (a *agent) End() (string, error) { a.record("end"); return "/tmp/log-rt.2_7", nil }
-func (a *agent) Status() string       { a.record("status"); return "collecting=yes" }
-func (a *agent) ForceGC() error       { a.record("fgc"); return errors.New("no JVM here") }
-func (a *agent) Shutdown() error      { a.record("shutdown"); return nil }
-func (a *agent) Roots(r string) error { a.record("roots=" + r); return nil }
+func (a *agent) Reset() error           { a.record("reset"); return nil }
+func (a *agent) End() (string, error)   { a.record("end"); return "/tmp/log-rt.2_7", nil }
+func (a *agent) Status() string         { a.record("status"); return "collecting=yes" }
+func (a *agent) ForceGC() error         { a.record("fgc"); return errors.New("no JVM here") }
+func (a *agent) Shutdown() error        { a.record("shutdown"); return nil }
+func (a *agent) Roots(r string) error   { a.record("roots=" + r); return nil }
+
+func (a *agent) FlushInterval() (string, error) { a.record("flush=interval"); return "/tmp/log-rt.1_7", nil }
 
 // startAgent serves an agent on a kernel-chosen port and returns the port.
 func startAgent(t *testing.T, token string) (*agent, int) {
