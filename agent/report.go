@@ -291,8 +291,9 @@ func grow[T any](s []T, n int) []T {
 }
 
 // writeLogRT writes the next log-rt.N_<pid> from the live trees, less
-// the counts at the last reset, and returns what it learnt of each
-// thread. The caller holds a.mu.
+// the counts at the last reset or interval flush, and returns what it
+// learnt of each thread. With interval, the counts it read become the
+// baseline (see baseline.go). The caller holds a.mu.
 func (a *agent) writeLogRT(interval bool) (string, *threadSummary, error) {
 	seq := a.seq + 1
 	path := a.fileName("rt", seq)
