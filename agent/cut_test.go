@@ -61,7 +61,7 @@ func TestFullDiskKeepsLogGen(t *testing.T) {
 			for _, th := range main {
 				calls += fibCalls(th)
 			}
-			assert.Greater(t, calls, uint64(1000), "the kept part holds calls of fib")
+			assert.Greater(t, calls, uint64(100), "the kept part holds calls of fib")
 			assert.Less(t, calls, uint64(242785), "but not all of them")
 
 			out, stderr := jprofRun(t, "report", "xtree", gen)
