@@ -16,6 +16,12 @@
 // [EscapeName] and reads them back with [UnescapeName], so a name is one
 // token on one line and a round trip is exact.
 //
+// A file the agent had to cut after a write error (a full disk) ends
+// with a truncation line ([TruncationLine]); the readers stop there and
+// say so ([Profile.Truncated], [LogGenReader.Truncated]) instead of
+// failing. A log-rt's header says the interval its counts cover
+// ([Interval]).
+//
 // Everything here is plain Go without cgo and without global mutable
 // state: the package is safe to use from several goroutines as long as
 // each one has its own values.
