@@ -125,3 +125,25 @@ func TestFullDiskKeepsLogRT(t *testing.T) {
 		assert.Contains(t, string(msg), "cut short by a write error")
 	}
 }
+
+// log-jita2n on a file system that fills: cut after a whole record.
+func TestFullDiskKeepsJitA2N(t *testing.T) {
+	dir := jvmtest.SmallFS(t, 48<<10)
+	r := jvmtest.Start(t, jvmtest.Run{Class: "Fib", Args: []string{"25"}, Options: "JITA2N,CALLTREE,NORTDRIVER,LOGPATH=" + dir})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("log-jita2n_%d", r.PID)))
+	require.NoError(t, err, r.Stderr)
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	last := lines[len(lines)-1]
+	assert.Regexp(t, `^ \*\*\* libjprof: write error after \d+ bytes: no space left on device; \d+ records not written$`, last)
+	assert.Contains(t, last, fmt.Sprintf("after %d bytes:", len(b)-len(last)-1))
+	assert.Equal(t, " JitA2N", lines[0])
+	record := regexp.MustCompile(`^([0-9a-f]{8} [0-9a-f]{8} [0-9a-f]{16} [0-9a-f]{8} (LOAD|UNLOAD|DYNAMIC) .+|  INLINED .+)$`)
+	n := 0
+	for _, l := range lines[5 : len(lines)-1] {
+		assert.Regexp(t, record, l)
+		n++
+	}
+	assert.Greater(t, n, 100, "the records before the cut are kept")
+	assert.Regexp(t, `(?m)^libjprof: warning: log-jita2n_\d+ cut short by a write error after \d+ bytes \(no space left on device\): \d+ of \d+ records not written`, r.Stderr)
+}
