@@ -19,6 +19,7 @@ import (
 	"github.com/libjprof/libjprof/jvmti"
 	"github.com/libjprof/libjprof/ptt"
 	"github.com/libjprof/libjprof/ptt/ptthelper"
+	"github.com/libjprof/libjprof/reports"
 )
 
 // agent is the single instance of libjprof in this JVM. The JVMTI layer
@@ -67,7 +68,12 @@ type agent struct {
 	loaded    time.Time // when the agent loaded
 	since     time.Time // when collection last started; zero when off
 	resetAt   time.Time // the last reset; zero if none
-	started   bool      // collection was on at some time
+	// baseAt is when the counts of the next log-rt start: the first start
+	// of collection, the last reset or the last interval flush, as
+	// baseKind says (the header's interval).
+	baseAt   time.Time
+	baseKind reports.IntervalCounts
+	started  bool // collection was on at some time
 }
 
 // source is an event source as the agent drives it: START and rtdriver
@@ -94,7 +100,13 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 		debug.SetGCPercent(25)
 	}
 	a := &agent{opts: opts, pid: os.Getpid(), loaded: time.Now()}
-	a.log, a.closeLog, a.outErr = openLogMsg(opts, a.pid)
+	a.log, a.closeLog, err = openLogMsg(opts, a.pid)
+	if err != nil {
+		var stop error
+		if a.outErr, stop = logPathError(opts, err); stop != nil {
+			return nil, stop
+		}
+	}
 	a.log.Info("libjprof loading", zap.String("version", strings.TrimSpace(buildinfo.String("libjprof"))),
 		zap.String("options", agentOpts), zap.String("JPROFOPTS", envOpts),
 		zap.String("mode", opts.modeName()), zap.String("logpath", opts.LogPath))
@@ -118,6 +130,7 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 	start := opts.Start && a.outErr == nil
 	if start {
 		a.started, a.since = true, a.loaded
+		a.baseAt, a.baseKind = a.loaded, reports.CumulativeSinceStart
 	}
 	cfg := jvmti.Config{Start: start, Calibrate: opts.Calibrate, LogGen: opts.genMode(),
 		JIT: opts.JitA2N || opts.PerfMap, MaxMethods: opts.MaxMethods, EagerThreads: opts.ThreadInfo,
@@ -359,7 +372,7 @@ func (a *agent) VMDeath() {
 	if ev := a.eventsSinceReset(); a.seq == 0 && ev == 0 {
 		a.sayNothingCollected()
 	} else if ev != a.written {
-		path, tt, err := a.writeLogRT()
+		path, tt, err := a.writeLogRT(false)
 		totals = tt
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "libjprof: %v\n", err)
@@ -369,14 +382,14 @@ func (a *agent) VMDeath() {
 		}
 	}
 	if a.gen != nil {
-		path, n, err := a.gen.finish()
+		path, n, err := a.gen.finish(a)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "libjprof: %v\n", err)
 			a.log.Error("log-gen not written", zap.Error(err), zap.Uint64("events", n))
 		} else {
 			a.files = append(a.files, path)
 			a.log.Info("log-gen written", zap.String("file", path), zap.Uint64("events", n),
-				zap.Uint64("writerWaits", engine.GenWaits()))
+				zap.Uint64("writerWaits", engine.GenWaits()), zap.String("finalDrainFence", engine.GenFence()))
 		}
 	}
 	if a.opts.CalOut != "" {

@@ -2,7 +2,8 @@ package main
 
 import "github.com/libjprof/libjprof/engine"
 
-// baseline holds the numbers of every thread at the last reset: later
+// baseline holds the numbers of every thread at the last reset, or as
+// the last interval flush read them (rtdriver flush=interval): later
 // reports show what happened since. The event path is never touched by a
 // reset (no counter is zeroed under a running thread's feet); nodes and
 // sequence counts are append-only, so a node's index is the same then and

@@ -281,15 +281,31 @@ func TestJPROFOPTSModeWins(t *testing.T) {
 	assert.Contains(t, r.Stderr, "mode=CALLTREE")
 }
 
+// A LOGPATH= that cannot be written (a path through a file, a read-only
+// file system) is an option that cannot be honoured: the JVM does not
+// start, and one line says which option, from where, and why.
 func TestUnwritableLogPath(t *testing.T) {
 	dir := t.TempDir()
 	blocker := filepath.Join(dir, "file")
 	require.NoError(t, os.WriteFile(blocker, []byte("x"), 0o644))
-	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "CALLTREE,START,LOGPATH=" + filepath.Join(blocker, "sub")})
-	assert.Equal(t, 0, r.ExitCode, "the JVM runs on")
-	assert.Equal(t, "hellop: value=14950000\n", r.Stdout)
-	assert.Contains(t, r.Stderr, "not writable")
-	assert.Contains(t, r.Stderr, "log-rt")
+	ro := jvmtest.ReadOnlyFS(t)
+	for _, c := range []struct{ logpath, env, from, why string }{
+		{filepath.Join(blocker, "sub"), "", "the -agentpath options", "not a directory"},
+		{ro, "", "the -agentpath options", "read-only file system"},
+		{dir, "JPROFOPTS=LOGPATH=" + filepath.Join(ro, "sub"), "JPROFOPTS", "read-only file system"},
+	} {
+		r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "CALLTREE,START,LOGPATH=" + c.logpath, Env: []string{c.env}})
+		assert.NotEqual(t, 0, r.ExitCode, "the JVM must not start")
+		assert.NotContains(t, r.Stdout, "hellop: value", "the program must not run")
+		var ours []string
+		for _, l := range strings.Split(r.Stderr, "\n") {
+			if strings.HasPrefix(l, "libjprof") {
+				ours = append(ours, l)
+			}
+		}
+		require.Len(t, ours, 1, r.Stderr)
+		assert.Regexp(t, `^libjprof: LOGPATH \S+ \(from `+regexp.QuoteMeta(c.from)+`\) is not writable: `+c.why+`; no profile could be written, so the JVM does not start`, ours[0])
+	}
 }
 
 // No start option: nothing is collected and no log-rt is written, but the

@@ -15,6 +15,7 @@ func TestKeyTestsOnOtherJDKs(t *testing.T) {
 		"exceptions": TestExceptionsUnwindThreeFrames,
 		"threads":    TestManyThreads,
 		"rtdriver":   TestRTDriverStartFlushResetEnd,
+		"interval":   TestRTDriverIntervalFlush,
 		"late-start": TestLateStartSeedsOpenFrames,
 		"state":      TestStateLineAtStart,
 		"roots":      TestRootsMethodEventsExact,

@@ -25,10 +25,9 @@ type jitWriter struct {
 	mu      sync.Mutex
 	perf    *bufio.Writer
 	pf      *os.File
-	a2n     *bufio.Writer
+	a2n     *countWriter // into tmp, which buffers
 	tmp     *atomicfile.File
 	records int
-	err     error
 	tick    *drainer
 }
 
@@ -55,8 +54,9 @@ func (a *agent) startJIT() *jitWriter {
 			fmt.Fprintf(os.Stderr, "libjprof: log-jita2n: %v\n", err)
 			a.log.Error("log-jita2n not written", zap.Error(err))
 		} else {
-			j.tmp, j.a2n = tmp, bufio.NewWriterSize(tmp, 64<<10)
+			j.tmp, j.a2n = tmp, &countWriter{w: tmp}
 			writeJitA2NHeader(j.a2n, a.pid)
+			tmp.Mark(j.a2n.n, 0)
 		}
 	}
 	j.tick = startDrainer(jitDrainEvery, j.drain)
@@ -67,11 +67,15 @@ func (j *jitWriter) drain() {
 	recs := jvmti.TakeJIT()
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.a2n != nil && j.err == nil {
+	if j.a2n != nil {
+		// After a write error records are counted, not written.
 		for _, r := range recs {
-			writeJitA2NRecord(j.a2n, r)
+			if j.tmp.Failed() == nil {
+				writeJitA2NRecord(j.a2n, r)
+				j.tmp.Mark(j.a2n.n, uint64(j.records+1))
+			}
+			j.records++
 		}
-		j.records += len(recs)
 	}
 	if j.perf == nil {
 		return
@@ -100,17 +104,12 @@ func (j *jitWriter) finish() {
 	if j.tmp == nil {
 		return
 	}
-	err := j.a2n.Flush()
-	if err == nil {
-		err = j.tmp.Commit()
-	}
-	if err != nil {
-		j.tmp.Abort()
+	path := j.a.fileName("jita2n", 0)
+	if _, err := j.a.commitCut(j.tmp, path, uint64(j.records), "records"); err != nil {
 		fmt.Fprintf(os.Stderr, "libjprof: log-jita2n: %v\n", err)
 		j.a.log.Error("log-jita2n not written", zap.Error(err))
 		return
 	}
-	path := j.a.fileName("jita2n", 0)
 	j.a.files = append(j.a.files, path)
 	j.a.log.Info("log-jita2n written", zap.String("file", path), zap.Int("records", j.records))
 }
@@ -129,4 +128,17 @@ func writeJitA2NRecord(w io.Writer, r jvmti.JITRecord) {
 	for _, in := range r.Inlined {
 		fmt.Fprintf(w, "  INLINED %s\n", in)
 	}
+}
+
+// countWriter counts the bytes written through it: the offsets of the
+// marks of a file that is cut after a write error.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
 }

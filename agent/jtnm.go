@@ -62,28 +62,31 @@ func (a *agent) retireLine(line string) {
 	r.dropped++
 }
 
-// copyTo writes the kept lines to w and removes the spill file.
-func (r *retiredThreads) copyTo(w io.Writer) error {
+// each calls f with every kept line, and says how many were dropped.
+func (r *retiredThreads) each(f func(line string) error) error {
 	if r.f != nil {
 		err := r.w.Flush()
 		if err == nil {
 			_, err = r.f.Seek(0, io.SeekStart)
 		}
-		if err == nil {
-			_, err = io.Copy(w, r.f)
-		}
 		if err != nil {
+			return fmt.Errorf("freed threads' lines (%s): %w", r.path, err)
+		}
+		sc := bufio.NewScanner(r.f)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			if err := f(sc.Text()); err != nil {
+				return err
+			}
+		}
+		if err := sc.Err(); err != nil {
 			return fmt.Errorf("freed threads' lines (%s): %w", r.path, err)
 		}
 	}
 	for _, l := range r.mem {
-		if _, err := fmt.Fprintln(w, l); err != nil {
+		if err := f(l); err != nil {
 			return err
 		}
-	}
-	if r.dropped > 0 {
-		_, err := fmt.Fprintf(w, " *** %d more threads were freed before VM death and are not listed (kept in memory at most %d)\n", r.dropped, maxRetiredLines)
-		return err
 	}
 	return nil
 }
@@ -97,7 +100,10 @@ func (r *retiredThreads) close() {
 	}
 }
 
-// writeJtnm writes log-jtnm: thread ids, names, start and end times.
+// writeJtnm writes log-jtnm: thread ids, names, start and end times of
+// the threads freed before (from the spill file) and of those still
+// listed. After a write error it is kept up to the last whole line
+// (cut.go).
 func (a *agent) writeJtnm() {
 	path := a.fileName("jtnm", 0)
 	var live []string
@@ -107,25 +113,49 @@ func (a *agent) writeJtnm() {
 		}
 	})
 	defer a.retired.close()
-	err := atomicfile.Write(path, func(w io.Writer) error {
+	total := uint64(a.retired.n + len(live))
+	err := func() error {
+		tmp, err := atomicfile.Create(path)
+		if err != nil {
+			return err
+		}
+		defer tmp.Abort()
+		w := &countWriter{w: tmp}
 		fmt.Fprintf(w, " libjprof log-jtnm\n Process_Number_ID=%d\n", a.pid)
 		fmt.Fprintf(w, " Format: <tid hex> <start ns> <end ns, - if running at VM death> <log-rt root name>; times are CLOCK_MONOTONIC\n")
-		if err := a.retired.copyTo(w); err != nil {
+		tmp.Mark(w.n, 0)
+		var n uint64
+		line := func(l string) error {
+			if err := tmp.Failed(); err != nil {
+				return err
+			}
+			fmt.Fprintln(w, l)
+			n++
+			tmp.Mark(w.n, n)
+			return nil
+		}
+		if err := a.retired.each(line); err != nil && tmp.Failed() == nil {
 			return err
 		}
 		for _, l := range live {
-			if _, err := fmt.Fprintln(w, l); err != nil {
-				return err
+			if line(l) != nil {
+				break
 			}
 		}
-		return nil
-	})
+		if a.retired.dropped > 0 && tmp.Failed() == nil {
+			fmt.Fprintf(w, " *** %d more threads were freed before VM death and are not listed (kept in memory at most %d)\n",
+				a.retired.dropped, maxRetiredLines)
+			tmp.Mark(w.n, n)
+		}
+		_, err = a.commitCut(tmp, path, total, "threads")
+		return err
+	}()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "libjprof: log-jtnm: %v\n", err)
 		a.log.Error("log-jtnm not written", zap.Error(err))
 		return
 	}
 	a.files = append(a.files, path)
-	a.log.Info("log-jtnm written", zap.String("file", path), zap.Int("threads", a.retired.n+len(live)),
+	a.log.Info("log-jtnm written", zap.String("file", path), zap.Uint64("threads", total),
 		zap.Int("notListed", a.retired.dropped))
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"sync"
 	"time"
 
@@ -39,25 +38,13 @@ type genWriter struct {
 	named       []uint64          // bit per thread id: the file named it
 	retired     map[uint32]string // names of threads freed in the last pass before the file named them
 	events      uint64
-	notWritten  uint64 // events past GENMAX
+	written     uint64 // events in the file
+	notWritten  uint64 // events past GENMAX or after a write error
 	full        bool
 	err         error
 	rec         reports.GenRecord
 	names       map[uint64]string // text: "T:name" per type and handle
-	counted     *countingWriter
 	tick        *drainer
-}
-
-// countingWriter counts the bytes of the text format, for GENMAX.
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(b []byte) (int, error) {
-	n, err := c.w.Write(b)
-	c.n += int64(n)
-	return n, err
 }
 
 const genDrainEvery = 10 * time.Millisecond
@@ -90,23 +77,22 @@ func (a *agent) startLogGen() (*genWriter, error) {
 		rec:     reports.GenRecord{Values: make([]uint64, len(metrics))},
 	}
 	if a.opts.GenText {
-		g.counted = &countingWriter{w: tmp}
 		g.names = map[uint64]string{}
-		g.text = reports.NewLogGenWriter(g.counted, a.pid, metrics, notes...)
+		g.text = reports.NewLogGenWriter(tmp, a.pid, metrics, notes...)
 	} else {
 		g.bin = reports.NewLogGenBinWriter(tmp, a.pid, metrics, raw, notes...)
 	}
+	g.tmp.Mark(g.size(), 0) // the header: a cut file keeps it
 	g.tick = startDrainer(genDrainEvery, func() { g.drain(false) })
 	return g, nil
 }
 
-// size is the bytes written so far (text: to the file, less what is
-// still buffered).
+// size is the bytes written so far, buffered ones included.
 func (g *genWriter) size() int64 {
 	if g.bin != nil {
 		return g.bin.Size()
 	}
-	return g.counted.n
+	return g.text.Size()
 }
 
 // drain writes what the event path handed over. A write error (disk
@@ -122,6 +108,7 @@ func (g *genWriter) drain(final bool) {
 			g.notWritten += n
 			return nil
 		}
+		recs := n
 		if g.max > 0 && g.size()+int64(len(b.Data))+frameSlack > g.max {
 			// Write the records that fit, then nothing more.
 			keep, kept := g.fit(b.Data, g.max-g.size()-frameSlack)
@@ -132,11 +119,16 @@ func (g *genWriter) drain(final bool) {
 				return nil
 			}
 			b.Data = b.Data[:keep]
+			recs = kept
 		}
 		if err := g.write(b); err != nil {
 			g.err = err
+			g.notWritten += recs
 			g.log.Error("log-gen write failed; events are counted but no longer written", zap.Error(err))
+			return nil
 		}
+		g.written += recs
+		g.tmp.Mark(g.size(), g.written) // a whole frame (text: whole lines)
 		return nil
 	})
 }
@@ -322,6 +314,7 @@ func (g *genWriter) write(b engine.GenBlock) error {
 		return g.bin.Block(uint64(b.Thread), b.Data)
 	}
 	ev := reports.Event{Thread: thread, HasKey: g.raw}
+	var done uint64 // lines of this block written
 	for data := b.Data; len(data) > 0; {
 		l, err := reports.DecodeGenRecord(data, g.raw, &g.rec)
 		if err != nil {
@@ -347,31 +340,38 @@ func (g *genWriter) write(b engine.GenBlock) error {
 		if err := g.text.Write(ev); err != nil {
 			return err
 		}
+		// Every line: a text block is ten times its binary size.
+		done++
+		g.tmp.Mark(g.text.Size(), g.written+done)
 	}
 	return nil
 }
 
 // finish drains everything (the source must be off), and renames the
-// file into place.
-func (g *genWriter) finish() (string, uint64, error) {
+// file into place: cut after its last whole frame, and saying so, if a
+// write failed (see cut.go).
+func (g *genWriter) finish(a *agent) (string, uint64, error) {
 	g.tick.Stop()
 	g.drain(true)
 	err := g.err
 	if err == nil {
 		if g.bin != nil {
-			err = g.bin.End(g.events-g.notWritten, g.notWritten)
+			err = g.bin.End(g.written, g.notWritten)
 		} else {
 			err = g.text.Flush()
 		}
 	}
-	if err == nil {
-		err = g.tmp.Commit()
-	}
-	if err != nil {
+	if err != nil && g.tmp.Failed() == nil {
+		// Not the file's fault (a record that does not decode): a
+		// cut would not say what is wrong.
 		g.tmp.Abort()
 		return "", g.events, fmt.Errorf("log-gen: %w", err)
 	}
-	if g.notWritten > 0 {
+	cut, err := a.commitCut(g.tmp, g.path, g.events, "events")
+	if err != nil {
+		return "", g.events, fmt.Errorf("log-gen: %w", err)
+	}
+	if g.notWritten > 0 && cut == nil {
 		g.log.Warn("log-gen size limit reached", zap.Uint64("eventsNotWritten", g.notWritten))
 	}
 	return g.path, g.events, nil

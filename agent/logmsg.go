@@ -8,15 +8,11 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// openLogMsg opens log-msg_<pid>, the agent's own log. If LOGPATH cannot be
-// written, the agent says so on stderr, logs to stderr instead and returns
-// why: nothing is collected then (no report could be written, and a JVM
-// under method events runs interpreted), but the JVM runs on.
+// openLogMsg opens log-msg_<pid>, the agent's own log, creating LOGPATH
+// if it is missing. If LOGPATH cannot be written it returns the error and a
+// logger that writes nowhere: the caller says it in one line (the log's
+// structured lines are no part of the program's stderr).
 func openLogMsg(o *Options, pid int) (*zap.Logger, func(), error) {
-	enc := zap.NewDevelopmentEncoderConfig()
-	enc.EncodeLevel = zapcore.CapitalLevelEncoder
-	var sink zapcore.WriteSyncer
-	closeFn := func() {}
 	path := fmt.Sprintf("%s/%s-msg_%d", o.LogPath, o.LogPrefix, pid)
 	err := os.MkdirAll(o.LogPath, 0o755)
 	var f *os.File
@@ -24,19 +20,28 @@ func openLogMsg(o *Options, pid int) (*zap.Logger, func(), error) {
 		f, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "libjprof: LOGPATH %q is not writable (%v): no log-rt or other file can be written, so nothing is collected (START ignored, rtdriver start refused); log-msg goes to stderr\n", o.LogPath, err)
-		sink = zapcore.Lock(os.Stderr)
-	} else {
-		sink = zapcore.Lock(f)
-		closeFn = func() { _ = f.Sync(); _ = f.Close() }
+		return zap.NewNop(), func() {}, err
 	}
-	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), sink, zap.DebugLevel)
+	enc := zap.NewDevelopmentEncoderConfig()
+	enc.EncodeLevel = zapcore.CapitalLevelEncoder
+	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.Lock(f), zap.DebugLevel)
 	log := zap.New(core).With(zap.Int("pid", pid))
-	if err != nil {
-		log.Error("LOGPATH not writable", zap.String("logpath", o.LogPath), zap.Error(err))
+	return log, func() { _ = log.Sync(); _ = f.Sync(); _ = f.Close() }, nil
+}
+
+// logPathError decides what an unwritable LOGPATH does. One given with
+// LOGPATH= is an option that cannot be honoured, like a METRICS= metric
+// the machine cannot count: the JVM does not start, and the error says
+// which option and why. The default one (the current directory) is
+// like an implied default that cannot be had: one line on stderr, and
+// the JVM runs on without collecting (START ignored, rtdriver start
+// refused), since no report could be written and method events would
+// slow the program for nothing; log-msg is not written either.
+func logPathError(o *Options, err error) (outErr, stop error) {
+	why := errnoText(err)
+	if o.LogPathFrom != "" {
+		return nil, fmt.Errorf("LOGPATH %s (from %s) is not writable: %s; no profile could be written, so the JVM does not start: give a writable directory", o.LogPath, o.LogPathFrom, why)
 	}
-	if err != nil {
-		err = fmt.Errorf("LOGPATH %s is not writable: %w", o.LogPath, err)
-	}
-	return log, func() { _ = log.Sync(); closeFn() }, err
+	fmt.Fprintf(os.Stderr, "libjprof: warning: LOGPATH %s (the default: the current directory) is not writable: %s; no profile will be written (START ignored, rtdriver start refused): give LOGPATH=dir\n", o.LogPath, why)
+	return fmt.Errorf("LOGPATH %s is not writable: %s", o.LogPath, why), nil
 }

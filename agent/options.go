@@ -49,6 +49,10 @@ type Options struct {
 	Start     bool
 	LogPath   string
 	LogPrefix string
+	// LogPathFrom is where LOGPATH= was given (originAgent, originEnv),
+	// empty for the default: an unwritable LOGPATH someone asked for
+	// stops the JVM, the default one only warns.
+	LogPathFrom string
 	// PTT forces a backend; ptt.None means choose the best available.
 	PTT ptt.Backend
 	// NoTSC makes the bpf and perf PTT reads take the vDSO clock each
@@ -161,7 +165,7 @@ var optionSpecs = []optionSpec{
 	{name: "ROOTS", hasValue: true, help: "collect only under these root methods, Class.method+... (globs with *): with BCI, instrument only the methods reachable from them; without, method events only on a thread inside one (the rest keeps the JIT)",
 		set: stringOpt(func(o *Options) *string { return &o.Roots }, "", "root methods Class.method+... (globs with *)", validRoots)},
 	{name: "START", help: "collect from VM start (default: wait for rtdriver start)", set: boolOpt(func(o *Options) *bool { return &o.Start })},
-	{name: "LOGPATH", hasValue: true, help: "directory for the output files (default: current directory)",
+	{name: "LOGPATH", hasValue: true, help: "directory for the output files (default: current directory; created if missing; one given here that cannot be written stops the JVM)",
 		set: stringOpt(func(o *Options) *string { return &o.LogPath }, ".", "a directory", nil)},
 	{name: "LOGPREFIX", hasValue: true, help: "file name prefix (default log)",
 		set: stringOpt(func(o *Options) *string { return &o.LogPrefix }, "log", "a file name prefix without '/'", func(v string) bool { return !strings.ContainsRune(v, '/') })},
@@ -408,6 +412,11 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 				return nil, err
 			}
 			switch {
+			case spec.name == "LOGPATH":
+				o.LogPathFrom = part.origin
+				if strings.HasPrefix(strings.ToUpper(tok), "NO") {
+					o.LogPathFrom = "" // NOLOGPATH: the default again
+				}
 			case spec.name == "METRICS":
 				metricsFrom = part.origin
 			case spec.name == "CALLTREE" || spec.name == "RTARCF" || spec.name == "CALLFLOW":

@@ -29,7 +29,7 @@ func TestParseOptions(t *testing.T) {
 		{name: "metrics", opts: "METRICS=ptt_time", want: Options{Mode: ModeRTArcf, Metrics: []ptt.Metric{ptt.Time}, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},
 		{name: "two metrics", opts: "RTARCF,METRICS=PTT_TIME+PTT_INSTS", want: Options{Mode: ModeRTArcf, Metrics: []ptt.Metric{ptt.Time, ptt.Insts}, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},
 		{name: "NOMETRICS resets", opts: "METRICS=PTT_TIME,NOMETRICS", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},
-		{name: "logpath keeps case", opts: "LOGPATH=/tmp/Some/Dir", want: Options{Mode: ModeRTArcf, LogPath: "/tmp/Some/Dir", LogPrefix: "log", Calibrate: true, RTDriver: true}},
+		{name: "logpath keeps case", opts: "LOGPATH=/tmp/Some/Dir", want: Options{Mode: ModeRTArcf, LogPath: "/tmp/Some/Dir", LogPathFrom: originAgent, LogPrefix: "log", Calibrate: true, RTDriver: true}},
 		{name: "NOLOGPATH resets", opts: "LOGPATH=/x,NOLOGPATH", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},
 		{name: "spaces and empty items", opts: " CALLTREE , ,START ", want: Options{Mode: ModeCallTree, Start: true, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},
 		{name: "ptt clock", opts: "PTT=clock", want: Options{Mode: ModeRTArcf, PTT: ptt.Clock, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},

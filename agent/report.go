@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
-	"io"
+	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/libjprof/libjprof/engine"
 	"github.com/libjprof/libjprof/internal/atomicfile"
@@ -41,6 +43,12 @@ type report struct {
 	delta       []uint64
 	calls       []uint64
 	scratch     engine.Scratch
+	// out is the file being written: rows are marked in it, and after a
+	// write error they are counted, not written.
+	out *atomicfile.File
+	// nextBase, for an interval flush, collects the numbers the report read:
+	// the baseline of the next report.
+	nextBase baseline
 }
 
 // header is the log-rt header of a report on ts: notes, metrics, the
@@ -168,11 +176,24 @@ func (r *report) thread(lw *reports.LogRTWriter, t engine.Thread) error {
 		cal = r.calFB
 	}
 	tot := threadTotals{root: rootName(t), ended: t.Ended(), counters: r.a.base.counters(t), metrics: make([]uint64, nm)}
+	var nb *threadBase // the next baseline's, for an interval flush
+	if r.nextBase != nil {
+		nb = &threadBase{counters: t.Counters(), seqs: make([]uint64, ns), nodes: make([]uint64, n*nodeFields(nm))}
+		r.nextBase[t.ID()] = nb
+		// Until read below, a node is as at the last baseline: the
+		// report shows nothing of it, the next one all it gains.
+		for i := 0; i < n; i++ {
+			copy(nb.node(i, nm), tb.node(i, nm))
+		}
+	}
 	delta := grow(r.delta, n*nm)
-	if cal != nil {
+	if cal != nil || nb != nil {
 		for i := 0; i < ns; i++ {
 			node, key, c := t.Seq(i)
-			if node >= n {
+			if nb != nil {
+				nb.seqs[i] = c
+			}
+			if node >= n || cal == nil {
 				continue
 			}
 			c -= tb.seq(i)
@@ -192,6 +213,9 @@ func (r *report) thread(lw *reports.LogRTWriter, t engine.Thread) error {
 		calls[i] = nd.Calls() - at(old, 0)
 		if calls[i] > 0 {
 			keep[i] = true
+		}
+		if nb != nil {
+			nb.node(i, nm)[0] = at(old, 0) + calls[i]
 		}
 		for k := 0; k < nm && !keep[i]; k++ {
 			keep[i] = nd.Base(k) > at(old, 4+k)
@@ -224,15 +248,25 @@ func (r *report) thread(lw *reports.LogRTWriter, t engine.Thread) error {
 		stack = stack[:len(stack)-1]
 		nd := t.Node(f.node)
 		old := tb.node(f.node, nm)
-		row := reports.Row{Level: f.level, Calls: calls[f.node], DS: nd.DS() - at(old, 2), IN: nd.IN() - at(old, 3)}
-		tot.excs += nd.Excs() - at(old, 1)
+		ds, in, excs := nd.DS(), nd.IN(), nd.Excs()
+		row := reports.Row{Level: f.level, Calls: calls[f.node], DS: ds - at(old, 2), IN: in - at(old, 3)}
+		tot.excs += excs - at(old, 1)
+		var nv []uint64 // this node in the next baseline
+		if nb != nil {
+			nv = nb.node(f.node, nm)
+			nv[1], nv[2], nv[3] = excs, ds, in
+		}
 		if f.node == 0 {
 			row.Name = tot.root
 		} else {
 			row.Name, row.Escaped = r.name(nd), true
 		}
 		for k := 0; k < nm; k++ {
-			raw := nd.Base(k) - at(old, 4+k)
+			now := nd.Base(k)
+			if nv != nil {
+				nv[4+k] = now
+			}
+			raw := now - at(old, 4+k)
 			d := delta[f.node*nm+k]
 			// A live thread's count can be read before the delta it
 			// belongs to lands: never show a wrapped value.
@@ -255,9 +289,10 @@ func (r *report) thread(lw *reports.LogRTWriter, t engine.Thread) error {
 		for i, j := mark, len(stack)-1; i < j; i, j = i+1, j-1 {
 			stack[i], stack[j] = stack[j], stack[i]
 		}
-		if err := lw.Row(row); err != nil {
+		if err := lw.Row(row); err != nil && r.out.Failed() == nil {
 			return err
 		}
+		r.out.Mark(lw.Size(), uint64(lw.Rows()))
 	}
 	r.totals.add(tot)
 	return nil
@@ -282,9 +317,10 @@ func grow[T any](s []T, n int) []T {
 }
 
 // writeLogRT writes the next log-rt.N_<pid> from the live trees, less
-// the counts at the last reset, and returns what it learnt of each
-// thread. The caller holds a.mu.
-func (a *agent) writeLogRT() (string, *threadSummary, error) {
+// the counts at the last reset or interval flush, and returns what it
+// learnt of each thread. With interval, the counts it read become the
+// baseline (see baseline.go). The caller holds a.mu.
+func (a *agent) writeLogRT(interval bool) (string, *threadSummary, error) {
 	seq := a.seq + 1
 	path := a.fileName("rt", seq)
 	if a.opts.Sample != nil {
@@ -293,26 +329,21 @@ func (a *agent) writeLogRT() (string, *threadSummary, error) {
 	var r *report
 	var events uint64
 	var err error
+	var cut *atomicfile.Cut
+	end := time.Now()
 	engine.WithThreads(func(ts []engine.Thread) {
 		r = &report{a: a, nm: len(a.metrics), names: map[uint64]string{}}
+		if interval {
+			r.nextBase = baseline{}
+		}
 		r.cal = a.calibrator(ts)
 		r.calFB = a.fallbackCalibrator(ts)
 		p := r.header(ts, seq)
+		p.Interval = a.interval(end)
 		for _, t := range ts {
 			events += a.base.counters(t).Events
 		}
-		err = atomicfile.Write(path, func(w io.Writer) error {
-			lw, err := reports.NewLogRTWriter(w, p)
-			if err != nil {
-				return err
-			}
-			for _, t := range ts {
-				if err := r.thread(lw, t); err != nil {
-					return err
-				}
-			}
-			return lw.Close()
-		})
+		cut, err = a.writeRows(path, r, p, ts)
 	})
 	if err != nil {
 		return "", nil, fmt.Errorf("writing log-rt: %w", err)
@@ -320,7 +351,54 @@ func (a *agent) writeLogRT() (string, *threadSummary, error) {
 	a.seq = seq
 	a.written = events
 	a.files = append(a.files, path)
+	switch {
+	case interval && cut != nil:
+		msg := fmt.Sprintf("%s was cut short: the interval goes on, and the next log-rt covers this one's too", filepath.Base(path))
+		fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
+		a.log.Warn(msg)
+	case interval:
+		a.base, a.written = r.nextBase, 0
+		a.baseAt, a.baseKind = end, reports.SinceFlush
+		// As at a reset: threads that have ended can add nothing more.
+		a.retireLocked()
+	}
 	return path, &r.totals, nil
+}
+
+// interval is the header's interval of a report taken at end.
+func (a *agent) interval(end time.Time) *reports.Interval {
+	iv := &reports.Interval{Start: a.baseAt, End: end, Counts: a.baseKind}
+	if iv.Start.IsZero() { // nothing collected yet: an empty interval
+		iv.Start, iv.Counts = end, reports.CumulativeSinceStart
+	}
+	// Both carry monotonic readings: the wall clock's steps do not count.
+	iv.StartVM, iv.EndVM = iv.Start.Sub(a.loaded), iv.End.Sub(a.loaded)
+	return iv
+}
+
+// writeRows writes the log-rt at path: the header p and the rows of
+// ts, kept up to the last whole row after a write error (see cut.go).
+func (a *agent) writeRows(path string, r *report, p *reports.Profile, ts []engine.Thread) (*atomicfile.Cut, error) {
+	tmp, err := atomicfile.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	defer tmp.Abort()
+	r.out = tmp
+	lw, err := reports.NewLogRTWriter(tmp, p)
+	if err != nil {
+		return nil, err
+	}
+	tmp.Mark(lw.Size(), 0)
+	for _, t := range ts {
+		if err := r.thread(lw, t); err != nil {
+			return nil, err
+		}
+	}
+	if err := lw.Close(); err != nil && tmp.Failed() == nil {
+		return nil, err
+	}
+	return a.commitCut(tmp, path, uint64(lw.Rows()), "rows")
 }
 
 // eventsSinceReset counts the events of every thread since the last reset.

@@ -13,6 +13,7 @@ import (
 	"github.com/libjprof/libjprof/agent/control"
 	"github.com/libjprof/libjprof/engine"
 	"github.com/libjprof/libjprof/jvmti"
+	"github.com/libjprof/libjprof/reports"
 )
 
 // The agent is the rtdriver's Controller. Every method takes a.mu: the
@@ -170,6 +171,9 @@ func (a *agent) startLocked() error {
 		return err
 	}
 	a.started, a.since = true, time.Now()
+	if a.baseAt.IsZero() {
+		a.baseAt, a.baseKind = a.since, reports.CumulativeSinceStart
+	}
 	a.log.Info("collection started", zap.String("source", a.source.Name()))
 	return nil
 }
@@ -202,10 +206,23 @@ func (a *agent) Flush() (string, error) {
 	if a.dead {
 		return "", errVMDead
 	}
-	return a.flushLocked()
+	return a.flushLocked(false)
 }
 
-func (a *agent) flushLocked() (string, error) {
+// FlushInterval implements control.Controller: the log-rt holds what
+// happened since the previous interval flush (or reset, or start), and
+// the counts it read become the baseline of the next report, in the same
+// pass: no event falls between two intervals or into both.
+func (a *agent) FlushInterval() (string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.dead {
+		return "", errVMDead
+	}
+	return a.flushLocked(true)
+}
+
+func (a *agent) flushLocked(interval bool) (string, error) {
 	if a.eventsSinceReset() == 0 {
 		// An empty log-rt would look like a profile of nothing.
 		from := "the JVM started"
@@ -218,7 +235,7 @@ func (a *agent) flushLocked() (string, error) {
 		}
 		return "", control.Noop("nothing collected since " + from + why + "; no file written")
 	}
-	path, totals, err := a.writeLogRT()
+	path, totals, err := a.writeLogRT(interval)
 	if err != nil {
 		a.log.Error("flush failed", zap.Error(err))
 		return "", err
@@ -245,6 +262,7 @@ func (a *agent) resetLocked() {
 	})
 	a.written = 0
 	a.resetAt = time.Now()
+	a.baseAt, a.baseKind = a.resetAt, reports.CumulativeSinceReset
 	// Threads that have ended can add nothing to a later report.
 	freed := a.retireLocked()
 	a.log.Info("counts reset", zap.Int("endedThreadsFreed", freed))
@@ -260,7 +278,7 @@ func (a *agent) End() (string, error) {
 	if err := a.stopLocked(); err != nil {
 		return "", err
 	}
-	path, err := a.flushLocked()
+	path, err := a.flushLocked(false)
 	if err != nil {
 		return "", err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -114,15 +113,17 @@ func TestRTDriverRepliesSayWhatHappened(t *testing.T) {
 	assert.Equal(t, []string{r.File("rt.1"), r.File("rt.2")}, files, "the empty flush wrote no file")
 }
 
-// An unwritable LOGPATH: said on stderr, START ignored, rtdriver start
-// refused with the reason; the JVM runs on.
+// The default LOGPATH (the current directory) unwritable: one line on
+// stderr (no log lines), START ignored, rtdriver start refused with the
+// reason; the JVM runs on.
 func TestUnwritableLogPathCollectsNothing(t *testing.T) {
-	dir := t.TempDir()
-	blocker := filepath.Join(dir, "file")
-	require.NoError(t, os.WriteFile(blocker, []byte("x"), 0o644))
+	ro := jvmtest.ReadOnlyFS(t)
 	port := freePort(t)
+	// NOLOGPATH in JPROFOPTS undoes the test's LOGPATH; the JVM runs in
+	// the read-only directory.
 	p := jvmtest.Launch(t, jvmtest.Run{Class: "Driven",
-		Options: "CALLTREE,START,PORT=" + strconv.Itoa(port) + ",LOGPATH=" + filepath.Join(blocker, "sub")})
+		Options: "CALLTREE,START,PORT=" + strconv.Itoa(port), Env: []string{"JPROFOPTS=NOLOGPATH", "RO=" + ro},
+		Prefix: []string{"sh", "-c", `cd "$RO" && exec "$@"`, "sh"}})
 	p.Expect("ready")
 	st := rt(t, tcpCtl(port), "status")[0].Detail
 	assert.Contains(t, st, "state=stopped", "START must be ignored")
@@ -132,8 +133,9 @@ func TestUnwritableLogPathCollectsNothing(t *testing.T) {
 	p.Send("quit")
 	r := p.Wait()
 	require.Equal(t, 0, r.ExitCode)
-	assert.Contains(t, r.Stderr, "nothing is collected (START ignored, rtdriver start refused)")
+	assert.Contains(t, r.Stderr, "libjprof: warning: LOGPATH "+ro+" (the default: the current directory) is not writable: read-only file system; no profile will be written (START ignored, rtdriver start refused)")
 	assert.Contains(t, r.Stderr, "start=never(LOGPATH-not-writable)")
+	assert.NotRegexp(t, `\t(INFO|WARN|ERROR)\t`, r.Stderr, "no log-msg lines on the program's stderr")
 	assert.NotContains(t, r.Stderr, "log-rt not written", "nothing was collected, so nothing failed to be written")
 }
 

@@ -446,6 +446,9 @@ void jp_gen_done(jp_genbuf *b);
 /* jp_gen_take_partial takes a thread's partly filled buffer once no
  * event can be running on it (collection off, t->busy clear). */
 jp_genbuf *jp_gen_take_partial(jp_thread *t);
+/* jp_gen_fence makes every thread's stores so far visible (membarrier);
+ * 0 if the kernel refused. */
+int jp_gen_fence(void);
 
 static inline jp_node *jp_node_at(const jp_thread *t, uint32_t i)
 {

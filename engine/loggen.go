@@ -1,6 +1,7 @@
 package engine
 
 /*
+#include <linux/membarrier.h>
 #include "engine.h"
 */
 import "C"
@@ -57,11 +58,14 @@ func DrainGen(final bool, emit func(GenBlock) error) error {
 			// stores busy = 1 and then loads its buffer pointer; the
 			// CPU may let that load pass the store still sitting in its
 			// store buffer, so busy read 0 above while the thread may
-			// hold the buffer just taken. Such a store lands within
-			// nanoseconds: look again after it must have, and leave a
-			// buffer whose thread is still in an event unwritten and
+			// hold the buffer just taken. The fence makes such a store
+			// visible (see jp_gen_fence): look again after it, and leave
+			// a buffer whose thread is still in an event unwritten and
 			// unfreed rather than free it under the thread.
-			time.Sleep(time.Millisecond)
+			genFence = fenceName(C.jp_gen_fence())
+			if genFence == fenceNone {
+				time.Sleep(time.Millisecond) // such a store lands within nanoseconds
+			}
 			for i, t := range owners {
 				if !waitIdle(t) {
 					partial[i] = nil
@@ -76,3 +80,24 @@ func DrainGen(final bool, emit func(GenBlock) error) error {
 	}
 	return firstErr
 }
+
+// genFence is how the final drain made the event path's stores visible
+// (GenFence).
+var genFence string
+
+const fenceNone = "none (membarrier refused): a 1 ms pause instead"
+
+func fenceName(cmd C.int) string {
+	switch cmd {
+	case C.MEMBARRIER_CMD_PRIVATE_EXPEDITED:
+		return "membarrier(PRIVATE_EXPEDITED)"
+	case C.MEMBARRIER_CMD_GLOBAL:
+		return "membarrier(GLOBAL)"
+	}
+	return fenceNone
+}
+
+// GenFence says how the final drain of log-gen synchronised with events
+// still under way when collection stopped: a membarrier, or (where the
+// kernel refuses it) a short pause; empty before the final drain.
+func GenFence() string { return genFence }

@@ -240,7 +240,9 @@ func BuildProfile(r io.Reader) (*Profile, error) {
 				return nil, err
 			}
 		}
-		return b.Profile(), lr.Err()
+		p := b.Profile()
+		p.Truncated = lr.truncated
+		return p, lr.Err()
 	}
 	// This is LogGenReader.Next and Builder.add fused: most events are
 	// the exit of the top node or the entry of one of its few children,
@@ -252,8 +254,13 @@ func BuildProfile(r io.Reader) (*Profile, error) {
 	)
 	for {
 		line, err := lr.readLine()
+		if err == nil && len(line) > 0 && line[0] == ' ' {
+			err = lr.truncation(line)
+		}
 		if err == io.EOF {
-			return b.Profile(), nil
+			p := b.Profile()
+			p.Truncated = lr.truncated
+			return p, nil
 		}
 		var kind EventKind
 		var name, thr []byte

@@ -22,6 +22,12 @@
 // ("java.util.TimSort.mergeLo(int, int, int, int)"), through [Rename]
 // or a [Namer], which never give two methods one name.
 //
+// A file the agent had to cut after a write error (a full disk) ends
+// with a truncation line ([TruncationLine]); the readers stop there and
+// say so ([Profile.Truncated], [LogGenReader.Truncated]) instead of
+// failing. A log-rt's header says the interval its counts cover
+// ([Interval]).
+//
 // Everything here is plain Go without cgo and without global mutable
 // state: the package is safe to use from several goroutines as long as
 // each one has its own values.

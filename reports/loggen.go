@@ -93,6 +93,7 @@ const (
 // Flush at the end.
 type LogGenWriter struct {
 	w   *bufio.Writer
+	out *countWriter // under w
 	k   int
 	buf []byte
 	err error
@@ -101,7 +102,8 @@ type LogGenWriter struct {
 // NewLogGenWriter writes the header for a process and its metrics, with
 // one " Note: " line per note, and returns a writer for the events.
 func NewLogGenWriter(w io.Writer, pid int, metrics []Metric, notes ...string) *LogGenWriter {
-	lw := &LogGenWriter{w: bufio.NewWriterSize(w, 64<<10), k: len(metrics)}
+	out := &countWriter{w: w}
+	lw := &LogGenWriter{w: bufio.NewWriterSize(out, 64<<10), out: out, k: len(metrics)}
 	fmt.Fprintf(lw.w, "%s\n%s%d\n", logGenTitle, pidPrefix, pid)
 	for _, n := range notes {
 		fmt.Fprintf(lw.w, "%s%s\n", notePrefix, escapeNote(n))
@@ -168,6 +170,35 @@ func (lw *LogGenWriter) Write(ev Event) error {
 	return lw.err
 }
 
+// Size is the bytes written so far, buffered ones included.
+func (lw *LogGenWriter) Size() int64 { return lw.out.n + int64(lw.w.Buffered()) }
+
+// countWriter counts the bytes written through it.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
+// Truncated ends the file with a truncation line (text as
+// LogGenReader.Truncated returns it): a copy of a truncated log-gen
+// says it is one, too. Call Flush after it.
+func (lw *LogGenWriter) Truncated(text string) error {
+	if lw.err != nil {
+		return lw.err
+	}
+	if _, ok := isTruncation([]byte(" *** " + text)); !ok {
+		return fmt.Errorf("log-gen: %q is not a truncation line", text)
+	}
+	_, lw.err = fmt.Fprintf(lw.w, " *** %s\n", text)
+	return lw.err
+}
+
 // Flush writes buffered lines to the underlying writer.
 func (lw *LogGenWriter) Flush() error {
 	if lw.err != nil {
@@ -205,6 +236,9 @@ type LogGenReader struct {
 	err     error
 	bin     *binState // nil for the text format
 	frames  int
+	// truncated is the file's truncation line (see TruncationLine), once
+	// read.
+	truncated string
 }
 
 // interner maps names to dense ids; lookups by []byte do not allocate.
@@ -392,7 +426,9 @@ func (lr *LogGenReader) Next() bool {
 	}
 	line, err := lr.readLine()
 	if err == nil {
-		err = lr.parse(line)
+		if err = lr.truncation(line); err == nil {
+			err = lr.parse(line)
+		}
 	}
 	if err != nil {
 		if err != io.EOF {
@@ -404,6 +440,26 @@ func (lr *LogGenReader) Next() bool {
 	}
 	return true
 }
+
+// truncation returns io.EOF when line is the truncation line the agent
+// ends a file with after a write error, and remembers it; nothing may
+// follow it.
+func (lr *LogGenReader) truncation(line []byte) error {
+	text, ok := isTruncation(line)
+	if !ok {
+		return nil
+	}
+	lr.truncated = text
+	if _, err := lr.br.ReadByte(); err != io.EOF {
+		return errors.New("data after the truncation line")
+	}
+	return io.EOF
+}
+
+// Truncated is the truncation line (without its leading " *** ") of a
+// file the agent cut short after a write error, once Next has reached
+// it; empty for a whole file.
+func (lr *LogGenReader) Truncated() string { return lr.truncated }
 
 // Err returns the error that stopped Next, or nil at a clean end of file.
 func (lr *LogGenReader) Err() error {

@@ -28,6 +28,10 @@ import (
 //	'B' id len records     a run of one thread's events, in order
 //	'E' events notwritten  the end: events written, events past GENMAX
 //
+// A file the agent cut short after a write error ends, in place of the
+// next frame, with the truncation line (see TruncationLine), which
+// starts with a space, a tag no frame has.
+//
 // A method or thread is defined before the first block that names it.
 // A record is a flags byte (transition in bits 0-1, type in bits 2-4,
 // key unclean in bit 6, method not recorded for lack of memory in bit 7),
@@ -250,6 +254,16 @@ func (lr *LogGenReader) nextBinary() error {
 				}
 				bs.block, bs.blockThr = p, thr
 			}
+		case ' ': // the truncation line of a file cut by a write error
+			lr.br.UnreadByte()
+			line, err := lr.br.ReadSlice('\n')
+			if err != nil {
+				return fmt.Errorf("truncation line: %w", err)
+			}
+			if _, ok := isTruncation(line[:len(line)-1]); !ok {
+				return fmt.Errorf("bad frame tag 0x%02x", tag)
+			}
+			return lr.truncation(line[:len(line)-1])
 		case 'E':
 			if _, err := lr.uvarint(); err != nil {
 				return fmt.Errorf("end frame: %w", err)

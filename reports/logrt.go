@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The log-rt format, in the spirit of JProf's (seed 000, Figure 6):
@@ -16,6 +17,9 @@ import (
 //	 libjprof log-rt
 //	 Process_Number_ID=4242
 //	 Sequence=1
+//	 Interval_Start=2026-11-26T17:20:01.123456789Z vm+1.234567890s
+//	 Interval_End=2026-11-26T17:20:05.5Z vm+5.611111111s
+//	 Interval_Counts=cumulative-since-start
 //	 Note: PTT backend: ebpf
 //
 //	 Base Values:
@@ -43,6 +47,10 @@ import (
 //
 // The closing " End of log-rt: N rows" line is not in JProf's format: it
 // lets a reader tell a complete file from one cut at a line boundary.
+// Nor are the three Interval_ lines (absent in files of older agents):
+// the time the counts cover, in wall-clock time and on the monotonic
+// clock from the agent's load at VM start, and what they are relative to
+// (see [Interval]).
 
 const (
 	logRTTitle   = " libjprof log-rt"
@@ -189,6 +197,7 @@ type LogRTWriter struct {
 	k    int
 	buf  []byte
 	rows int
+	n    int64 // bytes handed to w
 }
 
 // NewLogRTWriter starts a log-rt with the header of p (its threads are
@@ -197,6 +206,10 @@ func NewLogRTWriter(w io.Writer, p *Profile) (*LogRTWriter, error) {
 	k := len(p.Metrics)
 	hb := bytes.NewBuffer(make([]byte, 0, rowChunk+4<<10))
 	fmt.Fprintf(hb, "%s\n%s%d\n%s%d\n", logRTTitle, pidPrefix, p.PID, seqPrefix, p.Seq)
+	if iv := p.Interval; iv != nil {
+		fmt.Fprintf(hb, "%s%s\n%s%s\n%s%s\n", intervalStart, intervalTime(iv.Start, iv.StartVM),
+			intervalEnd, intervalTime(iv.End, iv.EndVM), intervalCounts, iv.Counts)
+	}
 	for _, n := range p.Notes {
 		fmt.Fprintf(hb, "%s%s\n", notePrefix, escapeNote(n))
 	}
@@ -264,10 +277,19 @@ func appendRow(b []byte, k int, r Row) ([]byte, error) {
 const rowChunk = 64 << 10
 
 func (lw *LogRTWriter) flush() error {
-	_, err := lw.w.Write(lw.buf)
+	n, err := lw.w.Write(lw.buf)
+	lw.n += int64(n)
 	lw.buf = lw.buf[:0]
 	return err
 }
+
+// Size is the bytes of the header and the rows so far, buffered ones
+// included: a writer that can cut its file after a write error marks
+// whole rows with it (see Rows).
+func (lw *LogRTWriter) Size() int64 { return lw.n + int64(len(lw.buf)) }
+
+// Rows is how many rows were written so far.
+func (lw *LogRTWriter) Rows() int { return lw.rows }
 
 // Close writes the end line and what is left of the chunk.
 func (lw *LogRTWriter) Close() error {
@@ -295,10 +317,69 @@ func padUint(b []byte, v uint64, width int) []byte {
 	return b
 }
 
+const (
+	intervalStart  = " Interval_Start="
+	intervalEnd    = " Interval_End="
+	intervalCounts = " Interval_Counts="
+)
+
+// intervalTime is "<RFC 3339 UTC> vm+<seconds>s".
+func intervalTime(t time.Time, vm time.Duration) string {
+	return fmt.Sprintf("%s vm+%.9fs", t.UTC().Format(time.RFC3339Nano), vm.Seconds())
+}
+
+func parseIntervalTime(line []byte, prefix string) (time.Time, time.Duration, error) {
+	v, ok := bytes.CutPrefix(line, []byte(prefix))
+	if !ok {
+		return time.Time{}, 0, fmt.Errorf("expected %q, got %q", prefix+"TIME vm+SECONDS", line)
+	}
+	wall, mono, ok := strings.Cut(string(v), " vm+")
+	if !ok {
+		return time.Time{}, 0, fmt.Errorf("expected %q, got %q", prefix+"TIME vm+SECONDS", line)
+	}
+	t, err := time.Parse(time.RFC3339Nano, wall)
+	if err != nil {
+		return time.Time{}, 0, fmt.Errorf("%s: %w", strings.TrimSpace(prefix), err)
+	}
+	d, err := time.ParseDuration(mono)
+	if err != nil {
+		return time.Time{}, 0, fmt.Errorf("%s: %w", strings.TrimSpace(prefix), err)
+	}
+	return t, d, nil
+}
+
+// parseInterval reads the three Interval_ lines, the first in line.
+func parseInterval(lr *lineReader, line []byte) (*Interval, error) {
+	iv := &Interval{}
+	var err error
+	if iv.Start, iv.StartVM, err = parseIntervalTime(line, intervalStart); err != nil {
+		return nil, err
+	}
+	if line, err = lr.next(strconv.Quote(intervalEnd + "TIME vm+SECONDS")); err != nil {
+		return nil, err
+	}
+	if iv.End, iv.EndVM, err = parseIntervalTime(line, intervalEnd); err != nil {
+		return nil, err
+	}
+	if line, err = lr.next(strconv.Quote(intervalCounts + "KIND")); err != nil {
+		return nil, err
+	}
+	v, ok := bytes.CutPrefix(line, []byte(intervalCounts))
+	switch c := IntervalCounts(v); {
+	case ok && (c == CumulativeSinceStart || c == CumulativeSinceReset || c == SinceFlush):
+		iv.Counts = c
+	default:
+		return nil, fmt.Errorf("expected %q with %s, %s or %s, got %q", intervalCounts+"KIND", CumulativeSinceStart, CumulativeSinceReset, SinceFlush, line)
+	}
+	return iv, nil
+}
+
 // ParseLogRT reads a file written by [WriteLogRT]. Errors name the line
 // and what was expected there; a file cut anywhere, even at a line
 // boundary, is an error, and so is a row whose CEE does not match the
-// calls of its children.
+// calls of its children. A file the agent cut after a write error and
+// closed with its truncation line is read up to that line, and
+// Profile.Truncated says so.
 func ParseLogRT(r io.Reader) (*Profile, error) {
 	lr := lineReader{sc: bufio.NewScanner(r)}
 	lr.sc.Buffer(make([]byte, 64<<10), maxLine)
@@ -359,7 +440,8 @@ func parseLogRT(lr *lineReader) (*Profile, error) {
 	if p.Seq, err = lr.intField(seqPrefix); err != nil {
 		return nil, err
 	}
-	// Notes, then the blank line before Base Values.
+	// The interval (files since it was written), notes, then the blank
+	// line before Base Values.
 	for {
 		line, err := lr.next("a note or a blank line")
 		if err != nil {
@@ -367,6 +449,12 @@ func parseLogRT(lr *lineReader) (*Profile, error) {
 		}
 		if len(line) == 0 {
 			break
+		}
+		if bytes.HasPrefix(line, []byte(" Interval_")) && p.Interval == nil && len(p.Notes) == 0 {
+			if p.Interval, err = parseInterval(lr, line); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		note, ok := bytes.CutPrefix(line, []byte(notePrefix))
 		if !ok {
@@ -426,7 +514,11 @@ func parseLogRT(lr *lineReader) (*Profile, error) {
 	}
 	lr.n++
 	if lr.sc.Scan() {
-		return nil, fmt.Errorf("expected end of file after %q, got %q", strings.TrimSpace(logRTEnd), lr.sc.Bytes())
+		last := strconv.Quote(strings.TrimSpace(logRTEnd))
+		if p.Truncated != "" {
+			last = "the truncation line"
+		}
+		return nil, fmt.Errorf("expected end of file after %s, got %q", last, lr.sc.Bytes())
 	}
 	return p, lr.sc.Err()
 }
@@ -476,6 +568,10 @@ func parseRows(lr *lineReader, p *Profile) error {
 		line, err := lr.next(fmt.Sprintf("a row or %q", logRTEnd+"N rows"))
 		if err != nil {
 			return err
+		}
+		if text, ok := isTruncation(line); ok {
+			p.Truncated = text // the open subtrees lost their last rows
+			return nil
 		}
 		if rest, ok := bytes.CutPrefix(line, []byte(logRTEnd)); ok {
 			if err := closeTo(0); err != nil {

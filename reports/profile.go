@@ -1,6 +1,9 @@
 package reports
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // Metric describes one metric column of a profile.
 type Metric struct {
@@ -20,10 +23,45 @@ type Profile struct {
 	// Notes are free header lines: PTT backend, what it cannot do,
 	// calibration mode, JVM version. Each is written as " Note: <text>".
 	Notes []string
+	// Interval is the time the counts cover; nil in files from agents
+	// before it was written.
+	Interval *Interval
 	// Threads holds one root per thread; a root's Name is like
 	// "0000b718_main" and its Calls is 0.
 	Threads []*Node
+	// Truncated is the closing line of a file the agent cut short after
+	// a write error (see TruncationLine), without its leading " *** ";
+	// empty for a whole file. The profile then holds only what was
+	// written before it: the last subtrees may miss rows, and their CEE
+	// is not checked.
+	Truncated string
 }
+
+// Interval is the time a log-rt's counts cover: from Start (the VM
+// starting collection, the last reset, or the previous interval flush, as
+// Counts says) to End (when the report was taken).
+type Interval struct {
+	Start, End time.Time // wall clock
+	// StartVM and EndVM are the same moments on the monotonic clock,
+	// from the agent's load at VM start: immune to the wall clock's
+	// steps, and comparable across the log-rt files of one JVM.
+	StartVM, EndVM time.Duration
+	Counts         IntervalCounts
+}
+
+// IntervalCounts says what a log-rt's counts are relative to.
+type IntervalCounts string
+
+const (
+	// CumulativeSinceStart: everything since collection first started.
+	CumulativeSinceStart IntervalCounts = "cumulative-since-start"
+	// CumulativeSinceReset: everything since the last reset (rtdriver
+	// reset or end).
+	CumulativeSinceReset IntervalCounts = "cumulative-since-reset"
+	// SinceFlush: only what happened since the previous interval flush
+	// (rtdriver flush=interval).
+	SinceFlush IntervalCounts = "since-previous-flush"
+)
 
 // Node is one calling context: a method reached through one path from its
 // thread's root.

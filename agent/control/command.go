@@ -2,6 +2,7 @@ package control
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ const (
 	argNone argMode = iota
 	argOptional
 	argRequired // a string, kept as given (roots=)
+	argWord     // optional, one of cmdSpec.words (flush=interval)
 )
 
 // cmdSpec describes one command of the protocol.
@@ -21,6 +23,7 @@ type cmdSpec struct {
 	name  string
 	usage string
 	arg   argMode
+	words []string // the values an argWord command takes
 	// ctl: the command calls the Controller, so it runs in the execution
 	// slot; ping and help never wait behind a slow flush.
 	ctl bool
@@ -48,12 +51,16 @@ const (
 	cmdRoots    = "roots"
 
 	tokenKey = "token"
+
+	// flushInterval (flush=interval) writes only what happened since the
+	// previous interval flush, and starts the next interval.
+	flushInterval = "interval"
 )
 
 // specs is the command table; it is never modified.
 var specs = [...]cmdSpec{
 	{name: cmdStart, usage: "start[=sec]", arg: argOptional, ctl: true},
-	{name: cmdFlush, usage: "flush", ctl: true},
+	{name: cmdFlush, usage: "flush[=interval]", arg: argWord, words: []string{flushInterval}, ctl: true},
 	{name: cmdReset, usage: "reset", ctl: true},
 	{name: cmdEnd, usage: "end", ctl: true},
 	{name: cmdStatus, usage: "status", ctl: true, quiet: true},
@@ -217,6 +224,11 @@ func parseCommand(p string) command {
 		c.err = fmt.Errorf("empty argument after =")
 	case spec.arg == argRequired:
 		c.arg = arg
+	case spec.arg == argWord:
+		c.arg = strings.ToLower(arg)
+		if !slices.Contains(spec.words, c.arg) {
+			c.err = fmt.Errorf("bad argument %q: want %s", clip(arg, maxNameLen), spec.usage)
+		}
 	default:
 		c.delay, c.err = parseDelay(arg)
 	}

@@ -23,6 +23,11 @@ type Controller interface {
 	// nothing collected since the last reset it writes no file and
 	// returns a Noop saying so.
 	Flush() (path string, err error)
+	// FlushInterval writes the next log-rt.N_<pid> with only what
+	// happened since the previous interval flush (or reset, or the
+	// start), and makes now the start of the next interval; as Flush
+	// otherwise.
+	FlushInterval() (path string, err error)
 	// Reset discards the data collected so far.
 	Reset() error
 	// End stops collecting, flushes and resets; it returns the flushed path.

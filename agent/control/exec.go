@@ -140,7 +140,11 @@ func (s *Server) exec1(cmd command) Reply {
 			detail = "in " + cmd.delay.String()
 		}
 	case cmdFlush:
-		err = s.guard(name, func() (e error) { detail, e = s.ctl.Flush(); return e })
+		flush := s.ctl.Flush
+		if cmd.arg == flushInterval {
+			flush = s.ctl.FlushInterval
+		}
+		err = s.guard(name, func() (e error) { detail, e = flush(); return e })
 	case cmdEnd:
 		err = s.guard(name, func() (e error) { detail, e = s.ctl.End(); return e })
 	case cmdReset:

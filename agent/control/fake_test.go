@@ -85,6 +85,14 @@ func (f *fakeCtl) Flush() (string, error) {
 	return "/tmp/log-rt.1_42", nil
 }
 
+func (f *fakeCtl) FlushInterval() (string, error) {
+	defer f.exit()
+	if err := f.enter("flush=interval"); err != nil {
+		return "", err
+	}
+	return "/tmp/log-rt.1_42", nil
+}
+
 func (f *fakeCtl) Reset() error { defer f.exit(); return f.enter("reset") }
 
 func (f *fakeCtl) End() (string, error) {

@@ -34,7 +34,7 @@ func TestServerCommands(t *testing.T) {
 		calls []string // Controller calls, in order
 	}{
 		{name: "ping", lines: []string{"ping"}, want: []string{"OK ping: pong"}},
-		{name: "help", lines: []string{"HELP"}, want: []string{"OK help: start[=sec] flush *"}},
+		{name: "help", lines: []string{"HELP"}, want: []string{"OK help: start[=sec] flush[=interval] *"}},
 		{name: "start", lines: []string{"start"}, want: []string{"OK start"}, calls: []string{"start"}},
 		{name: "start delayed", lines: []string{"START=5"}, want: []string{"OK start: in 5s"}, calls: []string{"start"}},
 		{name: "chain", lines: []string{"start,flush"},
@@ -67,7 +67,9 @@ func TestServerCommands(t *testing.T) {
 				"ERR flush: not run: another command on the line is invalid"}},
 		{name: "bad argument runs nothing", lines: []string{"reset,start=soon"},
 			want: []string{"ERR reset: not run: *", `ERR start: bad delay "soon"*`}},
-		{name: "argument on plain command", lines: []string{"flush=now"}, want: []string{"ERR flush: takes no argument"}},
+		{name: "argument on plain command", lines: []string{"reset=now"}, want: []string{"ERR reset: takes no argument"}},
+		{name: "bad flush argument", lines: []string{"flush=now"}, want: []string{`ERR flush: bad argument "now": want flush[=interval]`}},
+		{name: "interval flush", lines: []string{"flush=interval"}, want: []string{"OK flush: /tmp/log-rt.1_42"}, calls: []string{"flush=interval"}},
 		{name: "shutdown must be last", lines: []string{"shutdown,ping", "ping"},
 			want: []string{"ERR shutdown: must be the last command on its line", "ERR ping: not run: *", "OK ping: pong"}},
 		{name: "malformed name", lines: []string{"fl ush"}, want: []string{`ERR ?: malformed command "fl ush"`}},

@@ -141,6 +141,10 @@ func calibrate(args []string, stdout io.Writer) error {
 					return err
 				}
 			}
+			if tr := r.Truncated(); tr != "" && r.Err() == nil {
+				warnTruncated(in, tr)
+				return lw.Truncated(tr)
+			}
 			return r.Err()
 		})
 		if err != nil {

@@ -8,7 +8,9 @@ import (
 )
 
 // loggen converts a log-gen, binary or text, to JProf's text format. A
-// binary file cut at GENMAX says so in its header notes, which are kept.
+// binary file cut at GENMAX says so in its header notes, which are kept;
+// one the agent cut after a write error ends with the same truncation
+// line, and jprof warns.
 func loggen(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("loggen", flag.ContinueOnError)
 	out := fs.String("o", "", "output `file`")
@@ -30,6 +32,12 @@ func loggen(args []string, stdout io.Writer) error {
 			}
 			if err := r.Err(); err != nil {
 				return err
+			}
+			if tr := r.Truncated(); tr != "" {
+				warnTruncated(pos[0], tr)
+				if err := lw.Truncated(tr); err != nil {
+					return err
+				}
 			}
 			return lw.Flush()
 		})

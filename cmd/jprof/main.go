@@ -162,6 +162,7 @@ func (helpRequested) Error() string { return "help requested" }
 // run runs jprof with the arguments after the program name and returns
 // the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
+	warnings = stderr
 	err := dispatch(args, stdout)
 	var ue usageError
 	var help helpRequested
@@ -395,7 +396,20 @@ func load(path string) (*reports.Profile, reports.Format, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", path, err)
 	}
+	if p.Truncated != "" {
+		p.Notes = append(p.Notes, warnTruncated(path, p.Truncated))
+	}
 	return p, format, nil
+}
+
+// warnings is where jprof warns (run's stderr).
+var warnings io.Writer = os.Stderr
+
+// warnTruncated says on stderr that path was cut short by a write error
+// in the agent, and returns the note that says it in what is made of it.
+func warnTruncated(path, line string) string {
+	fmt.Fprintf(warnings, "jprof: warning: %s is truncated: %s; what follows covers only what was written before\n", path, line)
+	return fmt.Sprintf("Warning: %s is truncated (%s): only what was written before is here", filepath.Base(path), line)
 }
 
 // output writes with write to path (complete or not at all: see

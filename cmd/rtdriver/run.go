@@ -495,6 +495,8 @@ func (d *driver) sendOne(ctx context.Context, c *control.Client, name, line stri
 const interactiveHelp = `Type a command line and press enter; replies follow.
   start[=sec]     start collecting, now or after sec seconds
   flush           write the next log-rt file
+  flush=interval  write one with only what happened since the previous
+                  interval flush, and start the next interval
   reset           discard the data collected so far
   end             stop + flush + reset
   status          agent state

@@ -53,6 +53,11 @@ func (a *agent) ForceGC() error         { a.record("fgc"); return errors.New("no
 func (a *agent) Shutdown() error        { a.record("shutdown"); return nil }
 func (a *agent) Roots(r string) error   { a.record("roots=" + r); return nil }
 
+func (a *agent) FlushInterval() (string, error) {
+	a.record("flush=interval")
+	return "/tmp/log-rt.1_7", nil
+}
+
 // startAgent serves an agent on a kernel-chosen port and returns the port.
 func startAgent(t *testing.T, token string) (*agent, int) {
 	t.Helper()

@@ -5,6 +5,8 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 )
 
 // asyncWriter buffers writes and hands full buffers to a goroutine that
@@ -27,6 +29,9 @@ type asyncWriter struct {
 	mu      sync.Mutex
 	err     error       // the first write error (or errAborted): the goroutine drops the rest
 	failing atomic.Bool // err is set
+
+	written atomic.Int64 // bytes the file holds: a cut after a write error keeps no more
+	retries int          // ENOSPC retries spent (writeOut runs on one goroutine at a time)
 }
 
 const (
@@ -63,11 +68,38 @@ func (w *asyncWriter) run() {
 	defer close(w.done)
 	for b := range w.full {
 		if w.failed() == nil {
-			if _, err := w.f.Write(b); err != nil {
+			if err := w.writeOut(b); err != nil {
 				w.fail(err)
 			}
 		}
 		w.free <- b[:0]
+	}
+}
+
+// A full file system is often full for a moment only (a file being
+// deleted, a log rotated): a write that fails with ENOSPC or EDQUOT is
+// retried after RetryDelay, doubling, at most MaxRetries times per file,
+// so that a file waits at most 0.31 s in all for space. Other errors
+// are final at once.
+const (
+	MaxRetries = 5
+	RetryDelay = 10 * time.Millisecond
+)
+
+// writeOut writes b whole, counting what the file holds.
+func (w *asyncWriter) writeOut(b []byte) error {
+	for {
+		n, err := w.f.Write(b)
+		w.written.Add(int64(n))
+		b = b[n:]
+		if err == nil {
+			return nil
+		}
+		if w.retries >= MaxRetries || !(errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) {
+			return err
+		}
+		time.Sleep(RetryDelay << w.retries)
+		w.retries++
 	}
 }
 
@@ -129,7 +161,10 @@ func (w *asyncWriter) Flush() error {
 	if w.done == nil { // never handed a buffer off: write it here
 		var err error
 		if len(w.buf) > 0 {
-			_, err = w.f.Write(w.buf)
+			err = w.writeOut(w.buf)
+		}
+		if err != nil {
+			w.fail(err)
 		}
 		w.buf = nil
 		return err

@@ -6,6 +6,11 @@
 // file from a goroutine, so a caller producing a large file keeps
 // producing while the kernel copies (at most 1 MiB buffered per file).
 //
+// A file whose writer marks where its units end (Mark) can instead be
+// kept after a write error, cut at a mark and closed by a line that says
+// so (CommitCut): see cut.go. A write that fails for lack of space is
+// retried a few times first (see MaxRetries).
+//
 // A path that already names something other than a regular file (a
 // device such as /dev/null or /dev/stdout, a named pipe) is written in
 // place: renaming over it would replace the device with a file.
@@ -25,6 +30,7 @@ type File struct {
 	w      *asyncWriter
 	done   bool
 	direct bool // writing a device or pipe in place
+	marks  marks
 }
 
 // Create starts writing path.
@@ -66,7 +72,12 @@ func (f *File) Commit() error {
 		f.done = true
 		return err
 	}
-	err := f.w.Flush()
+	return f.finish(f.w.Flush())
+}
+
+// finish syncs, closes and renames a flushed file, or removes it when
+// err (the flush's) or any of these fails.
+func (f *File) finish(err error) error {
 	if err == nil {
 		err = f.f.Sync()
 	}

@@ -1,7 +1,9 @@
 package atomicfile
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/libjprof/libjprof/internal/jvmtest"
 )
 
 func TestWrite(t *testing.T) {
@@ -192,4 +196,64 @@ func TestUseAfterFinish(t *testing.T) {
 		assert.ErrorIs(t, err, os.ErrClosed)
 		assert.ErrorIs(t, f.Commit(), os.ErrClosed)
 	}
+}
+
+// A file that fills its file system is kept: cut at the last mark with
+// room, closed by the writer's line, renamed into place; what precedes
+// the line is whole lines, as marked.
+func TestCutOnFullDisk(t *testing.T) {
+	dir := jvmtest.SmallFS(t, 256<<10)
+	path := filepath.Join(dir, "out")
+	f, err := Create(path)
+	require.NoError(t, err)
+	var off int64
+	var lines uint64
+	var werr error
+	for lines < 1<<20 {
+		line := fmt.Sprintf("line %d %s\n", lines, strings.Repeat("x", int(lines%97)))
+		if _, werr = f.Write([]byte(line)); werr != nil {
+			break
+		}
+		off += int64(len(line))
+		lines++
+		f.Mark(off, lines)
+	}
+	require.Error(t, werr, "the file system never filled")
+	assert.ErrorIs(t, f.Failed(), syscall.ENOSPC)
+	start := time.Now()
+	cut, err := f.CommitCut(func(c Cut) string {
+		return fmt.Sprintf(" *** cut after %d bytes: %v; %d lines not written", c.Bytes, c.Err, lines-c.Units)
+	})
+	require.NoError(t, err)
+	require.NotNil(t, cut)
+	t.Logf("kept %d bytes, %d of %d lines; commit took %v", cut.Bytes, cut.Units, lines, time.Since(start))
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, cut.Bytes, int64(bytes.LastIndex(b[:len(b)-1], []byte("\n"))+1), "the marker follows the kept bytes")
+	body, marker := b[:cut.Bytes], string(b[cut.Bytes:])
+	assert.Equal(t, fmt.Sprintf(" *** cut after %d bytes: %v; %d lines not written\n", cut.Bytes, cut.Err, lines-cut.Units), marker)
+	assert.Contains(t, marker, "no space left on device")
+	got := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
+	require.Len(t, got, int(cut.Units))
+	for i, l := range got {
+		require.True(t, strings.HasPrefix(l, fmt.Sprintf("line %d ", i)), "line %d: %q", i, l)
+	}
+	assert.Greater(t, cut.Bytes, int64(128<<10), "most of what was written is kept")
+	ents, _ := os.ReadDir(dir)
+	assert.Len(t, ents, 1, "no temporary file left behind")
+}
+
+// Without a write error CommitCut is Commit.
+func TestCutNotNeeded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out")
+	f, err := Create(path)
+	require.NoError(t, err)
+	_, err = f.Write([]byte("a\n"))
+	require.NoError(t, err)
+	f.Mark(2, 1)
+	cut, err := f.CommitCut(func(Cut) string { t.Fatal("no marker wanted"); return "" })
+	require.NoError(t, err)
+	assert.Nil(t, cut)
+	b, _ := os.ReadFile(path)
+	assert.Equal(t, "a\n", string(b))
 }
