@@ -86,11 +86,14 @@ func TestThreadChurnNotCollecting(t *testing.T) {
 
 // A second run with START: each of the n threads has its exact tree in
 // log-rt, and log-msg sums ended threads past the first few in one line.
+// With THREADINFO and GENERIC, the threads freed at the reset leave their
+// log-jtnm lines in a spill file, not in memory, and log-jtnm lists them
+// all; the log-gen writer forgets their names.
 func TestThreadChurnCollected(t *testing.T) {
 	const n = 2000
 	port := freePort(t)
 	p := jvmtest.Launch(t, jvmtest.Run{Class: "ThreadChurn", Args: []string{strconv.Itoa(n), "4", "pause"},
-		Options: fmt.Sprintf("CALLTREE,START,PORT=%d", port)})
+		Options: fmt.Sprintf("CALLTREE,START,THREADINFO,GENERIC,PORT=%d", port)})
 	p.Expect(fmt.Sprintf("ThreadChurn: %d threads", n))
 	replies := rt(t, tcpCtl(port), "end")
 	requireOK(t, replies)
@@ -121,10 +124,16 @@ func TestThreadChurnCollected(t *testing.T) {
 	require.NotNil(t, m, st)
 	left, _ := strconv.Atoi(m[1])
 	assert.Less(t, left, 20, "ended threads freed at the reset: %s", st)
+	spill, _ := filepath.Glob(filepath.Join(p.Dir(), ".log-jtnm_*.part"))
+	assert.Len(t, spill, 1, "freed threads' log-jtnm lines are in a spill file")
 	p.Send("")
 	p.Expect("ThreadChurn: done")
 	r := p.Wait()
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	spill, _ = filepath.Glob(filepath.Join(p.Dir(), ".log-jtnm_*.part"))
+	assert.Empty(t, spill, "the spill file is removed once log-jtnm is written")
+	jtnm := r.ReadFile(t, "jtnm")
+	assert.Equal(t, n, strings.Count(jtnm, "_churn-"), "every churn thread is in log-jtnm")
 	msg := r.ReadFile(t, "msg")
 	assert.Regexp(t, `counts reset.*"endedThreadsFreed": (\d{4})`, msg)
 	assert.Regexp(t, `"thread": "other ended threads".*"threads": \d{4}`, msg)

@@ -37,7 +37,7 @@ func (a *agent) retireLine(line string) {
 	r := &a.retired
 	if r.f == nil && !r.failed {
 		r.path = filepath.Join(a.opts.LogPath, fmt.Sprintf(".%s-jtnm_%d.part", a.opts.LogPrefix, a.pid))
-		f, err := os.OpenFile(r.path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+		f, err := os.OpenFile(r.path, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o600)
 		if err != nil {
 			r.failed = true
 			a.log.Warn("log-jtnm: freed threads are kept in memory (at most a bounded number)", zap.Error(err))

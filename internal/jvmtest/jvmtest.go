@@ -74,6 +74,9 @@ type Result struct {
 	PID      int
 }
 
+// Dir is the run's LOGPATH.
+func (p *Proc) Dir() string { return p.res.Dir }
+
 // Proc is a JVM running in the background.
 type Proc struct {
 	t      testing.TB
