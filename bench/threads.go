@@ -58,6 +58,7 @@ const (
 	pairsWorkers   = 16
 	pairsSlots     = 12 // main and the JVM's own threads take a few: about 6 workers fall back
 	stressDelayEnv = "JP_TRYLOCK_DELAY_US=3000"
+	stressConc     = 8 // threads alive at a time
 )
 
 func (t *Threads) Title() string {
@@ -97,7 +98,7 @@ func (t *Threads) stress(ctx context.Context, s *Suite, tmp, shim string) error 
 			&StressRow{Config: Config{Key: "stress-" + c.key + "-delay", Name: c.name + ", trylock delayed 3 ms", Agent: LibJProf, Options: c.opts}, Env: delay})
 	}
 	cp := filepath.Join(o.Root, "build", "java")
-	main := []string{"-cp", cp, "ThreadChurn", strconv.Itoa(t.Threads), "4"}
+	main := []string{"-cp", cp, "ThreadChurn", strconv.Itoa(t.Threads), strconv.Itoa(stressConc)}
 	for i := 0; i < t.Runs; i++ {
 		for _, row := range t.Stress {
 			if err := ctx.Err(); err != nil {
@@ -275,12 +276,12 @@ func (t *Threads) Markdown(out io.Writer, s *Suite) error {
 		fmt.Fprintf(out, "\n\nThe work area holds 32,768 threads by default (`PTTSLOTS=`; about 7 MiB of locked kernel memory, 224 bytes a thread).\n\n")
 	}
 
-	fmt.Fprintf(out, "**Stress.** `ThreadChurn %d 4` (%d short threads, four alive at a time, each running a three-method tree) "+
+	fmt.Fprintf(out, "**Stress.** `ThreadChurn %d %d` (%d short threads, %d alive at a time, each running a three-method tree) "+
 		"under each event source with START, %d runs of each configuration, interleaved; *trylock delayed* runs with the "+
 		"test-only LD_PRELOAD shim (`internal/jvmtest/faultshim`) that makes every `pthread_mutex_trylock` libjprof calls "+
 		"sleep 3 ms first, which widens the window around a thread's end and the retirement of its record (before the fix, "+
 		"SAMPLE crashed in `jp_thread_pack` within seconds). A run passes when it exits 0, prints its last line and leaves no "+
-		"hs_err file.\n\n", t.Threads, t.Threads, t.Runs)
+		"hs_err file.\n\n", t.Threads, stressConc, t.Threads, stressConc, t.Runs)
 	if len(t.Stress) == 0 {
 		_, err := fmt.Fprintln(out, "Not run.")
 		return err
