@@ -22,5 +22,9 @@ func TestKeyTestsOnOtherJDKs(t *testing.T) {
 		"bci-roots":  TestBCIRootsDispatchExact,
 		"thread-end": TestThreadEndRace,
 		"fallback":   TestFallbackThreads,
+		"other-user": TestRTDriverOtherUserRefused,
+		"full-disk":  TestFullDiskKeepsLogGen,
+		"logpath":    TestUnwritableLogPath,
+		"no-caps":    TestBPFWithoutCapabilities,
 	})
 }
