@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"github.com/libjprof/libjprof/internal/peercred"
 )
 
 // Who may drive the agent: the user the JVM runs as, or root, as with the
@@ -46,19 +46,9 @@ func checkPeer(conn net.Conn, owner int, token bool) error {
 func peerUID(conn net.Conn) (int, error) {
 	switch c := conn.(type) {
 	case *net.UnixConn:
-		raw, err := c.SyscallConn()
+		cred, err := peercred.Of(c)
 		if err != nil {
 			return 0, err
-		}
-		var cred *unix.Ucred
-		var credErr error
-		if err := raw.Control(func(fd uintptr) {
-			cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-		}); err != nil {
-			return 0, err
-		}
-		if credErr != nil {
-			return 0, fmt.Errorf("SO_PEERCRED: %w", credErr)
 		}
 		return int(cred.Uid), nil
 	case *net.TCPConn:

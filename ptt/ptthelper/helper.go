@@ -23,6 +23,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/libjprof/libjprof/internal/peercred"
 	"github.com/libjprof/libjprof/ptt/pttbpf"
 )
 
@@ -119,19 +120,9 @@ func (s *Server) watch(c *net.UnixConn, owner uint32) {
 
 func (s *Server) answer(c *net.UnixConn) (uint32, error) {
 	if s.Allow != nil {
-		raw, err := c.SyscallConn()
+		cred, err := peercred.Of(c)
 		if err != nil {
-			return 0, err
-		}
-		var cred *unix.Ucred
-		var credErr error
-		if err := raw.Control(func(fd uintptr) {
-			cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-		}); err != nil {
-			return 0, err
-		}
-		if credErr != nil {
-			return 0, fmt.Errorf("ptthelper: peer credentials: %w", credErr)
+			return 0, fmt.Errorf("ptthelper: peer credentials: %w", err)
 		}
 		if !s.Allow(cred) {
 			return 0, fmt.Errorf("ptthelper: pid %d uid %d refused", cred.Pid, cred.Uid)
