@@ -290,11 +290,15 @@ func (a *agent) sayState() {
 	a.mu.Lock() // rtdriver roots= may change them already
 	roots := a.opts.Roots
 	a.mu.Unlock()
-	if r, ok := a.source.(rootSource); ok && roots != "" {
-		line += fmt.Sprintf(" roots=%s (%d methods in the classes loaded so far; more as classes load)", roots, r.RootMethods())
+	if _, ok := a.source.(rootSource); ok && roots != "" {
+		n, what := a.rootsMatched(roots)
+		line += fmt.Sprintf(" roots=%s (%d methods match %s; more as classes load)", roots, n, what)
 	}
 	fmt.Fprintf(os.Stderr, "libjprof %s: %s\n", version(), line)
 	a.log.Info("libjprof state", zap.String("state", line))
+	if _, ok := a.source.(rootSource); ok && roots != "" {
+		a.sayRootProblems(roots)
+	}
 }
 
 // rootSource is an event source that collects only under root methods

@@ -128,3 +128,7 @@ func (BCI) Stats() BCIStats {
 
 // RootMethods is how many methods are roots now (see BCIStats.Roots).
 func (b BCI) RootMethods() int { return int(b.Stats().Roots) }
+
+// Instrumenting says whether classes are being rewritten (collection
+// started once): before, no root is instrumented yet.
+func (BCI) Instrumenting() bool { return C.jp_bci_instrumenting() != 0 }

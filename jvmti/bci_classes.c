@@ -311,3 +311,10 @@ int jp_bci_roots(const char *roots, char *err, int errlen)
 	pthread_mutex_unlock(&bci_lock);
 	return rc;
 }
+
+/* jp_bci_instrumenting: whether classes are being rewritten (collection
+ * started once). */
+int jp_bci_instrumenting(void)
+{
+	return bci.instrumenting;
+}

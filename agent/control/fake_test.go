@@ -104,7 +104,7 @@ func (f *fakeCtl) Status() string {
 }
 
 func (f *fakeCtl) ForceGC() error     { defer f.exit(); return f.enter("fgc") }
-func (f *fakeCtl) Roots(string) error { defer f.exit(); return f.enter("roots") }
+func (f *fakeCtl) Roots(string) (string, error) { defer f.exit(); return "", f.enter("roots") }
 func (f *fakeCtl) Shutdown() error    { defer f.exit(); return f.enter("shutdown") }
 
 func (f *fakeCtl) Calls() []string {

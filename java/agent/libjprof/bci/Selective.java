@@ -7,7 +7,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.regex.Pattern;
 
 import org.objectweb.asm.ClassReader;
 import org.objectweb.asm.ClassVisitor;
@@ -45,7 +44,8 @@ import org.objectweb.asm.Opcodes;
  * though whole classes are instrumented.
  */
 final class Selective {
-    private final Pattern[] classes, methods;
+    /** The roots: globs on the dotted class name and the method name. */
+    private final String[] classes, methods;
     /** Modules whose classes may be instrumented besides the class path:
      *  those the roots are in (JDK modules are otherwise left alone). */
     final Set<Module> modules = new HashSet<>();
@@ -197,19 +197,30 @@ final class Selective {
         }
     }
 
+    /**
+     * Selective takes the roots in the form agent/roots.go normalizes
+     * them to ("a.b.C.m+d.E.*"; ':' and '/' are read too): class and
+     * method globs, split at each root's last dot. The grammar is
+     * roots.go's: '*' any run of characters, dots included, '?' one
+     * character, and a class pattern also matches a nested class's name
+     * with each '$' read as '.'. jvmti/rootevents.c matches the same way.
+     */
     Selective(String spec, Map<String, Module> bootModules) {
-        List<Pattern> cs = new ArrayList<>(), ms = new ArrayList<>();
+        List<String> cs = new ArrayList<>(), ms = new ArrayList<>();
         for (String p : spec.split("[+:]")) {
             p = p.trim().replace('/', '.');
             if (p.isEmpty())
                 continue;
             int dot = p.lastIndexOf('.');
             if (dot <= 0 || dot == p.length() - 1)
-                throw new IllegalArgumentException("root " + p + ": want Class.method (globs with *)");
+                throw new IllegalArgumentException("root " + p + ": want Class.method");
             String c = p.substring(0, dot), m = p.substring(dot + 1);
-            cs.add(glob(c));
-            ms.add(glob(m));
-            String lit = c.indexOf('*') < 0 ? c : c.substring(0, c.indexOf('*'));
+            cs.add(c);
+            ms.add(m);
+            int g = 0;
+            while (g < c.length() && c.charAt(g) != '*' && c.charAt(g) != '?')
+                g++;
+            String lit = c.substring(0, g);
             for (Map.Entry<String, Module> e : bootModules.entrySet()) {
                 String pkg = e.getKey().replace('/', '.') + ".";
                 if (lit.startsWith(pkg) || pkg.startsWith(lit))
@@ -218,26 +229,46 @@ final class Selective {
         }
         if (cs.isEmpty())
             throw new IllegalArgumentException("no root given");
-        classes = cs.toArray(new Pattern[0]);
-        methods = ms.toArray(new Pattern[0]);
+        classes = cs.toArray(new String[0]);
+        methods = ms.toArray(new String[0]);
     }
 
-    private static Pattern glob(String g) {
-        StringBuilder b = new StringBuilder();
-        String[] parts = g.split("\\*", -1);
-        for (int i = 0; i < parts.length; i++) {
-            if (i > 0)
-                b.append(".*");
-            if (!parts[i].isEmpty())
-                b.append(Pattern.quote(parts[i]));
+    /** glob matches a name against a pattern: '*' any run of characters,
+     *  '?' one character (a code point), the rest itself. Greedy with one
+     *  backtrack point, the last '*': the loop of roots.go's globMatch and
+     *  rootevents.c's jp_roots_glob. */
+    static boolean glob(String p, String n) {
+        int pi = 0, ni = 0, star = -1, mark = 0;
+        while (ni < n.length()) {
+            char pc = pi < p.length() ? p.charAt(pi) : 0;
+            if (pi < p.length() && pc == '?') {
+                pi++;
+                ni += Character.charCount(n.codePointAt(ni));
+            } else if (pi < p.length() && pc == '*') {
+                star = pi++;
+                mark = ni;
+            } else if (pi < p.length() && pc == n.charAt(ni)) {
+                pi++;
+                ni++;
+            } else if (star >= 0) {
+                pi = star + 1;
+                mark += Character.charCount(n.codePointAt(mark));
+                ni = mark;
+            } else {
+                return false;
+            }
         }
-        return Pattern.compile(b.toString());
+        while (pi < p.length() && p.charAt(pi) == '*')
+            pi++;
+        return pi == p.length();
     }
 
+    /** isRoot: whether a method of a class (internal name) is a root. */
     boolean isRoot(String cls, String name) {
         String dotted = cls.replace('/', '.');
+        String nested = dotted.indexOf('$') < 0 ? null : dotted.replace('$', '.');
         for (int i = 0; i < classes.length; i++)
-            if (methods[i].matcher(name).matches() && classes[i].matcher(dotted).matches())
+            if (glob(methods[i], name) && (glob(classes[i], dotted) || (nested != null && glob(classes[i], nested))))
                 return true;
         return false;
     }

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/libjprof/libjprof/jvmti"
+)
+
+// Telling at once what ROOTS match: at VM init and in rtdriver's reply
+// to roots=, rather than only at VM death. Counts come from the source
+// (the methods given a breakpoint, or with BCI the root methods
+// instrumented); a root whose class is named without globs is also
+// checked against the class path, so a misspelt class or method is said
+// before the class would load.
+
+// rootsMatched is how many methods the roots match now, and what the
+// count is of. The caller must be a thread attached to the VM.
+func (a *agent) rootsMatched(roots string) (int, string) {
+	switch s := a.source.(type) {
+	case jvmti.BCI:
+		if s.Instrumenting() {
+			return s.RootMethods(), "instrumented in the classes loaded so far"
+		}
+		return jvmti.RootsMatchLoaded(roots), "in the classes loaded so far (instrumented when collection starts)"
+	case rootSource:
+		return s.RootMethods(), "in the classes loaded so far"
+	}
+	return 0, ""
+}
+
+// rootsProblems checks each root whose class part has no glob against
+// the class path: the class must be loaded or have a class file, and
+// that class file a method the method part matches. Each problem is one
+// sentence. The caller must be a thread attached to the VM.
+func rootsProblems(roots string) []string {
+	ps, err := parseRoots(roots)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	for _, p := range ps {
+		lit := p.literalClass()
+		if lit == "" {
+			continue
+		}
+		found := ""
+		for _, c := range nestedCandidates(lit) {
+			if jvmti.ClassFindable(c) == 1 {
+				found = c
+				break
+			}
+		}
+		if found == "" {
+			out = append(out, fmt.Sprintf("root %s.%s: no class %s is loaded or on the class path (misspelt? a class defined at run time is found when it loads)", p.Class, p.Method, lit))
+			continue
+		}
+		b := jvmti.ClassFile(found)
+		if b == nil {
+			continue // loaded, but not from a class file the class path has
+		}
+		names, err := classMethodNames(b)
+		if err != nil {
+			continue
+		}
+		hit := false
+		for _, n := range names {
+			if globMatch(p.Method, n) {
+				hit = true
+				break
+			}
+		}
+		if !hit {
+			out = append(out, fmt.Sprintf("root %s.%s: class %s has no method %s (its methods: %s)", p.Class, p.Method, found, p.Method, clipList(names, 12)))
+		}
+	}
+	return out
+}
+
+// nestedCandidates are the binary names a dotted class name may stand
+// for: itself, then with its last dots read as '$' (a.b.Outer.Inner is
+// a.b.Outer$Inner), as the grammar's nested-class rule reads them.
+func nestedCandidates(c string) []string {
+	out := []string{c}
+	for s := c; ; {
+		i := strings.LastIndexByte(s, '.')
+		if i < 0 {
+			break
+		}
+		s = s[:i]
+		out = append(out, s+strings.ReplaceAll(c[i:], ".", "$"))
+	}
+	return out
+}
+
+func clipList(names []string, n int) string {
+	seen := map[string]bool{}
+	var u []string
+	for _, s := range names {
+		if !seen[s] {
+			seen[s] = true
+			u = append(u, s)
+		}
+	}
+	if len(u) > n {
+		return strings.Join(u[:n], ", ") + fmt.Sprintf(", and %d more", len(u)-n)
+	}
+	return strings.Join(u, ", ")
+}
+
+// classMethodNames reads the names of the methods a class file declares
+// (the JVM specification's class file format, chapter 4).
+func classMethodNames(b []byte) ([]string, error) {
+	bad := errors.New("not a class file")
+	pos := 0
+	u2 := func() (int, error) {
+		if pos+2 > len(b) {
+			return 0, bad
+		}
+		v := int(binary.BigEndian.Uint16(b[pos:]))
+		pos += 2
+		return v, nil
+	}
+	if len(b) < 10 || binary.BigEndian.Uint32(b) != 0xCAFEBABE {
+		return nil, bad
+	}
+	pos = 8
+	n, err := u2()
+	if err != nil {
+		return nil, err
+	}
+	utf8s := make(map[int]string)
+	for i := 1; i < n; i++ {
+		if pos >= len(b) {
+			return nil, bad
+		}
+		tag := b[pos]
+		pos++
+		switch tag {
+		case 1:
+			l, err := u2()
+			if err != nil || pos+l > len(b) {
+				return nil, bad
+			}
+			utf8s[i] = string(b[pos : pos+l])
+			pos += l
+		case 3, 4, 9, 10, 11, 12, 17, 18:
+			pos += 4
+		case 5, 6:
+			pos += 8
+			i++
+		case 7, 8, 16, 19, 20:
+			pos += 2
+		case 15:
+			pos += 3
+		default:
+			return nil, bad
+		}
+	}
+	pos += 6 // access, this, super
+	ni, err := u2()
+	if err != nil {
+		return nil, err
+	}
+	pos += 2 * ni
+	members := func(keep bool) ([]string, error) {
+		cnt, err := u2()
+		if err != nil {
+			return nil, err
+		}
+		var names []string
+		for ; cnt > 0; cnt-- {
+			pos += 2
+			name, err := u2()
+			if err != nil {
+				return nil, err
+			}
+			pos += 2
+			na, err := u2()
+			if err != nil {
+				return nil, err
+			}
+			for ; na > 0; na-- {
+				pos += 2
+				if pos+4 > len(b) {
+					return nil, bad
+				}
+				pos += 4 + int(binary.BigEndian.Uint32(b[pos:]))
+			}
+			if keep {
+				names = append(names, utf8s[name])
+			}
+		}
+		return names, nil
+	}
+	if _, err := members(false); err != nil {
+		return nil, err
+	}
+	return members(true)
+}
+
+// sayRootProblems says on stderr and in log-msg what rootsProblems
+// finds (at VM init).
+func (a *agent) sayRootProblems(roots string) {
+	for _, p := range rootsProblems(roots) {
+		msg := "ROOTS: " + p
+		fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
+		a.log.Warn(msg)
+	}
+}
+
+// rootsReply is rtdriver's answer to roots=: how many methods match, and
+// with none, why (a warning). The caller must be a thread attached to
+// the VM.
+func (a *agent) rootsReply(roots string) string {
+	n, what := a.rootsMatched(roots)
+	if n > 0 {
+		return fmt.Sprintf("%d methods match %s", n, what)
+	}
+	msg := fmt.Sprintf("warning: 0 methods match %s %s", roots, what)
+	if ps := rootsProblems(roots); len(ps) > 0 {
+		msg += ": " + strings.Join(ps, "; ")
+	} else {
+		msg += "; more are looked at as classes load"
+	}
+	a.log.Warn("ROOTS: "+msg, zap.String("roots", roots))
+	return msg
+}
