@@ -25,7 +25,7 @@ func (a *agent) rootsMatched(roots string) (int, string) {
 	switch s := a.source.(type) {
 	case jvmti.BCI:
 		if s.Instrumenting() {
-			return s.RootMethods(), "instrumented in the classes loaded so far"
+			return s.RootMethods(), "in the classes instrumented so far"
 		}
 		return jvmti.RootsMatchLoaded(roots), "in the classes loaded so far (instrumented when collection starts)"
 	case rootSource:
