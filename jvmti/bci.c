@@ -302,13 +302,6 @@ static void JNICALL bci_note(JNIEnv *env, jclass c, jstring msg)
 	(*env)->ReleaseStringUTFChars(env, msg, s);
 }
 
-static void JNICALL bci_add_reads(JNIEnv *env, jclass c, jobject from, jobject to)
-{
-	(void)env;
-	(void)c;
-	(*jpvm.jvmti)->AddModuleReads(jpvm.jvmti, from, to);
-}
-
 static void JNICALL bci_mark_root(JNIEnv *env, jclass c, jint id)
 {
 	(void)env;
@@ -418,7 +411,6 @@ void jp_bci_vm_init(JNIEnv *jni)
 		{ "rootUnwind", "(I)V", (void *)bci_root_unwind },
 		{ "register", "(Ljava/lang/String;I)I", (void *)bci_register },
 		{ "note", "(Ljava/lang/String;)V", (void *)bci_note },
-		{ "addReads", "(Ljava/lang/Module;Ljava/lang/Module;)V", (void *)bci_add_reads },
 		{ "markRoot", "(I)V", (void *)bci_mark_root },
 		{ "pending", "()V", (void *)bci_pending },
 		{ "retransform", "([Ljava/lang/String;)V", (void *)bci_retransform_natives },

@@ -45,7 +45,6 @@ public final class Transformer {
     private static final boolean BASE = Boolean.getBoolean("libjprof.bci.base");
     private static Map<String, Module> bootModules = new HashMap<>();
     private static String[] includes = new String[0], excludes = new String[0];
-    private static final Set<Module> reads = ConcurrentHashMap.newKeySet();
     private static final ConcurrentHashMap<String, Integer> ids = new ConcurrentHashMap<>();
     /** handle -> {class, name+desc}: what selective instrumentation expands. */
     private static final ConcurrentHashMap<Integer, String[]> methods = new ConcurrentHashMap<>();
@@ -54,9 +53,9 @@ public final class Transformer {
 
     /**
      * init runs once, from the agent at VM init: the packages of java.base
-     * (never instrumented), the boot layer's modules by package (they must
-     * be made to read Probe's unnamed module) and the package filters
-     * (comma-separated, dotted or slashed prefixes).
+     * (never instrumented), the boot layer's modules by package (with
+     * ROOTS, the JDK's are left alone but the roots') and the package
+     * filters (comma-separated, dotted or slashed prefixes).
      */
     public static void init(String include, String exclude, String roots) {
         Map<String, Module> mods = new HashMap<>();
@@ -181,13 +180,15 @@ public final class Transformer {
             Set<String> skip = new HashSet<>();
             for (int attempt = 0; ; attempt++) {
                 try {
-                    byte[] out = rewrite(bytes, skip);
-                    if (out != null) {
-                        Module m = bootModules.get(pkg(cls));
-                        if (m != null && reads.add(m))
-                            Probe.addReads(m, Probe.class.getModule());
-                    }
-                    return out;
+                    // A class of a named module calls Probe, in the boot
+                    // loader's unnamed module, which a named module does not
+                    // read. No read edge is added here: HotSpot adds it
+                    // (to the unnamed modules of the boot, platform and
+                    // application loaders) to the module of every class
+                    // whose bytes a class file hook changed, as for
+                    // java.instrument's agents; TestBCINamedModules checks
+                    // a JDK module's classes run instrumented.
+                    return rewrite(bytes, skip);
                 } catch (MethodTooLargeException e) {
                     String what = e.getMethodName() + e.getDescriptor();
                     if (!skip.add(what) || attempt > 64)
