@@ -404,6 +404,12 @@ func (a *agent) VMDeath() {
 			zap.Uint64("retransformCalls", st.Retransforms), zap.Duration("retransformTime", st.RetransformTime),
 			zap.Uint64("firstRunsFollowed", st.Expands),
 			zap.Duration("followTime", st.ExpandTime))
+		if sz, ok := b.Sizes(); ok {
+			// What the transformer keeps (README, Bounded memory).
+			a.log.Info("BCI maps", zap.Uint64("methodNames", sz.MethodNames), zap.Uint64("classesKnown", sz.Classes),
+				zap.Uint64("methodsDeclared", sz.Declared), zap.Uint64("methodsReached", sz.Reached),
+				zap.Uint64("classesForgotten", sz.ClassesForgot))
+		}
 	}
 	if r, ok := a.source.(rootSource); ok && a.opts.Roots != "" {
 		fields := []zap.Field{zap.String("roots", a.opts.Roots), zap.Int("rootMethods", r.RootMethods())}

@@ -150,6 +150,7 @@ void jp_bci_die(void);
  * their total time (ns, the retransformations they made included), and
  * the root methods instrumented since the roots were set. */
 void jp_bci_stats(uint64_t *out);
+int jp_bci_sizes(uint64_t *out);
 /* jp_mid_name_of is a method's name as the registry writes it,
  * "pkg/Class.name(desc)" (malloc'd; NULL without memory), asking the VM. */
 char *jp_mid_name_of(jmethodID mid);

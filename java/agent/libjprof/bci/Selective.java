@@ -1,12 +1,18 @@
 package libjprof.bci;
 
+import java.lang.ref.Reference;
+import java.lang.ref.ReferenceQueue;
+import java.lang.ref.WeakReference;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 
 import org.objectweb.asm.ClassReader;
 import org.objectweb.asm.ClassVisitor;
@@ -153,11 +159,111 @@ final class Selective {
     /** name+desc -> classes declaring it with code (only those can run it). */
     static final ConcurrentHashMap<String, Set<String>> declaring = new ConcurrentHashMap<>();
 
+    /*
+     * Bounded under class churn. Everything above is keyed by class name
+     * (or by method name+desc of the classes known), and a class's entries
+     * live as long as a loader that defined it: a loader is held weakly,
+     * with the names it defined, and when the collector clears it (its
+     * classes unloaded; classes in throwaway loaders, generated ones with
+     * new names each time) purge drops what was known of each name no
+     * other live loader defined: its Info and class file, its place in
+     * subtypes and declaring, and in the current roots' state (active,
+     * followed, reached). So these maps hold the classes of the loaders
+     * alive now, and of the JDK (the boot loader's, never unloaded),
+     * however many were loaded and dropped before. A purge that runs while
+     * the same name loads again in a new loader may drop the new class's
+     * entry too: what is not known is answered conservatively (may run).
+     */
+    private static final class Definer extends WeakReference<ClassLoader> {
+        final Set<String> names = ConcurrentHashMap.newKeySet();
+
+        Definer(ClassLoader l) {
+            super(l, gone);
+        }
+    }
+
+    private static final ReferenceQueue<ClassLoader> gone = new ReferenceQueue<>();
+    private static final Map<ClassLoader, Definer> definers = Collections.synchronizedMap(new WeakHashMap<>());
+    /** class name -> how many live loaders (other than the boot loader) defined it. */
+    private static final ConcurrentHashMap<String, Integer> definedBy = new ConcurrentHashMap<>();
+    /** Classes forgotten so far (for log-msg's BCI summary). */
+    static final AtomicLong forgotten = new AtomicLong();
+
+    /** defined notes that a loader (null: the boot loader) defined a class. */
+    static void defined(ClassLoader l, String cls) {
+        if (l == null)
+            return; // never unloaded
+        Definer d = definers.computeIfAbsent(l, Definer::new);
+        if (d.names.add(cls))
+            definedBy.merge(cls, 1, Integer::sum);
+    }
+
+    /** purge forgets the classes of loaders the collector cleared. Cheap
+     *  when none was: called at every class the transformer sees. */
+    static void purge() {
+        Set<String> dead = null;
+        for (Reference<? extends ClassLoader> r; (r = gone.poll()) != null;) {
+            for (String c : ((Definer) r).names) {
+                if (definedBy.computeIfPresent(c, (k, v) -> v <= 1 ? null : v - 1) == null) {
+                    if (dead == null)
+                        dead = new HashSet<>();
+                    dead.add(c);
+                }
+            }
+        }
+        if (dead == null)
+            return;
+        for (String c : dead) {
+            Info i = known.remove(c);
+            if (i == null)
+                continue;
+            for (String sup : i.supers) {
+                Set<String> subs = sup == null ? null : subtypes.get(sup);
+                if (subs != null)
+                    subs.remove(c);
+            }
+            for (String nd : i.methods) {
+                Set<String> d = declaring.get(nd);
+                if (d != null) {
+                    d.remove(c);
+                    if (d.isEmpty())
+                        declaring.remove(nd, d);
+                }
+            }
+            forgotten.incrementAndGet();
+        }
+        subtypes.keySet().removeAll(dead);
+        subtypes.values().removeIf(Set::isEmpty);
+        Selective sel = Transformer.selective;
+        if (sel != null)
+            sel.forget(dead);
+    }
+
+    /** forget drops dead classes from the roots' state. */
+    private void forget(Set<String> dead) {
+        active.removeAll(dead);
+        followed.removeIf(f -> dead.contains(f.substring(0, f.indexOf('.'))));
+        for (Set<String> calls : reached.values())
+            calls.removeIf(c -> dead.contains(c.substring(1)));
+        reached.values().removeIf(Set::isEmpty);
+        synchronized (pending) {
+            pending.removeAll(dead);
+        }
+    }
+
+    /** Sizes for log-msg: classes known, methods declared, methods reached. */
+    static long[] sizes() {
+        Selective sel = Transformer.selective;
+        return new long[] {known.size(), declaring.size(), sel == null ? 0 : sel.reached.size(), forgotten.get()};
+    }
+
     /** record makes a class known: for classes that may be instrumented
      *  with its methods and class file, for the others its place in the
      *  hierarchy only (the JDK's interfaces that the program's classes
      *  implement decide where a call on them may go). */
-    static Info record(ClassReader cr, String cls, Set<String> methods, byte[] bytes) {
+    static Info record(ClassReader cr, String cls, Set<String> methods, byte[] bytes, ClassLoader loader) {
+        purge();
+        defined(loader, cls);
         String[] ifs = cr.getInterfaces();
         String[] supers = new String[ifs.length + 1];
         supers[0] = cr.getSuperName();
@@ -389,7 +495,7 @@ final class Selective {
      *  all of them if the class is active or declares a method reached
      *  already, else none. It records the class (supertypes, methods, and
      *  its bytes, for its call sites if they are ever needed). */
-    Set<String> select(ClassReader cr, String cls, byte[] bytes) {
+    Set<String> select(ClassReader cr, String cls, byte[] bytes, ClassLoader loader) {
         Set<String> methods = new HashSet<>();
         List<String> withCode = new ArrayList<>();
         cr.accept(new ClassVisitor(Opcodes.ASM9) {
@@ -401,7 +507,7 @@ final class Selective {
                 return null;
             }
         }, ClassReader.SKIP_CODE | ClassReader.SKIP_DEBUG | ClassReader.SKIP_FRAMES);
-        Info info = record(cr, cls, methods, bytes);
+        Info info = record(cr, cls, methods, bytes, loader);
         for (String nd : withCode)
             declaring.computeIfAbsent(nd, k -> ConcurrentHashMap.newKeySet()).add(cls);
         if (!reached.isEmpty())
