@@ -177,3 +177,18 @@ func TestRootsTypoSaidAtStart(t *testing.T) {
 		})
 	}
 }
+
+// The tests of this ROOTS grammar, constructor paths, named
+// modules and class churn run again on every other JDK installed
+// (Temurin 25 beside OpenJDK 17, say).
+func TestRootsAndBCIOnOtherJDKs(t *testing.T) {
+	jvmtest.OnOtherJDKs(t, map[string]func(*testing.T){
+		"roots-grammar-table": TestRootsGrammarTable,
+		"roots-grammar-agent": TestRootsGrammarThroughAgent,
+		"roots-typo":          TestRootsTypoSaidAtStart,
+		"bci-ctor-paths":      TestBCICtorPaths,
+		"bci-named-modules":   TestBCINamedModules,
+		"bci-roots-churn":     TestBCIRootsClassChurnBounded,
+		"bci-churn-names":     TestBCIClassChurnMethodNamesBounded,
+	})
+}

@@ -20,7 +20,7 @@ type BCIConfig struct {
 	// prefixes; an empty Include means every class outside java.base.
 	Include, Exclude string
 	// Roots, when set, instruments only the methods reachable from these
-	// root methods ("a.B.m+c.D.*", globs with *).
+	// root methods, in the normalized form of agent/roots.go ("a.B.m+c.D.*").
 	Roots string
 	// Note receives what log-msg should say: classes or methods left as
 	// they were, and why (a warning), or, prefixed "info: ", what was

@@ -57,7 +57,8 @@ type Config struct {
 	// (bci.go) instead of JVMTI method events.
 	BCI *BCIConfig
 	// Roots, with method events, turns them on only for a thread inside
-	// one of these root methods ("a.B.m+c.D.*", globs with *).
+	// one of these root methods, in the normalized form of agent/roots.go
+	// ("a.B.m+c.D.*").
 	Roots string
 }
 
