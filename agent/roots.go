@@ -50,12 +50,12 @@ func parseRoots(v string) ([]rootPattern, error) {
 		cls := strings.ReplaceAll(r[:dot], "/", ".")
 		for _, seg := range strings.Split(cls, ".") {
 			if !rootsIdent(seg) {
-				return nil, fmt.Errorf("root %q: class part %q is not a dotted Java name (letters, digits, _ $ and the globs * ?)", r, cls)
+				return nil, fmt.Errorf("root %q: class part %q is not a dotted Java name (letters, digits, _ $ and the globs * ?); want Class.method", r, cls)
 			}
 		}
 		m := r[dot+1:]
 		if !rootsIdent(m) && m != "<init>" && m != "<clinit>" {
-			return nil, fmt.Errorf("root %q: method part %q is not a Java method name (letters, digits, _ $, the globs * ?, or <init>, <clinit>; no signature)", r, m)
+			return nil, fmt.Errorf("root %q: method part %q is not a Java method name (letters, digits, _ $, the globs * ?, or <init>, <clinit>; no signature); want Class.method", r, m)
 		}
 		out = append(out, rootPattern{Class: cls, Method: m})
 	}

@@ -284,7 +284,7 @@ func (a *agent) Roots(roots string) (string, error) {
 	if roots != "all" {
 		n, err := normalizeRoots(roots)
 		if err != nil {
-			return "", fmt.Errorf("bad roots: %v; want Class.method+... ('*' any run of characters, '?' one), or all with BCI", err)
+			return "", fmt.Errorf("bad roots: %v+... ('*' any run of characters, '?' one), or all with BCI", err)
 		}
 		roots = n
 	}
