@@ -172,7 +172,9 @@ final class Selective {
      * alive now, and of the JDK (the boot loader's, never unloaded),
      * however many were loaded and dropped before. A purge that runs while
      * the same name loads again in a new loader may drop the new class's
-     * entry too: what is not known is answered conservatively (may run).
+     * entries too (its hierarchy is then not known, and answered
+     * conservatively: may run; the subclasses recorded before the purge
+     * are not seen by commonSubtype).
      */
     private static final class Definer extends WeakReference<ClassLoader> {
         final Set<String> names = ConcurrentHashMap.newKeySet();
@@ -217,23 +219,14 @@ final class Selective {
             Info i = known.remove(c);
             if (i == null)
                 continue;
-            for (String sup : i.supers) {
-                Set<String> subs = sup == null ? null : subtypes.get(sup);
-                if (subs != null)
-                    subs.remove(c);
-            }
-            for (String nd : i.methods) {
-                Set<String> d = declaring.get(nd);
-                if (d != null) {
-                    d.remove(c);
-                    if (d.isEmpty())
-                        declaring.remove(nd, d);
-                }
-            }
+            for (String sup : i.supers)
+                if (sup != null)
+                    removeFrom(subtypes, sup, c);
+            for (String nd : i.methods)
+                removeFrom(declaring, nd, c);
             forgotten.incrementAndGet();
         }
         subtypes.keySet().removeAll(dead);
-        subtypes.values().removeIf(Set::isEmpty);
         Selective sel = Transformer.selective;
         if (sel != null)
             sel.forget(dead);
@@ -243,12 +236,33 @@ final class Selective {
     private void forget(Set<String> dead) {
         active.removeAll(dead);
         followed.removeIf(f -> dead.contains(f.substring(0, f.indexOf('.'))));
-        for (Set<String> calls : reached.values())
-            calls.removeIf(c -> dead.contains(c.substring(1)));
-        reached.values().removeIf(Set::isEmpty);
+        for (String nd : reached.keySet())
+            reached.computeIfPresent(nd, (k, calls) -> {
+                calls.removeIf(c -> dead.contains(c.substring(1)));
+                return calls.isEmpty() ? null : calls;
+            });
         synchronized (pending) {
             pending.removeAll(dead);
         }
+    }
+
+    /** addTo and removeFrom change a set in a map of sets, dropping it
+     *  once empty: atomically per key, so that an add never goes to a set
+     *  just dropped. */
+    static void addTo(ConcurrentHashMap<String, Set<String>> m, String k, String v) {
+        m.compute(k, (key, set) -> {
+            if (set == null)
+                set = ConcurrentHashMap.newKeySet();
+            set.add(v);
+            return set;
+        });
+    }
+
+    static void removeFrom(ConcurrentHashMap<String, Set<String>> m, String k, String v) {
+        m.computeIfPresent(k, (key, set) -> {
+            set.remove(v);
+            return set.isEmpty() ? null : set;
+        });
     }
 
     /** Sizes for log-msg: classes known, methods declared, methods reached. */
@@ -272,7 +286,7 @@ final class Selective {
         known.put(cls, i);
         for (String s : supers)
             if (s != null)
-                subtypes.computeIfAbsent(s, k -> ConcurrentHashMap.newKeySet()).add(cls);
+                addTo(subtypes, s, cls);
         return i;
     }
 
@@ -296,7 +310,7 @@ final class Selective {
                 return had;
             for (String s : supers)
                 if (s != null)
-                    subtypes.computeIfAbsent(s, k -> ConcurrentHashMap.newKeySet()).add(cls);
+                    addTo(subtypes, s, cls);
             return i;
         } catch (Throwable e) {
             return null;
@@ -509,7 +523,7 @@ final class Selective {
         }, ClassReader.SKIP_CODE | ClassReader.SKIP_DEBUG | ClassReader.SKIP_FRAMES);
         Info info = record(cr, cls, methods, bytes, loader);
         for (String nd : withCode)
-            declaring.computeIfAbsent(nd, k -> ConcurrentHashMap.newKeySet()).add(cls);
+            addTo(declaring, nd, cls);
         if (!reached.isEmpty())
             inherited(cls, info);
 
@@ -605,7 +619,7 @@ final class Selective {
                 for (String[] c : sites) {
                     char kind = c[0].charAt(0);
                     String owner = c[1], target = c[2];
-                    reached.computeIfAbsent(target, k -> ConcurrentHashMap.newKeySet()).add(c[0] + owner);
+                    addTo(reached, target, c[0] + owner);
                     Set<String> decl = declaring.get(target);
                     if (decl == null)
                         continue;
