@@ -292,7 +292,7 @@ func (a *agent) sayState() {
 	a.mu.Unlock()
 	if _, ok := a.source.(rootSource); ok && roots != "" {
 		n, what := a.rootsMatched(roots)
-		line += fmt.Sprintf(" roots=%s (%d methods match %s; more as classes load)", roots, n, what)
+		line += fmt.Sprintf(" roots=%s (%s %s; more as classes load)", roots, methodsMatch(n), what)
 	}
 	fmt.Fprintf(os.Stderr, "libjprof %s: %s\n", version(), line)
 	a.log.Info("libjprof state", zap.String("state", line))

@@ -204,10 +204,28 @@ func classMethodNames(b []byte) ([]string, error) {
 	return members(true)
 }
 
+// uninstrumented says, with BCI instrumenting, how many methods of the
+// loaded classes the roots match that were not instrumented (java.base,
+// a class INCLUDE or EXCLUDE leaves out): a root there collects nothing.
+func (a *agent) uninstrumented(roots string) string {
+	b, ok := a.source.(jvmti.BCI)
+	if !ok || !b.Instrumenting() || b.RootMethods() > 0 {
+		return ""
+	}
+	if n := jvmti.RootsMatchLoaded(roots); n > 0 {
+		return fmt.Sprintf("%s in the loaded classes but none is instrumented (java.base never is; INCLUDE and EXCLUDE may leave a class out)", methodsMatch(n))
+	}
+	return ""
+}
+
 // sayRootProblems says on stderr and in log-msg what rootsProblems
 // finds (at VM init).
 func (a *agent) sayRootProblems(roots string) {
-	for _, p := range rootsProblems(roots) {
+	ps := rootsProblems(roots)
+	if u := a.uninstrumented(roots); u != "" {
+		ps = append(ps, u)
+	}
+	for _, p := range ps {
 		msg := "ROOTS: " + p
 		fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
 		a.log.Warn(msg)
@@ -220,14 +238,26 @@ func (a *agent) sayRootProblems(roots string) {
 func (a *agent) rootsReply(roots string) string {
 	n, what := a.rootsMatched(roots)
 	if n > 0 {
-		return fmt.Sprintf("%d methods match %s", n, what)
+		return methodsMatch(n) + " " + what
 	}
 	msg := fmt.Sprintf("warning: 0 methods match %s %s", roots, what)
-	if ps := rootsProblems(roots); len(ps) > 0 {
+	ps := rootsProblems(roots)
+	if u := a.uninstrumented(roots); u != "" {
+		ps = append(ps, u)
+	}
+	if len(ps) > 0 {
 		msg += ": " + strings.Join(ps, "; ")
 	} else {
 		msg += "; more are looked at as classes load"
 	}
 	a.log.Warn("ROOTS: "+msg, zap.String("roots", roots))
 	return msg
+}
+
+// methodsMatch is "1 method matches", "3 methods match".
+func methodsMatch(n int) string {
+	if n == 1 {
+		return "1 method matches"
+	}
+	return fmt.Sprintf("%d methods match", n)
 }
