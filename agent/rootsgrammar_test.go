@@ -195,10 +195,94 @@ func TestRootsAndBCIOnOtherJDKs(t *testing.T) {
 	jvmtest.OnOtherJDKs(t, map[string]func(*testing.T){
 		"roots-grammar-table": TestRootsGrammarTable,
 		"roots-grammar-agent": TestRootsGrammarThroughAgent,
+		"roots-table-agent":   TestRootsGrammarTableThroughAgent,
 		"roots-typo":          TestRootsTypoSaidAtStart,
 		"bci-ctor-paths":      TestBCICtorPaths,
 		"bci-named-modules":   TestBCINamedModules,
 		"bci-roots-churn":     TestBCIRootsClassChurnBounded,
 		"bci-churn-names":     TestBCIClassChurnMethodNamesBounded,
 	})
+}
+
+// The table itself through the agent, on both sources: RootsTableClasses
+// defines every class the table names with the methods it names; for
+// each root (those rtdriver's ASCII protocol can carry), rtdriver roots= must count the methods of those classes the
+// Go matcher says it matches (at least that many for a root whose class
+// part starts with '*', which may match the JDK's classes too).
+func TestRootsGrammarTableThroughAgent(t *testing.T) {
+	rows := rootsTable(t)
+	universe := map[string]map[string]bool{}
+	var classes []string
+	for _, r := range rows {
+		if universe[r.class] == nil {
+			universe[r.class] = map[string]bool{}
+			classes = append(classes, r.class)
+		}
+		universe[r.class][r.method] = true
+	}
+	want := map[string]int{}
+	var roots []string
+	for _, r := range rows {
+		if _, ok := want[r.root]; ok {
+			continue
+		}
+		ps, err := parseRoots(r.root)
+		require.NoError(t, err)
+		n := 0
+		for c, ms := range universe {
+			for m := range ms {
+				if ps[0].matches(c, m) {
+					n++
+				}
+			}
+		}
+		want[r.root] = n
+		roots = append(roots, r.root)
+	}
+	for _, src := range []string{"", "BCI,"} {
+		t.Run("source="+src, func(t *testing.T) {
+			port := freePort(t)
+			p := jvmtest.Launch(t, jvmtest.Run{Class: "RootsTableClasses", JVMArgs: []string{asmBoot},
+				Options: fmt.Sprintf("%sCALLTREE,START,ROOTS=Foo.bar,PORT=%d", src, port)})
+			for _, c := range classes {
+				var ms []string
+				for m := range universe[c] {
+					ms = append(ms, m)
+				}
+				p.Send(c + " " + strings.Join(ms, " "))
+			}
+			p.Send("end")
+			p.Expect(fmt.Sprintf("ready %d", len(classes)))
+			for _, root := range roots {
+				if !isASCII(root) {
+					continue // rtdriver's protocol is ASCII: ROOTS= only
+				}
+				replies := rt(t, port, "roots="+root)
+				require.Len(t, replies, 1)
+				require.True(t, replies[0].OK, replies[0].String())
+				var got int
+				if _, err := fmt.Sscanf(replies[0].Detail, "%d method", &got); err != nil {
+					_, err = fmt.Sscanf(replies[0].Detail, "warning: %d method", &got)
+					require.NoError(t, err, replies[0].Detail)
+				}
+				if strings.HasPrefix(root, "*") {
+					assert.GreaterOrEqual(t, got, want[root], "%s: %s", root, replies[0].Detail)
+				} else {
+					assert.Equal(t, want[root], got, "%s: %s", root, replies[0].Detail)
+				}
+			}
+			p.Send("quit")
+			r := p.Wait()
+			require.Equal(t, 0, r.ExitCode, r.Stderr)
+		})
+	}
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
