@@ -286,3 +286,18 @@ func isASCII(s string) bool {
 	}
 	return true
 }
+
+// classMethodNames reads a class file javac wrote, and refuses what is
+// not one (cut short, or not a class file at all).
+func TestClassMethodNames(t *testing.T) {
+	jvmtest.Build(t)
+	b, err := os.ReadFile(filepath.Join(jvmtest.Root(), "build", "java", "RootsNames.class"))
+	require.NoError(t, err)
+	names, err := classMethodNames(b)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"<init>", "run", "runA", "rux", "main"}, names)
+	for _, bad := range [][]byte{b[:len(b)/2], b[:9], []byte("not a class file")} {
+		_, err := classMethodNames(bad)
+		assert.Error(t, err)
+	}
+}
