@@ -15,8 +15,10 @@ import org.objectweb.asm.Opcodes;
  *   - gen/Paths(boolean b, int x): if (b) this(x); else super(check(x));
  *     check throws for x < 0: an exception before super() on the
  *     second path.
- *  Arguments: how many times to call Paths(true), Paths(false),
- *  Paths(true, 5), Paths(false, 5) and Paths(false, -1). */
+ *  gen/OldPaths has the same constructors in a class file of version 49
+ *  (no stack map frames). Arguments: how many times to call Paths(true),
+ *  Paths(false), Paths(true, 5), Paths(false, 5) and Paths(false, -1),
+ *  on each class. */
 public class BCICtorPaths {
     static final class Loader extends ClassLoader {
         Loader() { super(BCICtorPaths.class.getClassLoader()); }
@@ -41,11 +43,15 @@ public class BCICtorPaths {
         return cw.toByteArray();
     }
 
-    static byte[] paths() {
+    /** paths makes gen/Paths (version 52, with stack map frames) or, old,
+     *  gen/OldPaths (version 49: no frames, verified by inference). */
+    static byte[] paths(boolean old) {
+        String self = old ? "gen/OldPaths" : "gen/Paths";
         ClassWriter cw = new ClassWriter(ClassWriter.COMPUTE_MAXS);
-        cw.visit(Opcodes.V1_8, Opcodes.ACC_PUBLIC | Opcodes.ACC_SUPER, "gen/Paths", null, "gen/PBase", null);
+        cw.visit(old ? Opcodes.V1_5 : Opcodes.V1_8, Opcodes.ACC_PUBLIC | Opcodes.ACC_SUPER, self, null, "gen/PBase", null);
+        MethodVisitor mv;
         // Paths(int x) { super(x); }
-        MethodVisitor mv = cw.visitMethod(Opcodes.ACC_PUBLIC, "<init>", "(I)V", null, null);
+        mv = cw.visitMethod(Opcodes.ACC_PUBLIC, "<init>", "(I)V", null, null);
         mv.visitCode();
         mv.visitVarInsn(Opcodes.ALOAD, 0);
         mv.visitVarInsn(Opcodes.ILOAD, 1);
@@ -65,12 +71,12 @@ public class BCICtorPaths {
         mv.visitMethodInsn(Opcodes.INVOKESPECIAL, "gen/PBase", "<init>", "(I)V", false);
         mv.visitJumpInsn(Opcodes.GOTO, end);
         mv.visitLabel(other);
-        mv.visitFrame(Opcodes.F_NEW, 2, new Object[] {Opcodes.UNINITIALIZED_THIS, Opcodes.INTEGER}, 0, new Object[0]);
+        if (!old) mv.visitFrame(Opcodes.F_NEW, 2, new Object[] {Opcodes.UNINITIALIZED_THIS, Opcodes.INTEGER}, 0, new Object[0]);
         mv.visitVarInsn(Opcodes.ALOAD, 0);
         mv.visitInsn(Opcodes.ICONST_2);
         mv.visitMethodInsn(Opcodes.INVOKESPECIAL, "gen/PBase", "<init>", "(I)V", false);
         mv.visitLabel(end);
-        mv.visitFrame(Opcodes.F_NEW, 2, new Object[] {"gen/Paths", Opcodes.INTEGER}, 0, new Object[0]);
+        if (!old) mv.visitFrame(Opcodes.F_NEW, 2, new Object[] {self, Opcodes.INTEGER}, 0, new Object[0]);
         mv.visitInsn(Opcodes.RETURN);
         mv.visitMaxs(0, 0);
         mv.visitEnd();
@@ -84,16 +90,16 @@ public class BCICtorPaths {
         mv.visitJumpInsn(Opcodes.IFEQ, other);
         mv.visitVarInsn(Opcodes.ALOAD, 0);
         mv.visitVarInsn(Opcodes.ILOAD, 2);
-        mv.visitMethodInsn(Opcodes.INVOKESPECIAL, "gen/Paths", "<init>", "(I)V", false);
+        mv.visitMethodInsn(Opcodes.INVOKESPECIAL, self, "<init>", "(I)V", false);
         mv.visitJumpInsn(Opcodes.GOTO, end);
         mv.visitLabel(other);
-        mv.visitFrame(Opcodes.F_NEW, 3, new Object[] {Opcodes.UNINITIALIZED_THIS, Opcodes.INTEGER, Opcodes.INTEGER}, 0, new Object[0]);
+        if (!old) mv.visitFrame(Opcodes.F_NEW, 3, new Object[] {Opcodes.UNINITIALIZED_THIS, Opcodes.INTEGER, Opcodes.INTEGER}, 0, new Object[0]);
         mv.visitVarInsn(Opcodes.ALOAD, 0);
         mv.visitVarInsn(Opcodes.ILOAD, 2);
-        mv.visitMethodInsn(Opcodes.INVOKESTATIC, "gen/Paths", "check", "(I)I", false);
+        mv.visitMethodInsn(Opcodes.INVOKESTATIC, self, "check", "(I)I", false);
         mv.visitMethodInsn(Opcodes.INVOKESPECIAL, "gen/PBase", "<init>", "(I)V", false);
         mv.visitLabel(end);
-        mv.visitFrame(Opcodes.F_NEW, 3, new Object[] {"gen/Paths", Opcodes.INTEGER, Opcodes.INTEGER}, 0, new Object[0]);
+        if (!old) mv.visitFrame(Opcodes.F_NEW, 3, new Object[] {self, Opcodes.INTEGER, Opcodes.INTEGER}, 0, new Object[0]);
         mv.visitInsn(Opcodes.RETURN);
         mv.visitMaxs(0, 0);
         mv.visitEnd();
@@ -109,7 +115,7 @@ public class BCICtorPaths {
         mv.visitMethodInsn(Opcodes.INVOKESPECIAL, "java/lang/IllegalArgumentException", "<init>", "()V", false);
         mv.visitInsn(Opcodes.ATHROW);
         mv.visitLabel(ok);
-        mv.visitFrame(Opcodes.F_NEW, 1, new Object[] {Opcodes.INTEGER}, 0, new Object[0]);
+        if (!old) mv.visitFrame(Opcodes.F_NEW, 1, new Object[] {Opcodes.INTEGER}, 0, new Object[0]);
         mv.visitVarInsn(Opcodes.ILOAD, 0);
         mv.visitInsn(Opcodes.IRETURN);
         mv.visitMaxs(0, 0);
@@ -118,13 +124,9 @@ public class BCICtorPaths {
         return cw.toByteArray();
     }
 
-    public static void main(String[] args) throws Exception {
-        int[] n = new int[5];
-        for (int i = 0; i < n.length; i++)
-            n[i] = Integer.parseInt(args[i]);
-        Loader l = new Loader();
-        Class<?> base = l.define("gen.PBase", base());
-        Class<?> p = l.define("gen.Paths", paths());
+    /** run makes the calls the arguments ask for on one of the classes;
+     *  "sum=S thrown=T". */
+    static String run(Class<?> base, Class<?> p, int[] n) throws Exception {
         Constructor<?> one = p.getConstructor(boolean.class), two = p.getConstructor(boolean.class, int.class);
         long sum = 0;
         for (int i = 0; i < n[0]; i++)
@@ -144,6 +146,17 @@ public class BCICtorPaths {
                     thrown++;
             }
         }
-        System.out.println("paths: sum=" + sum + " thrown=" + thrown);
+        return "sum=" + sum + " thrown=" + thrown;
+    }
+
+    public static void main(String[] args) throws Exception {
+        int[] n = new int[5];
+        for (int i = 0; i < n.length; i++)
+            n[i] = Integer.parseInt(args[i]);
+        Loader l = new Loader();
+        Class<?> base = l.define("gen.PBase", base());
+        Class<?> p = l.define("gen.Paths", paths(false));
+        Class<?> old = l.define("gen.OldPaths", paths(true));
+        System.out.println("paths: " + run(base, p, n) + " old: " + run(base, old, n));
     }
 }
