@@ -300,11 +300,15 @@ func (a *agent) sayState() {
 	a.mu.Lock() // rtdriver roots= may change them already
 	roots := a.opts.Roots
 	a.mu.Unlock()
-	if r, ok := a.source.(rootSource); ok && roots != "" {
-		line += fmt.Sprintf(" roots=%s (%d methods in the classes loaded so far; more as classes load)", roots, r.RootMethods())
+	if _, ok := a.source.(rootSource); ok && roots != "" {
+		n, what := a.rootsMatched(roots)
+		line += fmt.Sprintf(" roots=%s (%s %s; more as classes load)", roots, methodsMatch(n), what)
 	}
 	fmt.Fprintf(os.Stderr, "libjprof %s: %s\n", version(), line)
 	a.log.Info("libjprof state", zap.String("state", line))
+	if _, ok := a.source.(rootSource); ok && roots != "" {
+		a.sayRootProblems(roots)
+	}
 }
 
 // rootSource is an event source that collects only under root methods
@@ -410,6 +414,12 @@ func (a *agent) VMDeath() {
 			zap.Uint64("retransformCalls", st.Retransforms), zap.Duration("retransformTime", st.RetransformTime),
 			zap.Uint64("firstRunsFollowed", st.Expands),
 			zap.Duration("followTime", st.ExpandTime))
+		if sz, ok := b.Sizes(); ok {
+			// What the transformer keeps (README, Bounded memory).
+			a.log.Info("BCI maps", zap.Uint64("methodNames", sz.MethodNames), zap.Uint64("classesKnown", sz.Classes),
+				zap.Uint64("methodsDeclared", sz.Declared), zap.Uint64("methodsReached", sz.Reached),
+				zap.Uint64("classesForgotten", sz.ClassesForgot))
+		}
 	}
 	if r, ok := a.source.(rootSource); ok && a.opts.Roots != "" {
 		fields := []zap.Field{zap.String("roots", a.opts.Roots), zap.Int("rootMethods", r.RootMethods())}

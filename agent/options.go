@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/libjprof/libjprof/agent/control"
 	"github.com/libjprof/libjprof/engine"
@@ -162,8 +161,19 @@ var optionSpecs = []optionSpec{
 		set: stringOpt(func(o *Options) *string { return &o.Include }, "", "prefixes a+b+...", nil)},
 	{name: "EXCLUDE", hasValue: true, help: "with BCI: never instrument classes under these package or class name prefixes, a+b+...",
 		set: stringOpt(func(o *Options) *string { return &o.Exclude }, "", "prefixes a+b+...", nil)},
-	{name: "ROOTS", hasValue: true, help: "collect only under these root methods, Class.method+... (globs with *): with BCI, instrument only the methods reachable from them; without, method events only on a thread inside one (the rest keeps the JIT)",
-		set: stringOpt(func(o *Options) *string { return &o.Roots }, "", "root methods Class.method+... (globs with *)", validRoots)},
+	{name: "ROOTS", hasValue: true, help: "collect only under these root methods, Class.method+... ('*' any run of characters, dots included; '?' one character; Outer.Inner for Outer$Inner): with BCI, instrument only the methods reachable from them; without, method events only on a thread inside one (the rest keeps the JIT)",
+		set: func(o *Options, v string, on bool) error {
+			if !on {
+				o.Roots = ""
+				return nil
+			}
+			n, err := normalizeRoots(v)
+			if err != nil {
+				return err
+			}
+			o.Roots = n
+			return nil
+		}},
 	{name: "START", help: "collect from VM start (default: wait for rtdriver start)", set: boolOpt(func(o *Options) *bool { return &o.Start })},
 	{name: "LOGPATH", hasValue: true, help: "directory for the output files (default: current directory; created if missing; one given here that cannot be written stops the JVM)",
 		set: stringOpt(func(o *Options) *string { return &o.LogPath }, ".", "a directory", nil)},
@@ -261,44 +271,6 @@ func stringOpt(field func(*Options) *string, def, what string, ok func(string) b
 		*field(o) = v
 		return nil
 	}
-}
-
-// validRoots says whether every root of a ROOTS value (or rtdriver
-// roots=) names a class and a method: Class.method, '+' or ':' between
-// roots, '.' or '/' between the class's package names, each name made of
-// Java identifier characters and the globs * and ? (a method may also be
-// <init> or <clinit>). Both event sources read them so; anything else
-// (a signature, an empty name) would match nothing, silently.
-func validRoots(v string) bool {
-	name := func(s string) bool {
-		for _, c := range s {
-			if !unicode.IsLetter(c) && !unicode.IsDigit(c) && !strings.ContainsRune("_$*?", c) {
-				return false
-			}
-		}
-		return s != ""
-	}
-	n := 0
-	for _, r := range strings.FieldsFunc(v, func(c rune) bool { return c == '+' || c == ':' }) {
-		r = strings.TrimSpace(r)
-		if r == "" {
-			continue
-		}
-		dot := strings.LastIndexAny(r, "./")
-		if dot < 0 {
-			return false
-		}
-		for _, seg := range strings.Split(strings.ReplaceAll(r[:dot], "/", "."), ".") {
-			if !name(seg) {
-				return false
-			}
-		}
-		if m := r[dot+1:]; !name(m) && m != "<init>" && m != "<clinit>" {
-			return false
-		}
-		n++
-	}
-	return n > 0
 }
 
 // intOpt sets an integer option to a value in [lo, hi]; NONAME puts back

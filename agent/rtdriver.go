@@ -335,32 +335,52 @@ func (a *agent) ForceGC() error {
 
 // Roots implements control.Controller: with BCI, re-instruments the
 // running JVM for new roots of selective instrumentation; with method
-// events started with ROOTS, moves the roots' breakpoints.
-func (a *agent) Roots(roots string) error {
+// events started with ROOTS, moves the roots' breakpoints. The reply
+// says how many methods match (a warning when none does).
+func (a *agent) Roots(roots string) (string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.dead {
-		return errVMDead
+		return "", errVMDead
 	}
-	if roots != "all" && !validRoots(roots) {
-		return fmt.Errorf("bad roots %q: want Class.method+... (globs with *), or all with BCI", roots)
+	if roots != "all" {
+		n, err := normalizeRoots(roots)
+		if err != nil {
+			return "", fmt.Errorf("bad roots: %v+... ('*' any run of characters, '?' one), or all with BCI", err)
+		}
+		roots = n
 	}
+	var detail string
 	switch s := a.source.(type) {
 	case jvmti.BCI:
-		if err := a.vm.Do(func() error { return s.SetRoots(roots) }); err != nil {
-			return err
+		if err := a.vm.Do(func() error {
+			if err := s.SetRoots(roots); err != nil {
+				return err
+			}
+			if roots != "all" {
+				detail = a.rootsReply(roots)
+			}
+			return nil
+		}); err != nil {
+			return "", err
 		}
-		a.log.Info("BCI roots changed", zap.String("roots", roots))
+		a.log.Info("BCI roots changed", zap.String("roots", roots), zap.String("reply", detail))
 	case jvmti.MethodEvents:
 		if roots == "all" {
-			return fmt.Errorf("roots=all: method events on every thread are a JVM started without ROOTS")
+			return "", fmt.Errorf("roots=all: method events on every thread are a JVM started without ROOTS")
 		}
-		if err := a.vm.Do(func() error { return s.SetRoots(roots) }); err != nil {
-			return err
+		if err := a.vm.Do(func() error {
+			if err := s.SetRoots(roots); err != nil {
+				return err
+			}
+			detail = a.rootsReply(roots)
+			return nil
+		}); err != nil {
+			return "", err
 		}
 		a.log.Info("roots changed", zap.String("roots", roots), zap.Int("rootMethods", s.RootMethods()))
 	default:
-		return fmt.Errorf("roots needs the BCI or the method-event source")
+		return "", fmt.Errorf("roots needs the BCI or the method-event source")
 	}
 	// What the summary at VM death speaks of: roots=all instruments
 	// every method, as without ROOTS.
@@ -368,7 +388,7 @@ func (a *agent) Roots(roots string) error {
 	if roots == "all" {
 		a.opts.Roots = ""
 	}
-	return nil
+	return detail, nil
 }
 
 // Shutdown implements control.Controller: profiling stops for good; the

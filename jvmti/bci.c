@@ -307,13 +307,6 @@ static void JNICALL bci_note(JNIEnv *env, jclass c, jstring msg)
 	(*env)->ReleaseStringUTFChars(env, msg, s);
 }
 
-static void JNICALL bci_add_reads(JNIEnv *env, jclass c, jobject from, jobject to)
-{
-	(void)env;
-	(void)c;
-	(*jpvm.jvmti)->AddModuleReads(jpvm.jvmti, from, to);
-}
-
 static void JNICALL bci_mark_root(JNIEnv *env, jclass c, jint id)
 {
 	(void)env;
@@ -423,7 +416,6 @@ void jp_bci_vm_init(JNIEnv *jni)
 		{ "rootUnwind", "(I)V", (void *)bci_root_unwind },
 		{ "register", "(Ljava/lang/String;I)I", (void *)bci_register },
 		{ "note", "(Ljava/lang/String;)V", (void *)bci_note },
-		{ "addReads", "(Ljava/lang/Module;Ljava/lang/Module;)V", (void *)bci_add_reads },
 		{ "markRoot", "(I)V", (void *)bci_mark_root },
 		{ "pending", "()V", (void *)bci_pending },
 		{ "retransform", "([Ljava/lang/String;)V", (void *)bci_retransform_natives },
@@ -450,7 +442,9 @@ void jp_bci_vm_init(JNIEnv *jni)
 		(*jni)->ExceptionClear(jni);
 		bci_notef("BCI: Probe.rooted not found (jprof-bci.jar does not match libjprof.so): with ROOTS, only the roots are seen");
 	}
-	bci.m_transform = (*jni)->GetStaticMethodID(jni, t, "transform", "(Ljava/lang/String;Z[B)[B");
+	bci.m_transform = (*jni)->GetStaticMethodID(jni, t, "transform", "(Ljava/lang/ClassLoader;Ljava/lang/String;Z[B)[B");
+	bci.m_sizes = (*jni)->GetStaticMethodID(jni, t, "sizes", "()[J");
+	(*jni)->ExceptionClear(jni);
 	bci.m_wanted = (*jni)->GetStaticMethodID(jni, t, "wanted", "(Ljava/lang/String;Z)Z");
 	bci.m_init = (*jni)->GetStaticMethodID(jni, t, "init", "(Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;)V");
 	bci.m_roots = (*jni)->GetStaticMethodID(jni, t, "setRoots", "(Ljava/lang/String;)V");

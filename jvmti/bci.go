@@ -20,7 +20,7 @@ type BCIConfig struct {
 	// prefixes; an empty Include means every class outside java.base.
 	Include, Exclude string
 	// Roots, when set, instruments only the methods reachable from these
-	// root methods ("a.B.m+c.D.*", globs with *).
+	// root methods, in the normalized form of agent/roots.go ("a.B.m+c.D.*").
 	Roots string
 	// Note receives what log-msg should say: classes or methods left as
 	// they were, and why (a warning), or, prefixed "info: ", what was
@@ -128,3 +128,29 @@ func (BCI) Stats() BCIStats {
 
 // RootMethods is how many methods are roots now (see BCIStats.Roots).
 func (b BCI) RootMethods() int { return int(b.Stats().Roots) }
+
+// Instrumenting says whether classes are being rewritten (collection
+// started once): before, no root is instrumented yet.
+func (BCI) Instrumenting() bool { return C.jp_bci_instrumenting() != 0 }
+
+// BCISizes is how big the transformer's maps are: they hold the classes
+// of the loaders alive (and of the JDK), and at most MAXMETHODS method
+// names.
+type BCISizes struct {
+	MethodNames   uint64 // method names registered with the engine
+	Classes       uint64 // classes known to selective instrumentation (ROOTS)
+	Declared      uint64 // method names+descriptors those classes declare
+	Reached       uint64 // methods calls inside a root reached
+	ClassesForgot uint64 // classes forgotten as their loaders were collected
+}
+
+// Sizes reads them; false if the transformer cannot be asked. The caller
+// must be a thread attached to the VM.
+func (BCI) Sizes() (BCISizes, bool) {
+	var v [5]C.uint64_t
+	if C.jp_bci_sizes(&v[0]) != 0 {
+		return BCISizes{}, false
+	}
+	return BCISizes{MethodNames: uint64(v[0]), Classes: uint64(v[1]), Declared: uint64(v[2]), Reached: uint64(v[3]),
+		ClassesForgot: uint64(v[4])}, true
+}

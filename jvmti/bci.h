@@ -17,7 +17,7 @@ struct jp_bci_state {
 	volatile int ready;         /* Java side set up (after VM init) */
 	volatile int instrumenting; /* rewrite classes as they load */
 	jclass transformer;         /* global ref */
-	jmethodID m_transform, m_wanted, m_init, m_roots, m_expand;
+	jmethodID m_transform, m_wanted, m_init, m_roots, m_expand, m_sizes;
 	/* Selective instrumentation: root methods (bit per handle) and
 	 * whether events outside them are dropped. */
 	volatile int selective;

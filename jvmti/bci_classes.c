@@ -92,7 +92,7 @@ void JNICALL jp_bci_class_file_load(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefin
 	jbyteArray out = NULL;
 	if (jname != NULL && in != NULL) {
 		(*jni)->SetByteArrayRegion(jni, in, 0, len, (const jbyte *)data);
-		out = (jbyteArray)(*jni)->CallStaticObjectMethod(jni, bci.transformer, bci.m_transform, jname,
+		out = (jbyteArray)(*jni)->CallStaticObjectMethod(jni, bci.transformer, bci.m_transform, loader, jname,
 								 (jboolean)(loader == NULL), in);
 	}
 	if ((*jni)->ExceptionCheck(jni)) {
@@ -309,5 +309,40 @@ int jp_bci_roots(const char *roots, char *err, int errlen)
 			jp_collect(1);
 	}
 	pthread_mutex_unlock(&bci_lock);
+	return rc;
+}
+
+/* jp_bci_instrumenting: whether classes are being rewritten (collection
+ * started once). */
+int jp_bci_instrumenting(void)
+{
+	return bci.instrumenting;
+}
+
+/* jp_bci_sizes fills out[5] with the transformer's map sizes
+ * (Transformer.sizes: method names registered, classes known, method
+ * names declared, methods reached, classes forgotten as their loaders
+ * were collected); 0, or -1 if they cannot be read. Needs a thread
+ * attached to the VM. */
+int jp_bci_sizes(uint64_t *out)
+{
+	JNIEnv *jni = bci_env();
+	if (!bci.ready || jni == NULL || bci.m_sizes == NULL)
+		return -1;
+	if ((*jni)->PushLocalFrame(jni, 4) != 0) {
+		(*jni)->ExceptionClear(jni);
+		return -1;
+	}
+	int rc = -1;
+	jlongArray a = (jlongArray)(*jni)->CallStaticObjectMethod(jni, bci.transformer, bci.m_sizes);
+	if (!(*jni)->ExceptionCheck(jni) && a != NULL && (*jni)->GetArrayLength(jni, a) == 5) {
+		jlong v[5];
+		(*jni)->GetLongArrayRegion(jni, a, 0, 5, v);
+		for (int i = 0; i < 5; i++)
+			out[i] = (uint64_t)v[i];
+		rc = 0;
+	}
+	(*jni)->ExceptionClear(jni);
+	(*jni)->PopLocalFrame(jni, NULL);
 	return rc;
 }

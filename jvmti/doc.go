@@ -6,7 +6,9 @@
 // MethodEntry and MethodExit to the engine (package engine) keyed by
 // jmethodID, and rootevents.c its ROOTS variant, where a breakpoint at a
 // root method's start turns those events on for that thread alone until
-// the root returns; methodids.c names methods in the engine's registry;
+// the root returns (it also matches ROOTS patterns, with the grammar of
+// the agent's roots.go, for the counts rtdriver roots= and the state
+// line give with either source); methodids.c names methods in the engine's registry;
 // jit.c records compiled code; sampling.c is the sampling source
 // (SAMPLE=), whose signal handler walks stacks with AsyncGetCallTrace
 // into the engine's sampled trees; bci.c (with bci_classes.c) is the bytecode-instrumentation

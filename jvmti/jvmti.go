@@ -57,7 +57,8 @@ type Config struct {
 	// (bci.go) instead of JVMTI method events.
 	BCI *BCIConfig
 	// Roots, with method events, turns them on only for a thread inside
-	// one of these root methods ("a.B.m+c.D.*", globs with *).
+	// one of these root methods, in the normalized form of agent/roots.go
+	// ("a.B.m+c.D.*").
 	Roots string
 }
 
@@ -192,4 +193,39 @@ func SystemProperty(name string) string {
 	}
 	defer C.jp_dealloc(v)
 	return C.GoString(v)
+}
+
+// RootsMatchLoaded is how many methods with bytecode of the loaded
+// classes a normalized ROOTS value matches (rootevents.c's matcher), or
+// -1 for a value that is not one. The caller must be a thread attached
+// to the VM.
+func RootsMatchLoaded(roots string) int {
+	cs := C.CString(roots)
+	defer C.free(unsafe.Pointer(cs))
+	return int(C.jp_roots_match_loaded(cs))
+}
+
+// ClassFindable says whether a class of this dotted binary name is
+// loaded or its class file is found by the system class loader: 1 yes,
+// 0 no, -1 cannot tell. It loads nothing. The caller must be a thread
+// attached to the VM.
+func ClassFindable(name string) int {
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	return int(C.jp_roots_class_findable(cs))
+}
+
+// ClassFile is the class file the system class loader finds for a class
+// of this dotted binary name (nothing is loaded), or nil. The caller must
+// be a thread attached to the VM.
+func ClassFile(name string) []byte {
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	var n C.int
+	p := C.jp_roots_class_file(cs, &n)
+	if p == nil {
+		return nil
+	}
+	defer C.free(unsafe.Pointer(p))
+	return C.GoBytes(unsafe.Pointer(p), n)
 }

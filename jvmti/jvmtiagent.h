@@ -121,6 +121,11 @@ extern int jp_roots_on;
 int jp_roots_configure(const char *spec, char *err, int errlen);
 int jp_roots_set(const char *spec, char *err, int errlen);
 int jp_roots_count(void);
+int jp_roots_match_loaded(const char *spec);
+int jp_roots_class_findable(const char *dotted);
+unsigned char *jp_roots_class_file(const char *dotted, int *len);
+int jp_roots_glob(const char *pattern, const char *name);
+int jp_bci_instrumenting(void);
 uint64_t jp_roots_refused(void);
 int jp_vt_is_virtual(JNIEnv *jni, jthread thread);
 void jp_roots_vm_init(jvmtiEnv *jvmti, JNIEnv *jni);
@@ -146,6 +151,7 @@ void jp_bci_die(void);
  * their total time (ns, the retransformations they made included), and
  * the root methods instrumented since the roots were set. */
 void jp_bci_stats(uint64_t *out);
+int jp_bci_sizes(uint64_t *out);
 /* jp_mid_name_of is a method's name as the registry writes it,
  * "pkg/Class.name(desc)" (malloc'd; NULL without memory), asking the VM. */
 char *jp_mid_name_of(jmethodID mid);

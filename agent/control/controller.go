@@ -38,8 +38,9 @@ type Controller interface {
 	// ForceGC asks the JVM for a garbage collection.
 	ForceGC() error
 	// Roots changes the roots of selective bytecode instrumentation
-	// ("all": every method); an error where the event source has none.
-	Roots(roots string) error
+	// ("all": every method) or of method events; an error where the
+	// event source has none. The detail says how many methods match.
+	Roots(roots string) (detail string, err error)
 	// Shutdown stops profiling for good. When it succeeds the Server
 	// answers, then closes its listener and connections; Shutdown need
 	// not call Server.Close (if it does, its reply is lost).

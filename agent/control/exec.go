@@ -156,7 +156,7 @@ func (s *Server) exec1(cmd command) Reply {
 	case cmdShutdown:
 		err = s.guard(name, s.ctl.Shutdown)
 	case cmdRoots:
-		err = s.guard(name, func() error { return s.ctl.Roots(cmd.arg) })
+		err = s.guard(name, func() (e error) { detail, e = s.ctl.Roots(cmd.arg); return e })
 	default:
 		// The command table and this switch disagree: a bug, but not one
 		// worth a panic in a customer's JVM.

@@ -111,9 +111,9 @@ func (f *fakeCtl) Status() string {
 	return f.status
 }
 
-func (f *fakeCtl) ForceGC() error     { defer f.exit(); return f.enter("fgc") }
-func (f *fakeCtl) Roots(string) error { defer f.exit(); return f.enter("roots") }
-func (f *fakeCtl) Shutdown() error    { defer f.exit(); return f.enter("shutdown") }
+func (f *fakeCtl) ForceGC() error               { defer f.exit(); return f.enter("fgc") }
+func (f *fakeCtl) Roots(string) (string, error) { defer f.exit(); return "", f.enter("roots") }
+func (f *fakeCtl) Shutdown() error              { defer f.exit(); return f.enter("shutdown") }
 
 func (f *fakeCtl) Calls() []string {
 	f.mu.Lock()

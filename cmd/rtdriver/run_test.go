@@ -51,7 +51,10 @@ func (a *agent) End() (string, error)   { a.record("end"); return "/tmp/log-rt.2
 func (a *agent) Status() string         { a.record("status"); return "collecting=yes" }
 func (a *agent) ForceGC() error         { a.record("fgc"); return errors.New("no JVM here") }
 func (a *agent) Shutdown() error        { a.record("shutdown"); return nil }
-func (a *agent) Roots(r string) error   { a.record("roots=" + r); return nil }
+func (a *agent) Roots(r string) (string, error) {
+	a.record("roots=" + r)
+	return "1 method matches", nil
+}
 
 func (a *agent) FlushInterval() (string, error) {
 	a.record("flush=interval")

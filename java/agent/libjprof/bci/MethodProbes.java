@@ -1,5 +1,11 @@
 package libjprof.bci;
 
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
 import org.objectweb.asm.Label;
 import org.objectweb.asm.MethodVisitor;
 import org.objectweb.asm.Opcodes;
@@ -27,14 +33,33 @@ import org.objectweb.asm.commons.AdviceAdapter;
  * (the engine counts it as a missed exit when the caller's exit pops it).
  * Class files older than 51 carry no frames and are verified by
  * inference: there the code before super() is not covered either.
+ *
+ * A constructor may reach super() or this() on more than one path
+ * (javac never writes one, other compilers and generators do: if (b)
+ * super(1); else super(2);). Its code is then cut into ranges where this
+ * is uninitialized and ranges where it is not, each covered by the
+ * handler of its kind: this becomes initialized after the call
+ * AdviceAdapter reports with onMethodEnter (once per path: it follows
+ * forward jumps), and uninitialized again at a frame that says so, or,
+ * without frames, at a label a jump reached while it was. The entry
+ * probe stays the first instruction, so it runs once per call whatever
+ * the path.
  */
 final class MethodProbes extends AdviceAdapter {
     private final int id;
     private final boolean frames;
     private final boolean ctor;
-    private final Label preSuper = new Label(), body = new Label();
-    private Label lastInit; // before the last invokespecial <init> seen before super() returned
+    private final Label body = new Label();
     private boolean bodyStarted;
+    // Constructors: whether this is uninitialized at the current point,
+    // the label before the last <init> call seen while it was, the
+    // start of the current range, the ranges closed so far ({start,
+    // end} pairs, by kind), and labels a jump reached while this was
+    // uninitialized (classes without frames).
+    private boolean uninit;
+    private Label lastInit, rangeStart;
+    private final List<Label> preRanges = new ArrayList<>(), mainRanges = new ArrayList<>();
+    private final Set<Label> uninitTargets = new HashSet<>();
     // Local 0 overwritten before super(): the pre-super handler's frame
     // (uninitializedThis in local 0) would not match; no such handler then.
     private boolean thisStored;
@@ -74,21 +99,93 @@ final class MethodProbes extends AdviceAdapter {
         super.visitCode();
         if (ctor) {
             call(ENTER);
-            mv.visitLabel(preSuper);
+            uninit = true;
+            rangeStart = new Label();
+            mv.visitLabel(rangeStart);
         }
+    }
+
+    /** cut ends the current range of a constructor at end and starts one
+     *  of the other kind at start. */
+    private void cut(Label end, Label start) {
+        (uninit ? preRanges : mainRanges).add(rangeStart);
+        (uninit ? preRanges : mainRanges).add(end);
+        uninit = !uninit;
+        rangeStart = start;
+        lastInit = null;
+    }
+
+    private Label here() {
+        Label l = new Label();
+        mv.visitLabel(l);
+        return l;
     }
 
     @Override
     protected void onMethodEnter() {
-        if (!ctor)
+        if (!ctor) {
             call(ENTER);
-        mv.visitLabel(body);
+            mv.visitLabel(body);
+        } else if (uninit) {
+            // After the call that initialized this; the call itself is
+            // left out of both ranges.
+            Label end = lastInit;
+            cut(end != null ? end : here(), here());
+        }
         bodyStarted = true;
     }
 
     @Override
+    public void visitFrame(int type, int nLocal, Object[] local, int nStack, Object[] stack) {
+        super.visitFrame(type, nLocal, local, nStack, stack);
+        if (!ctor || type != Opcodes.F_NEW)
+            return;
+        boolean u = false;
+        for (int i = 0; i < nLocal && !u; i++)
+            u = local[i] == Opcodes.UNINITIALIZED_THIS;
+        for (int i = 0; i < nStack && !u; i++)
+            u = stack[i] == Opcodes.UNINITIALIZED_THIS;
+        if (u != uninit) {
+            Label l = here();
+            cut(!u && lastInit != null ? lastInit : l, l);
+        }
+    }
+
+    @Override
+    public void visitLabel(Label label) {
+        super.visitLabel(label);
+        if (ctor && !frames && !uninit && uninitTargets.contains(label))
+            cut(label, label);
+    }
+
+    @Override
+    public void visitJumpInsn(int opcode, Label label) {
+        if (ctor && uninit)
+            uninitTargets.add(label);
+        super.visitJumpInsn(opcode, label);
+    }
+
+    @Override
+    public void visitTableSwitchInsn(int min, int max, Label dflt, Label... labels) {
+        if (ctor && uninit) {
+            uninitTargets.add(dflt);
+            uninitTargets.addAll(Arrays.asList(labels));
+        }
+        super.visitTableSwitchInsn(min, max, dflt, labels);
+    }
+
+    @Override
+    public void visitLookupSwitchInsn(Label dflt, int[] keys, Label[] labels) {
+        if (ctor && uninit) {
+            uninitTargets.add(dflt);
+            uninitTargets.addAll(Arrays.asList(labels));
+        }
+        super.visitLookupSwitchInsn(dflt, keys, labels);
+    }
+
+    @Override
     public void visitMethodInsn(int opcode, String owner, String name, String desc, boolean itf) {
-        if (ctor && !bodyStarted && opcode == Opcodes.INVOKESPECIAL && name.equals("<init>")) {
+        if (ctor && uninit && opcode == Opcodes.INVOKESPECIAL && name.equals("<init>")) {
             lastInit = new Label();
             mv.visitLabel(lastInit);
         }
@@ -97,14 +194,14 @@ final class MethodProbes extends AdviceAdapter {
 
     @Override
     public void visitVarInsn(int opcode, int var) {
-        if (ctor && !bodyStarted && var == 0 && opcode >= Opcodes.ISTORE && opcode <= Opcodes.ASTORE)
+        if (ctor && uninit && var == 0 && opcode >= Opcodes.ISTORE && opcode <= Opcodes.ASTORE)
             thisStored = true;
         super.visitVarInsn(opcode, var);
     }
 
     @Override
     public void visitIincInsn(int var, int increment) {
-        if (ctor && !bodyStarted && var == 0)
+        if (ctor && uninit && var == 0)
             thisStored = true;
         super.visitIincInsn(var, increment);
     }
@@ -119,18 +216,19 @@ final class MethodProbes extends AdviceAdapter {
     public void visitMaxs(int maxStack, int maxLocals) {
         Label end = new Label();
         mv.visitLabel(end);
-        if (ctor && frames && !thisStored) {
-            Label h = new Label();
-            mv.visitTryCatchBlock(preSuper, bodyStarted ? lastInit : end, h, null);
-            mv.visitLabel(h);
+        if (ctor) {
+            (uninit ? preRanges : mainRanges).add(rangeStart);
+            (uninit ? preRanges : mainRanges).add(uninit && lastInit != null ? lastInit : end);
+        } else if (bodyStarted) {
+            mainRanges.add(body);
+            mainRanges.add(end);
+        }
+        if (ctor && frames && !thisStored && handler(preRanges)) {
             mv.visitFrame(Opcodes.F_NEW, 1, new Object[] {Opcodes.UNINITIALIZED_THIS}, 1, new Object[] {"java/lang/Throwable"});
             call(UNWIND);
             mv.visitInsn(Opcodes.ATHROW);
         }
-        if (bodyStarted) {
-            Label h = new Label();
-            mv.visitTryCatchBlock(body, end, h, null);
-            mv.visitLabel(h);
+        if (handler(mainRanges)) {
             if (frames)
                 mv.visitFrame(Opcodes.F_NEW, 0, new Object[0], 1, new Object[] {"java/lang/Throwable"});
             call(UNWIND);
@@ -141,5 +239,22 @@ final class MethodProbes extends AdviceAdapter {
         // they add no local. So the maxima are known without ASM's
         // control-flow analysis (COMPUTE_MAXS), the costly part.
         super.visitMaxs(Math.max(maxStack + 1, 2), maxLocals);
+    }
+
+    /** handler adds a catch-all of these ranges (empty ones left out) and
+     *  visits its label; false if every range is empty. */
+    private boolean handler(List<Label> ranges) {
+        Label h = null;
+        for (int i = 0; i < ranges.size(); i += 2) {
+            Label a = ranges.get(i), b = ranges.get(i + 1);
+            if (b.getOffset() <= a.getOffset())
+                continue;
+            if (h == null)
+                h = new Label();
+            mv.visitTryCatchBlock(a, b, h, null);
+        }
+        if (h != null)
+            mv.visitLabel(h);
+        return h != null;
     }
 }

@@ -76,7 +76,4 @@ public final class Probe {
 
     /** Retransforms the loaded classes of these names. */
     static native void retransform(String[] names);
-
-    /** Makes module from read module to (JVMTI AddModuleReads). */
-    static native void addReads(Module from, Module to);
 }

@@ -1,13 +1,18 @@
 package libjprof.bci;
 
+import java.lang.ref.Reference;
+import java.lang.ref.ReferenceQueue;
+import java.lang.ref.WeakReference;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.regex.Pattern;
+import java.util.concurrent.atomic.AtomicLong;
 
 import org.objectweb.asm.ClassReader;
 import org.objectweb.asm.ClassVisitor;
@@ -45,7 +50,8 @@ import org.objectweb.asm.Opcodes;
  * though whole classes are instrumented.
  */
 final class Selective {
-    private final Pattern[] classes, methods;
+    /** The roots: globs on the dotted class name and the method name. */
+    private final String[] classes, methods;
     /** Modules whose classes may be instrumented besides the class path:
      *  those the roots are in (JDK modules are otherwise left alone). */
     final Set<Module> modules = new HashSet<>();
@@ -153,11 +159,125 @@ final class Selective {
     /** name+desc -> classes declaring it with code (only those can run it). */
     static final ConcurrentHashMap<String, Set<String>> declaring = new ConcurrentHashMap<>();
 
+    /*
+     * Bounded under class churn. Everything above is keyed by class name
+     * (or by method name+desc of the classes known), and a class's entries
+     * live as long as a loader that defined it: a loader is held weakly,
+     * with the names it defined, and when the collector clears it (its
+     * classes unloaded; classes in throwaway loaders, generated ones with
+     * new names each time) purge drops what was known of each name no
+     * other live loader defined: its Info and class file, its place in
+     * subtypes and declaring, and in the current roots' state (active,
+     * followed, reached). So these maps hold the classes of the loaders
+     * alive now, and of the JDK (the boot loader's, never unloaded),
+     * however many were loaded and dropped before. A purge that runs while
+     * the same name loads again in a new loader may drop the new class's
+     * entries too (its hierarchy is then not known, and answered
+     * conservatively: may run; the subclasses recorded before the purge
+     * are not seen by commonSubtype).
+     */
+    private static final class Definer extends WeakReference<ClassLoader> {
+        final Set<String> names = ConcurrentHashMap.newKeySet();
+
+        Definer(ClassLoader l) {
+            super(l, gone);
+        }
+    }
+
+    private static final ReferenceQueue<ClassLoader> gone = new ReferenceQueue<>();
+    private static final Map<ClassLoader, Definer> definers = Collections.synchronizedMap(new WeakHashMap<>());
+    /** class name -> how many live loaders (other than the boot loader) defined it. */
+    private static final ConcurrentHashMap<String, Integer> definedBy = new ConcurrentHashMap<>();
+    /** Classes forgotten so far (for log-msg's BCI summary). */
+    static final AtomicLong forgotten = new AtomicLong();
+
+    /** defined notes that a loader (null: the boot loader) defined a class. */
+    static void defined(ClassLoader l, String cls) {
+        if (l == null)
+            return; // never unloaded
+        Definer d = definers.computeIfAbsent(l, Definer::new);
+        if (d.names.add(cls))
+            definedBy.merge(cls, 1, Integer::sum);
+    }
+
+    /** purge forgets the classes of loaders the collector cleared. Cheap
+     *  when none was: called at every class the transformer sees. */
+    static void purge() {
+        Set<String> dead = null;
+        for (Reference<? extends ClassLoader> r; (r = gone.poll()) != null;) {
+            for (String c : ((Definer) r).names) {
+                if (definedBy.computeIfPresent(c, (k, v) -> v <= 1 ? null : v - 1) == null) {
+                    if (dead == null)
+                        dead = new HashSet<>();
+                    dead.add(c);
+                }
+            }
+        }
+        if (dead == null)
+            return;
+        for (String c : dead) {
+            Info i = known.remove(c);
+            if (i == null)
+                continue;
+            for (String sup : i.supers)
+                if (sup != null)
+                    removeFrom(subtypes, sup, c);
+            for (String nd : i.methods)
+                removeFrom(declaring, nd, c);
+            forgotten.incrementAndGet();
+        }
+        subtypes.keySet().removeAll(dead);
+        Selective sel = Transformer.selective;
+        if (sel != null)
+            sel.forget(dead);
+    }
+
+    /** forget drops dead classes from the roots' state. */
+    private void forget(Set<String> dead) {
+        active.removeAll(dead);
+        followed.removeIf(f -> dead.contains(f.substring(0, f.indexOf('.'))));
+        for (String nd : reached.keySet())
+            reached.computeIfPresent(nd, (k, calls) -> {
+                calls.removeIf(c -> dead.contains(c.substring(1)));
+                return calls.isEmpty() ? null : calls;
+            });
+        synchronized (pending) {
+            pending.removeAll(dead);
+        }
+    }
+
+    /** addTo and removeFrom change a set in a map of sets, dropping it
+     *  once empty: atomically per key, so that an add never goes to a set
+     *  just dropped. */
+    static void addTo(ConcurrentHashMap<String, Set<String>> m, String k, String v) {
+        m.compute(k, (key, set) -> {
+            if (set == null)
+                set = ConcurrentHashMap.newKeySet();
+            set.add(v);
+            return set;
+        });
+    }
+
+    static void removeFrom(ConcurrentHashMap<String, Set<String>> m, String k, String v) {
+        m.computeIfPresent(k, (key, set) -> {
+            set.remove(v);
+            return set.isEmpty() ? null : set;
+        });
+    }
+
+    /** Sizes for log-msg: classes known, methods declared, methods reached. */
+    static long[] sizes() {
+        Selective sel = Transformer.selective;
+        return new long[] {known.size(), declaring.size(), sel == null ? 0 : sel.reached.size(), forgotten.get()};
+    }
+
     /** record makes a class known: for classes that may be instrumented
      *  with its methods and class file, for the others its place in the
      *  hierarchy only (the JDK's interfaces that the program's classes
      *  implement decide where a call on them may go). */
-    static Info record(ClassReader cr, String cls, Set<String> methods, byte[] bytes) {
+    static Info record(ClassReader cr, String cls, Set<String> methods, byte[] bytes, ClassLoader loader) {
+        purge();
+        defined(loader, cls);
         String[] ifs = cr.getInterfaces();
         String[] supers = new String[ifs.length + 1];
         supers[0] = cr.getSuperName();
@@ -166,7 +286,7 @@ final class Selective {
         known.put(cls, i);
         for (String s : supers)
             if (s != null)
-                subtypes.computeIfAbsent(s, k -> ConcurrentHashMap.newKeySet()).add(cls);
+                addTo(subtypes, s, cls);
         return i;
     }
 
@@ -190,26 +310,37 @@ final class Selective {
                 return had;
             for (String s : supers)
                 if (s != null)
-                    subtypes.computeIfAbsent(s, k -> ConcurrentHashMap.newKeySet()).add(cls);
+                    addTo(subtypes, s, cls);
             return i;
         } catch (Throwable e) {
             return null;
         }
     }
 
+    /**
+     * Selective takes the roots in the form agent/roots.go normalizes
+     * them to ("a.b.C.m+d.E.*"; ':' and '/' are read too): class and
+     * method globs, split at each root's last dot. The grammar is
+     * roots.go's: '*' any run of characters, dots included, '?' one
+     * character, and a class pattern also matches a nested class's name
+     * with each '$' read as '.'. jvmti/rootevents.c matches the same way.
+     */
     Selective(String spec, Map<String, Module> bootModules) {
-        List<Pattern> cs = new ArrayList<>(), ms = new ArrayList<>();
+        List<String> cs = new ArrayList<>(), ms = new ArrayList<>();
         for (String p : spec.split("[+:]")) {
             p = p.trim().replace('/', '.');
             if (p.isEmpty())
                 continue;
             int dot = p.lastIndexOf('.');
             if (dot <= 0 || dot == p.length() - 1)
-                throw new IllegalArgumentException("root " + p + ": want Class.method (globs with *)");
+                throw new IllegalArgumentException("root " + p + ": want Class.method");
             String c = p.substring(0, dot), m = p.substring(dot + 1);
-            cs.add(glob(c));
-            ms.add(glob(m));
-            String lit = c.indexOf('*') < 0 ? c : c.substring(0, c.indexOf('*'));
+            cs.add(c);
+            ms.add(m);
+            int g = 0;
+            while (g < c.length() && c.charAt(g) != '*' && c.charAt(g) != '?')
+                g++;
+            String lit = c.substring(0, g);
             for (Map.Entry<String, Module> e : bootModules.entrySet()) {
                 String pkg = e.getKey().replace('/', '.') + ".";
                 if (lit.startsWith(pkg) || pkg.startsWith(lit))
@@ -218,26 +349,46 @@ final class Selective {
         }
         if (cs.isEmpty())
             throw new IllegalArgumentException("no root given");
-        classes = cs.toArray(new Pattern[0]);
-        methods = ms.toArray(new Pattern[0]);
+        classes = cs.toArray(new String[0]);
+        methods = ms.toArray(new String[0]);
     }
 
-    private static Pattern glob(String g) {
-        StringBuilder b = new StringBuilder();
-        String[] parts = g.split("\\*", -1);
-        for (int i = 0; i < parts.length; i++) {
-            if (i > 0)
-                b.append(".*");
-            if (!parts[i].isEmpty())
-                b.append(Pattern.quote(parts[i]));
+    /** glob matches a name against a pattern: '*' any run of characters,
+     *  '?' one character (a code point), the rest itself. Greedy with one
+     *  backtrack point, the last '*': the loop of roots.go's globMatch and
+     *  rootevents.c's jp_roots_glob. */
+    static boolean glob(String p, String n) {
+        int pi = 0, ni = 0, star = -1, mark = 0;
+        while (ni < n.length()) {
+            char pc = pi < p.length() ? p.charAt(pi) : 0;
+            if (pi < p.length() && pc == '?') {
+                pi++;
+                ni += Character.charCount(n.codePointAt(ni));
+            } else if (pi < p.length() && pc == '*') {
+                star = pi++;
+                mark = ni;
+            } else if (pi < p.length() && pc == n.charAt(ni)) {
+                pi++;
+                ni++;
+            } else if (star >= 0) {
+                pi = star + 1;
+                mark += Character.charCount(n.codePointAt(mark));
+                ni = mark;
+            } else {
+                return false;
+            }
         }
-        return Pattern.compile(b.toString());
+        while (pi < p.length() && p.charAt(pi) == '*')
+            pi++;
+        return pi == p.length();
     }
 
+    /** isRoot: whether a method of a class (internal name) is a root. */
     boolean isRoot(String cls, String name) {
         String dotted = cls.replace('/', '.');
+        String nested = dotted.indexOf('$') < 0 ? null : dotted.replace('$', '.');
         for (int i = 0; i < classes.length; i++)
-            if (methods[i].matcher(name).matches() && classes[i].matcher(dotted).matches())
+            if (glob(methods[i], name) && (glob(classes[i], dotted) || (nested != null && glob(classes[i], nested))))
                 return true;
         return false;
     }
@@ -358,7 +509,7 @@ final class Selective {
      *  all of them if the class is active or declares a method reached
      *  already, else none. It records the class (supertypes, methods, and
      *  its bytes, for its call sites if they are ever needed). */
-    Set<String> select(ClassReader cr, String cls, byte[] bytes) {
+    Set<String> select(ClassReader cr, String cls, byte[] bytes, ClassLoader loader) {
         Set<String> methods = new HashSet<>();
         List<String> withCode = new ArrayList<>();
         cr.accept(new ClassVisitor(Opcodes.ASM9) {
@@ -370,9 +521,9 @@ final class Selective {
                 return null;
             }
         }, ClassReader.SKIP_CODE | ClassReader.SKIP_DEBUG | ClassReader.SKIP_FRAMES);
-        Info info = record(cr, cls, methods, bytes);
+        Info info = record(cr, cls, methods, bytes, loader);
         for (String nd : withCode)
-            declaring.computeIfAbsent(nd, k -> ConcurrentHashMap.newKeySet()).add(cls);
+            addTo(declaring, nd, cls);
         if (!reached.isEmpty())
             inherited(cls, info);
 
@@ -468,7 +619,7 @@ final class Selective {
                 for (String[] c : sites) {
                     char kind = c[0].charAt(0);
                     String owner = c[1], target = c[2];
-                    reached.computeIfAbsent(target, k -> ConcurrentHashMap.newKeySet()).add(c[0] + owner);
+                    addTo(reached, target, c[0] + owner);
                     Set<String> decl = declaring.get(target);
                     if (decl == null)
                         continue;

@@ -45,7 +45,6 @@ public final class Transformer {
     private static final boolean BASE = Boolean.getBoolean("libjprof.bci.base");
     private static Map<String, Module> bootModules = new HashMap<>();
     private static String[] includes = new String[0], excludes = new String[0];
-    private static final Set<Module> reads = ConcurrentHashMap.newKeySet();
     private static final ConcurrentHashMap<String, Integer> ids = new ConcurrentHashMap<>();
     /** handle -> {class, name+desc}: what selective instrumentation expands. */
     private static final ConcurrentHashMap<Integer, String[]> methods = new ConcurrentHashMap<>();
@@ -54,9 +53,9 @@ public final class Transformer {
 
     /**
      * init runs once, from the agent at VM init: the packages of java.base
-     * (never instrumented), the boot layer's modules by package (they must
-     * be made to read Probe's unnamed module) and the package filters
-     * (comma-separated, dotted or slashed prefixes).
+     * (never instrumented), the boot layer's modules by package (with
+     * ROOTS, the JDK's are left alone but the roots') and the package
+     * filters (comma-separated, dotted or slashed prefixes).
      */
     public static void init(String include, String exclude, String roots) {
         Map<String, Module> mods = new HashMap<>();
@@ -171,23 +170,25 @@ public final class Transformer {
     }
 
     /** transform returns the instrumented class, or null to keep it. */
-    public static byte[] transform(String cls, boolean boot, byte[] bytes) {
+    public static byte[] transform(ClassLoader loader, String cls, boolean boot, byte[] bytes) {
         try {
             if (!wanted(cls, boot)) {
                 if (selective != null)
-                    Selective.record(reader(bytes), cls, Set.of(), null);
+                    Selective.record(reader(bytes), cls, Set.of(), null, loader);
                 return null;
             }
             Set<String> skip = new HashSet<>();
             for (int attempt = 0; ; attempt++) {
                 try {
-                    byte[] out = rewrite(bytes, skip);
-                    if (out != null) {
-                        Module m = bootModules.get(pkg(cls));
-                        if (m != null && reads.add(m))
-                            Probe.addReads(m, Probe.class.getModule());
-                    }
-                    return out;
+                    // A class of a named module calls Probe, in the boot
+                    // loader's unnamed module, which a named module does not
+                    // read. No read edge is added here: HotSpot adds it
+                    // (to the unnamed modules of the boot, platform and
+                    // application loaders) to the module of every class
+                    // whose bytes a class file hook changed, as for
+                    // java.instrument's agents; TestBCINamedModules checks
+                    // a JDK module's classes run instrumented.
+                    return rewrite(bytes, skip, loader);
                 } catch (MethodTooLargeException e) {
                     String what = e.getMethodName() + e.getDescriptor();
                     if (!skip.add(what) || attempt > 64)
@@ -227,10 +228,10 @@ public final class Transformer {
         return new ClassReader(asmReadable(bytes));
     }
 
-    private static byte[] rewrite(byte[] bytes, Set<String> skip) {
+    private static byte[] rewrite(byte[] bytes, Set<String> skip, ClassLoader loader) {
         // The result gets its own version back.
         int major = major(bytes);
-        byte[] out = rewrite0(asmReadable(bytes), skip);
+        byte[] out = rewrite0(asmReadable(bytes), skip, loader);
         if (out != null && major > ASM_MAX_MAJOR) {
             out[6] = (byte) (major >> 8);
             out[7] = (byte) major;
@@ -238,7 +239,7 @@ public final class Transformer {
         return out;
     }
 
-    private static byte[] rewrite0(byte[] bytes, Set<String> skip) {
+    private static byte[] rewrite0(byte[] bytes, Set<String> skip, ClassLoader loader) {
         ClassReader cr = new ClassReader(bytes);
         if ((cr.getAccess() & Opcodes.ACC_MODULE) != 0)
             return null;
@@ -246,7 +247,7 @@ public final class Transformer {
         Selective sel = selective;
         Set<String> only = null;
         if (sel != null) {
-            only = sel.select(cr, cr.getClassName(), bytes);
+            only = sel.select(cr, cr.getClassName(), bytes, loader);
             if (only.isEmpty())
                 return null;
         }
@@ -256,15 +257,37 @@ public final class Transformer {
         return ci.changed ? cw.toByteArray() : null;
     }
 
-    /** id is the engine handle of a method, registered once per name. */
+    /**
+     * id is the engine handle of a method, registered once per name. ids
+     * and methods hold one entry per name the engine registered, so at
+     * most MAXMETHODS, the engine's own bound: past it, the engine hands
+     * out its overflow handle (negative here), which is not kept.
+     */
     static int id(String cls, String name, String desc, boolean isStatic) {
         String full = cls + "." + name + desc;
         Integer h = ids.get(full);
         if (h == null) {
-            h = ids.computeIfAbsent(full, k -> Probe.register(k, isStatic ? TYPE_STATIC : TYPE_INSTANCE));
+            int[] over = new int[1];
+            h = ids.computeIfAbsent(full, k -> {
+                int r = Probe.register(k, isStatic ? TYPE_STATIC : TYPE_INSTANCE);
+                over[0] = r;
+                return r < 0 ? null : r;
+            });
+            if (h == null)
+                return over[0];
             methods.putIfAbsent(h, new String[] {cls, name + desc});
         }
         return h;
+    }
+
+    /** sizes is what log-msg's BCI summary says of the transformer's
+     *  maps: method names registered, then Selective.sizes. */
+    static long[] sizes() {
+        long[] s = Selective.sizes();
+        long[] out = new long[s.length + 1];
+        out[0] = ids.size();
+        System.arraycopy(s, 0, out, 1, s.length);
+        return out;
     }
 
     static final class Instrument extends ClassVisitor {
