@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/libjprof/libjprof/calibration"
 	"github.com/libjprof/libjprof/engine"
+	"github.com/libjprof/libjprof/ptt"
 )
 
 // calibrator removes the profiler's overhead from the trees' metrics
@@ -49,24 +50,22 @@ func (a *agent) calibrator(ts []engine.Thread) *calibrator {
 
 // fallbackCalibrator is the calibrator of the threads whose PTT reads
 // did not use the process's backend (engine.Thread.Fallback): their own
-// minima; and where all of them read their own perf event (a bpf run
-// past its slots), the built-in perf table's minima for rare keys and
-// its typical excess, which their reads share. Nil when there are none.
+// minima; and where every fallback thread of the run read its own perf
+// event (a bpf run past its slots: the process-wide counts say so, freed
+// threads included, whose events lowered the same minima), the built-in
+// perf table's minima for rare keys and its typical excess, which their
+// reads share. Not with CALTABLE=, whose tables are the process
+// backend's: the fallback threads then have their own minima only. Nil
+// when there are none.
 func (a *agent) fallbackCalibrator(ts []engine.Thread) *calibrator {
 	mins := engine.MinimaFallback()
 	if mins == nil || !engine.Calibrating() {
 		return nil
 	}
-	perf, any := true, false
-	for _, t := range ts {
-		if b := t.FallbackBackend(); b != "" {
-			any = true
-			perf = perf && b == "perf"
-		}
-	}
+	c := ptt.ReadCounters()
 	var tables []*calibration.Table
 	kept := a.kept
-	if any && perf && a.opts.CalTable != "none" {
+	if c.Fallbacks > 0 && c.PerfFallbacks == c.Fallbacks && a.opts.CalTable == "" {
 		tables = make([]*calibration.Table, len(a.metrics))
 		kept = make([][]int64, len(a.metrics))
 		for k, m := range a.metrics {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"go.uber.org/zap"
 
@@ -25,32 +26,38 @@ const maxRetiredLines = 100_000
 type retiredThreads struct {
 	path    string // the spill file; "" until made, or when it cannot be
 	f       *os.File
-	w       *bufio.Writer
 	failed  bool     // the spill file could not be made or written
+	inFile  int      // lines the spill file holds
 	mem     []string // lines kept in memory when it could not
 	dropped int      // lines lost past maxRetiredLines
 	n       int      // lines kept, either way
 }
 
-// add keeps one freed thread's line. The caller holds a.mu.
+// retireLine keeps one freed thread's line. The caller holds a.mu. A
+// line is written at once (retire passes free threads in batches, once a
+// second): a write error then loses no line, which goes to memory.
 func (a *agent) retireLine(line string) {
 	r := &a.retired
 	if r.f == nil && !r.failed {
 		r.path = filepath.Join(a.opts.LogPath, fmt.Sprintf(".%s-jtnm_%d.part", a.opts.LogPrefix, a.pid))
-		f, err := os.OpenFile(r.path, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o600)
+		// A stale one of a dead JVM of this pid goes; never through a
+		// link someone planted in a shared LOGPATH.
+		os.Remove(r.path)
+		f, err := os.OpenFile(r.path, os.O_CREATE|os.O_EXCL|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
 		if err != nil {
 			r.failed = true
 			a.log.Warn("log-jtnm: freed threads are kept in memory (at most a bounded number)", zap.Error(err))
 		} else {
-			r.f, r.w = f, bufio.NewWriterSize(f, 64<<10)
+			r.f = f
 		}
 	}
-	if r.w != nil {
-		if _, err := r.w.WriteString(line + "\n"); err == nil {
+	if r.f != nil && !r.failed {
+		if _, err := r.f.WriteString(line + "\n"); err == nil {
+			r.inFile++
 			r.n++
 			return
 		}
-		// Already-written lines stay in the file: keep the rest in memory.
+		// The lines written stay in the file; the rest go to memory.
 		r.failed = true
 		a.log.Warn("log-jtnm: the spill file of freed threads cannot be written; the rest are kept in memory")
 	}
@@ -62,19 +69,16 @@ func (a *agent) retireLine(line string) {
 	r.dropped++
 }
 
-// each calls f with every kept line, and says how many were dropped.
+// each calls f with every kept line: those of the spill file (as many as
+// were written whole), then those in memory.
 func (r *retiredThreads) each(f func(line string) error) error {
-	if r.f != nil {
-		err := r.w.Flush()
-		if err == nil {
-			_, err = r.f.Seek(0, io.SeekStart)
-		}
-		if err != nil {
+	if r.f != nil && r.inFile > 0 {
+		if _, err := r.f.Seek(0, io.SeekStart); err != nil {
 			return fmt.Errorf("freed threads' lines (%s): %w", r.path, err)
 		}
 		sc := bufio.NewScanner(r.f)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
+		for read := 0; read < r.inFile && sc.Scan(); read++ {
 			if err := f(sc.Text()); err != nil {
 				return err
 			}
@@ -96,7 +100,7 @@ func (r *retiredThreads) close() {
 	if r.f != nil {
 		r.f.Close()
 		os.Remove(r.path)
-		r.f, r.w = nil, nil
+		r.f = nil
 	}
 }
 
@@ -135,7 +139,11 @@ func (a *agent) writeJtnm() {
 			return nil
 		}
 		if err := a.retired.each(line); err != nil && tmp.Failed() == nil {
-			return err
+			// The spill file cannot be read back: the live threads'
+			// lines are still worth the file.
+			a.log.Warn("log-jtnm: freed threads' lines lost", zap.Error(err))
+			fmt.Fprintf(w, " *** the lines of threads freed before VM death could not be read back: %v\n", err)
+			tmp.Mark(w.n, n)
 		}
 		for _, l := range live {
 			if line(l) != nil {

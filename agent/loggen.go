@@ -233,17 +233,25 @@ func (g *genWriter) threadName(id uint32) string {
 	}
 	name, found := g.retired[id]
 	if found {
-		delete(g.retired, id)
-	} else {
-		name = fmt.Sprintf("%08x_thread%d", 0, id)
-		engine.WithThreads(func(ts []engine.Thread) {
-			for _, t := range ts {
-				if t.ID() == id {
-					name = rootName(t)
-				}
+		// Freed already: named in the file now, but not kept in
+		// g.threads (it will not be retired again to leave it); the
+		// next pass replaces g.retired.
+		if !g.wasNamed(id) {
+			g.markNamed(id)
+			if g.bin != nil {
+				_ = g.bin.Thread(uint64(id), name)
 			}
-		})
+		}
+		return name
 	}
+	name = fmt.Sprintf("%08x_thread%d", 0, id)
+	engine.WithThreads(func(ts []engine.Thread) {
+		for _, t := range ts {
+			if t.ID() == id {
+				name = rootName(t)
+			}
+		}
+	})
 	if g.wasNamed(id) {
 		// Named in the file once already, and freed since: never
 		// expected (a freed thread has no events left to write).

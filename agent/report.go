@@ -116,6 +116,9 @@ func fallbackNotes(ts []engine.Thread, backend string, calibrated bool) []string
 		notes = append(notes, fmt.Sprintf("PTT: %d threads read %s instead of the %s backend (%s; %s): %s",
 			len(names), b, backend, why, how, list))
 	}
+	if len(by["perf"]) > 0 && len(by["clock"]) > 0 && calibrated {
+		notes = append(notes, "PTT: the perf and clock threads share one set of minima: the clock threads' calibration is the less exact")
+	}
 	return notes
 }
 
