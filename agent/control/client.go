@@ -9,6 +9,8 @@ import (
 	"net"
 	"strings"
 	"time"
+
+	"github.com/libjprof/libjprof/internal/peercred"
 )
 
 // maxReplyLine bounds a reply line the client accepts; the server's replies
@@ -35,6 +37,32 @@ func Dial(ctx context.Context, addr, token string) (*Client, error) {
 // DialSocket connects to the agent's UNIX socket at path.
 func DialSocket(ctx context.Context, path, token string) (*Client, error) {
 	return DialNet(ctx, "unix", path, token)
+}
+
+// DialAgent connects to a found agent's socket and, before anything is
+// sent (the token above all), checks that the process listening is of
+// the user the socket belongs to, or root: a socket that merely names a
+// PID is not trusted with the commands.
+func DialAgent(ctx context.Context, a Agent, token string) (*Client, error) {
+	c, err := DialSocket(ctx, a.Path, token)
+	if err != nil {
+		return nil, err
+	}
+	uc, ok := c.conn.(*net.UnixConn)
+	if !ok {
+		c.Close()
+		return nil, fmt.Errorf("rtdriver: %s is not a UNIX socket", a.Path)
+	}
+	cred, err := peercred.Of(uc)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("rtdriver: %s: %w", a.Path, err)
+	}
+	if int(cred.Uid) != a.UID && cred.Uid != 0 {
+		c.Close()
+		return nil, fmt.Errorf("rtdriver: %s: the process listening runs as uid %d, not as the socket's owner %d: not an agent's socket, not used", a.Path, cred.Uid, a.UID)
+	}
+	return c, nil
 }
 
 // DialNet connects to the agent at addr on network "tcp" or "unix".

@@ -62,13 +62,7 @@ func (s *Server) handle(conn net.Conn, e *connEntry) {
 		}
 	}()
 	c.log.Debug("rtdriver connection opened")
-	// Before anything is read: a peer that may not drive the agent gets
-	// the reason and nothing else.
-	if err := checkPeer(conn, s.cfg.Owner, s.cfg.Token != ""); err != nil {
-		c.log.Warn("rtdriver connection refused", zap.Error(err))
-		s.goodbye(conn, errReply(replyAuth, err))
-		return
-	}
+	// The peer was checked as it was accepted (Server.accept).
 	c.serve()
 	c.log.Debug("rtdriver connection closed")
 }

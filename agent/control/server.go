@@ -248,6 +248,15 @@ func (s *Server) acceptLoop(ln net.Listener) {
 
 // accept hands conn to a connection goroutine, or refuses it.
 func (s *Server) accept(conn net.Conn) {
+	// Who the peer is, before it may take a place or make another
+	// connection give up its own: a user who may not drive the agent
+	// must not knock the owner's sessions out either. (A peer on another
+	// machine, known by its token only, is checked at its first line.)
+	if err := checkPeer(conn, s.cfg.Owner, s.cfg.Token != ""); err != nil {
+		s.log.Warn("rtdriver connection refused", zap.Stringer("remote", conn.RemoteAddr()), zap.Error(err))
+		s.reject(conn, errReply(replyAuth, err))
+		return
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -256,7 +265,9 @@ func (s *Server) accept(conn net.Conn) {
 	}
 	if s.active >= s.cfg.MaxConns && !s.evictLocked() {
 		s.mu.Unlock()
-		s.reject(conn)
+		s.log.Warn("rtdriver connection refused: too many connections",
+			zap.Stringer("remote", conn.RemoteAddr()), zap.Int("max", s.cfg.MaxConns))
+		s.reject(conn, s.busyReply())
 		return
 	}
 	e := &connEntry{counted: true, waiting: true, since: time.Now()}
@@ -301,10 +312,11 @@ func (s *Server) busyReply() Reply {
 	return errReply(replyBusy, fmt.Errorf("too many connections (%d); try again later", s.cfg.MaxConns))
 }
 
-// reject answers "ERR busy" on a connection over the limit and closes it.
-// Every refused connection is answered: one closed without a word reads as
-// an empty reply or a reset, which says nothing to the user.
-func (s *Server) reject(conn net.Conn) {
+// reject answers r (ERR busy to a connection over the limit, ERR auth to
+// a peer that may not drive the agent) and closes the connection. Every
+// refused connection is answered: one closed without a word reads as an
+// empty reply or a reset, which says nothing to the user.
+func (s *Server) reject(conn net.Conn, r Reply) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -322,19 +334,16 @@ func (s *Server) reject(conn net.Conn) {
 	default:
 	}
 	s.mu.Unlock()
-	s.log.Warn("rtdriver connection refused: too many connections",
-		zap.Stringer("remote", conn.RemoteAddr()), zap.Int("max", s.cfg.MaxConns))
-
 	if !helper {
 		// Flooded: answer here. Accepting slows down meanwhile, and the
 		// kernel's backlog holds the next connections, so none is dropped.
-		s.goodbye(conn, s.busyReply())
+		s.goodbye(conn, r)
 		return
 	}
 	go func() {
 		defer s.wg.Done()
 		defer func() { <-s.rejecters }()
-		s.goodbye(conn, s.busyReply())
+		s.goodbye(conn, r)
 	}()
 }
 

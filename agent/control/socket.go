@@ -119,8 +119,7 @@ func FindAgents(base string, uid int) ([]Agent, error) {
 	}
 	var found []Agent
 	for _, dir := range dirs {
-		dirUID, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(dir), socketDirPrefix))
-		if err != nil {
+		if _, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(dir), socketDirPrefix)); err != nil {
 			continue
 		}
 		entries, err := os.ReadDir(dir)
@@ -136,7 +135,7 @@ func FindAgents(base string, uid int) ([]Agent, error) {
 				continue
 			}
 			path := filepath.Join(dir, e.Name())
-			if owner, ok := fileOwner(path); ok && owner == dirUID {
+			if owner, ok := agentSocket(dir, path); ok {
 				found = append(found, Agent{PID: pid, UID: owner, Path: path})
 			}
 		}
@@ -156,13 +155,20 @@ func FindAgents(base string, uid int) ([]Agent, error) {
 func AgentsOfPID(base string, pid int) []Agent {
 	var found []Agent
 	seen := map[string]bool{}
+	// Where this process sees the JVM, only a socket of the user the JVM
+	// runs as can be its agent's: another user may make a directory of
+	// their own and a socket named by any PID in it.
+	want := -1
+	if owner, ok := ProcOwner(pid); ok {
+		want = owner
+	}
 	look := func(base string, pid int) {
 		// Not a glob of the file: the directories of other users may be
 		// searched (to be told no) but not read.
 		dirs, _ := filepath.Glob(filepath.Join(base, socketDirPrefix+"*"))
 		for _, d := range dirs {
 			p := filepath.Join(d, strconv.Itoa(pid)+socketSuffix)
-			if owner, ok := fileOwner(p); ok && !seen[p] {
+			if owner, ok := agentSocket(d, p); ok && !seen[p] && (want < 0 || owner == want) {
 				seen[p] = true
 				found = append(found, Agent{PID: pid, UID: owner, Path: p})
 			}
@@ -173,6 +179,39 @@ func AgentsOfPID(base string, pid int) []Agent {
 		look(filepath.Join("/proc", strconv.Itoa(pid), "root", base), nspid)
 	}
 	return found
+}
+
+// agentSocket says whether path, in the socket directory dir, can be an
+// agent's socket, and whose: the directory is a real directory named by
+// its owner's uid, and the socket belongs to that user. Anything else was
+// not made by an agent (a user cannot make a file owned by another).
+func agentSocket(dir, path string) (int, bool) {
+	dirUID, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(dir), socketDirPrefix))
+	if err != nil {
+		return 0, false
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() {
+		return 0, false
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != dirUID {
+		return 0, false
+	}
+	owner, ok := fileOwner(path)
+	return owner, ok && owner == dirUID
+}
+
+// ProcOwner is the user the process pid runs as, as /proc shows it.
+func ProcOwner(pid int) (int, bool) {
+	fi, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid)))
+	if err != nil {
+		return 0, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return int(st.Uid), true
 }
 
 // namespacePID is the PID the process pid has in its own (innermost) PID

@@ -184,3 +184,44 @@ func littleEndian() bool {
 	binary.NativeEndian.PutUint16(b[:], 1)
 	return b[0] == 1
 }
+
+// Another user can make a socket directory of their own and a socket in
+// it named by any PID: it is never taken for the agent of a JVM that runs
+// as someone else, nor is a socket whose owner is not its directory's
+// user; and a client checks who listens before it sends anything.
+func TestForeignSocketsIgnored(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make another user's files")
+	}
+	base := socketTestBase(t)
+	me := os.Getpid() // runs as root
+	const other = 4321
+	listen := func(dir, name string, owner int) net.Listener {
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		p := filepath.Join(dir, name)
+		ln, err := net.Listen("unix", p)
+		require.NoError(t, err)
+		t.Cleanup(func() { ln.Close() })
+		require.NoError(t, os.Lchown(p, owner, owner))
+		return ln
+	}
+	// The other user's directory, with a socket named by this process's PID.
+	foreign := filepath.Join(base, ".libjprof-"+strconv.Itoa(other))
+	listen(foreign, strconv.Itoa(me)+".sock", other)
+	require.NoError(t, os.Chown(foreign, other, other))
+	// root's directory with a socket the other user owns.
+	listen(filepath.Join(base, ".libjprof-0"), "77.sock", other)
+	assert.Empty(t, AgentsOfPID(base, me), "a socket of another user named by a root process's PID")
+	agents, err := FindAgents(base, 0)
+	require.NoError(t, err)
+	assert.Equal(t, []Agent{{PID: me, UID: other, Path: filepath.Join(foreign, strconv.Itoa(me)+".sock")}}, agents,
+		"root lists the other user's own socket, not one in root's directory that root does not own")
+
+	// A socket that claims to be another user's but is served by a
+	// process of a third user is not trusted: here the listener is this
+	// (root) process, which DialAgent accepts (root may serve any); one
+	// that claims uid other while served by uid 65534 would be refused.
+	c, err := DialAgent(context.Background(), agents[0], "")
+	require.NoError(t, err, "served by root")
+	c.Close()
+}

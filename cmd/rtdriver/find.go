@@ -33,7 +33,7 @@ func (d *driver) findMine(ctx context.Context) ([]found, error) {
 	var live []found
 	for _, a := range agents {
 		dctx, cancel := context.WithTimeout(ctx, dialTimeout)
-		c, err := control.DialSocket(dctx, a.Path, d.opts.token)
+		c, err := control.DialAgent(dctx, a, d.opts.token)
 		cancel()
 		switch {
 		case err == nil:
@@ -55,7 +55,7 @@ func (d *driver) findMine(ctx context.Context) ([]found, error) {
 // dialPID connects to the JVM of pid through its control socket.
 func (d *driver) dialPID(ctx context.Context, pid int) (*control.Client, error) {
 	agents := control.AgentsOfPID(d.env.socketBase, pid)
-	if owner, ok := procOwner(pid); len(agents) == 0 && ok && owner != d.env.uid && d.env.uid != 0 {
+	if owner, ok := control.ProcOwner(pid); len(agents) == 0 && ok && owner != d.env.uid && d.env.uid != 0 {
 		// Its socket, if any, is in a directory only its owner may enter.
 		return nil, fmt.Errorf("rtdriver: pid %d runs as uid %d: only the JVM's owner or root may control it", pid, owner)
 	}
@@ -66,7 +66,7 @@ func (d *driver) dialPID(ctx context.Context, pid int) (*control.Client, error) 
 	var errs []string
 	for _, a := range agents {
 		dctx, cancel := context.WithTimeout(ctx, dialTimeout)
-		c, err := control.DialSocket(dctx, a.Path, d.opts.token)
+		c, err := control.DialAgent(dctx, a, d.opts.token)
 		cancel()
 		switch {
 		case err == nil:
@@ -82,19 +82,6 @@ func (d *driver) dialPID(ctx context.Context, pid int) (*control.Client, error) 
 	return nil, fmt.Errorf("rtdriver: pid %d: %s", pid, strings.Join(errs, "; "))
 }
 
-// procOwner is the user the process pid runs as, as /proc shows it.
-func procOwner(pid int) (int, bool) {
-	fi, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid)))
-	if err != nil {
-		return 0, false
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, false
-	}
-	return int(st.Uid), true
-}
-
 // listJVMs prints one line per JVM: pid, user, what runs, socket.
 func listJVMs(w io.Writer, jvms []found) {
 	for _, j := range jvms {
@@ -107,7 +94,7 @@ func listJVMs(w io.Writer, jvms []found) {
 // show that process, or shows another user's or a program other than java
 // under that PID (a JVM in another PID namespace).
 func mainOf(pid, uid int) string {
-	if owner, ok := procOwner(pid); !ok || owner != uid {
+	if owner, ok := control.ProcOwner(pid); !ok || owner != uid {
 		return "-"
 	}
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
