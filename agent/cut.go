@@ -35,6 +35,10 @@ func (a *agent) commitCut(tmp *atomicfile.File, path string, total uint64, unit 
 	if cut != nil {
 		msg := fmt.Sprintf("%s cut short by a write error after %d bytes (%s): %d of %d %s not written; the file ends with a line that says so",
 			filepath.Base(path), cut.Bytes, errnoText(cut.Err), total-cut.Units, total, unit)
+		if cut.MarkerErr != nil {
+			msg = fmt.Sprintf("%s cut short by a write error after %d bytes (%s): %d of %d %s not written; the line that would say so could not be written either (%s): the file ends at its last whole unit",
+				filepath.Base(path), cut.Bytes, errnoText(cut.Err), total-cut.Units, total, unit, errnoText(cut.MarkerErr))
+		}
 		fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
 		a.log.Warn(msg, zap.String("file", path), zap.Error(cut.Err))
 	}

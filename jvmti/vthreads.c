@@ -158,6 +158,11 @@ int jp_vt_is_virtual(JNIEnv *jni, jthread thread)
 jp_thread *jp_vt_first_event(jvmtiEnv *jvmti, jthread thread)
 {
 	JNIEnv *jni = NULL;
+	/* Thread NULL: the calling one (a BCI probe has no jthread); a local
+	 * reference, freed with the native call's or callback's frame. */
+	if (jp_vt_mode == JP_VT_TRACKED && thread == NULL &&
+	    (*jvmti)->GetCurrentThread(jvmti, &thread) != JVMTI_ERROR_NONE)
+		thread = NULL;
 	if (jp_vt_mode != JP_VT_TRACKED || thread == NULL ||
 	    (*jpvm.vm)->GetEnv(jpvm.vm, (void **)&jni, JNI_VERSION_1_8) != JNI_OK ||
 	    (*jni)->GetVersion(jni) < 0x00150000 /* JNI_VERSION_21 */ ||

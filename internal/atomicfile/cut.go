@@ -13,7 +13,8 @@ import (
 // file already holds, writes that line there (the writer's words: why
 // and how much is missing), and renames the file into place all the
 // same. The closing line overwrites bytes the file has, so it needs no
-// free space.
+// free space on most file systems; where it does (copy-on-write), the
+// file is kept cut at the mark without it.
 
 // MarkerMax bounds the closing line: a mark is chosen so that this many
 // bytes fit before the end of what was written.
@@ -89,6 +90,10 @@ type Cut struct {
 	Err   error  // the write error
 	Bytes int64  // bytes kept, before the marker
 	Units uint64 // units kept (the mark's count)
+	// MarkerErr is why the file ends without its marker, nil when it
+	// has it: on a copy-on-write file system even an overwrite needs
+	// free space. The file is kept, cut at the mark, all the same.
+	MarkerErr error
 }
 
 // Failed returns the write error so far (nil if none): a writer that
@@ -99,9 +104,9 @@ func (f *File) Failed() error { return f.w.failed() }
 // file is cut at a mark (see Mark), ends with the line marker(cut)
 // returns (a newline is added if missing; at most MarkerMax bytes) and
 // is renamed into place. It returns the cut, nil when everything was
-// written. When no mark can be used (nothing whole was written, or the
-// marker cannot be written either) the file is removed and the write
-// error returned, as by Commit.
+// written. A marker that cannot be written (Cut.MarkerErr) leaves the file
+// cut at the mark without it. When no mark can be used (nothing whole was
+// written) the file is removed and the write error returned, as by Commit.
 func (f *File) CommitCut(marker func(Cut) string) (*Cut, error) {
 	if f.done {
 		return nil, os.ErrClosed
@@ -132,11 +137,15 @@ func (f *File) CommitCut(marker func(Cut) string) (*Cut, error) {
 		line = line[:MarkerMax-1] + "\n"
 	}
 	if _, err := f.f.WriteAt([]byte(line), m.off); err != nil {
-		return fail(fmt.Errorf("%w (and its truncation marker: %v)", werr, err))
+		c.MarkerErr = err
+		line = ""
 	}
+	// Shrinking needs no space on any file system.
 	err := f.f.Truncate(m.off + int64(len(line)))
 	if err == nil {
-		err = f.f.Sync()
+		if serr := f.f.Sync(); serr != nil && c.MarkerErr == nil {
+			c.MarkerErr = serr // kept, though perhaps not yet on disk
+		}
 	}
 	if err == nil {
 		err = f.f.Chmod(0o644)
