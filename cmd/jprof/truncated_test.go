@@ -34,5 +34,5 @@ func TestTruncatedInput(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stderr, "is truncated")
 	assert.Contains(t, out, "log-gen_5 is truncated (libjprof: write error after")
-	assert.Contains(t, out, "I:a.b()V")
+	assert.Contains(t, out, "  a.b()\n") // the Java-style name
 }
