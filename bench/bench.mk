@@ -3,6 +3,7 @@
 #
 #   make bench                           # all rounds, writes BENCHMARKS.md (~10 min on 2 cores)
 #   make bench BENCH_FLAGS='-rounds 3 -ops 2000 -javac-rounds 1 -out /tmp/B.md'
+#   make bench BENCH_FLAGS='-parts threads -merge-into BENCHMARKS.md'   # rerun some sections only
 #
 # The harness interleaves the configurations (see bench/doc.go); the eBPF
 # PTT backend needs root or CAP_BPF+CAP_PERFMON, and is skipped with the

@@ -28,7 +28,7 @@ import (
 
 func main() {
 	var o bench.Options
-	var out, partsFlag string
+	var out, partsFlag, mergeInto, mergeFrom string
 	flag.StringVar(&o.Root, "root", "", "repository top (default: the directory holding go.mod above the current one)")
 	flag.StringVar(&o.Agents, "agents", "", "directory of empty.so and naive.so (default <root>/build/bench; built if missing)")
 	flag.StringVar(&o.Java, "java", "java", "java binary")
@@ -48,15 +48,70 @@ func main() {
 	flag.BoolVar(&o.GoBench, "gobench", true, "also run the reports package's BenchmarkLogGenBuild")
 	flag.Uint64Var(&o.Seed, "seed", 0, "shuffle seed (default: from the clock)")
 	flag.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "time limit per JVM run")
+	flag.StringVar(&mergeInto, "merge-into", "", "with -parts: merge the sections run into this full report (e.g. BENCHMARKS.md) instead of writing a report of their own")
+	flag.StringVar(&mergeFrom, "merge-from", "", "with -merge-into: merge this partial report (written by an earlier -parts run) instead of running anything")
 	flag.StringVar(&partsFlag, "parts", "", "comma-separated sections to run: "+strings.Join(bench.PartNames(), ",")+" (default all)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, o, out, partsFlag); err != nil {
-		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+	if mergeFrom != "" {
+		if err := mergeFile(mergeInto, mergeFrom, partsFlag); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if mergeInto != "" {
+		if partsFlag == "" {
+			fmt.Fprintln(os.Stderr, "bench: -merge-into needs -parts")
+			os.Exit(2)
+		}
+		out = mergeInto + ".part"
+	}
+	runErr := run(ctx, o, out, partsFlag)
+	if runErr != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", runErr)
+	}
+	if _, err := os.Stat(out); mergeInto != "" && err == nil {
+		// A failed part's section says so: merged all the same.
+		err := mergeFile(mergeInto, out, partsFlag)
+		os.Remove(out)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+			os.Exit(1)
+		}
+	}
+	if runErr != nil {
 		os.Exit(1)
 	}
+}
+
+// mergeFile merges the partial report from into the full report into.
+func mergeFile(into, from, parts string) error {
+	if into == "" || parts == "" {
+		return errors.New("-merge-from needs -merge-into and the -parts the partial report ran")
+	}
+	base, err := os.ReadFile(into)
+	if err != nil {
+		return err
+	}
+	part, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	merged, err := mergeReports(base, part, parts)
+	if err != nil {
+		return fmt.Errorf("merging %s into %s: %w", from, into, err)
+	}
+	if err := atomicfile.Write(into, func(w io.Writer) error {
+		_, err := w.Write(merged)
+		return err
+	}); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "bench: merged %s into %s\n", from, into)
+	return nil
 }
 
 func run(ctx context.Context, o bench.Options, out, partsFlag string) error {
