@@ -25,7 +25,7 @@ type jitWriter struct {
 	mu      sync.Mutex
 	perf    *bufio.Writer
 	pf      *os.File
-	a2n     *countWriter // into tmp, which buffers
+	a2n     *atomicfile.Counter // into tmp, which buffers
 	tmp     *atomicfile.File
 	records int
 	tick    *drainer
@@ -54,9 +54,9 @@ func (a *agent) startJIT() *jitWriter {
 			fmt.Fprintf(os.Stderr, "libjprof: log-jita2n: %v\n", err)
 			a.log.Error("log-jita2n not written", zap.Error(err))
 		} else {
-			j.tmp, j.a2n = tmp, &countWriter{w: tmp}
+			j.tmp, j.a2n = tmp, &atomicfile.Counter{W: tmp}
 			writeJitA2NHeader(j.a2n, a.pid)
-			tmp.Mark(j.a2n.n, 0)
+			tmp.Mark(j.a2n.N, 0)
 		}
 	}
 	j.tick = startDrainer(jitDrainEvery, j.drain)
@@ -72,7 +72,7 @@ func (j *jitWriter) drain() {
 		for _, r := range recs {
 			if j.tmp.Failed() == nil {
 				writeJitA2NRecord(j.a2n, r)
-				j.tmp.Mark(j.a2n.n, uint64(j.records+1))
+				j.tmp.Mark(j.a2n.N, uint64(j.records+1))
 			}
 			j.records++
 		}
@@ -128,17 +128,4 @@ func writeJitA2NRecord(w io.Writer, r jvmti.JITRecord) {
 	for _, in := range r.Inlined {
 		fmt.Fprintf(w, "  INLINED %s\n", in)
 	}
-}
-
-// countWriter counts the bytes written through it: the offsets of the
-// marks of a file that is cut after a write error.
-type countWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countWriter) Write(b []byte) (int, error) {
-	n, err := c.w.Write(b)
-	c.n += int64(n)
-	return n, err
 }

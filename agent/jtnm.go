@@ -124,10 +124,10 @@ func (a *agent) writeJtnm() {
 			return err
 		}
 		defer tmp.Abort()
-		w := &countWriter{w: tmp}
+		w := &atomicfile.Counter{W: tmp}
 		fmt.Fprintf(w, " libjprof log-jtnm\n Process_Number_ID=%d\n", a.pid)
 		fmt.Fprintf(w, " Format: <tid hex> <start ns> <end ns, - if running at VM death> <log-rt root name>; times are CLOCK_MONOTONIC\n")
-		tmp.Mark(w.n, 0)
+		tmp.Mark(w.N, 0)
 		var n uint64
 		line := func(l string) error {
 			if err := tmp.Failed(); err != nil {
@@ -135,7 +135,7 @@ func (a *agent) writeJtnm() {
 			}
 			fmt.Fprintln(w, l)
 			n++
-			tmp.Mark(w.n, n)
+			tmp.Mark(w.N, n)
 			return nil
 		}
 		if err := a.retired.each(line); err != nil && tmp.Failed() == nil {
@@ -143,7 +143,7 @@ func (a *agent) writeJtnm() {
 			// lines are still worth the file.
 			a.log.Warn("log-jtnm: freed threads' lines lost", zap.Error(err))
 			fmt.Fprintf(w, " *** the lines of threads freed before VM death could not be read back: %v\n", err)
-			tmp.Mark(w.n, n)
+			tmp.Mark(w.N, n)
 		}
 		for _, l := range live {
 			if line(l) != nil {
@@ -153,7 +153,7 @@ func (a *agent) writeJtnm() {
 		if a.retired.dropped > 0 && tmp.Failed() == nil {
 			fmt.Fprintf(w, " *** %d more threads were freed before VM death and are not listed (kept in memory at most %d)\n",
 				a.retired.dropped, maxRetiredLines)
-			tmp.Mark(w.n, n)
+			tmp.Mark(w.N, n)
 		}
 		_, err = a.commitCut(tmp, path, total, "threads")
 		return err

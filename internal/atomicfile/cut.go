@@ -2,6 +2,7 @@ package atomicfile
 
 import (
 	"fmt"
+	"io"
 	"os"
 )
 
@@ -161,4 +162,17 @@ func (f *File) CommitCut(marker func(Cut) string) (*Cut, error) {
 		return nil, fmt.Errorf("%w (and cutting the file: %v)", werr, err)
 	}
 	return c, nil
+}
+
+// Counter counts the bytes written through it to W: the offsets a
+// writer that buffers before Write gives Mark.
+type Counter struct {
+	W io.Writer
+	N int64
+}
+
+func (c *Counter) Write(b []byte) (int, error) {
+	n, err := c.W.Write(b)
+	c.N += int64(n)
+	return n, err
 }
