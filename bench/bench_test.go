@@ -77,7 +77,11 @@ func TestSmoke(t *testing.T) {
 	assert.Contains(t, sections["Sampling overhead and stress"], "| ParJavac | libjprof SAMPLE (cpu, 1 ms) |")
 	assert.Contains(t, sections["Sampling overhead and stress"], "**Stress.**")
 	assert.Contains(t, sections["Sampling overhead and stress"], "**2 of 2 passed**")
-	assert.Len(t, s.Targets(), 20)
+	assert.Len(t, s.Targets(), 22)
+	th := sections["Thread end under stress, and threads past the eBPF work area"]
+	assert.Contains(t, th, "| SAMPLE (1 ms), trylock delayed 3 ms | 1 | 1 | 0 |")
+	assert.Contains(t, th, "Threads reading perf against bpf threads")
+	assert.Contains(t, th, "Threads reading clock against bpf threads")
 	ch := part[*Churn](s)
 	require.NotNil(t, ch)
 	for _, r := range ch.MethodRows {
