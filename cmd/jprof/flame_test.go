@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -218,7 +219,7 @@ func TestFlameBrowser(t *testing.T) {
 		}
 	})
 	s = state(b)
-	assert.Contains(t, s.Matched, fmt.Sprintf(" in %d frames", want), "frames of %s", term)
+	assert.Contains(t, s.Matched, " in "+grouped(want)+" frames", "frames of %s", term)
 	assert.Positive(t, s.Matches)
 	assert.Equal(t, s.Matches, countDrawn(b, term), "every drawn match of %s is highlighted", term)
 
@@ -398,4 +399,13 @@ func TestFlameBrowserDeep(t *testing.T) {
 	s = state(b)
 	// The outermost f1 holds all but the first frame's time.
 	assert.Equal(t, "matched 99.99% of PTT_TIME in 5,000 frames", s.Matched)
+}
+
+// grouped writes n as the page does (toLocaleString: 1,090).
+func grouped(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
