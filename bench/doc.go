@@ -29,11 +29,20 @@
 //     shuffled interleaved rounds beside no agent; wall times, and the
 //     invocation counts per method of both compared, with a small program
 //     showing why they differ where exceptions unwind frames.
+//   - Threads: thread end under stress (many runs of thousands of short
+//     threads under each event source, with and without a test-only shim
+//     that widens the window around a thread's end), and the calibrated
+//     time of identical interleaved work on threads the eBPF work area
+//     serves and on threads past it (perf or clock reads).
 //   - ReadCost: the per-read cost of each PTT backend beside rdtsc and bare
 //     clock reads, in one process.
 //   - LogGen: log-gen parse and tree build rate, on a real log-gen and on the
 //     reports package's synthetic benchmark.
 //   - Calibration: pending (another part of the project); a Part to fill in.
+//
+// A run of some parts (-parts) can be merged into the last full run's
+// report (-merge-into): its sections and measured targets replace the
+// old ones, and the header says when they were measured.
 //
 // Timing thresholds are never tested: the smoke test only checks that the
 // suite runs and that every row is present. The targets are stated beside
