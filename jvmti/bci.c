@@ -16,16 +16,15 @@
  * Fast path: the injected call is a JNI static native with an int
  * constant. Once the caller is compiled this is a direct call into the
  * JNI wrapper (thread-state transitions, no handles, no object touched).
- * Measured with C2-compiled callers on this project's 2-core VM (a loop
- * calling an empty native before and after a trivial method, against the
- * same loop appending the id to a ThreadLocal int buffer instead): 8-16 ns
- * per event for the empty JNI call, 5-15 ns for the Java append, the
- * spread being the machine's load. The append would save a few ns but
- * leaves all of the engine's work still to do, later, on another thread
- * or in Java, and loses the Early/Late PTT reads around each event (the
- * calibration's premise); the engine's event itself (child lookup, PTT
- * reads: ~26 ns each with bpf) costs more than the call. So the native
- * call it is: jp_event runs exactly as for the JVMTI source.
+ * Measured with C2-compiled callers (a loop calling an empty native
+ * before and after a trivial method, against the same loop appending the
+ * id to a ThreadLocal int buffer instead), the empty JNI call and the Java
+ * append cost about the same per event, within the machine's noise. The
+ * append leaves all of the engine's work still to do, later, on another
+ * thread or in Java, and loses the Early/Late PTT reads around each event
+ * (the calibration's premise); the engine's event itself (child lookup,
+ * two PTT reads) costs more than the call. So the native call it is:
+ * jp_event runs exactly as for the JVMTI source.
  *
  * On a real program the call sites cost JIT time too: each probe is a
  * call in compiled code, across which HotSpot keeps no value in a

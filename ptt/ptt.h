@@ -135,7 +135,7 @@ static inline uint64_t jp_ptt_ts_ns(const struct timespec *ts)
 	return (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
 }
 
-/* Thread CPU time: a real syscall (~245 ns here). */
+/* Thread CPU time: a real syscall (BENCHMARKS.md has its cost). */
 static inline uint64_t jp_ptt_clock_ns(void)
 {
 	struct timespec ts;
@@ -143,7 +143,7 @@ static inline uint64_t jp_ptt_clock_ns(void)
 	return jp_ptt_ts_ns(&ts);
 }
 
-/* CLOCK_MONOTONIC through the vDSO (~22 ns here): the clock the BPF
+/* CLOCK_MONOTONIC through the vDSO (no syscall): the clock the BPF
  * programs (bpf_ktime_get_ns) and perf (use_clockid) stamp with. */
 static inline uint64_t jp_ptt_mono_ns(void)
 {
@@ -182,7 +182,7 @@ static inline uint64_t jp_ptt_mono_ns(void)
 /*
  * jp_ptt_now is CLOCK_MONOTONIC for a read in the dispatch marked in.
  *
- * With jp_ptt.tsc_mult set it is an RDTSC (~10 ns here) scaled from an
+ * With jp_ptt.tsc_mult set it is an RDTSC (cheaper still) scaled from an
  * anchor, a (TSC, vDSO clock) pair taken by this thread in this dispatch
  * and renewed at each dispatch and after JP_PTT_TSC_SPAN ticks; instead
  * of a vDSO clock read per call (~23 ns: it orders the TSC read and takes

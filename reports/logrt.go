@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // The log-rt format, in the spirit of JProf's (seed 000, Figure 6):
@@ -317,63 +316,6 @@ func padUint(b []byte, v uint64, width int) []byte {
 	return b
 }
 
-const (
-	intervalStart  = " Interval_Start="
-	intervalEnd    = " Interval_End="
-	intervalCounts = " Interval_Counts="
-)
-
-// intervalTime is "<RFC 3339 UTC> vm+<seconds>s".
-func intervalTime(t time.Time, vm time.Duration) string {
-	return fmt.Sprintf("%s vm+%.9fs", t.UTC().Format(time.RFC3339Nano), vm.Seconds())
-}
-
-func parseIntervalTime(line []byte, prefix string) (time.Time, time.Duration, error) {
-	v, ok := bytes.CutPrefix(line, []byte(prefix))
-	if !ok {
-		return time.Time{}, 0, fmt.Errorf("expected %q, got %q", prefix+"TIME vm+SECONDS", line)
-	}
-	wall, mono, ok := strings.Cut(string(v), " vm+")
-	if !ok {
-		return time.Time{}, 0, fmt.Errorf("expected %q, got %q", prefix+"TIME vm+SECONDS", line)
-	}
-	t, err := time.Parse(time.RFC3339Nano, wall)
-	if err != nil {
-		return time.Time{}, 0, fmt.Errorf("%s: %w", strings.TrimSpace(prefix), err)
-	}
-	d, err := time.ParseDuration(mono)
-	if err != nil {
-		return time.Time{}, 0, fmt.Errorf("%s: %w", strings.TrimSpace(prefix), err)
-	}
-	return t, d, nil
-}
-
-// parseInterval reads the three Interval_ lines, the first in line.
-func parseInterval(lr *lineReader, line []byte) (*Interval, error) {
-	iv := &Interval{}
-	var err error
-	if iv.Start, iv.StartVM, err = parseIntervalTime(line, intervalStart); err != nil {
-		return nil, err
-	}
-	if line, err = lr.next(strconv.Quote(intervalEnd + "TIME vm+SECONDS")); err != nil {
-		return nil, err
-	}
-	if iv.End, iv.EndVM, err = parseIntervalTime(line, intervalEnd); err != nil {
-		return nil, err
-	}
-	if line, err = lr.next(strconv.Quote(intervalCounts + "KIND")); err != nil {
-		return nil, err
-	}
-	v, ok := bytes.CutPrefix(line, []byte(intervalCounts))
-	switch c := IntervalCounts(v); {
-	case ok && (c == CumulativeSinceStart || c == CumulativeSinceReset || c == SinceFlush):
-		iv.Counts = c
-	default:
-		return nil, fmt.Errorf("expected %q with %s, %s or %s, got %q", intervalCounts+"KIND", CumulativeSinceStart, CumulativeSinceReset, SinceFlush, line)
-	}
-	return iv, nil
-}
-
 // ParseLogRT reads a file written by [WriteLogRT]. Errors name the line
 // and what was expected there; a file cut anywhere, even at a line
 // boundary, is an error, and so is a row whose CEE does not match the
@@ -662,15 +604,3 @@ func parseRow(line []byte, vals []uint64) (level int, name string, err error) {
 	name, err = UnescapeName(string(rest))
 	return int(lv), name, err
 }
-
-// FallbackMark ends the root name of a thread whose PTT reads did not use
-// the process's backend (backend is what they used: "perf" when the eBPF
-// work area had no slot for it, "clock" when perf was refused too): its
-// calibrated values are less comparable with the other threads', and the
-// mark goes wherever its tree shows.
-func FallbackMark(backend string) string { return " [PTT " + backend + "]" }
-
-// RootName is the name of a thread's root in log-rt and log-gen: the
-// thread id in hex, then the thread's name, as JProf wrote it
-// ("0000b718_main").
-func RootName(tid int, name string) string { return fmt.Sprintf("%08x_%s", tid, name) }

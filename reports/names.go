@@ -220,3 +220,15 @@ func unhex(s string, i int) (byte, bool) {
 	}
 	return 0, false
 }
+
+// FallbackMark ends the root name of a thread whose PTT reads did not use
+// the process's backend (backend is what they used: "perf" when the eBPF
+// work area had no slot for it, "clock" when perf was refused too): its
+// calibrated values are less comparable with the other threads', and the
+// mark goes wherever its tree shows.
+func FallbackMark(backend string) string { return " [PTT " + backend + "]" }
+
+// RootName is the name of a thread's root in log-rt and log-gen: the
+// thread id in hex, then the thread's name, as JProf wrote it
+// ("0000b718_main").
+func RootName(tid int, name string) string { return fmt.Sprintf("%08x_%s", tid, name) }

@@ -2,7 +2,6 @@ package reports
 
 import (
 	"strings"
-	"time"
 )
 
 // Metric describes one metric column of a profile.
@@ -36,32 +35,6 @@ type Profile struct {
 	// is not checked.
 	Truncated string
 }
-
-// Interval is the time a log-rt's counts cover: from Start (the VM
-// starting collection, the last reset, or the previous interval flush, as
-// Counts says) to End (when the report was taken).
-type Interval struct {
-	Start, End time.Time // wall clock
-	// StartVM and EndVM are the same moments on the monotonic clock,
-	// from the agent's load at VM start: immune to the wall clock's
-	// steps, and comparable across the log-rt files of one JVM.
-	StartVM, EndVM time.Duration
-	Counts         IntervalCounts
-}
-
-// IntervalCounts says what a log-rt's counts are relative to.
-type IntervalCounts string
-
-const (
-	// CumulativeSinceStart: everything since collection first started.
-	CumulativeSinceStart IntervalCounts = "cumulative-since-start"
-	// CumulativeSinceReset: everything since the last reset (rtdriver
-	// reset or end).
-	CumulativeSinceReset IntervalCounts = "cumulative-since-reset"
-	// SinceFlush: only what happened since the previous interval flush
-	// (rtdriver flush=interval).
-	SinceFlush IntervalCounts = "since-previous-flush"
-)
 
 // Node is one calling context: a method reached through one path from its
 // thread's root.
