@@ -4,8 +4,8 @@
  *
  * Thread time. The documented self-monitoring read extrapolates
  * time_running with rdtsc and the control page's time_mult/shift/zero,
- * but only when cap_user_time is set, and it is 0 on kvm-clock guests (kvm-clock
- * guests, and any machine without a stable TSC). Instead we open a
+ * but only when cap_user_time is set, and it is 0 on kvm-clock guests
+ * and any machine without a stable TSC. Instead we open a
  * SW_DUMMY event with context_switch=1 and an overwrite-mode ring (the
  * ring is mapped read-only, so the kernel never waits for a reader): at
  * every switch-in the kernel refreshes the control page (time_running as
