@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/libjprof/libjprof/agent/control"
 	"github.com/libjprof/libjprof/engine"
 	"github.com/libjprof/libjprof/jvmti"
 	"github.com/libjprof/libjprof/ptt"
@@ -595,19 +594,4 @@ func parseSize(v string) (int64, error) {
 		return 0, fmt.Errorf("needs a size such as 500m or 2g")
 	}
 	return n * mult, nil
-}
-
-// checkControl refuses rtdriver settings that would open the agent to
-// more than its owner: HOST= only says where the TCP port listens, and
-// beyond loopback nobody's user can be told, so a token must say who may.
-func (o *Options) checkControl() *OptionError {
-	switch {
-	case !o.RTDriver:
-		return nil
-	case o.Host != "" && o.Port == 0:
-		return &OptionError{Option: "HOST", Reason: "says where the rtdriver TCP port listens: needs PORT= (without PORT= rtdriver uses the JVM's UNIX socket only)"}
-	case o.Port != 0 && o.Token == "" && o.Host != "" && !control.IsLoopback(o.Host):
-		return &OptionError{Option: "HOST", Reason: fmt.Sprintf("%s is not loopback: listening beyond this machine needs TOKEN= (only a peer on this machine can be told by its user)", o.Host)}
-	}
-	return nil
 }

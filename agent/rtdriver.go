@@ -406,3 +406,18 @@ func (a *agent) Shutdown() error {
 	a.log.Info("profiling shut down by rtdriver")
 	return nil
 }
+
+// checkControl refuses rtdriver settings that would open the agent to
+// more than its owner: HOST= only says where the TCP port listens, and
+// beyond loopback nobody's user can be told, so a token must say who may.
+func (o *Options) checkControl() *OptionError {
+	switch {
+	case !o.RTDriver:
+		return nil
+	case o.Host != "" && o.Port == 0:
+		return &OptionError{Option: "HOST", Reason: "says where the rtdriver TCP port listens: needs PORT= (without PORT= rtdriver uses the JVM's UNIX socket only)"}
+	case o.Port != 0 && o.Token == "" && o.Host != "" && !control.IsLoopback(o.Host):
+		return &OptionError{Option: "HOST", Reason: fmt.Sprintf("%s is not loopback: listening beyond this machine needs TOKEN= (only a peer on this machine can be told by its user)", o.Host)}
+	}
+	return nil
+}

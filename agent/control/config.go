@@ -106,8 +106,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("neither a socket nor TCP to listen on")
 	}
 	if !c.NoTCP && c.Token == "" && !IsLoopback(c.Host) {
-		// Only a peer on this machine can be told by its user; one from
-		// elsewhere has only the token to show.
+		// Only a local peer can be told by its user; one from another
+		// host has only the token to show.
 		return c, fmt.Errorf("host %s is not loopback: a TOKEN is required to listen beyond this machine", c.Host)
 	}
 	if c.FirstPort == 0 && c.LastPort == 0 {

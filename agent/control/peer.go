@@ -63,7 +63,7 @@ func peerUID(conn net.Conn) (int, error) {
 }
 
 // tcpPeerUID finds the owner of the peer's socket of a TCP connection
-// accepted at local from remote. A peer on this machine, in this network
+// accepted at local from remote. A local peer, in this network
 // namespace (always so over loopback), has a socket whose local address
 // is remote and whose remote address is local, listed with its owner's
 // uid in /proc/net/tcp or tcp6; a peer on another machine has none.

@@ -97,7 +97,7 @@ func checkPrivateDir(dir string, owner int) error {
 	return nil
 }
 
-// Agent is a control socket found on this machine.
+// Agent is a control socket found on the local host.
 type Agent struct {
 	PID  int    // the PID the JVM sees (in its PID namespace)
 	UID  int    // the user the JVM runs as, who owns the socket
