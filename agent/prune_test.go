@@ -13,18 +13,25 @@ import (
 )
 
 // jprof report xtree -prune 5 on the README demo's log-rt keeps the hot
-// method (hellop.myC, where the demo spends its own time) by name, under
-// its callers, instead of folding it into a <pruned> row.
+// path (the node with the most own time, and its callers) by name,
+// instead of folding it into a <pruned> row; usually that is hellop.myC,
+// where the demo spends its own time, but a slow start-up on a loaded
+// machine can make a single JDK method's node hotter, so the test finds
+// the hot node itself.
 func TestPruneDemoKeepsHotMethod(t *testing.T) {
 	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "RTARCF,START"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	full := r.LogRT(t, 1)
-	// The demo's own threshold, and one between myC's and myA's share of
-	// the total, so that myC is below it whatever this run measured.
-	var total, myA, myC uint64
+	var total, myA, myC, hotBase uint64
+	var hotPath []string // root's child first
+	var path []string
 	for _, th := range full.Threads {
 		th.Walk(func(n *reports.Node, d int) {
 			total += n.Base[0]
+			path = append(path[:d], n.Name)
+			if d > 0 && n.Base[0] > hotBase {
+				hotBase, hotPath = n.Base[0], append([]string(nil), path[1:]...)
+			}
 			switch {
 			case strings.HasSuffix(n.Name, "hellop.myA()V"):
 				myA += cum(n)
@@ -34,21 +41,39 @@ func TestPruneDemoKeepsHotMethod(t *testing.T) {
 		})
 	}
 	require.NotZero(t, myC)
+	require.NotEmpty(t, hotPath)
+	myCHot := strings.HasSuffix(hotPath[len(hotPath)-1], "hellop.myC()J")
+	if !myCHot {
+		t.Logf("this run's hottest node is %s (%d ns own), not hellop.myC", hotPath[len(hotPath)-1], hotBase)
+	}
+	// The demo's threshold, and one between myC's and myA's share of the
+	// total: myC is below it whatever this run measured, and is myA's
+	// only child, so the lone-leaf rule keeps it.
 	between := (float64(myC) + float64(myA-myC)/2) / float64(total) * 100
 	for _, pct := range []float64{5, between} {
-		found := false
-		for _, th := range reports.Prune(full, pct).Threads {
+		pruned := reports.Prune(full, pct)
+		var kept [][]string
+		var foundC bool
+		for _, th := range pruned.Threads {
 			th.Walk(func(n *reports.Node, d int) {
-				found = found || strings.HasSuffix(n.Name, "hellop.myC()J")
+				path = append(path[:d], n.Name)
+				kept = append(kept, append([]string(nil), path[1:]...))
+				foundC = foundC || strings.HasSuffix(n.Name, "hellop.myC()J")
 			})
 		}
-		assert.True(t, found, "hellop.myC was folded into <pruned> at %.2f%%", pct)
+		assert.Contains(t, kept, hotPath, "the hot path was folded into <pruned> at %.2f%%", pct)
+		if pct == between || myCHot {
+			assert.True(t, foundC, "hellop.myC was folded into <pruned> at %.2f%%", pct)
+		}
 	}
 
 	out, err := exec.Command(jvmtest.Tool("jprof"), "report", "xtree", "-prune", "5", r.File("rt.1")).CombinedOutput()
 	require.NoError(t, err, string(out))
-	assert.Contains(t, string(out), "hellop.myC()") // Java-style names by default
-	assert.Contains(t, string(out), "hellop.myA()")
+	assert.Contains(t, string(out), "<pruned>")
+	if myCHot {
+		assert.Contains(t, string(out), "hellop.myC()") // Java-style names by default
+		assert.Contains(t, string(out), "hellop.myA()")
+	}
 }
 
 func cum(n *reports.Node) uint64 {

@@ -36,9 +36,7 @@ func TestSetupFromFDs(t *testing.T) {
 			assert.Equal(t, ptt.BPF, st.Backend)
 			assert.EqualValues(t, 8, ptt.ReadCounters().Slots)
 
-			s0 := stealTicks(t)
-			r := onThread(func() ptttest.ThreadResult { return ptttest.BusyThread(100) })
-			steal := stealBound(s0, stealTicks(t))
+			r, steal := busyTracking(t, 100)
 			require.Zero(t, r.Err)
 			require.Zero(t, r.Fallback)
 			t.Logf("%s: ptt %d ns, cputime %d ns, irq %d ns in %d interrupts, steal <= %d ns", mode, r.PTT, r.CPU, r.IrqNs, r.Interrupts, steal)

@@ -20,9 +20,7 @@ import (
 // one is dispatched once per sleep and not charged the sleep.
 func checkCounts(t *testing.T) {
 	t.Helper()
-	s0 := stealTicks(t)
-	r := onThread(func() ptttest.ThreadResult { return ptttest.BusyThread(100) })
-	steal := stealBound(s0, stealTicks(t))
+	r, steal := busyTracking(t, 100)
 	require.Zero(t, r.Err)
 	require.Zero(t, r.Fallback)
 	assert.Equal(t, ptt.BPF, r.Backend)

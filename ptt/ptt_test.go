@@ -226,9 +226,7 @@ func TestBPFBusyThread(t *testing.T) {
 func testBPFBusyThread(t *testing.T, noTSC bool) {
 	setupOrSkip(t, ptt.Config{Force: ptt.BPF, NoTSC: noTSC})
 	before := ptt.ReadCounters().BPF
-	s0 := stealTicks(t)
-	r := onThread(func() ptttest.ThreadResult { return ptttest.BusyThread(300) })
-	steal := stealBound(s0, stealTicks(t))
+	r, steal := busyTracking(t, 300)
 	t.Logf("bpf counters over the run: %+v", diffStats(ptt.ReadCounters().BPF, before))
 	require.Zero(t, r.Err)
 	require.Zero(t, r.Fallback)
@@ -241,17 +239,54 @@ func testBPFBusyThread(t *testing.T, noTSC bool) {
 	assert.InDelta(t, float64(r.Pcount), float64(r.Dispatches), 1, "dispatches vs schedstat")
 }
 
-// assertTracks checks PTT = cputime - interrupts within 1% + 0.5 ms
-// (the reads are a syscall apart; the scheduler clock and
-// CLOCK_MONOTONIC drift by ppm on a VM), plus up to the host steal
-// observed over the run on the PTT side.
+// busyTracking runs a busy thread for ms of CPU time, up to three
+// times, and returns the first run whose PTT tracks its CPU time (see
+// tracks), or the last one, with the host steal bounded over it. A
+// real accounting error fails every attempt; a burst of other work on a
+// shared 2-vCPU machine (CI runs test packages side by side) may spoil
+// one.
+func busyTracking(t *testing.T, ms int) (ptttest.ThreadResult, uint64) {
+	t.Helper()
+	var r ptttest.ThreadResult
+	var steal uint64
+	for attempt := 1; attempt <= 3; attempt++ {
+		s0 := stealTicks(t)
+		r = onThread(func() ptttest.ThreadResult { return ptttest.BusyThread(ms) })
+		steal = stealBound(s0, stealTicks(t))
+		if r.Err != 0 || r.Fallback != 0 {
+			break
+		}
+		ok, msg := tracks(r, steal)
+		if ok {
+			break
+		}
+		t.Logf("attempt %d: %s", attempt, msg)
+	}
+	return r, steal
+}
+
+// assertTracks asserts tracks.
 func assertTracks(t *testing.T, r ptttest.ThreadResult, steal uint64) {
 	t.Helper()
+	ok, msg := tracks(r, steal)
+	assert.True(t, ok, msg)
+}
+
+// tracks checks PTT = cputime - interrupts within 1% + 0.5 ms (the
+// reads are a syscall apart; the scheduler clock and CLOCK_MONOTONIC
+// drift by ppm on a VM) plus 5 us per dispatch, plus up to the host
+// steal observed over the run on the PTT side. The per-dispatch term:
+// the scheduler charges a thread from the run-queue clock of the
+// schedule() that dispatched it, the PTT from that schedule()'s
+// sched_switch tracepoint, which comes after picking the next task
+// (cgroup levels, a vCPU preempted by its host in between).
+func tracks(r ptttest.ThreadResult, steal uint64) (bool, string) {
 	want := float64(r.CPU) - float64(r.IrqNs)
-	tol := 0.01*want + 5e5
+	tol := 0.01*want + 5e5 + 5e3*float64(r.Dispatches)
 	diff := float64(r.PTT) - want
-	assert.True(t, diff >= -tol && diff <= tol+float64(steal),
-		"ptt %d ns vs cputime-irq %.0f ns: %+.0f ns outside [-%.0f, +%.0f] (steal %d ns)", r.PTT, want, diff, tol, tol+float64(steal), steal)
+	return diff >= -tol && diff <= tol+float64(steal),
+		fmt.Sprintf("ptt %d ns vs cputime-irq %.0f ns: %+.0f ns outside [-%.0f, +%.0f] (%d dispatches, steal %d ns)",
+			r.PTT, want, diff, tol, tol+float64(steal), r.Dispatches, steal)
 }
 
 // stealTicks is the host steal time of all CPUs so far, in USER_HZ
