@@ -380,10 +380,10 @@ func ReadCounters() Counters {
 	c := Counters{
 		Fallbacks:     uint64(C.jp_ptt_fallbacks_load()),
 		PerfFallbacks: uint64(C.jp_ptt_perf_fallbacks_load()),
-		NoSlot:     uint64(C.jp_ptt_bpf_no_slot()),
-		Unresolved: uint64(C.jp_ptt_bpf_unresolved()),
-		SlotsInUse: uint64(C.jp_ptt_bpf_in_use()),
-		Slots:      uint64(C.jp_ptt_bpf_nslots()),
+		NoSlot:        uint64(C.jp_ptt_bpf_no_slot()),
+		Unresolved:    uint64(C.jp_ptt_bpf_unresolved()),
+		SlotsInUse:    uint64(C.jp_ptt_bpf_in_use()),
+		Slots:         uint64(C.jp_ptt_bpf_nslots()),
 	}
 	state.Lock()
 	defer state.Unlock()
