@@ -46,14 +46,17 @@ help:
 	  { c = "" }' $(MAKEFILE_LIST)
 
 # deps installs what a fresh Debian machine lacks: a JDK 17, gcc, ASM
-# (libasm-java, for BCI) and chromium for the flame graph's
-# headless-browser test (as root).
+# (libasm-java, for BCI), chromium for the flame graph's headless-browser
+# test, and the real programs of the tests and the benchmark: H2
+# (libh2-java) and groovy (as root).
 deps:
 	@missing=""; \
 	command -v $(JAVAC) >/dev/null 2>&1 || missing="$$missing openjdk-17-jdk-headless"; \
 	command -v gcc >/dev/null 2>&1 || missing="$$missing gcc"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	[ -r /usr/share/java/asm-commons.jar ] || missing="$$missing libasm-java"; \
+	[ -r /usr/share/java/h2.jar ] || missing="$$missing libh2-java"; \
+	[ -r /usr/share/java/groovy-all.jar ] || missing="$$missing groovy"; \
 	if [ -n "$$missing" ]; then echo "installing$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
 
@@ -75,7 +78,14 @@ $(BUILD)/libjprof.so: $(GO_SRC)
 	$(GO) build -buildmode=c-shared -ldflags '$(GOLDFLAGS) $(VERSION_LDFLAGS)' -o $@ ./agent
 
 # java: the Java workloads and their native libraries.
-java: $(BUILD)/java/.stamp $(BUILD)/native/libjpnative.so $(BUILD)/native/libjptrainer.so
+java: $(BUILD)/java/.stamp $(BUILD)/real/.stamp $(BUILD)/native/libjpnative.so $(BUILD)/native/libjptrainer.so
+
+# The real programs' drivers (java/real: H2Work runs on Debian's H2 through
+# JDBC, no compile-time dependency; collections.groovy runs as it is).
+$(BUILD)/real/.stamp: $(wildcard java/real/*.java)
+	@mkdir -p $(BUILD)/real
+	$(JAVAC) --release 17 -d $(BUILD)/real $^
+	@touch $@
 
 $(BUILD)/java/.stamp: $(JAVA_SRC) $(ASM_JAVA_SRC)
 	@mkdir -p $(BUILD)/java
@@ -113,7 +123,9 @@ demo: deps all
 # SOURCE=bci trains the bytecode-instrumentation source (its own table,
 # without the interpreter's environmental overhead, which it does not have).
 TRAIN_PTT ?= $(or $(PTT),bpf)
-TRAIN_SOURCE_OPTS := $(if $(filter bci,$(SOURCE)),-agent-options BCI -no-env)
+# (ALLMETHODS: the trainer's known-cost methods are as small as trivial ones.)
+BCI_TRAIN_OPTS := BCI,ALLMETHODS
+TRAIN_SOURCE_OPTS := $(if $(filter bci,$(SOURCE)),-agent-options $(BCI_TRAIN_OPTS) -no-env)
 TRAIN_SUFFIX := $(if $(filter bci,$(SOURCE)),-bci)
 train: deps all
 	$(GO) run ./trainer/cmd/train -java $(JAVA) -backend $(TRAIN_PTT) $(TRAIN_SOURCE_OPTS) \

@@ -146,6 +146,7 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 	case opts.BCI:
 		a.source = jvmti.BCI{}
 		cfg.BCI = &jvmti.BCIConfig{Include: opts.Include, Exclude: opts.Exclude, Roots: opts.Roots,
+			AllMethods: opts.AllMethods, Natives: true,
 			Note: func(msg string) {
 				if m, ok := strings.CutPrefix(msg, "info: "); ok {
 					a.log.Info(m)
@@ -159,6 +160,7 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 		a.closeLog()
 		return nil, err
 	}
+	a.notes = append(a.notes, a.sourceNotes()...)
 	a.jvm = readJVMIdentity()
 	a.mainClass = mainClass(jvmti.SystemProperty("sun.java.command"))
 	if opts.Calibrate && len(a.metrics) > 0 {
@@ -297,6 +299,7 @@ func (a *agent) sayState() {
 	addr := a.serverAddrs()
 	line := fmt.Sprintf("mode=%s metrics=%s ptt=%s source=%s start=%s rtdriver=%s logpath=%s",
 		a.opts.modeName(), a.metricNames(), a.ptt.Backend, a.source.Name(), start, addr, a.opts.LogPath)
+
 	a.mu.Lock() // rtdriver roots= may change them already
 	roots := a.opts.Roots
 	a.mu.Unlock()
@@ -306,6 +309,9 @@ func (a *agent) sayState() {
 	}
 	fmt.Fprintf(os.Stderr, "libjprof %s: %s\n", version(), line)
 	a.log.Info("libjprof state", zap.String("state", line))
+	if _, ok := a.source.(jvmti.MethodEvents); ok {
+		fmt.Fprintf(os.Stderr, "libjprof: note: %s\n", methodEventsShort)
+	}
 	if _, ok := a.source.(rootSource); ok && roots != "" {
 		a.sayRootProblems(roots)
 	}
@@ -418,7 +424,8 @@ func (a *agent) VMDeath() {
 			// What the transformer keeps (README, Bounded memory).
 			a.log.Info("BCI maps", zap.Uint64("methodNames", sz.MethodNames), zap.Uint64("classesKnown", sz.Classes),
 				zap.Uint64("methodsDeclared", sz.Declared), zap.Uint64("methodsReached", sz.Reached),
-				zap.Uint64("classesForgotten", sz.ClassesForgot))
+				zap.Uint64("classesForgotten", sz.ClassesForgot), zap.Uint64("trivialMethodsLeftOut", sz.TrivialLeft),
+				zap.Uint64("nativeMethodsWrapped", sz.NativesWrapped))
 		}
 	}
 	if r, ok := a.source.(rootSource); ok && a.opts.Roots != "" {

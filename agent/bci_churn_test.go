@@ -38,7 +38,7 @@ func TestBCIRootsClassChurnBounded(t *testing.T) {
 	known := map[int]uint64{}
 	for _, rounds := range []int{5, 40} {
 		r := jvmtest.Start(t, jvmtest.Run{Class: "ClassChurn", Args: []string{strconv.Itoa(rounds), strconv.Itoa(per)},
-			JVMArgs: []string{asmBoot}, Options: "BCI,CALLTREE,START,NORTDRIVER,ROOTS=gen.*.applyAsInt"})
+			JVMArgs: []string{asmBoot}, Options: "BCI,ALLMETHODS,CALLTREE,START,NORTDRIVER,ROOTS=gen.*.applyAsInt"})
 		require.Equal(t, 0, r.ExitCode, r.Stderr)
 		require.True(t, strings.HasPrefix(r.Stdout, fmt.Sprintf("churn: rounds=%d classes=%d unloaded=%d ", rounds, rounds*per, rounds)), r.Stdout)
 		m := bciMaps(t, r)
@@ -61,7 +61,7 @@ func TestBCIRootsClassChurnBounded(t *testing.T) {
 // engine registered: at most MAXMETHODS, whatever the churn.
 func TestBCIClassChurnMethodNamesBounded(t *testing.T) {
 	r := jvmtest.Start(t, jvmtest.Run{Class: "ClassChurn", Args: []string{"40", "20"},
-		JVMArgs: []string{asmBoot}, Options: "BCI,CALLTREE,START,NORTDRIVER,MAXMETHODS=1000"})
+		JVMArgs: []string{asmBoot}, Options: "BCI,ALLMETHODS,CALLTREE,START,NORTDRIVER,MAXMETHODS=1000"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	require.True(t, strings.HasPrefix(r.Stdout, "churn: rounds=40 classes=800 unloaded=40 "), r.Stdout)
 	m := bciMaps(t, r)

@@ -21,7 +21,7 @@ import (
 // inference) verify too and count every call; there, as documented, an
 // exception before super() loses the constructor's exit.
 func TestBCICtorPaths(t *testing.T) {
-	for _, opts := range []string{"BCI,CALLTREE,START,NORTDRIVER", "BCI,CALLTREE,START,NORTDRIVER,ROOTS=gen.*Paths.<init>"} {
+	for _, opts := range []string{"BCI,ALLMETHODS,CALLTREE,START,NORTDRIVER", "BCI,ALLMETHODS,CALLTREE,START,NORTDRIVER,ROOTS=gen.*Paths.<init>"} {
 		t.Run(opts, func(t *testing.T) {
 			r := jvmtest.Start(t, jvmtest.Run{Class: "BCICtorPaths", Args: []string{"3", "4", "5", "6", "7"},
 				JVMArgs: []string{asmBoot}, Options: opts})

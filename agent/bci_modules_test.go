@@ -14,7 +14,7 @@ import (
 // agent adding read edges (HotSpot adds them to the module of a class a
 // class file hook changed), with every method and with a root there.
 func TestBCINamedModules(t *testing.T) {
-	for _, opts := range []string{"BCI,CALLTREE,START,NORTDRIVER", "BCI,CALLTREE,START,NORTDRIVER,ROOTS=java.util.logging.Logger.setLevel"} {
+	for _, opts := range []string{"BCI,ALLMETHODS,CALLTREE,START,NORTDRIVER", "BCI,ALLMETHODS,CALLTREE,START,NORTDRIVER,ROOTS=java.util.logging.Logger.setLevel"} {
 		t.Run(opts, func(t *testing.T) {
 			r := jvmtest.Start(t, jvmtest.Run{Class: "ModuleCalls", Args: []string{"25"}, Options: opts})
 			require.Equal(t, 0, r.ExitCode, r.Stderr)

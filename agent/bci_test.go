@@ -52,64 +52,140 @@ func exceptionExits(t *testing.T, r *jvmtest.Result, thread string) (exc, unmatc
 
 // Per-method call counts of every instrumented method equal those an
 // independent JVMTI counting agent sees on the same deterministic
-// program; methods BCI cannot see (native ones, a method too large to
-// instrument) are absent, and nothing is seen that did not run.
+// program, native methods included (through their wrappers), and nothing
+// is seen that did not run: with ALLMETHODS every method is instrumented
+// and every one is compared; by default trivial methods are left out and
+// every method seen is compared.
 func TestBCIExactCounts(t *testing.T) {
 	for _, c := range []struct {
 		class string
 		args  []string
 		jvm   []string
-		// unseen are methods the counting agent sees and BCI does not.
-		unseen []string
 	}{
 		{class: "hellop"},
 		{class: "Exceptions"},
 		{class: "Fib", args: []string{"20"}},
 		{class: "StaticInstance"},
 		{class: "Threads"},
-		{class: "Natives", unseen: []string{"Natives.staticNative(I)I", "Natives.instanceNative(I)I", "Natives.callsBack(I)I"}},
+		{class: "Natives"},
+		{class: "TrivialCases"},
 		{class: "BCICases", jvm: []string{"-Xss16m"}},
 		// The program's own ASM (a library on the boot class path) is
 		// instrumented like any other; gen/: TestBCIGeneratedClassesUnload.
 		{class: "BCIGenerated", jvm: []string{asmBoot}},
 	} {
 		t.Run(c.class, func(t *testing.T) {
-			r := jvmtest.Start(t, jvmtest.Run{Class: c.class, Args: c.args, JVMArgs: c.jvm, Options: "BCI,CALLTREE,START,NORTDRIVER"})
-			require.Equal(t, 0, r.ExitCode, r.Stderr)
-			p := asInterpreted(r.LogRT(t, 1))
-			checkBalanced(t, p)
-			assert.Contains(t, p.Notes, "Event source: bci")
-			own := methodCalls(p)
 			out := filepath.Join(t.TempDir(), "counts")
 			ref := jvmtest.Start(t, jvmtest.Run{Class: c.class, Args: c.args, Options: "-",
 				JVMArgs: append(append([]string{}, c.jvm...), "-agentpath:"+jvmtest.CountAgent(t)+"="+out)})
 			require.Equal(t, 0, ref.ExitCode, ref.Stderr)
-			assert.Equal(t, ref.Stdout, r.Stdout, "the agent changed the program's output")
 			counts := jvmtest.Counts(t, out)
-			unseen := map[string]bool{}
-			for _, u := range c.unseen {
-				unseen[u] = true
-			}
-			app := 0
-			for name, n := range counts {
-				if jdkName(name) {
-					continue
+			for _, all := range []bool{true, false} {
+				opts := "CALLTREE,START,NORTDRIVER" // the default source
+				if all {
+					opts = "BCI,ALLMETHODS," + opts
 				}
-				app++
-				if unseen[name] {
-					assert.Zero(t, own[name], "%s is not instrumented", name)
-					continue
+				r := jvmtest.Start(t, jvmtest.Run{Class: c.class, Args: c.args, JVMArgs: c.jvm, Options: opts})
+				require.Equal(t, 0, r.ExitCode, r.Stderr)
+				p := asInterpreted(r.LogRT(t, 1))
+				checkBalanced(t, p)
+				assert.Contains(t, p.Notes, "Event source: bci")
+				assert.Equal(t, ref.Stdout, r.Stdout, "the agent changed the program's output")
+				own := methodCalls(p)
+				app, left := 0, 0
+				for name, n := range counts {
+					if jdkName(name) {
+						continue
+					}
+					app++
+					if !all && own[name] == 0 {
+						left++ // trivial: TestBCITrivialMethods says which
+						continue
+					}
+					assert.Equal(t, n, own[name], "calls of %s (%s)", name, opts)
 				}
-				assert.Equal(t, n, own[name], "calls of %s", name)
-			}
-			assert.NotZero(t, app)
-			for name := range own {
-				if !jdkName(name) {
-					assert.Contains(t, counts, name, "BCI saw a call that did not happen")
+				assert.NotZero(t, app)
+				assert.Less(t, left, app, "every method left out")
+				for name := range own {
+					if !jdkName(name) {
+						assert.Contains(t, counts, name, "BCI saw a call that did not happen (%s)", opts)
+					}
 				}
 			}
 		})
 	}
+}
+
+// By default BCI leaves out exactly the trivial methods (no call, loop,
+// throw or lock, at most 35 bytes of bytecode), their time in their
+// callers', says so in the header and counts them in log-msg; ALLMETHODS
+// instruments them.
+func TestBCITrivialMethods(t *testing.T) {
+	trivial := []string{"TrivialCases.getField()I", "TrivialCases.setField(I)V", "TrivialCases.empty()V",
+		"TrivialCases.constant()I", "TrivialCases.arith(II)I", "TrivialCases.branchy(I)I"}
+	kept := []string{"TrivialCases.loops(I)I", "TrivialCases.calls(I)I", "TrivialCases.locked(I)I",
+		"TrivialCases.throwsSome(I)I", "TrivialCases.big(JJJJ)J", "TrivialCases.<init>()V"}
+	for _, all := range []bool{false, true} {
+		opts := "CALLTREE,START,NORTDRIVER"
+		if all {
+			opts = "ALLMETHODS," + opts
+		}
+		r := jvmtest.Start(t, jvmtest.Run{Class: "TrivialCases", Options: opts})
+		require.Equal(t, 0, r.ExitCode, r.Stderr)
+		p := asInterpreted(r.LogRT(t, 1))
+		own := methodCalls(p)
+		for _, m := range kept {
+			assert.NotZero(t, own[m], "%s instrumented (%s)", m, opts)
+		}
+		for _, m := range trivial {
+			if all {
+				assert.NotZero(t, own[m], "%s instrumented with ALLMETHODS", m)
+			} else {
+				assert.Zero(t, own[m], "%s is trivial: left out", m)
+			}
+		}
+		notes := strings.Join(p.Notes, "\n")
+		msg := r.ReadFile(t, "msg")
+		if all {
+			assert.Contains(t, notes, "every method with code instrumented (ALLMETHODS)")
+			assert.Contains(t, msg, `"trivialMethodsLeftOut": 0`)
+		} else {
+			assert.Contains(t, notes, "trivial methods not instrumented, their time counted in their callers")
+			assert.Regexp(t, `"trivialMethodsLeftOut": [1-9]`, msg)
+		}
+	}
+}
+
+// Native methods are seen under BCI through wrappers (JVMTI's native
+// method prefix): their types, the JNI callback into Java beneath the
+// native that made it, and log-msg counts the wrappers (exact counts:
+// TestBCIExactCounts).
+func TestBCINatives(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "Natives", Options: "ALLMETHODS,CALLTREE,START,NORTDRIVER"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	p := r.LogRT(t, 1)
+	var natives, callbacks int
+	for _, th := range p.Threads {
+		th.Walk(func(n *reports.Node, d int) {
+			switch {
+			case strings.HasSuffix(n.Name, ":Natives.staticNative(I)I"):
+				assert.Equal(t, "n:", n.Name[:2])
+				natives++
+			case strings.HasSuffix(n.Name, ":Natives.callsBack(I)I"):
+				assert.Equal(t, "N:", n.Name[:2])
+				natives++
+				require.Len(t, n.Children, 1)
+				assert.Contains(t, n.Children[0].Name, "Natives.callback(I)I")
+				assert.EqualValues(t, 200, n.Children[0].Calls)
+				callbacks++
+			case strings.HasSuffix(n.Name, ":Natives.instanceNative(I)I"):
+				natives++
+			}
+		})
+	}
+	assert.Equal(t, 3, natives)
+	assert.Equal(t, 1, callbacks)
+	assert.Contains(t, r.ReadFile(t, "msg"), `"nativeMethodsWrapped": 3`)
 }
 
 // Exactly one exception exit per frame an exception unwinds: through
@@ -118,7 +194,7 @@ func TestBCIExactCounts(t *testing.T) {
 // unwinding 10001 frames of recursion. log-gen has each exit.
 func TestBCIExceptionExits(t *testing.T) {
 	r := jvmtest.Start(t, jvmtest.Run{Class: "BCICases", JVMArgs: []string{"-Xss16m"},
-		Options: "BCI,CALLTREE,GENERIC,GENFORMAT=text,START,NORTDRIVER"})
+		Options: "BCI,ALLMETHODS,CALLTREE,GENERIC,GENFORMAT=text,START,NORTDRIVER"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	assert.Equal(t, "constructors: made=10 before=10 after=10\nthrough JDK frames: caught=10\n"+
 		"synchronized: counter=150 odd=50\nclinit: 42\ndeep: unwound 10000\n", r.Stdout)
@@ -177,7 +253,7 @@ func TestBCIExceptionExits(t *testing.T) {
 // by loaders that are dropped and collected.
 func TestBCIGeneratedClassesUnload(t *testing.T) {
 	r := jvmtest.Start(t, jvmtest.Run{Class: "BCIGenerated", JVMArgs: []string{asmBoot, "-Xlog:class+unload=info:stderr"},
-		Options: "BCI,CALLTREE,START,NORTDRIVER"})
+		Options: "BCI,ALLMETHODS,CALLTREE,START,NORTDRIVER"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	assert.Equal(t, "generated: rounds=3 unloaded=true\n", r.Stdout)
 	assert.Equal(t, 3, strings.Count(r.Stderr, "unloading class gen.Old "), r.Stderr)
@@ -201,7 +277,7 @@ func TestBCIGeneratedClassesUnload(t *testing.T) {
 // are never seen; its callees are). start/flush/reset/end then behave as
 // with JVMTI events.
 func TestBCILateStartRetransform(t *testing.T) {
-	r := startFlushResetEnd(t, "BCI,CALLTREE")
+	r := startFlushResetEnd(t, "BCI,ALLMETHODS,CALLTREE")
 	first := asInterpreted(r.LogRT(t, 1))
 	checkBalanced(t, first)
 	w := mainThread(t, first).Path("i:Driven.work(I)J")
@@ -229,7 +305,7 @@ func asInterpreted(p *reports.Profile) *reports.Profile {
 // method event, so nothing forces the interpreter.
 func TestBCIKeepsJIT(t *testing.T) {
 	r := jvmtest.Start(t, jvmtest.Run{Class: "Fib", Args: []string{"27"}, JVMArgs: []string{"-XX:+PrintCompilation"},
-		Options: "BCI,CALLTREE,START,NORTDRIVER"})
+		Options: "BCI,ALLMETHODS,CALLTREE,START,NORTDRIVER"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	assert.Regexp(t, `(?m)^\s*\d+\s+\d+\s+[ %sbn!]*4\s+Fib::fib `, r.Stdout, "fib compiled by C2")
 	p := r.LogRT(t, 1)
@@ -248,7 +324,7 @@ func TestBCIKeepsJIT(t *testing.T) {
 
 // INCLUDE and EXCLUDE pick the classes instrumented.
 func TestBCIPackageFilters(t *testing.T) {
-	r := jvmtest.Start(t, jvmtest.Run{Class: "BCICases", Args: []string{"10"}, Options: "BCI,CALLTREE,START,NORTDRIVER,INCLUDE=BCICases$Derived+BCICases$Base"})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "BCICases", Args: []string{"10"}, Options: "BCI,ALLMETHODS,CALLTREE,START,NORTDRIVER,INCLUDE=BCICases$Derived+BCICases$Base"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	var got []string
 	for name := range methodCalls(asInterpreted(r.LogRT(t, 1))) {
@@ -257,7 +333,7 @@ func TestBCIPackageFilters(t *testing.T) {
 	sort.Strings(got)
 	assert.Equal(t, []string{"BCICases$Base.<init>(I)V", "BCICases$Derived.<init>(I)V", "BCICases$Derived.body(I)V", "BCICases$Derived.check(I)I"}, got)
 
-	r = jvmtest.Start(t, jvmtest.Run{Class: "BCICases", Args: []string{"10"}, Options: "BCI,CALLTREE,START,NORTDRIVER,EXCLUDE=BCICases$"})
+	r = jvmtest.Start(t, jvmtest.Run{Class: "BCICases", Args: []string{"10"}, Options: "BCI,ALLMETHODS,CALLTREE,START,NORTDRIVER,EXCLUDE=BCICases$"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	got = got[:0]
 	for name := range methodCalls(asInterpreted(r.LogRT(t, 1))) {
@@ -271,7 +347,7 @@ func TestBCIPackageFilters(t *testing.T) {
 // header names the event source and the table), log-gen rebuilt into the
 // same tree, and the jprof reports.
 func TestBCIOutputs(t *testing.T) {
-	r := jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "BCI,METRICS=PTT_TIME,START,NORTDRIVER"})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "BCI,ALLMETHODS,METRICS=PTT_TIME,START,NORTDRIVER"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	own := asInterpreted(r.LogRT(t, 1))
 	checkBalanced(t, own)
@@ -285,7 +361,7 @@ func TestBCIOutputs(t *testing.T) {
 	require.Len(t, l3.Base, 1)
 
 	// log-gen: the same tree rebuilt from the events.
-	r = jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "BCI,METRICS=PTT_TIME,NOCALIBRATE,GENERIC,START,NORTDRIVER"})
+	r = jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "BCI,ALLMETHODS,METRICS=PTT_TIME,NOCALIBRATE,GENERIC,START,NORTDRIVER"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	own = asInterpreted(r.LogRT(t, 1))
 	f, err := os.Open(r.File("gen"))
@@ -314,7 +390,7 @@ func TestBCIOutputs(t *testing.T) {
 // two methods it calls, with their exception exits.
 func TestBCIRoots(t *testing.T) {
 	r := jvmtest.Start(t, jvmtest.Run{Class: "BCICases", Args: []string{"10"},
-		Options: "BCI,CALLTREE,GENERIC,GENFORMAT=text,START,NORTDRIVER,ROOTS=BCICases$Derived.<init>"})
+		Options: "BCI,ALLMETHODS,CALLTREE,GENERIC,GENFORMAT=text,START,NORTDRIVER,ROOTS=BCICases$Derived.<init>"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	p := asInterpreted(r.LogRT(t, 1))
 	checkBalanced(t, p)
@@ -336,7 +412,7 @@ func TestBCIRoots(t *testing.T) {
 // outside it.
 func TestBCIRootsChainExact(t *testing.T) {
 	r := jvmtest.Start(t, jvmtest.Run{Class: "RootsChain", Args: []string{"20000", "10"},
-		Options: "BCI,CALLTREE,START,NORTDRIVER,ROOTS=RootsChain.root"})
+		Options: "BCI,ALLMETHODS,CALLTREE,START,NORTDRIVER,ROOTS=RootsChain.root"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	p := asInterpreted(r.LogRT(t, 1))
 	checkBalanced(t, p)
@@ -359,7 +435,7 @@ func TestBCIRootsChainExact(t *testing.T) {
 // (invokedynamic). Each is counted from its first call under the root.
 func TestBCIRootsDispatchExact(t *testing.T) {
 	r := jvmtest.Start(t, jvmtest.Run{Class: "RootsChain", Args: []string{"20000", "10", "dispatch"},
-		Options: "BCI,CALLTREE,START,NORTDRIVER,ROOTS=RootsChain.dispatch"})
+		Options: "BCI,ALLMETHODS,CALLTREE,START,NORTDRIVER,ROOTS=RootsChain.dispatch"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	p := asInterpreted(r.LogRT(t, 1))
 	checkBalanced(t, p)
@@ -375,7 +451,7 @@ func TestBCIRootsDispatchExact(t *testing.T) {
 // rtdriver roots= re-instruments a running JVM: first one leaf method,
 // then its caller (which reaches the leaf again), then everything.
 func TestBCIRootsByRTDriver(t *testing.T) {
-	p, port := rootsLeafThenWork(t, "BCI,CALLTREE")
+	p, port := rootsLeafThenWork(t, "BCI,ALLMETHODS,CALLTREE")
 	requireOK(t, rt(t, port, "flush,reset"))
 	requireOK(t, rt(t, port, "roots=all"))
 	p.Send("call 10")
@@ -396,4 +472,51 @@ func TestBCIRootsByRTDriver(t *testing.T) {
 	assert.Equal(t, uint64(10), third["Driven.work(I)J"])
 	assert.Equal(t, uint64(10), third["Driven.leaf(I)J"])
 	assert.Contains(t, r.ReadFile(t, "msg"), "BCI roots changed")
+}
+
+// A class whose natives were wrapped at load keeps its wrappers through
+// retransformations (rtdriver roots=, a retransformation cannot remove
+// methods); one loaded before collection started keeps its natives
+// unwrapped through the start's retransformation. Both run on, counted.
+func TestBCINativesRetransformed(t *testing.T) {
+	p, port := driven(t, "CALLTREE,START")
+	p.Send("ncall 10")
+	p.Expect("ndone 10")
+	requireOK(t, rt(t, port, "flush,reset"))
+	requireOK(t, rt(t, port, "roots=Driven.work"))
+	p.Send("ncall 5")
+	p.Expect("ndone 5")
+	p.Send("call 5")
+	p.Expect("done 5")
+	requireOK(t, rt(t, port, "flush,reset"))
+	requireOK(t, rt(t, port, "roots=all"))
+	p.Send("ncall 7")
+	p.Expect("ndone 7")
+	p.Send("quit")
+	r := p.Wait()
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	msg := r.ReadFile(t, "msg")
+	assert.NotContains(t, msg, "left as it was", "a retransformation failed")
+	assert.Equal(t, uint64(10), methodCalls(asInterpreted(r.LogRT(t, 1)))["Driven.nmul(I)J"])
+	second := methodCalls(asInterpreted(r.LogRT(t, 2)))
+	assert.Zero(t, second["Driven.nmul(I)J"], "outside the root")
+	assert.Equal(t, uint64(5), second["Driven.work(I)J"])
+	assert.Equal(t, uint64(7), methodCalls(asInterpreted(r.LogRT(t, 3)))["Driven.nmul(I)J"])
+
+	// Loaded before the start: no wrapper, nothing breaks.
+	p, port = driven(t, "CALLTREE")
+	p.Send("ncall 3")
+	p.Expect("ndone 3")
+	requireOK(t, rt(t, port, "start"))
+	p.Send("ncall 4")
+	p.Expect("ndone 4")
+	p.Send("call 4")
+	p.Expect("done 4")
+	p.Send("quit")
+	r = p.Wait()
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	late := methodCalls(asInterpreted(r.LogRT(t, 1)))
+	assert.Zero(t, late["Driven.nmul(I)J"])
+	assert.Equal(t, uint64(4), late["Driven.work(I)J"])
+	assert.NotContains(t, r.ReadFile(t, "msg"), "left as it was")
 }

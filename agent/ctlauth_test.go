@@ -81,7 +81,7 @@ func rtdriverAs(t *testing.T, uid int, args ...string) cmdResult {
 // -b as that user do not even see the JVM.
 func TestRTDriverOtherUserRefused(t *testing.T) {
 	needSetpriv(t)
-	p, sock := driven(t, "CALLTREE")
+	p, sock := driven(t, "METHODEVENTS,CALLTREE")
 	pid := p.Result().PID
 	spid := strconv.Itoa(pid)
 
@@ -150,7 +150,7 @@ func TestRTDriverOtherUserRefused(t *testing.T) {
 func TestRTDriverOtherUserRefusedTCP(t *testing.T) {
 	needSetpriv(t)
 	port := freePort(t)
-	p := jvmtest.Launch(t, jvmtest.Run{Class: "Driven", Options: fmt.Sprintf("CALLTREE,PORT=%d", port)})
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "Driven", Options: fmt.Sprintf("METHODEVENTS,CALLTREE,PORT=%d", port)})
 	p.Expect("ready")
 	pid := p.Result().PID
 	sport := strconv.Itoa(port)
@@ -184,7 +184,7 @@ func TestRTDriverTwoJVMsOfOneUser(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { os.RemoveAll(logs) })
 		require.NoError(t, os.Chown(logs, ownerUID, ownerUID))
-		p := jvmtest.Launch(t, jvmtest.Run{Class: "Driven", Options: "CALLTREE,LOGPATH=" + logs,
+		p := jvmtest.Launch(t, jvmtest.Run{Class: "Driven", Options: "METHODEVENTS,CALLTREE,LOGPATH=" + logs,
 			Prefix: setprivAs(ownerUID), JVMArgs: []string{"-XX:-UsePerfData"}})
 		p.Expect("ready")
 		return p, logs
@@ -245,7 +245,7 @@ func TestRTDriverJVMInPIDNamespace(t *testing.T) {
 	if err := exec.Command("unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "true").Run(); err != nil {
 		t.Skipf("cannot make a PID namespace here (unshare: %v)", err)
 	}
-	p := jvmtest.Launch(t, jvmtest.Run{Class: "Driven", Options: "CALLTREE",
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "Driven", Options: "METHODEVENTS,CALLTREE",
 		Prefix: []string{"unshare", "--pid", "--fork", "--mount-proc", "--kill-child"}})
 	p.Expect("ready")
 	// unshare forks the JVM: the JVM is its only child.
@@ -291,7 +291,7 @@ func TestRTDriverSocketDirNotPrivate(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(logs) })
 	require.NoError(t, os.Chown(logs, uid, uid))
 
-	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "CALLTREE,START,LOGPATH=" + logs,
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METHODEVENTS,CALLTREE,START,LOGPATH=" + logs,
 		Prefix: setprivAs(uid), JVMArgs: []string{"-XX:-UsePerfData"}})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	why := fmt.Sprintf("rtdriver socket directory %s belongs to uid 0, not to this JVM's uid %d: remove it", dir, uid)
@@ -304,7 +304,7 @@ func TestRTDriverSocketDirNotPrivate(t *testing.T) {
 	assert.Contains(t, strings.Join(prof.Notes, "\n"), "Warning: rtdriver socket not available: "+why)
 
 	port := freePort(t)
-	r = jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: fmt.Sprintf("CALLTREE,START,PORT=%d,LOGPATH=%s", port, logs),
+	r = jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: fmt.Sprintf("METHODEVENTS,CALLTREE,START,PORT=%d,LOGPATH=%s", port, logs),
 		Prefix: setprivAs(uid), JVMArgs: []string{"-XX:-UsePerfData"}})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	assert.Contains(t, r.Stderr, why)

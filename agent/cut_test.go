@@ -26,7 +26,7 @@ func TestFullDiskKeepsLogGen(t *testing.T) {
 		t.Run(format, func(t *testing.T) {
 			dir := jvmtest.SmallFS(t, 512<<10)
 			r := jvmtest.Start(t, jvmtest.Run{Class: "Fib", Args: []string{"25"},
-				Options: "CALLTREE,GENERIC,GENFORMAT=" + format + ",START,NORTDRIVER,LOGPATH=" + dir})
+				Options: "METHODEVENTS,CALLTREE,GENERIC,GENFORMAT=" + format + ",START,NORTDRIVER,LOGPATH=" + dir})
 			require.Equal(t, 0, r.ExitCode, r.Stderr)
 			assert.Contains(t, r.Stdout, "fib(25)=75025")
 			gen := filepath.Join(dir, fmt.Sprintf("log-gen_%d", r.PID))
@@ -103,7 +103,7 @@ func jprofRun(t *testing.T, args ...string) (string, string) {
 // and closed by the truncation line; the parser reads it and says so.
 func TestFullDiskKeepsLogRT(t *testing.T) {
 	dir := jvmtest.SmallFS(t, 160<<10)
-	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "RTARCF,START,NORTDRIVER,LOGPATH=" + dir})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METHODEVENTS,RTARCF,START,NORTDRIVER,LOGPATH=" + dir})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	path := filepath.Join(dir, fmt.Sprintf("log-rt.1_%d", r.PID))
 	b, err := os.ReadFile(path)
@@ -129,7 +129,7 @@ func TestFullDiskKeepsLogRT(t *testing.T) {
 // log-jita2n on a file system that fills: cut after a whole record.
 func TestFullDiskKeepsJitA2N(t *testing.T) {
 	dir := jvmtest.SmallFS(t, 48<<10)
-	r := jvmtest.Start(t, jvmtest.Run{Class: "Fib", Args: []string{"25"}, Options: "JITA2N,CALLTREE,NORTDRIVER,LOGPATH=" + dir})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "Fib", Args: []string{"25"}, Options: "METHODEVENTS,JITA2N,CALLTREE,NORTDRIVER,LOGPATH=" + dir})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("log-jita2n_%d", r.PID)))
 	require.NoError(t, err, r.Stderr)

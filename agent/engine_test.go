@@ -44,7 +44,7 @@ func methodCalls(p *reports.Profile) map[string]uint64 {
 func TestStartFromFirstJavaMethod(t *testing.T) {
 	for _, class := range []string{"hellop", "Exceptions", "StaticInstance"} {
 		t.Run(class, func(t *testing.T) {
-			r := jvmtest.Start(t, jvmtest.Run{Class: class, Options: "CALLTREE,START,NORTDRIVER"})
+			r := jvmtest.Start(t, jvmtest.Run{Class: class, Options: "METHODEVENTS,CALLTREE,START,NORTDRIVER"})
 			require.Equal(t, 0, r.ExitCode, r.Stderr)
 			own := methodCalls(r.LogRT(t, 1))
 			out := filepath.Join(t.TempDir(), "counts")
@@ -75,7 +75,7 @@ func TestThreadChurnNotCollecting(t *testing.T) {
 	const n = 2000
 	port := freePort(t)
 	p := jvmtest.Launch(t, jvmtest.Run{Class: "ThreadChurn", Args: []string{strconv.Itoa(n), "4", "pause"},
-		Options: fmt.Sprintf("CALLTREE,PORT=%d", port)})
+		Options: fmt.Sprintf("METHODEVENTS,CALLTREE,PORT=%d", port)})
 	p.Expect(fmt.Sprintf("ThreadChurn: %d threads", n))
 	assert.Regexp(t, `threads=0 `, rt(t, tcpCtl(port), "status")[0].String(), "not collecting: no per-thread records")
 	p.Send("")
@@ -93,7 +93,7 @@ func TestThreadChurnCollected(t *testing.T) {
 	const n = 2000
 	port := freePort(t)
 	p := jvmtest.Launch(t, jvmtest.Run{Class: "ThreadChurn", Args: []string{strconv.Itoa(n), "4", "pause"},
-		Options: fmt.Sprintf("CALLTREE,START,THREADINFO,GENERIC,PORT=%d", port)})
+		Options: fmt.Sprintf("METHODEVENTS,CALLTREE,START,THREADINFO,GENERIC,PORT=%d", port)})
 	p.Expect(fmt.Sprintf("ThreadChurn: %d threads", n))
 	replies := rt(t, tcpCtl(port), "end")
 	requireOK(t, replies)
@@ -145,7 +145,7 @@ func TestThreadChurnCollected(t *testing.T) {
 func TestMethodRegistryLimit(t *testing.T) {
 	const loaders = 30 // 100 methods each, plus callAll and the constructor
 	r := jvmtest.Start(t, jvmtest.Run{Class: "MethodChurn", Args: []string{strconv.Itoa(loaders)},
-		Options: "CALLTREE,START,NORTDRIVER,MAXMETHODS=1500"})
+		Options: "METHODEVENTS,CALLTREE,START,NORTDRIVER,MAXMETHODS=1500"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	p := r.LogRT(t, 1)
 	assert.True(t, hasNote(p, "method registry full at 1500 methods"), "%v", p.Notes)
@@ -160,7 +160,7 @@ func TestMethodRegistryLimit(t *testing.T) {
 	}
 
 	r = jvmtest.Start(t, jvmtest.Run{Class: "MethodChurn", Args: []string{strconv.Itoa(loaders)},
-		Options: "CALLTREE,START,NORTDRIVER"})
+		Options: "METHODEVENTS,CALLTREE,START,NORTDRIVER"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	p = r.LogRT(t, 1)
 	assert.False(t, hasNote(p, "method registry full"))
@@ -183,9 +183,9 @@ func hasNote(p *reports.Profile, s string) bool {
 // The binary log-gen is a tenth of the text one and reads back to the
 // same events; jprof loggen turns it into the text one.
 func TestBinaryLogGen(t *testing.T) {
-	bin := jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "CALLTREE,GENERIC,START,NORTDRIVER"})
+	bin := jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "METHODEVENTS,CALLTREE,GENERIC,START,NORTDRIVER"})
 	require.Equal(t, 0, bin.ExitCode, bin.Stderr)
-	text := jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "CALLTREE,GENERIC,GENFORMAT=text,START,NORTDRIVER"})
+	text := jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "METHODEVENTS,CALLTREE,GENERIC,GENFORMAT=text,START,NORTDRIVER"})
 	require.Equal(t, 0, text.ExitCode, text.Stderr)
 	bi, err := os.Stat(bin.File("gen"))
 	require.NoError(t, err)
@@ -210,7 +210,7 @@ func TestBinaryLogGen(t *testing.T) {
 
 // GENMAX stops the file at its size and says how many events it left out.
 func TestLogGenSizeLimit(t *testing.T) {
-	r := jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "CALLTREE,GENERIC,GENMAX=16k,START,NORTDRIVER"})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "METHODEVENTS,CALLTREE,GENERIC,GENMAX=16k,START,NORTDRIVER"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	fi, err := os.Stat(r.File("gen"))
 	require.NoError(t, err)
@@ -232,7 +232,7 @@ func TestLogGenSizeLimit(t *testing.T) {
 
 // A start=N not yet fired is cancelled by end.
 func TestDelayedStartCancelled(t *testing.T) {
-	p, port := driven(t, "CALLTREE")
+	p, port := driven(t, "METHODEVENTS,CALLTREE")
 	requireOK(t, rt(t, port, "start=1"))
 	assert.NotContains(t, rt(t, port, "status")[0].String(), "pending-start=-")
 	requireOK(t, rt(t, port, "end"))

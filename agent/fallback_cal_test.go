@@ -32,7 +32,7 @@ func leafPerCall(t *testing.T, p *reports.Profile, thread string) (cal, raw floa
 func TestFallbackThreads(t *testing.T) {
 	run := func(t *testing.T, env []string) (*reports.Profile, string) {
 		r := jvmtest.Start(t, jvmtest.Run{Class: "FallbackCal", Env: env,
-			Options: "METRICS=PTT_TIME,START,NORTDRIVER,PTTSLOTS=1"})
+			Options: "METHODEVENTS,METRICS=PTT_TIME,START,NORTDRIVER,PTTSLOTS=1"})
 		require.Equal(t, 0, r.ExitCode, r.Stderr)
 		p := jvmtest.ParseLogRT(t, r.File("rt.1"))
 		notes := strings.Join(p.Notes, "\n")

@@ -50,7 +50,7 @@ func checkBalanced(t *testing.T, p *reports.Profile) {
 func TestHellop(t *testing.T) {
 	plain := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "-"})
 	require.Equal(t, 0, plain.ExitCode)
-	for _, opts := range []string{"CALLTREE,START", "RTARCF,START", "METRICS=PTT_TIME,START"} {
+	for _, opts := range []string{"METHODEVENTS,CALLTREE,START", "METHODEVENTS,RTARCF,START", "METHODEVENTS,METRICS=PTT_TIME,START"} {
 		t.Run(opts, func(t *testing.T) {
 			r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: opts})
 			require.Equal(t, 0, r.ExitCode, r.Stderr)
@@ -70,7 +70,7 @@ func TestHellop(t *testing.T) {
 			assert.Equal(t, uint64(1000), myC.Calls)
 			assert.Equal(t, uint64(1000), myA.Callees())
 			assert.Empty(t, myC.Children)
-			if strings.HasPrefix(opts, "CALLTREE") {
+			if strings.HasPrefix(opts, "METHODEVENTS,CALLTREE") {
 				assert.Empty(t, p.Metrics)
 				assert.Nil(t, myC.Base)
 				return
@@ -81,7 +81,7 @@ func TestHellop(t *testing.T) {
 			// time, and in the interpreter more than myA's own.
 			assert.NotZero(t, myC.Base[0])
 			assert.Greater(t, myC.Base[0], myA.Base[0])
-			if strings.HasPrefix(opts, "RTARCF") {
+			if strings.HasPrefix(opts, "METHODEVENTS,RTARCF") {
 				// RTARCF's implied instructions metric needs a PMU;
 				// where there is none, the fallback is said.
 				if !strings.Contains(strings.Join(p.Notes, "\n"), "PTT_INSTS") {
@@ -95,7 +95,7 @@ func TestHellop(t *testing.T) {
 }
 
 func TestFibRecursion(t *testing.T) {
-	r := jvmtest.Start(t, jvmtest.Run{Class: "Fib", Args: []string{"15"}, Options: "CALLTREE,START"})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "Fib", Args: []string{"15"}, Options: "METHODEVENTS,CALLTREE,START"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	assert.Equal(t, "fib(15)=610\n", r.Stdout)
 	p := r.LogRT(t, 1)
@@ -117,7 +117,7 @@ func TestFibRecursion(t *testing.T) {
 }
 
 func TestExceptionsUnwindThreeFrames(t *testing.T) {
-	r := jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "RTARCF,START"})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "METHODEVENTS,RTARCF,START"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	assert.Equal(t, "caught=100\n", r.Stdout)
 	p := r.LogRT(t, 1)
@@ -141,7 +141,7 @@ func TestExceptionsUnwindThreeFrames(t *testing.T) {
 }
 
 func TestNatives(t *testing.T) {
-	r := jvmtest.Start(t, jvmtest.Run{Class: "Natives", Options: "CALLTREE,START"})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "Natives", Options: "METHODEVENTS,CALLTREE,START"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	assert.Equal(t, "natives: sum=100700\n", r.Stdout)
 	nm := mainThread(t, r.LogRT(t, 1)).Path(
@@ -166,7 +166,7 @@ func TestNatives(t *testing.T) {
 }
 
 func TestStaticAndInstance(t *testing.T) {
-	r := jvmtest.Start(t, jvmtest.Run{Class: "StaticInstance", Options: "CALLTREE,START"})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "StaticInstance", Options: "METHODEVENTS,CALLTREE,START"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	sm := mainThread(t, r.LogRT(t, 1)).Path("i:StaticInstance.main([Ljava/lang/String;)V")
 	require.NotNil(t, sm)
@@ -179,7 +179,7 @@ func TestStaticAndInstance(t *testing.T) {
 }
 
 func TestManyThreads(t *testing.T) {
-	r := jvmtest.Start(t, jvmtest.Run{Class: "Threads", Options: "RTARCF,START"})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "Threads", Options: "METHODEVENTS,RTARCF,START"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	assert.Equal(t, "threads: sum=100025632\n", r.Stdout)
 	p := r.LogRT(t, 1)
@@ -214,7 +214,7 @@ func TestManyThreads(t *testing.T) {
 // Handler threads wait in methods entered before VMInit) are seeded as
 // Other-type contexts at each thread's first event, so their exits match.
 func TestExitsWithoutEntries(t *testing.T) {
-	r := jvmtest.Start(t, jvmtest.Run{Class: "LateFrames", Options: "CALLTREE,START"})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "LateFrames", Options: "METHODEVENTS,CALLTREE,START"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	assert.Equal(t, "lateframes: done\n", r.Stdout)
 	p := r.LogRT(t, 1)
@@ -235,7 +235,7 @@ func TestExitsWithoutEntries(t *testing.T) {
 // handles them itself; the Go runtime in the agent must pass them on,
 // whether or not method events are on.
 func TestImplicitNullChecks(t *testing.T) {
-	for _, opts := range []string{"CALLTREE", "CALLTREE,START"} {
+	for _, opts := range []string{"METHODEVENTS,CALLTREE", "METHODEVENTS,CALLTREE,START"} {
 		r := jvmtest.Start(t, jvmtest.Run{Class: "NullChecks", Args: []string{"200000"}, Options: opts})
 		require.Equal(t, 0, r.ExitCode, r.Stderr)
 		assert.Equal(t, "nullchecks: npes=100000 sum=0\n", r.Stdout, opts)
@@ -244,11 +244,11 @@ func TestImplicitNullChecks(t *testing.T) {
 
 func TestBadOptionStopsJVM(t *testing.T) {
 	for _, c := range []struct{ opts, env, want string }{
-		{"CALLTREE,BOGUS", "", `invalid option "BOGUS" (from the -agentpath options): unknown option`},
+		{"METHODEVENTS,CALLTREE,BOGUS", "", `invalid option "BOGUS" (from the -agentpath options): unknown option`},
 		{"METRICS=PTT_FOO", "", `invalid option "METRICS=PTT_FOO"`},
-		{"CALLTREE", "PORT=http", `invalid option "PORT=http" (from JPROFOPTS)`},
+		{"METHODEVENTS,CALLTREE", "PORT=http", `invalid option "PORT=http" (from JPROFOPTS)`},
 		{"METRICS=PTT_INSTS", "", "PTT_INSTS"},
-		{"CALLTREE,PORT=8890,HOST=0.0.0.0", "", `invalid option "HOST": 0.0.0.0 is not loopback: listening beyond this machine needs TOKEN=`},
+		{"METHODEVENTS,CALLTREE,PORT=8890,HOST=0.0.0.0", "", `invalid option "HOST": 0.0.0.0 is not loopback: listening beyond this machine needs TOKEN=`},
 	} {
 		var env []string
 		if c.env != "" {
@@ -265,7 +265,7 @@ func TestBadOptionStopsJVM(t *testing.T) {
 }
 
 func TestJPROFOPTSAndPrefix(t *testing.T) {
-	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "CALLTREE", Env: []string{"JPROFOPTS=START,LOGPREFIX=hp"}})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METHODEVENTS,CALLTREE", Env: []string{"JPROFOPTS=START,LOGPREFIX=hp"}})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	_, err := os.Stat(filepath.Join(r.Dir, "hp-rt.1_"+strconv.Itoa(r.PID)))
 	assert.NoError(t, err, "JPROFOPTS must be appended to the options")
@@ -274,7 +274,7 @@ func TestJPROFOPTSAndPrefix(t *testing.T) {
 // JPROFOPTS wins for modes too: RTARCF in -agentpath, CALLTREE in the
 // environment runs CALLTREE (a log-rt without metrics).
 func TestJPROFOPTSModeWins(t *testing.T) {
-	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "RTARCF", Env: []string{"JPROFOPTS=CALLTREE,START"}})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METHODEVENTS,RTARCF", Env: []string{"JPROFOPTS=CALLTREE,START"}})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	p := r.LogRT(t, 1)
 	assert.Empty(t, p.Metrics, "CALLTREE from JPROFOPTS must replace RTARCF")
@@ -294,7 +294,7 @@ func TestUnwritableLogPath(t *testing.T) {
 		{ro, "", "the -agentpath options", "read-only file system"},
 		{dir, "JPROFOPTS=LOGPATH=" + filepath.Join(ro, "sub"), "JPROFOPTS", "read-only file system"},
 	} {
-		r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "CALLTREE,START,LOGPATH=" + c.logpath, Env: []string{c.env}})
+		r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METHODEVENTS,CALLTREE,START,LOGPATH=" + c.logpath, Env: []string{c.env}})
 		assert.NotEqual(t, 0, r.ExitCode, "the JVM must not start")
 		assert.NotContains(t, r.Stdout, "hellop: value", "the program must not run")
 		var ours []string
@@ -311,7 +311,7 @@ func TestUnwritableLogPath(t *testing.T) {
 // No start option: nothing is collected and no log-rt is written, but the
 // program runs normally.
 func TestNoStartCollectsNothing(t *testing.T) {
-	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "CALLTREE"})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METHODEVENTS,CALLTREE"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	_, err := os.Stat(r.File("rt.1"))
 	assert.True(t, os.IsNotExist(err))
@@ -331,9 +331,9 @@ func TestAsyncPreemptionOff(t *testing.T) {
 	assert.Regexp(t, `-ldflags="?-X=runtime\.godebugDefault=asyncpreemptoff=1[ "\n]`, string(out))
 	assert.Contains(t, string(out), "buildinfo.Version=", "the agent carries the build's version")
 
-	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "CALLTREE,NORTDRIVER"})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METHODEVENTS,CALLTREE,NORTDRIVER"})
 	assert.NotContains(t, r.Stderr, "preemption")
-	r = jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "CALLTREE,NORTDRIVER", Env: []string{"GODEBUG=asyncpreemptoff=0"}})
+	r = jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METHODEVENTS,CALLTREE,NORTDRIVER", Env: []string{"GODEBUG=asyncpreemptoff=0"}})
 	assert.Equal(t, 0, r.ExitCode)
 	assert.Contains(t, r.Stderr, "Go asynchronous preemption is on")
 }

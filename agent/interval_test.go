@@ -15,7 +15,7 @@ import (
 // the reset; every header says the interval it covers, and consecutive
 // intervals meet exactly.
 func TestRTDriverIntervalFlush(t *testing.T) {
-	for _, opts := range []string{"CALLTREE", "RTARCF"} {
+	for _, opts := range []string{"METHODEVENTS,CALLTREE", "METHODEVENTS,RTARCF"} {
 		t.Run(opts, func(t *testing.T) {
 			p, port := driven(t, opts)
 			requireOK(t, rt(t, port, "start"))

@@ -19,7 +19,7 @@ import (
 // with odd names; the log-rt must parse and hold both subtrees under their
 // real names.
 func TestOddThreadNamesLogRT(t *testing.T) {
-	r := jvmtest.Start(t, jvmtest.Run{Class: "OddNames", Options: "START,NORTDRIVER"})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "OddNames", Options: "METHODEVENTS,START,NORTDRIVER"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	require.Contains(t, r.Stdout, "oddnames: sum=")
 	p := r.LogRT(t, 1)
@@ -90,7 +90,7 @@ func TestLongClassNames(t *testing.T) {
 	out, err := exec.Command("javac", append([]string{"-d", classes, filepath.Join(dir, "src", "LongMain.java")}, files...)...).CombinedOutput()
 	require.NoError(t, err, string(out))
 
-	r := jvmtest.Start(t, jvmtest.Run{Class: "LongMain", Options: "CALLTREE,START,NORTDRIVER", ClassPath: []string{classes}})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "LongMain", Options: "METHODEVENTS,CALLTREE,START,NORTDRIVER", ClassPath: []string{classes}})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	calls := methodCalls(r.LogRT(t, 1))
 	prefix := strings.Join(pkg, "/")

@@ -92,11 +92,23 @@ type Options struct {
 	Sample *jvmti.SampleConfig
 	// SampleNodes is each thread's sampled-tree capacity (SAMPLENODES=).
 	SampleNodes int
-	// BCI takes events from injected bytecode instead of JVMTI method
-	// events; Include and Exclude are its package filters.
+	// BCI takes events from injected bytecode (the default source)
+	// instead of JVMTI method events; Include and Exclude are its package
+	// filters. source is the event source named in the options
+	// ("BCI", "METHODEVENTS" or "" for the default), which Parse
+	// resolves into BCI.
 	BCI                     bool
+	source                  string
 	Include, Exclude, Roots string
+	// AllMethods instruments trivial methods too (ALLMETHODS).
+	AllMethods bool
 }
+
+// Event sources as the options name them.
+const (
+	sourceBCI          = "BCI"
+	sourceMethodEvents = "METHODEVENTS"
+)
 
 // Sampling defaults: SAMPLE alone samples each thread every millisecond
 // of its CPU time.
@@ -155,7 +167,21 @@ var optionSpecs = []optionSpec{
 	{name: "RTARCF", help: "call tree in log-rt with one metric (default instructions, else PTT_TIME)", set: setMode(ModeRTArcf)},
 	{name: "CALLFLOW", help: "call tree in log-rt with instructions and cycles (else PTT_TIME)", set: setMode(ModeCallFlow)},
 	{name: "METRICS", hasValue: true, help: "metrics to count, a+b+... (PTT_TIME, PTT_INSTS, PTT_CYCLES)", set: setMetrics},
-	{name: "BCI", help: "events from bytecode instrumentation that keeps the JIT, instead of JVMTI method events (every method outside java.base; native methods are not seen)", set: boolOpt(func(o *Options) *bool { return &o.BCI })},
+	{name: "BCI", help: "events from bytecode instrumentation that keeps the JIT (the default source): every method outside java.base but trivial ones (see ALLMETHODS), native methods through wrappers; NOBCI is METHODEVENTS", set: func(o *Options, _ string, on bool) error {
+		o.source = sourceBCI
+		if !on {
+			o.source = sourceMethodEvents
+		}
+		return nil
+	}},
+	{name: "METHODEVENTS", help: "events from JVMTI method entry and exit instead of BCI: every method, java.base's too, but the code runs interpreted while collecting, so JIT-compiled code's share is distorted", set: func(o *Options, _ string, on bool) error {
+		o.source = sourceMethodEvents
+		if !on {
+			o.source = ""
+		}
+		return nil
+	}},
+	{name: "ALLMETHODS", help: "with BCI: instrument trivial methods too (default: methods that call nothing, have no loop and at most 35 bytes of bytecode, such as getters and setters, are left out and their time counts in their callers)", set: boolOpt(func(o *Options) *bool { return &o.AllMethods })},
 	{name: "INCLUDE", hasValue: true, help: "with BCI: instrument only classes under these package or class name prefixes, a+b+... (default: all outside java.base)",
 		set: stringOpt(func(o *Options) *string { return &o.Include }, "", "prefixes a+b+...", nil)},
 	{name: "EXCLUDE", hasValue: true, help: "with BCI: never instrument classes under these package or class name prefixes, a+b+...",
@@ -408,10 +434,14 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 	if o.Mode == 0 {
 		o.Mode = ModeRTArcf
 	}
+	o.BCI = o.Sample == nil && o.source != sourceMethodEvents
 	if !o.BCI {
-		for _, f := range []struct{ name, v string }{{"INCLUDE", o.Include}, {"EXCLUDE", o.Exclude}} {
-			if f.v != "" {
-				return nil, &OptionError{Option: f.name, Reason: "selects what bytecode instrumentation instruments: needs BCI"}
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"INCLUDE", o.Include != ""}, {"EXCLUDE", o.Exclude != ""}, {"ALLMETHODS", o.AllMethods}} {
+			if f.set {
+				return nil, &OptionError{Option: f.name, Reason: "selects what bytecode instrumentation (BCI, the default source) instruments: not with " + o.sourceName()}
 			}
 		}
 	}
@@ -489,10 +519,10 @@ func (o *Options) checkSample() error {
 		return nil
 	}
 	switch {
-	case o.BCI:
-		return &OptionError{Option: "SAMPLE", Reason: "one event source at a time: SAMPLE or BCI"}
+	case o.source != "":
+		return &OptionError{Option: "SAMPLE", Reason: "one event source at a time: SAMPLE, BCI or METHODEVENTS"}
 	case o.Roots != "":
-		return &OptionError{Option: "ROOTS", Reason: "selects which method events to collect; sampling has none (use BCI or the default method events)"}
+		return &OptionError{Option: "ROOTS", Reason: "selects which method events to collect; sampling has none (use the default BCI or METHODEVENTS)"}
 	case o.Generic:
 		return &OptionError{Option: "SAMPLE", Reason: "log-gen (GENERIC, CALLTRACE, RAWGEN) records method events, which sampling has not"}
 	case len(o.Metrics) > 0:
@@ -519,6 +549,17 @@ func (o *Options) modeName() string {
 		return "SAMPLE"
 	}
 	return o.Mode.String()
+}
+
+// sourceName is the event source as the options name it.
+func (o *Options) sourceName() string {
+	switch {
+	case o.Sample != nil:
+		return "SAMPLE"
+	case o.BCI:
+		return sourceBCI
+	}
+	return sourceMethodEvents
 }
 
 // genMode is what the log-gen records hold.

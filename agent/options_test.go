@@ -50,6 +50,7 @@ func TestParseOptions(t *testing.T) {
 				want.MaxMethods = engine.DefaultMaxMethods
 			}
 			want.VThreads = true // default on; not varied here
+			want.BCI = true      // the default source; TestEventSource varies it
 			if want.SampleNodes == 0 {
 				want.SampleNodes = defaultSampleNodes
 			}
@@ -93,6 +94,11 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"ROOTS=Foo.bar(I)V", "ROOTS=Foo.bar(I)V", "Class.method"},
 		{"ROOTS=Foo. bar", "ROOTS=Foo. bar", "Class.method"},
 		{"SAMPLE,ROOTS=Foo.bar", "ROOTS", "sampling has none"},
+		{"SAMPLE,BCI", "SAMPLE", "one event source at a time"},
+		{"METHODEVENTS,SAMPLE", "SAMPLE", "one event source at a time"},
+		{"METHODEVENTS,INCLUDE=a.b", "INCLUDE", "not with METHODEVENTS"},
+		{"NOBCI,ALLMETHODS", "ALLMETHODS", "not with METHODEVENTS"},
+		{"SAMPLE,EXCLUDE=a.b", "EXCLUDE", "not with SAMPLE"},
 	} {
 		t.Run(c.opts, func(t *testing.T) {
 			_, err := ParseOptions(c.opts, "")
@@ -162,5 +168,31 @@ func TestValidRoots(t *testing.T) {
 	}
 	for _, bad := range []string{"", "+", "Foo", ".bar", "Foo.", "Foo.bar(", "Foo.bar(I)V", "com..Foo.bar", "Foo. bar", "Foo.<foo>", "Foo.bar;"} {
 		assert.False(t, validRoots(bad), bad)
+	}
+}
+
+// BCI is the default source; METHODEVENTS (or NOBCI) and SAMPLE choose
+// the others, and a later source option replaces an earlier one.
+func TestEventSource(t *testing.T) {
+	for _, c := range []struct {
+		opts, env string
+		bci       bool
+		name      string
+	}{
+		{"", "", true, "BCI"},
+		{"RTARCF,START", "", true, "BCI"},
+		{"BCI", "", true, "BCI"},
+		{"METHODEVENTS", "", false, "METHODEVENTS"},
+		{"NOBCI", "", false, "METHODEVENTS"},
+		{"METHODEVENTS,BCI", "", true, "BCI"},
+		{"METHODEVENTS", "NOMETHODEVENTS", true, "BCI"},
+		{"BCI", "METHODEVENTS", false, "METHODEVENTS"},
+		{"SAMPLE", "", false, "SAMPLE"},
+		{"ROOTS=a.B.c", "", true, "BCI"},
+	} {
+		o, err := ParseOptions(c.opts, c.env)
+		require.NoError(t, err, c.opts)
+		assert.Equal(t, c.bci, o.BCI, "%s / %s", c.opts, c.env)
+		assert.Equal(t, c.name, o.sourceName(), "%s / %s", c.opts, c.env)
 	}
 }

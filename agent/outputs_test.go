@@ -21,11 +21,11 @@ import (
 // vs reports.BuildProfile) from the same events.
 func TestLogGenRebuildsLogRT(t *testing.T) {
 	for _, c := range []struct{ class, opts string }{
-		{"hellop", "CALLTREE"},
-		{"Exceptions", "CALLTREE"},
-		{"Threads", "CALLTREE"},
+		{"hellop", "METHODEVENTS,CALLTREE"},
+		{"Exceptions", "METHODEVENTS,CALLTREE"},
+		{"Threads", "METHODEVENTS,CALLTREE"},
 		// Raw metrics: log-rt BASE is the sum of the log-gen values.
-		{"hellop", "METRICS=PTT_TIME,NOCALIBRATE"},
+		{"hellop", "METHODEVENTS,METRICS=PTT_TIME,NOCALIBRATE"},
 	} {
 		t.Run(c.class+"/"+c.opts, func(t *testing.T) {
 			r := jvmtest.Start(t, jvmtest.Run{Class: c.class, Options: c.opts + ",GENERIC,START,NORTDRIVER"})
@@ -49,7 +49,7 @@ func TestLogGenRebuildsLogRT(t *testing.T) {
 }
 
 func TestLogGenFormat(t *testing.T) {
-	r := jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "RTARCF,GENERIC,GENFORMAT=text,START,NORTDRIVER"})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "METHODEVENTS,RTARCF,GENERIC,GENFORMAT=text,START,NORTDRIVER"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	gen := r.ReadFile(t, "gen")
 	assert.Contains(t, gen, " Units :: PTT_TIME\n")
@@ -62,7 +62,7 @@ func TestLogGenFormat(t *testing.T) {
 
 func TestJitA2NPerfMapThreadInfo(t *testing.T) {
 	// Not collecting: the JIT runs at full speed and compiles the hot loop.
-	r := jvmtest.Start(t, jvmtest.Run{Class: "NullChecks", Args: []string{"2000000"}, Options: "CALLTREE,JITA2N,PERFMAP,THREADINFO,NORTDRIVER"})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "NullChecks", Args: []string{"2000000"}, Options: "METHODEVENTS,CALLTREE,JITA2N,PERFMAP,THREADINFO,NORTDRIVER"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	a2n := r.ReadFile(t, "jita2n")
 	lines := strings.Split(a2n, "\n")
@@ -110,7 +110,7 @@ func TestPostProcessingCalibration(t *testing.T) {
 }
 
 func postProcessingCalibration(t *testing.T, format, table string) {
-	r := jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "METRICS=PTT_TIME,RAWGEN,GENFORMAT=" + format + ",START,NORTDRIVER,PTT=clock" + table})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "METHODEVENTS,METRICS=PTT_TIME,RAWGEN,GENFORMAT=" + format + ",START,NORTDRIVER,PTT=clock" + table})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	if format == "text" {
 		gen := r.ReadFile(t, "gen")

@@ -19,7 +19,7 @@ import (
 // machine can make a single JDK method's node hotter, so the test finds
 // the hot node itself.
 func TestPruneDemoKeepsHotMethod(t *testing.T) {
-	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "RTARCF,START"})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METHODEVENTS,RTARCF,START"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	full := r.LogRT(t, 1)
 	var total, myA, myC, hotBase uint64

@@ -96,7 +96,7 @@ func TestPTTInPIDNamespace(t *testing.T) {
 		t.Skip("needs root and unshare to make a PID namespace")
 	}
 	r := jvmtest.Start(t, jvmtest.Run{Class: "PTTCheck", Args: pttCheckArgs,
-		Options: "METRICS=PTT_TIME,START,NORTDRIVER,PTT=bpf",
+		Options: "METHODEVENTS,METRICS=PTT_TIME,START,NORTDRIVER,PTT=bpf",
 		Prefix:  []string{unshare, "--pid", "--fork", "--mount-proc"}})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	// The JVM's pid inside the namespace names the files.
@@ -151,7 +151,7 @@ func TestPTTSeveralJVMsOnOnePttd(t *testing.T) {
 					args = append(args[:len(args):len(args)], "sleeper-first")
 				}
 				procs[i] = jvmtest.Launch(t, jvmtest.Run{Class: "PTTCheck", Args: args,
-					Options: "METRICS=PTT_TIME,START,NORTDRIVER,PTTD=" + sock})
+					Options: "METHODEVENTS,METRICS=PTT_TIME,START,NORTDRIVER,PTTD=" + sock})
 			}
 			results := make([]*jvmtest.Result, n)
 			var wg sync.WaitGroup

@@ -34,7 +34,7 @@ func checkHellop(t *testing.T, p *reports.Profile) {
 func TestHellopWithEveryBackend(t *testing.T) {
 	for _, b := range []string{"bpf", "perf", "clock"} {
 		t.Run(b, func(t *testing.T) {
-			r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METRICS=PTT_TIME,START,NORTDRIVER,PTT=" + b})
+			r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METHODEVENTS,METRICS=PTT_TIME,START,NORTDRIVER,PTT=" + b})
 			if r.ExitCode != 0 && b == "bpf" && strings.Contains(r.Stderr, "operation not permitted") {
 				t.Skipf("no CAP_BPF here: %s", r.Stderr)
 			}
@@ -55,7 +55,7 @@ func TestPTTWithoutCapabilities(t *testing.T) {
 	}
 	drop := []string{setpriv, "--bounding-set=-bpf,-perfmon,-sys_admin", "--inh-caps=-all", "--"}
 
-	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METRICS=PTT_TIME,START,NORTDRIVER", Prefix: drop})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METHODEVENTS,METRICS=PTT_TIME,START,NORTDRIVER", Prefix: drop})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	p := r.LogRT(t, 1)
 	checkHellop(t, p)
@@ -76,7 +76,7 @@ func TestPTTWithoutCapabilities(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, line, "serving "+sock)
 
-	r = jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METRICS=PTT_TIME,START,NORTDRIVER,PTTD=" + sock, Prefix: drop})
+	r = jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METHODEVENTS,METRICS=PTT_TIME,START,NORTDRIVER,PTTD=" + sock, Prefix: drop})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	p = r.LogRT(t, 1)
 	checkHellop(t, p)
@@ -85,7 +85,7 @@ func TestPTTWithoutCapabilities(t *testing.T) {
 	assert.Contains(t, notes, "from jprof pttd at "+sock)
 
 	// A PTTD that is not there: said, and the JVM runs on another backend.
-	r = jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METRICS=PTT_TIME,START,NORTDRIVER,PTTD=" + sock + ".missing", Prefix: drop})
+	r = jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METHODEVENTS,METRICS=PTT_TIME,START,NORTDRIVER,PTTD=" + sock + ".missing", Prefix: drop})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	assert.Contains(t, r.Stderr, "not usable")
 	checkHellop(t, r.LogRT(t, 1))
@@ -109,7 +109,7 @@ func TestBPFWithoutCapabilities(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	require.NoError(t, os.Chmod(dir, 0o777))
 	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", jvmtest.Java(),
-		"-agentpath:"+jvmtest.Agent()+"=METRICS=PTT_TIME,START,NORTDRIVER,LOGPATH="+dir,
+		"-agentpath:"+jvmtest.Agent()+"=METHODEVENTS,METRICS=PTT_TIME,START,NORTDRIVER,LOGPATH="+dir,
 		"-cp", filepath.Join(jvmtest.Root(), "build", "java"), "hellop")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)

@@ -17,7 +17,7 @@ import (
 // and nothing outside it is.
 func TestRootsMethodEventsExact(t *testing.T) {
 	r := jvmtest.Start(t, jvmtest.Run{Class: "RootsChain", Args: []string{"20000", "10"},
-		Options: "CALLTREE,START,NORTDRIVER,JITA2N,ROOTS=RootsChain.root"})
+		Options: "METHODEVENTS,CALLTREE,START,NORTDRIVER,JITA2N,ROOTS=RootsChain.root"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	p := r.LogRT(t, 1)
 	checkBalanced(t, p)
@@ -40,13 +40,13 @@ func TestRootsMethodEventsExact(t *testing.T) {
 // entry, and events stop there too.
 func TestRootsMethodEventsRecursionExceptions(t *testing.T) {
 	r := jvmtest.Start(t, jvmtest.Run{Class: "Fib", Args: []string{"15"},
-		Options: "CALLTREE,START,NORTDRIVER,ROOTS=Fib.fib"})
+		Options: "METHODEVENTS,CALLTREE,START,NORTDRIVER,ROOTS=Fib.fib"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	p := r.LogRT(t, 1)
 	checkBalanced(t, p)
 	assert.Equal(t, map[string]uint64{"Fib.fib(I)I": 2*987 - 1}, methodCalls(p))
 
-	r = jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "CALLTREE,START,NORTDRIVER,ROOTS=Exceptions.level1"})
+	r = jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "METHODEVENTS,CALLTREE,START,NORTDRIVER,ROOTS=Exceptions.level1"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	p = r.LogRT(t, 1)
 	checkBalanced(t, p)
@@ -62,7 +62,7 @@ func TestRootsMethodEventsRecursionExceptions(t *testing.T) {
 // rtdriver roots= moves the roots of a running JVM; roots=all is refused
 // (events on every thread are a JVM started without ROOTS).
 func TestRootsMethodEventsByRTDriver(t *testing.T) {
-	p, port := rootsLeafThenWork(t, "CALLTREE")
+	p, port := rootsLeafThenWork(t, "METHODEVENTS,CALLTREE")
 	for _, bad := range []string{"roots=all", "roots=nodot"} {
 		replies := rt(t, port, bad)
 		require.Len(t, replies, 1)
@@ -98,7 +98,7 @@ func rootsLeafThenWork(t *testing.T, opts string) (*jvmtest.Proc, ctl) {
 // with either source, and the run's end names the roots rather than
 // saying that no Java method ran.
 func TestRootsMatchingNothing(t *testing.T) {
-	for _, src := range []string{"", "BCI,"} {
+	for _, src := range []string{"METHODEVENTS,", "BCI,ALLMETHODS,"} {
 		t.Run("source="+src, func(t *testing.T) {
 			r := jvmtest.Start(t, jvmtest.Run{Class: "RootsChain", Args: []string{"2000", "2"},
 				Options: src + "CALLTREE,START,NORTDRIVER,ROOTS=RootsChain.rooot"})

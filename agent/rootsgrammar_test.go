@@ -119,7 +119,7 @@ func TestRootsGrammarThroughAgent(t *testing.T) {
 		{"Roots?ames.run+RootsNames.Inner2.run", 2},
 		{"RootsNames.run:RootsNames/rux", 2},
 	}
-	for _, src := range []string{"", "BCI,"} {
+	for _, src := range []string{"METHODEVENTS,", "BCI,ALLMETHODS,"} {
 		t.Run("source="+src, func(t *testing.T) {
 			port := freePort(t)
 			p := jvmtest.Launch(t, jvmtest.Run{Class: "RootsNames",
@@ -146,7 +146,7 @@ func TestRootsGrammarThroughAgent(t *testing.T) {
 				assert.Contains(t, replies[0].Detail, "warning: 0 methods match "+roots, roots)
 				assert.Contains(t, replies[0].Detail, why, roots)
 			}
-			if src == "BCI," {
+			if src == "BCI,ALLMETHODS," {
 				replies := rt(t, tcpCtl(port), "roots=java.lang.String.hashCode")
 				require.Len(t, replies, 1)
 				assert.Contains(t, replies[0].Detail, "warning: 0 methods match java.lang.String.hashCode")
@@ -172,7 +172,7 @@ func TestRootsGrammarThroughAgent(t *testing.T) {
 // class loads: a class that is not on the class path, a method the
 // class file does not have.
 func TestRootsTypoSaidAtStart(t *testing.T) {
-	for _, src := range []string{"", "BCI,"} {
+	for _, src := range []string{"METHODEVENTS,", "BCI,ALLMETHODS,"} {
 		t.Run("source="+src, func(t *testing.T) {
 			r := jvmtest.Start(t, jvmtest.Run{Class: "RootsChain", Args: []string{"2000", "2"},
 				Options: src + "CALLTREE,START,NORTDRIVER,ROOTS=RootsChain.rooot+RootsChian.root+RootsChain.C0.m"})
@@ -239,7 +239,7 @@ func TestRootsGrammarTableThroughAgent(t *testing.T) {
 		want[r.root] = n
 		roots = append(roots, r.root)
 	}
-	for _, src := range []string{"", "BCI,"} {
+	for _, src := range []string{"METHODEVENTS,", "BCI,ALLMETHODS,"} {
 		t.Run("source="+src, func(t *testing.T) {
 			port := freePort(t)
 			p := jvmtest.Launch(t, jvmtest.Run{Class: "RootsTableClasses", JVMArgs: []string{asmBoot},

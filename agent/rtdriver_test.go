@@ -85,7 +85,7 @@ func workCalls(t *testing.T, p *reports.Profile) uint64 {
 }
 
 func TestRTDriverStartFlushResetEnd(t *testing.T) {
-	startFlushResetEnd(t, "CALLTREE")
+	startFlushResetEnd(t, "METHODEVENTS,CALLTREE")
 }
 
 // startFlushResetEnd drives Driven through start, flush, reset, end and a
@@ -125,7 +125,7 @@ func startFlushResetEnd(t *testing.T, opts string) *jvmtest.Result {
 }
 
 func TestRTDriverDelayedStart(t *testing.T) {
-	p, port := driven(t, "CALLTREE")
+	p, port := driven(t, "METHODEVENTS,CALLTREE")
 	replies := rt(t, port, "start=1")
 	requireOK(t, replies)
 	p.Send("call 10") // before the delay has passed
@@ -148,7 +148,7 @@ func TestRTDriverDelayedStart(t *testing.T) {
 }
 
 func TestRTDriverErrorsChangeNothing(t *testing.T) {
-	p, port := driven(t, "CALLTREE")
+	p, port := driven(t, "METHODEVENTS,CALLTREE")
 	replies := rt(t, port, "start,bogus")
 	require.Len(t, replies, 2)
 	assert.False(t, replies[0].OK, "a line with a bad command runs nothing")
@@ -164,7 +164,7 @@ func TestRTDriverErrorsChangeNothing(t *testing.T) {
 }
 
 func TestRTDriverToken(t *testing.T) {
-	p, port := driven(t, "CALLTREE,TOKEN=s3cret")
+	p, port := driven(t, "METHODEVENTS,CALLTREE,TOKEN=s3cret")
 	replies := rt(t, port, "status")
 	require.NotEmpty(t, replies)
 	assert.False(t, replies[0].OK)
@@ -179,7 +179,7 @@ func TestRTDriverToken(t *testing.T) {
 // The JVM must neither crash nor hang, and every file must be complete.
 func TestRTDriverAbuse(t *testing.T) {
 	port := freePort(t)
-	p := jvmtest.Launch(t, jvmtest.Run{Class: "Driven", Options: fmt.Sprintf("CALLTREE,START,PORT=%d", port)})
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "Driven", Options: fmt.Sprintf("METHODEVENTS,CALLTREE,START,PORT=%d", port)})
 	p.Expect("ready")
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	send := func(payload []byte, wantReply bool) {
@@ -280,7 +280,7 @@ func TestRTDriverFlushUnderLoad(t *testing.T) {
 	const threads, calls = 4, 300000
 	port := freePort(t)
 	p := jvmtest.Launch(t, jvmtest.Run{Class: "Load", Args: []string{fmt.Sprint(threads), fmt.Sprint(calls)},
-		Options: fmt.Sprintf("CALLTREE,START,PORT=%d", port)})
+		Options: fmt.Sprintf("METHODEVENTS,CALLTREE,START,PORT=%d", port)})
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	var flushed []string
 	for i := 0; i < 100 && len(flushed) < 8; i++ {

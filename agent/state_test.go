@@ -29,48 +29,64 @@ func stderrLines(r *jvmtest.Result) []string {
 
 // The README's demo says on stderr, in one line, what the agent does, and
 // the PMU fallback (where there is no PMU) in one short line; log-msg says
-// "rtdriver listening" once.
+// "rtdriver listening" once. Under METHODEVENTS one more short line, and
+// the header, say that JIT-compiled code's share is distorted.
 func TestStateLineAtStart(t *testing.T) {
-	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "RTARCF,START"})
-	require.Equal(t, 0, r.ExitCode, r.Stderr)
-	lines := stderrLines(r)
-	var state string
-	for _, l := range lines {
-		if strings.Contains(l, " mode=") {
-			state = l
+	for _, c := range []struct{ opts, source string }{
+		{"RTARCF,START", "source=bci"},
+		{"METHODEVENTS,RTARCF,START", "source=jvmti-method-events"},
+	} {
+		r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: c.opts})
+		require.Equal(t, 0, r.ExitCode, r.Stderr)
+		lines := stderrLines(r)
+		var state string
+		for _, l := range lines {
+			if strings.Contains(l, " mode=") {
+				state = l
+			}
+			assert.Less(t, len(l), 200, "a wall of text on stderr: %q", l)
 		}
-		assert.Less(t, len(l), 200, "a wall of text on stderr: %q", l)
-	}
-	require.NotEmpty(t, state, r.Stderr)
-	for _, want := range []string{"mode=RTARCF", "metrics=PTT_", "ptt=", "source=jvmti-method-events", "start=now",
-		fmt.Sprintf("rtdriver=%s ", socketCtl(r.PID).addr), "logpath=" + r.Dir} {
-		assert.Contains(t, state, want)
-	}
-	assert.LessOrEqual(t, len(lines), 2, "only the state line and at most the PMU fallback: %q", lines)
-	msg := r.ReadFile(t, "msg")
-	assert.Equal(t, 1, strings.Count(msg, "rtdriver listening"), "rtdriver listening logged more than once")
-	assert.Contains(t, msg, "libjprof state")
-	if strings.Contains(r.Stderr, "not countable") {
-		// The details are in log-msg and the header.
-		assert.Contains(t, msg, "cannot be counted here")
-		assert.Contains(t, strings.Join(r.LogRT(t, 1).Notes, "\n"), "cannot be counted here")
+		require.NotEmpty(t, state, r.Stderr)
+		for _, want := range []string{"mode=RTARCF", "metrics=PTT_", "ptt=", c.source, "start=now",
+			fmt.Sprintf("rtdriver=%s ", socketCtl(r.PID).addr), "logpath=" + r.Dir} {
+			assert.Contains(t, state, want)
+		}
+		most := 2
+		notes := strings.Join(r.LogRT(t, 1).Notes, "\n")
+		if c.source == "source=jvmti-method-events" {
+			most = 3
+			assert.Contains(t, r.Stderr, "libjprof: note: METHODEVENTS runs collected code interpreted: JIT-compiled code's share is distorted")
+			assert.Contains(t, notes, "JIT-compiled code's share of the time is distorted")
+		} else {
+			assert.NotContains(t, r.Stderr, "distorted")
+			assert.Contains(t, notes, "BCI: trivial methods not instrumented")
+		}
+		assert.LessOrEqual(t, len(lines), most, "only the state line, the source's note and at most the PMU fallback: %q", lines)
+		msg := r.ReadFile(t, "msg")
+		assert.Equal(t, 1, strings.Count(msg, "rtdriver listening"), "rtdriver listening logged more than once")
+		assert.Contains(t, msg, "libjprof state")
+		if strings.Contains(r.Stderr, "not countable") {
+			// The details are in log-msg and the header.
+			assert.Contains(t, msg, "cannot be counted here")
+			assert.Contains(t, notes, "cannot be counted here")
+		}
 	}
 }
 
 // A run that collects nothing says why at VM death and what to add;
 // NORTDRIVER without START is warned about at load.
 func TestNothingCollectedIsSaid(t *testing.T) {
-	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "CALLTREE"})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METHODEVENTS,CALLTREE"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	assert.Contains(t, r.Stderr, "start=rtdriver")
 	assert.Contains(t, r.Stderr, fmt.Sprintf("nothing collected: no START in the options and no rtdriver start came; add START, or run `rtdriver -pid %d -c start` while the program runs", r.PID))
 
-	r = jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "CALLTREE,NORTDRIVER"})
+	r = jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METHODEVENTS,CALLTREE,NORTDRIVER"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	assert.Contains(t, r.Stderr, "warning: NORTDRIVER without START: nothing can be collected")
 	assert.Contains(t, r.Stderr, "rtdriver=off")
 
-	r = jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "CALLTREE,START"})
+	r = jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METHODEVENTS,CALLTREE,START"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	assert.NotContains(t, r.Stderr, "nothing collected")
 }
@@ -79,7 +95,7 @@ func TestNothingCollectedIsSaid(t *testing.T) {
 // no file and says so, start while collecting says so, status names the
 // process.
 func TestRTDriverRepliesSayWhatHappened(t *testing.T) {
-	p, port := driven(t, "CALLTREE")
+	p, port := driven(t, "METHODEVENTS,CALLTREE")
 	replies := rt(t, port, "flush")
 	require.Len(t, replies, 1)
 	assert.True(t, replies[0].OK, replies[0].String())
@@ -122,7 +138,7 @@ func TestUnwritableLogPathCollectsNothing(t *testing.T) {
 	// NOLOGPATH in JPROFOPTS undoes the test's LOGPATH; the JVM runs in
 	// the read-only directory.
 	p := jvmtest.Launch(t, jvmtest.Run{Class: "Driven",
-		Options: "CALLTREE,START,PORT=" + strconv.Itoa(port), Env: []string{"JPROFOPTS=NOLOGPATH", "RO=" + ro},
+		Options: "METHODEVENTS,CALLTREE,START,PORT=" + strconv.Itoa(port), Env: []string{"JPROFOPTS=NOLOGPATH", "RO=" + ro},
 		Prefix: []string{"sh", "-c", `cd "$RO" && exec "$@"`, "sh"}})
 	p.Expect("ready")
 	st := rt(t, tcpCtl(port), "status")[0].Detail
@@ -142,7 +158,7 @@ func TestUnwritableLogPathCollectsNothing(t *testing.T) {
 // The header names the calibration table by its JVM build, and says when
 // that build (or the CPU) is not this run's.
 func TestCalibrationTableIdentityInHeader(t *testing.T) {
-	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METRICS=PTT_TIME,PTT=clock,START"})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METHODEVENTS,METRICS=PTT_TIME,PTT=clock,START"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	notes := strings.Join(r.LogRT(t, 1).Notes, "\n")
 	out, err := exec.Command(jvmtest.Java(), "-XshowSettings:properties", "-version").CombinedOutput()
@@ -169,7 +185,7 @@ func TestCalibrationTableIdentityInHeader(t *testing.T) {
 // hang below O:Driven.main, not off the thread root, and main is not an
 // empty O: node at the root.
 func TestLateStartSeedsOpenFrames(t *testing.T) {
-	p, port := driven(t, "CALLTREE")
+	p, port := driven(t, "METHODEVENTS,CALLTREE")
 	requireOK(t, rt(t, port, "start"))
 	p.Send("call 10")
 	p.Expect("done 10")

@@ -23,8 +23,8 @@ func TestThreadEndRace(t *testing.T) {
 	shim := jvmtest.FaultShim(t)
 	const n = 2000
 	for _, c := range []struct{ name, opts, work, leaf string }{
-		{"methodevents", "CALLTREE,START,NORTDRIVER", "ThreadChurn.work(I)V", "ThreadChurn.leaf(I)J"},
-		{"bci", "BCI,CALLTREE,START,NORTDRIVER", "ThreadChurn.work(I)V", "ThreadChurn.leaf(I)J"},
+		{"methodevents", "METHODEVENTS,CALLTREE,START,NORTDRIVER", "ThreadChurn.work(I)V", "ThreadChurn.leaf(I)J"},
+		{"bci", "BCI,ALLMETHODS,CALLTREE,START,NORTDRIVER", "ThreadChurn.work(I)V", "ThreadChurn.leaf(I)J"},
 		{"sample", "SAMPLE=1ms,START,NORTDRIVER", "", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -77,7 +77,7 @@ func TestVirtualThreadsOwnTrees(t *testing.T) {
 	bin := jdk21(t)
 	const threads, rounds = 200, 10
 	r := jvmtest.Start(t, jvmtest.Run{Class: "VThreads",
-		Options: "METRICS=PTT_TIME,START,NORTDRIVER",
+		Options: "METHODEVENTS,METRICS=PTT_TIME,START,NORTDRIVER",
 		// Two carriers for 200 virtual threads: they interleave.
 		JVMArgs: []string{"-Djdk.virtualThreadScheduler.parallelism=2"},
 		Java:    filepath.Join(bin, "java")})
@@ -120,7 +120,7 @@ func TestVirtualThreadsOwnTrees(t *testing.T) {
 func TestVirtualThreadsDetectedOnly(t *testing.T) {
 	bin := jdk21(t)
 	r := jvmtest.Start(t, jvmtest.Run{Class: "VThreads",
-		Options: "METRICS=PTT_TIME,START,NORTDRIVER,NOVTHREADS",
+		Options: "METHODEVENTS,METRICS=PTT_TIME,START,NORTDRIVER,NOVTHREADS",
 		JVMArgs: []string{"-Djdk.virtualThreadScheduler.parallelism=2"},
 		Java:    filepath.Join(bin, "java")})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
@@ -147,7 +147,7 @@ func TestVirtualThreadsRoots(t *testing.T) {
 		require.Equal(t, 0, r.ExitCode, r.Stderr)
 		return r
 	}
-	r := run("CALLTREE,START,NORTDRIVER,ROOTS=VThreads.step")
+	r := run("METHODEVENTS,CALLTREE,START,NORTDRIVER,ROOTS=VThreads.step")
 	p := jvmtest.ParseLogRT(t, r.File("rt.1"))
 	checkBalanced(t, p)
 	own := vthreadsCalls(p)
@@ -155,13 +155,13 @@ func TestVirtualThreadsRoots(t *testing.T) {
 	assert.Contains(t, r.ReadFile(t, "msg"), `"rootEntriesNotCollected": 0`)
 
 	// Blocking outside the root, between root calls.
-	r = run("CALLTREE,START,NORTDRIVER,ROOTS=VThreads.leaf")
+	r = run("METHODEVENTS,CALLTREE,START,NORTDRIVER,ROOTS=VThreads.leaf")
 	p = jvmtest.ParseLogRT(t, r.File("rt.1"))
 	checkBalanced(t, p)
 	own = vthreadsCalls(p)
 	assert.Equal(t, map[string]uint64{"VThreads.leaf(J)J": 4000}, own)
 
-	r = run("CALLTREE,START,NORTDRIVER,NOVTHREADS,ROOTS=VThreads.step")
+	r = run("METHODEVENTS,CALLTREE,START,NORTDRIVER,NOVTHREADS,ROOTS=VThreads.step")
 	assert.Contains(t, r.Stderr, "ROOTS: 2000 root entries not collected")
 }
 
@@ -186,7 +186,7 @@ func TestVirtualThreadsBCI(t *testing.T) {
 		return p
 	}
 	t.Run("all", func(t *testing.T) {
-		p := run("BCI,CALLTREE,START,NORTDRIVER")
+		p := run("BCI,ALLMETHODS,CALLTREE,START,NORTDRIVER")
 		seen := 0
 		for _, root := range p.Threads {
 			name := reports.ThreadName(root.Name)
@@ -221,7 +221,7 @@ func TestVirtualThreadsBCI(t *testing.T) {
 		{"VThreads.leaf", map[string]uint64{"VThreads.leaf(J)J": 2 * threads * rounds}},
 	} {
 		t.Run(c.roots, func(t *testing.T) {
-			p := run("BCI,CALLTREE,START,NORTDRIVER,ROOTS=" + c.roots)
+			p := run("BCI,ALLMETHODS,CALLTREE,START,NORTDRIVER,ROOTS=" + c.roots)
 			own := vthreadsCalls(p)
 			assert.Equal(t, c.want, own)
 		})

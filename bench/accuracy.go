@@ -82,7 +82,7 @@ func (p *SampleAccuracy) Run(ctx context.Context, s *Suite, tmp string) error {
 	}
 	xint := []string{"-Xint"}
 	p.Profiles = []*AccProfile{
-		{Config: Config{Key: KeyAccExactXint, Name: "exact: method events (interpreted), calibrated", Agent: LibJProf, Options: rtarcf, JVMArgs: xint}},
+		{Config: Config{Key: KeyAccExactXint, Name: "exact: method events (interpreted), calibrated", Agent: LibJProf, Options: methodEvents + rtarcf, JVMArgs: xint}},
 		{Config: Config{Key: KeyAccSampleXint, Name: "SAMPLE, -Xint", Agent: LibJProf, Options: "SAMPLE", JVMArgs: xint}},
 		{Config: Config{Key: KeyAccExactBCI, Name: "exact: BCI (JIT), calibrated", Agent: LibJProf, Options: "BCI," + rtarcf}},
 		{Config: Config{Key: KeyAccSampleJIT, Name: "SAMPLE (JIT)", Agent: LibJProf, Options: "SAMPLE"}},

@@ -36,6 +36,8 @@ func TestSmoke(t *testing.T) {
 		Rounds:         1,
 		JavacRounds:    1,
 		JavacArgs:      []string{"-version"}, // javac's start-up, not a compilation
+		RealRounds:     1,
+		RealSmall:      true,
 		ChurnThreads:   200,
 		ChurnLoaders:   20,
 		StressRuns:     1,
@@ -54,7 +56,7 @@ func TestSmoke(t *testing.T) {
 	require.NoError(t, s.WriteMarkdown(&md))
 	sections := splitSections(md.String())
 	for _, title := range []string{"Machine and settings", "Targets (SPEC §8)", "Per-event overhead: BenchWorkload",
-		"Real program: javac", "Sampling accuracy: SelfMix", "Against the JVM's own answer: JFR method timing (JDK 25)", "Thread and method churn", "Thread end under stress, and threads past the eBPF work area", "PTT read cost", "log-gen size, parse and tree build", "Calibration accuracy", "Notes"} {
+		"Real program: javac", "Real programs: H2 and groovy", "Sampling accuracy: SelfMix", "Against the JVM's own answer: JFR method timing (JDK 25)", "Thread and method churn", "Thread end under stress, and threads past the eBPF work area", "PTT read cost", "log-gen size, parse and tree build", "Calibration accuracy", "Notes"} {
 		assert.Contains(t, sections, title)
 	}
 	for _, c := range WorkloadConfigs() {
@@ -77,7 +79,13 @@ func TestSmoke(t *testing.T) {
 	assert.Contains(t, sections["Sampling overhead and stress"], "| ParJavac | libjprof SAMPLE (cpu, 1 ms) |")
 	assert.Contains(t, sections["Sampling overhead and stress"], "**Stress.**")
 	assert.Contains(t, sections["Sampling overhead and stress"], "**2 of 2 passed**")
-	assert.Len(t, s.Targets(), 22)
+	assert.Len(t, s.Targets(), 24)
+	for _, c := range RealConfigs() {
+		for _, prog := range []string{"**H2**", "**groovy**"} {
+			assert.Contains(t, sections["Real programs: H2 and groovy"], prog)
+		}
+		assert.Contains(t, sections["Real programs: H2 and groovy"], "| "+c.Name+" |", c.Key)
+	}
 	th := sections["Thread end under stress, and threads past the eBPF work area"]
 	assert.Contains(t, th, "| SAMPLE (1 ms), trylock delayed 3 ms | 1 | 1 | 0 |")
 	assert.Contains(t, th, "Threads reading perf against bpf threads")

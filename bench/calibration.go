@@ -79,7 +79,7 @@ func (c *Calibration) measureOverhead(ctx context.Context, s *Suite, tmp string)
 		return err
 	}
 	args := []string{"-Xint", "-agentpath:" + filepath.Join(s.Opts.Root, "build", "libjprof.so") +
-		"=METRICS=PTT_TIME,RAWGEN,START,NORTDRIVER,LOGPATH=" + dir,
+		"=METHODEVENTS,METRICS=PTT_TIME,RAWGEN,START,NORTDRIVER,LOGPATH=" + dir,
 		"-cp", filepath.Join(s.Opts.Root, "build", "java"), "Accuracy"}
 	if out, err := exec.CommandContext(ctx, s.Opts.Java, args...).CombinedOutput(); err != nil {
 		return fmt.Errorf("accuracy with RAWGEN: %v\n%s", err, out)

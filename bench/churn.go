@@ -52,9 +52,9 @@ func (c *Churn) Run(ctx context.Context, s *Suite, tmp string) error {
 	cp := filepath.Join(o.Root, "build", "java")
 	c.ThreadRows = []*ChurnRow{
 		{Config: Config{Key: "threads-none", Name: "no agent"}},
-		{Config: Config{Key: "threads-idle", Name: "libjprof CALLTREE, not collecting", Agent: LibJProf, Options: "CALLTREE", Idle: true}},
-		{Config: Config{Key: "threads-calltree", Name: "libjprof CALLTREE START", Agent: LibJProf, Options: "CALLTREE"}},
-		{Config: Config{Key: "threads-rtarcf", Name: "libjprof RTARCF START", Agent: LibJProf, Options: rtarcf}},
+		{Config: Config{Key: "threads-idle", Name: "libjprof CALLTREE, not collecting", Agent: LibJProf, Options: "METHODEVENTS,CALLTREE", Idle: true}},
+		{Config: Config{Key: "threads-calltree", Name: "libjprof CALLTREE START", Agent: LibJProf, Options: "METHODEVENTS,CALLTREE"}},
+		{Config: Config{Key: "threads-rtarcf", Name: "libjprof RTARCF START", Agent: LibJProf, Options: methodEvents + rtarcf}},
 	}
 	main := []string{"-cp", cp, "ThreadChurn", strconv.Itoa(c.Threads), "4"}
 	for range churnRounds {
@@ -69,8 +69,8 @@ func (c *Churn) Run(ctx context.Context, s *Suite, tmp string) error {
 	}
 	c.MethodRows = []*ChurnRow{
 		{Config: Config{Key: "methods-none", Name: "no agent"}},
-		{Config: Config{Key: "methods-calltree", Name: "libjprof CALLTREE START", Agent: LibJProf, Options: "CALLTREE"}},
-		{Config: Config{Key: "methods-limit", Name: "libjprof CALLTREE START MAXMETHODS=500000", Agent: LibJProf, Options: "CALLTREE,MAXMETHODS=500000"}},
+		{Config: Config{Key: "methods-calltree", Name: "libjprof CALLTREE START", Agent: LibJProf, Options: "METHODEVENTS,CALLTREE"}},
+		{Config: Config{Key: "methods-limit", Name: "libjprof CALLTREE START MAXMETHODS=500000", Agent: LibJProf, Options: "METHODEVENTS,CALLTREE,MAXMETHODS=500000"}},
 	}
 	main = []string{"-cp", cp, "MethodChurn", strconv.Itoa(c.Loaders)}
 	for _, row := range c.MethodRows {

@@ -67,6 +67,10 @@ const (
 // instructions, which falls back to PTT_TIME (with a warning) without a PMU.
 const rtarcf = "RTARCF,METRICS=PTT_TIME"
 
+// methodEvents names the method-events source, which is not the agent's
+// default (BCI is): every row says which source it measures.
+const methodEvents = "METHODEVENTS,"
+
 // WorkloadConfigs are the rows of the workload table, floor first.
 func WorkloadConfigs() []Config {
 	return []Config{
@@ -74,12 +78,12 @@ func WorkloadConfigs() []Config {
 		{Key: KeyXint, Name: "no agent, -Xint", JVMArgs: []string{"-Xint"}},
 		{Key: KeyEmpty, Name: "empty C agent (floor)", Agent: Empty},
 		{Key: KeyNaive, Name: "naive C agent (CLOCK_THREAD_CPUTIME_ID)", Agent: Naive},
-		{Key: KeyCallTree, Name: "libjprof CALLTREE", Agent: LibJProf, Options: "CALLTREE"},
-		{Key: KeyBPF, Name: "libjprof RTARCF PTT=bpf", Agent: LibJProf, Options: rtarcf + ",PTT=bpf", Backend: "bpf"},
-		{Key: KeyBPFNoCal, Name: "libjprof RTARCF PTT=bpf NOCALIBRATE", Agent: LibJProf, Options: rtarcf + ",PTT=bpf,NOCALIBRATE", Backend: "bpf"},
-		{Key: KeyPerf, Name: "libjprof RTARCF PTT=perf", Agent: LibJProf, Options: rtarcf + ",PTT=perf", Backend: "perf"},
-		{Key: KeyClock, Name: "libjprof RTARCF PTT=clock", Agent: LibJProf, Options: rtarcf + ",PTT=clock", Backend: "clock"},
-		{Key: KeyGeneric, Name: "libjprof CALLTREE GENERIC", Agent: LibJProf, Options: "CALLTREE,GENERIC"},
+		{Key: KeyCallTree, Name: "libjprof CALLTREE", Agent: LibJProf, Options: "METHODEVENTS,CALLTREE"},
+		{Key: KeyBPF, Name: "libjprof RTARCF PTT=bpf", Agent: LibJProf, Options: methodEvents + rtarcf + ",PTT=bpf", Backend: "bpf"},
+		{Key: KeyBPFNoCal, Name: "libjprof RTARCF PTT=bpf NOCALIBRATE", Agent: LibJProf, Options: methodEvents + rtarcf + ",PTT=bpf,NOCALIBRATE", Backend: "bpf"},
+		{Key: KeyPerf, Name: "libjprof RTARCF PTT=perf", Agent: LibJProf, Options: methodEvents + rtarcf + ",PTT=perf", Backend: "perf"},
+		{Key: KeyClock, Name: "libjprof RTARCF PTT=clock", Agent: LibJProf, Options: methodEvents + rtarcf + ",PTT=clock", Backend: "clock"},
+		{Key: KeyGeneric, Name: "libjprof CALLTREE GENERIC", Agent: LibJProf, Options: "METHODEVENTS,CALLTREE,GENERIC"},
 		// The other event sources keep the JIT: compare them with "no agent (JIT)".
 		{Key: KeyBCITree, Name: "libjprof BCI CALLTREE", Agent: LibJProf, Options: "BCI,CALLTREE"},
 		{Key: KeyBCIBPF, Name: "libjprof BCI RTARCF PTT=bpf", Agent: LibJProf, Options: "BCI," + rtarcf + ",PTT=bpf", Backend: "bpf"},
@@ -95,9 +99,9 @@ func JavacConfigs() []Config {
 	return []Config{
 		{Key: KeyJavacNone, Name: "no agent (JIT)", JVMArgs: heap},
 		{Key: KeyJavacEmpty, Name: "empty C agent (floor)", Agent: Empty, JVMArgs: heap},
-		{Key: KeyJavacTree, Name: "libjprof CALLTREE", Agent: LibJProf, Options: "CALLTREE", JVMArgs: heap},
-		{Key: KeyJavacRTArcf, Name: "libjprof RTARCF (best PTT)", Agent: LibJProf, Options: rtarcf, JVMArgs: heap},
-		{Key: KeyJavacGeneric, Name: "libjprof CALLTREE GENERIC (binary log-gen)", Agent: LibJProf, Options: "CALLTREE,GENERIC", JVMArgs: heap},
+		{Key: KeyJavacTree, Name: "libjprof CALLTREE", Agent: LibJProf, Options: "METHODEVENTS,CALLTREE", JVMArgs: heap},
+		{Key: KeyJavacRTArcf, Name: "libjprof RTARCF (best PTT)", Agent: LibJProf, Options: methodEvents + rtarcf, JVMArgs: heap},
+		{Key: KeyJavacGeneric, Name: "libjprof CALLTREE GENERIC (binary log-gen)", Agent: LibJProf, Options: "METHODEVENTS,CALLTREE,GENERIC", JVMArgs: heap},
 		{Key: KeyJavacBCITree, Name: "libjprof BCI CALLTREE", Agent: LibJProf, Options: "BCI,CALLTREE", JVMArgs: heap},
 		{Key: KeyJavacBCI, Name: "libjprof BCI RTARCF (best PTT)", Agent: LibJProf, Options: "BCI," + rtarcf, JVMArgs: heap},
 		{Key: KeyJavacBCIBase, Name: "libjprof BCI RTARCF, java.base instrumented too", Agent: LibJProf, Options: "BCI," + rtarcf,
@@ -107,9 +111,9 @@ func JavacConfigs() []Config {
 		{Key: KeyJavacBCIRootNarrow, Name: "libjprof BCI RTARCF ROOTS=ClassWriter.writeClass", Agent: LibJProf,
 			Options: "BCI," + rtarcf + ",ROOTS=com.sun.tools.javac.jvm.ClassWriter.writeClass", JVMArgs: heap},
 		{Key: KeyJavacRoots, Name: "libjprof RTARCF ROOTS=Attr.attribTree (method events inside the root)", Agent: LibJProf,
-			Options: rtarcf + ",ROOTS=com.sun.tools.javac.comp.Attr.attribTree", JVMArgs: heap},
+			Options: methodEvents + rtarcf + ",ROOTS=com.sun.tools.javac.comp.Attr.attribTree", JVMArgs: heap},
 		{Key: KeyJavacRootsNarrow, Name: "libjprof RTARCF ROOTS=ClassWriter.writeClass (method events inside the root)", Agent: LibJProf,
-			Options: rtarcf + ",ROOTS=com.sun.tools.javac.jvm.ClassWriter.writeClass", JVMArgs: heap},
+			Options: methodEvents + rtarcf + ",ROOTS=com.sun.tools.javac.jvm.ClassWriter.writeClass", JVMArgs: heap},
 	}
 }
 

@@ -65,7 +65,7 @@ func runInterleaved(ctx context.Context, java, agent, cp, tmp string, pairs int,
 		return nil, err
 	}
 	opts := fmt.Sprintf("METRICS=PTT_TIME,PORT=%d,LOGPATH=%s", port, dir)
-	args := []string{"-Xint", "-agentpath:" + agent + "=" + opts, "-cp", cp, "AccuracyAB", strconv.Itoa(port), strconv.Itoa(pairs)}
+	args := []string{"-Xint", "-agentpath:" + agent + "=" + methodEvents + opts, "-cp", cp, "AccuracyAB", strconv.Itoa(port), strconv.Itoa(pairs)}
 	if bci {
 		args = []string{"-agentpath:" + agent + "=BCI," + opts, "-cp", cp, "AccuracyAB", strconv.Itoa(port), strconv.Itoa(pairs), "20"}
 	}

@@ -315,7 +315,7 @@ func (p *JFR) unwind(ctx context.Context, s *Suite, tmp string) error {
 		Main: []string{src}, Dir: dir}, s.Opts.Timeout); err != nil {
 		return err
 	}
-	c := Config{Agent: LibJProf, Options: "BCI,CALLTREE,INCLUDE=JFRUnwind"}
+	c := Config{Agent: LibJProf, Options: "BCI,ALLMETHODS,CALLTREE,INCLUDE=JFRUnwind"}
 	res, err := runJVM(ctx, p.Java, c.run(&s.Opts, dir, src), s.Opts.Timeout)
 	if err != nil {
 		return err

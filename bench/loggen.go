@@ -62,7 +62,7 @@ func (l *LogGen) Title() string { return "log-gen size, parse and tree build" }
 func (l *LogGen) Run(ctx context.Context, s *Suite, tmp string) error {
 	o := &s.Opts
 	for _, format := range []string{"binary", "text"} {
-		c := Config{Key: "loggen-" + format, Agent: LibJProf, Options: rtarcf + ",GENERIC,GENFORMAT=" + format}
+		c := Config{Key: "loggen-" + format, Agent: LibJProf, Options: methodEvents + rtarcf + ",GENERIC,GENFORMAT=" + format}
 		main := []string{"-cp", filepath.Join(o.Root, "build", "java"), "BenchWorkload", strconv.Itoa(o.Ops), strconv.Itoa(o.WarmOps), strconv.Itoa(o.Reps)}
 		res, err := runJVM(ctx, o.Java, c.run(o, tmp, main...), o.Timeout)
 		if err != nil {

@@ -234,6 +234,7 @@ func (s *Suite) Targets() []Target {
 	}
 	ts = append(ts, tg)
 	ts = append(ts, threadTargets(part[*Threads](s))...)
+	ts = append(ts, realTargets(part[*Real](s))...)
 	return append(ts, accuracyTargets(part[*SampleAccuracy](s))...)
 }
 

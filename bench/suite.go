@@ -27,6 +27,11 @@ type Options struct {
 	Rounds  int // interleaved rounds of the workload session
 
 	JavacRounds int // rounds of the javac runs; 0 skips them
+	// RealRounds is the rounds of the real programs (H2, groovy; default
+	// 5, negative skips them); RealSmall runs them on small inputs (the
+	// smoke test).
+	RealRounds int
+	RealSmall  bool
 	// JavacArgs replace the default javac arguments (-d <tmp> and a
 	// snapshot of java/src/*.java); the smoke test passes -version.
 	JavacArgs []string
@@ -79,6 +84,9 @@ func (o *Options) defaults() {
 	if o.JavacRounds < 0 {
 		o.JavacRounds = 0
 	}
+	if o.RealRounds == 0 {
+		o.RealRounds = 5
+	}
 	if o.StressRuns <= 0 {
 		o.StressRuns = 100
 	}
@@ -121,11 +129,11 @@ type Part interface {
 
 // DefaultParts are the sections of BENCHMARKS.md in order.
 func DefaultParts() []Part {
-	return []Part{&Workload{}, &Javac{}, &Sampling{}, &JFR{}, &SampleAccuracy{}, &Churn{}, &Threads{}, &ReadCost{}, &LogGen{}, &Calibration{}}
+	return []Part{&Workload{}, &Javac{}, &Real{}, &Sampling{}, &JFR{}, &SampleAccuracy{}, &Churn{}, &Threads{}, &ReadCost{}, &LogGen{}, &Calibration{}}
 }
 
 // partNames name DefaultParts for SelectParts, in order.
-var partNames = []string{"workload", "javac", "sampling", "jfr", "accuracy", "churn", "threads", "readcost", "loggen", "calibration"}
+var partNames = []string{"workload", "javac", "real", "sampling", "jfr", "accuracy", "churn", "threads", "readcost", "loggen", "calibration"}
 
 // PartNames are the names SelectParts takes.
 func PartNames() []string { return append([]string(nil), partNames...) }

@@ -89,8 +89,8 @@ func (t *Threads) stress(ctx context.Context, s *Suite, tmp, shim string) error 
 	o := &s.Opts
 	delay := []string{"LD_PRELOAD=" + shim, stressDelayEnv}
 	for _, c := range []struct{ key, name, opts string }{
-		{"calltree", "CALLTREE (method events)", "CALLTREE"},
-		{"bci", "BCI CALLTREE", "BCI,CALLTREE"},
+		{"calltree", "CALLTREE (method events)", "METHODEVENTS,CALLTREE"},
+		{"bci", "BCI CALLTREE", "BCI,ALLMETHODS,CALLTREE"},
 		{"sample", "SAMPLE (1 ms)", "SAMPLE"},
 	} {
 		t.Stress = append(t.Stress,
@@ -150,7 +150,7 @@ func (t *Threads) stress(ctx context.Context, s *Suite, tmp, shim string) error 
 // refused by the fault shim), interleaved.
 func (t *Threads) fallback(ctx context.Context, s *Suite, tmp, shim string) error {
 	o := &s.Opts
-	cfg := Config{Key: "fallback", Agent: LibJProf, Options: fmt.Sprintf("%s,PTT=bpf,PTTSLOTS=%d", rtarcf, pairsSlots)}
+	cfg := Config{Key: "fallback", Agent: LibJProf, Options: fmt.Sprintf("%s%s,PTT=bpf,PTTSLOTS=%d", methodEvents, rtarcf, pairsSlots)}
 	main := []string{"-cp", filepath.Join(o.Root, "build", "java"), "FallbackPairs", strconv.Itoa(pairsWorkers), strconv.Itoa(t.Rounds)}
 	for i := 0; i < t.JVMs; i++ {
 		for _, backend := range []string{"perf", "clock"} {

@@ -441,18 +441,18 @@ void jp_bci_vm_init(JNIEnv *jni)
 		(*jni)->ExceptionClear(jni);
 		bci_notef("BCI: Probe.rooted not found (jprof-bci.jar does not match libjprof.so): with ROOTS, only the roots are seen");
 	}
-	bci.m_transform = (*jni)->GetStaticMethodID(jni, t, "transform", "(Ljava/lang/ClassLoader;Ljava/lang/String;Z[B)[B");
+	bci.m_transform = (*jni)->GetStaticMethodID(jni, t, "transform", "(Ljava/lang/ClassLoader;Ljava/lang/String;Z[BI)[B");
 	bci.m_sizes = (*jni)->GetStaticMethodID(jni, t, "sizes", "()[J");
 	(*jni)->ExceptionClear(jni);
 	bci.m_wanted = (*jni)->GetStaticMethodID(jni, t, "wanted", "(Ljava/lang/String;Z)Z");
-	bci.m_init = (*jni)->GetStaticMethodID(jni, t, "init", "(Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;)V");
+	bci.m_init = (*jni)->GetStaticMethodID(jni, t, "init", "(Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;I)V");
 	bci.m_roots = (*jni)->GetStaticMethodID(jni, t, "setRoots", "(Ljava/lang/String;)V");
 	bci.m_expand = (*jni)->GetStaticMethodID(jni, t, "expand", "(I)V");
 	if (bci.m_transform && bci.m_wanted && bci.m_init && bci.m_roots && bci.m_expand) {
 		jstring inc = (*jni)->NewStringUTF(jni, bci.include);
 		jstring exc = (*jni)->NewStringUTF(jni, bci.exclude);
 		jstring roots = (*jni)->NewStringUTF(jni, bci.roots);
-		(*jni)->CallStaticVoidMethod(jni, t, bci.m_init, inc, exc, roots);
+		(*jni)->CallStaticVoidMethod(jni, t, bci.m_init, inc, exc, roots, (jint)bci.flags);
 		bci.selective = bci.roots[0] != 0 && strcmp(bci.roots, "all") != 0;
 	}
 	if ((*jni)->ExceptionCheck(jni) || !bci.m_transform || !bci.m_wanted || !bci.m_init || !bci.m_roots || !bci.m_expand) {

@@ -22,6 +22,13 @@ type BCIConfig struct {
 	// Roots, when set, instruments only the methods reachable from these
 	// root methods, in the normalized form of agent/roots.go ("a.B.m+c.D.*").
 	Roots string
+	// AllMethods instruments trivial methods too (see Trivial.java:
+	// call-free, loop-free methods of at most 35 bytes of bytecode).
+	AllMethods bool
+	// Natives wraps native methods so that they are seen (JVMTI's native
+	// method prefix); classes loaded before collection starts and, with
+	// ROOTS, every class keep their natives unseen.
+	Natives bool
 	// Note receives what log-msg should say: classes or methods left as
 	// they were, and why (a warning), or, prefixed "info: ", what was
 	// done. Called from Java threads; must not block long.
@@ -42,7 +49,14 @@ func configureBCI(c *BCIConfig) error {
 	bciNote = c.Note
 	bciNoteMu.Unlock()
 	var errbuf [256]C.char
-	if C.jp_bci_configure(ci, ce, cr, &errbuf[0], C.int(len(errbuf))) != 0 {
+	var flags C.int
+	if c.AllMethods {
+		flags |= C.JP_BCI_ALL_METHODS
+	}
+	if c.Natives {
+		flags |= C.JP_BCI_NATIVES
+	}
+	if C.jp_bci_configure(ci, ce, cr, flags, &errbuf[0], C.int(len(errbuf))) != 0 {
 		return fmt.Errorf("%s", C.GoString(&errbuf[0]))
 	}
 	return nil
@@ -142,15 +156,23 @@ type BCISizes struct {
 	Declared      uint64 // method names+descriptors those classes declare
 	Reached       uint64 // methods calls inside a root reached
 	ClassesForgot uint64 // classes forgotten as their loaders were collected
+	// TrivialLeft counts the trivial methods left uninstrumented and
+	// NativesWrapped the native methods wrapped, at their classes' first
+	// loads.
+	TrivialLeft, NativesWrapped uint64
 }
+
+// NativesRefused is the JVMTI error that kept native methods from being
+// wrapped (the VM refused a native method prefix), 0 if none.
+func (BCI) NativesRefused() int { return int(C.jp_bci_natives_refused()) }
 
 // Sizes reads them; false if the transformer cannot be asked. The caller
 // must be a thread attached to the VM.
 func (BCI) Sizes() (BCISizes, bool) {
-	var v [5]C.uint64_t
+	var v [C.JP_BCI_NSIZES]C.uint64_t
 	if C.jp_bci_sizes(&v[0]) != 0 {
 		return BCISizes{}, false
 	}
 	return BCISizes{MethodNames: uint64(v[0]), Classes: uint64(v[1]), Declared: uint64(v[2]), Reached: uint64(v[3]),
-		ClassesForgot: uint64(v[4])}, true
+		ClassesForgot: uint64(v[4]), TrivialLeft: uint64(v[5]), NativesWrapped: uint64(v[6])}, true
 }

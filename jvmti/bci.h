@@ -14,6 +14,8 @@ struct jp_bci_state {
 	char *include; /* package prefixes, may be "" */
 	char *exclude;
 	char *roots;   /* ROOTS patterns, "" for every method */
+	int flags;     /* JP_BCI_ALL_METHODS, JP_BCI_NATIVES */
+	int natives_refused; /* the JVMTI error that kept natives unwrapped, 0 */
 	volatile int ready;         /* Java side set up (after VM init) */
 	volatile int instrumenting; /* rewrite classes as they load */
 	jclass transformer;         /* global ref */
@@ -41,6 +43,13 @@ struct jp_bci_state {
 	uint64_t expands, expand_ns; /* selective: first runs inside a root followed, and their time */
 };
 extern struct jp_bci_state bci;
+
+/* Transformer.transform's how: the class is being retransformed; its
+ * native methods were wrapped at its first load. */
+#define JP_BCI_RETRANSFORMING 1
+#define JP_BCI_WRAPPED 2
+/* Transformer.NATIVE_PREFIX */
+#define JP_BCI_NATIVE_PREFIX "$$jprof$$"
 
 /* Inside the transformer: classes it loads itself are not rewritten. */
 extern __thread int bci_busy;

@@ -17,7 +17,7 @@
 
 /* jp_bci_configure is called by Go before jp_vm_setup: the source's jar
  * (found beside this library), package filters and roots. */
-int jp_bci_configure(const char *include, const char *exclude, const char *roots, char *err, int errlen)
+int jp_bci_configure(const char *include, const char *exclude, const char *roots, int flags, char *err, int errlen)
 {
 	Dl_info di;
 	if (dladdr((void *)jp_bci_configure, &di) == 0 || di.dli_fname == NULL) {
@@ -42,6 +42,7 @@ int jp_bci_configure(const char *include, const char *exclude, const char *roots
 	bci.include = strdup(include);
 	bci.exclude = strdup(exclude);
 	bci.roots = strdup(roots);
+	bci.flags = flags;
 	jpvm.bci = 1;
 	return 0;
 }
@@ -59,6 +60,20 @@ int jp_bci_onload(jvmtiEnv *jvmti, char *err, int errlen)
 		snprintf(err, errlen, "BCI: AddCapabilities(retransform classes) failed: JVMTI error %d", (int)e);
 		return -1;
 	}
+	if (bci.flags & JP_BCI_NATIVES) {
+		/* Native methods are seen through wrappers that call the native
+		 * renamed with this prefix (Transformer.NATIVE_PREFIX), which the
+		 * VM then links to the original name's code. */
+		memset(&caps, 0, sizeof caps);
+		caps.can_set_native_method_prefix = 1;
+		e = (*jvmti)->AddCapabilities(jvmti, &caps);
+		if (e == JVMTI_ERROR_NONE)
+			e = (*jvmti)->SetNativeMethodPrefix(jvmti, JP_BCI_NATIVE_PREFIX);
+		if (e != JVMTI_ERROR_NONE) {
+			bci.flags &= ~JP_BCI_NATIVES;
+			bci.natives_refused = (int)e;
+		}
+	}
 	e = (*jvmti)->AddToBootstrapClassLoaderSearch(jvmti, bci.jar);
 	if (e != JVMTI_ERROR_NONE) {
 		snprintf(err, errlen, "BCI: AddToBootstrapClassLoaderSearch(%s) failed: JVMTI error %d", bci.jar, (int)e);
@@ -72,11 +87,32 @@ int jp_bci_onload(jvmtiEnv *jvmti, char *err, int errlen)
 	return 0;
 }
 
+/* bci_wrapped says whether a class has native methods renamed with the
+ * prefix: its natives were wrapped when it loaded, and a retransformation
+ * must wrap them again (it cannot remove methods). */
+static int bci_wrapped(jvmtiEnv *jvmti, jclass c)
+{
+	jint n = 0;
+	jmethodID *ms = NULL;
+	int found = 0;
+	if ((*jvmti)->GetClassMethods(jvmti, c, &n, &ms) != JVMTI_ERROR_NONE)
+		return 0;
+	size_t pl = strlen(JP_BCI_NATIVE_PREFIX);
+	for (jint i = 0; i < n && !found; i++) {
+		char *mn = NULL;
+		if ((*jvmti)->GetMethodName(jvmti, ms[i], &mn, NULL, NULL) == JVMTI_ERROR_NONE && mn != NULL) {
+			found = strncmp(mn, JP_BCI_NATIVE_PREFIX, pl) == 0;
+			(*jvmti)->Deallocate(jvmti, (unsigned char *)mn);
+		}
+	}
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)ms);
+	return found;
+}
+
 void JNICALL jp_bci_class_file_load(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefined, jobject loader,
 				    const char *name, jobject pd, jint len, const unsigned char *data,
 				    jint *new_len, unsigned char **new_data)
 {
-	(void)redefined;
 	(void)pd;
 	if (!bci.ready || !bci.instrumenting || bci_busy || name == NULL || jni == NULL || jp.dead)
 		return;
@@ -92,8 +128,11 @@ void JNICALL jp_bci_class_file_load(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefin
 	jbyteArray out = NULL;
 	if (jname != NULL && in != NULL) {
 		(*jni)->SetByteArrayRegion(jni, in, 0, len, (const jbyte *)data);
+		jint how = 0;
+		if (redefined != NULL)
+			how = JP_BCI_RETRANSFORMING | (bci_wrapped(jvmti, redefined) ? JP_BCI_WRAPPED : 0);
 		out = (jbyteArray)(*jni)->CallStaticObjectMethod(jni, bci.transformer, bci.m_transform, loader, jname,
-								 (jboolean)(loader == NULL), in);
+								 (jboolean)(loader == NULL), in, how);
 	}
 	if ((*jni)->ExceptionCheck(jni)) {
 		(*jni)->ExceptionClear(jni);
@@ -335,14 +374,19 @@ int jp_bci_sizes(uint64_t *out)
 	}
 	int rc = -1;
 	jlongArray a = (jlongArray)(*jni)->CallStaticObjectMethod(jni, bci.transformer, bci.m_sizes);
-	if (!(*jni)->ExceptionCheck(jni) && a != NULL && (*jni)->GetArrayLength(jni, a) == 5) {
-		jlong v[5];
-		(*jni)->GetLongArrayRegion(jni, a, 0, 5, v);
-		for (int i = 0; i < 5; i++)
+	if (!(*jni)->ExceptionCheck(jni) && a != NULL && (*jni)->GetArrayLength(jni, a) == JP_BCI_NSIZES) {
+		jlong v[JP_BCI_NSIZES];
+		(*jni)->GetLongArrayRegion(jni, a, 0, JP_BCI_NSIZES, v);
+		for (int i = 0; i < JP_BCI_NSIZES; i++)
 			out[i] = (uint64_t)v[i];
 		rc = 0;
 	}
 	(*jni)->ExceptionClear(jni);
 	(*jni)->PopLocalFrame(jni, NULL);
 	return rc;
+}
+
+int jp_bci_natives_refused(void)
+{
+	return bci.natives_refused;
 }

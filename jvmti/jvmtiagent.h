@@ -138,7 +138,11 @@ void JNICALL jp_cb_roots_method_exit(jvmtiEnv *jvmti, JNIEnv *jni, jthread threa
 
 /* The bytecode-instrumentation source (bci.c). */
 extern const jp_source jp_bci;
-int jp_bci_configure(const char *include, const char *exclude, const char *roots, char *err, int errlen);
+/* jp_bci_configure's flags (Transformer.init's): instrument trivial
+ * methods too; wrap native methods. */
+#define JP_BCI_ALL_METHODS 1
+#define JP_BCI_NATIVES 2
+int jp_bci_configure(const char *include, const char *exclude, const char *roots, int flags, char *err, int errlen);
 int jp_bci_roots(const char *roots, char *err, int errlen);
 int jp_bci_onload(jvmtiEnv *jvmti, char *err, int errlen);
 void jp_bci_vm_init(JNIEnv *jni);
@@ -151,7 +155,12 @@ void jp_bci_die(void);
  * their total time (ns, the retransformations they made included), and
  * the root methods instrumented since the roots were set. */
 void jp_bci_stats(uint64_t *out);
+/* jp_bci_sizes fills out[JP_BCI_NSIZES]: Transformer.sizes. */
+#define JP_BCI_NSIZES 7
 int jp_bci_sizes(uint64_t *out);
+/* jp_bci_natives_refused is the JVMTI error that kept native methods
+ * from being wrapped (no native method prefix), 0 if none did. */
+int jp_bci_natives_refused(void);
 /* jp_mid_name_of is a method's name as the registry writes it,
  * "pkg/Class.name(desc)" (malloc'd; NULL without memory), asking the VM. */
 char *jp_mid_name_of(jmethodID mid);

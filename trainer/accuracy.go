@@ -73,7 +73,7 @@ func Accuracy(ctx context.Context, cfg AccuracyConfig) ([]AccuracyRow, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	opts := "METRICS=PTT_TIME,START,NORTDRIVER,LOGPATH=" + dir
+	opts := "METHODEVENTS,METRICS=PTT_TIME,START,NORTDRIVER,LOGPATH=" + dir
 	if cfg.AgentOptions != "" {
 		opts += "," + cfg.AgentOptions
 	}

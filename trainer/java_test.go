@@ -157,7 +157,7 @@ func TestTrainWithAgent(t *testing.T) {
 	require.NoError(t, tab.Write(f))
 	require.NoError(t, f.Close())
 	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop",
-		Options: "METRICS=PTT_TIME,START,NORTDRIVER,PTT=" + tab.Backend + ",CALTABLE=" + in + ",CALOUT=" + out})
+		Options: "METHODEVENTS,METRICS=PTT_TIME,START,NORTDRIVER,PTT=" + tab.Backend + ",CALTABLE=" + in + ",CALOUT=" + out})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	assert.Contains(t, strings.Join(r.LogRT(t, 1).Notes, "\n"), "from table "+in)
 	g, err := os.Open(out)

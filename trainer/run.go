@@ -174,7 +174,9 @@ func trainerRun(ctx context.Context, cfg *Config, dir string, own ...string) (st
 	}
 	// CALTABLE=none: each run's minima must come from that run alone, not
 	// from a table built into the agent (perhaps by an earlier training).
-	opts := append([]string{"RTARCF", "START", "NORTDRIVER", "CALTABLE=none", "METRICS=" + cfg.Metric}, own...)
+	// METHODEVENTS: the source trained unless AgentOptions names another
+	// (a later source option wins).
+	opts := append([]string{"METHODEVENTS", "RTARCF", "START", "NORTDRIVER", "CALTABLE=none", "METRICS=" + cfg.Metric}, own...)
 	opts = append(opts, "LOGPATH="+dir)
 	if cfg.Backend != "" {
 		opts = append(opts, "PTT="+cfg.Backend)

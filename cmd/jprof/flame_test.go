@@ -97,7 +97,7 @@ func frameRect(t *testing.T, b *browsertest.Browser, name string) rect {
 // merged view.
 func TestFlameBrowser(t *testing.T) {
 	b := browsertest.Start(t)
-	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "RTARCF,START,NORTDRIVER"})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METHODEVENTS,RTARCF,START,NORTDRIVER"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	logRT := r.File("rt.1")
 	// The page shows Java's names (the default), so the expectations

@@ -239,7 +239,7 @@ func TestPprofNamesReal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a JVM and go tool pprof")
 	}
-	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "RTARCF,START,NORTDRIVER"})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METHODEVENTS,RTARCF,START,NORTDRIVER"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	logRT := r.File("rt.1")
 	out := filepath.Join(t.TempDir(), "hellop.pb.gz")

@@ -24,7 +24,7 @@ import (
 func TestNameFormsReal(t *testing.T) {
 	// CALLTREE: every node's value is its calls, never 0 (a calibrated
 	// tiny method's can be, and collapsed stacks leave 0 out).
-	r := jvmtest.Start(t, jvmtest.Run{Class: "NameForms", Options: "CALLTREE,START,NORTDRIVER"})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "NameForms", Options: "METHODEVENTS,CALLTREE,START,NORTDRIVER"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	require.Contains(t, r.Stdout, "nameforms: first=0")
 	logRT := r.File("rt.1")

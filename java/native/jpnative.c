@@ -24,3 +24,10 @@ JNIEXPORT jint JNICALL Java_Natives_callsBack(JNIEnv *env, jobject self, jint x)
 		return -1;
 	return (*env)->CallIntMethod(env, self, cb, x);
 }
+
+JNIEXPORT jlong JNICALL Java_Driven_nmul(JNIEnv *env, jclass cls, jint x)
+{
+	(void)env;
+	(void)cls;
+	return (jlong)x * 31;
+}

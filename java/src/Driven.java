@@ -3,12 +3,14 @@ import java.io.InputStreamReader;
 
 /** A program driven from stdin, so tests can interleave its work with
  *  rtdriver commands: "call N" calls work() N times and answers "done N";
+ *  "ncall N" calls the native nmul() N times and answers "ndone N";
  *  "quit" ends it. */
 public class Driven {
     static long total;
 
     static long work(int x) { return leaf(x) + 1; }
     static long leaf(int x) { return x * 31L; }
+    static native long nmul(int x);
 
     public static void main(String[] args) throws Exception {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
@@ -26,6 +28,15 @@ public class Driven {
                     total += work(i);
                 }
                 System.out.println("done " + n);
+                System.out.flush();
+            }
+            if (line.startsWith("ncall ")) {
+                System.loadLibrary("jpnative");
+                int n = Integer.parseInt(line.substring(6).trim());
+                for (int i = 0; i < n; i++) {
+                    total += nmul(i);
+                }
+                System.out.println("ndone " + n);
                 System.out.flush();
             }
         }

@@ -7,14 +7,17 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 
 import org.objectweb.asm.ClassReader;
 import org.objectweb.asm.ClassTooLargeException;
 import org.objectweb.asm.ClassVisitor;
 import org.objectweb.asm.ClassWriter;
+import org.objectweb.asm.Label;
 import org.objectweb.asm.MethodTooLargeException;
 import org.objectweb.asm.MethodVisitor;
 import org.objectweb.asm.Opcodes;
+import org.objectweb.asm.Type;
 
 /**
  * Transformer rewrites class files so that every method with code reports
@@ -36,8 +39,9 @@ public final class Transformer {
     static final String PROBE = "libjprof/bci/Probe";
     private static final int V1_6 = 50;
 
-    /** Engine types: i (static) and I, as the JVMTI source gives them. */
-    private static final int TYPE_STATIC = 0, TYPE_INSTANCE = 1;
+    /** Engine types: i (static), I, n (static native) and N, as the
+     *  JVMTI source gives them. */
+    private static final int TYPE_STATIC = 0, TYPE_INSTANCE = 1, TYPE_NATIVE_STATIC = 4, TYPE_NATIVE = 5;
 
     private static Set<String> basePackages = new HashSet<>();
     /** -Dlibjprof.bci.base=true: java.base too (an experiment, for the
@@ -51,13 +55,36 @@ public final class Transformer {
     /** Selective instrumentation (ROOTS), or null: every method. */
     static volatile Selective selective;
 
+    /** init's flags: instrument trivial methods too (ALLMETHODS); wrap
+     *  native methods (see NATIVE_PREFIX). */
+    static final int ALL_METHODS = 1, NATIVES = 2;
+    /** transform's: the class is being retransformed; it is, and its
+     *  native methods were wrapped at its first load. */
+    static final int RETRANSFORMING = 1, WRAPPED = 2;
+    private static int flags;
+    /** Trivial methods left uninstrumented, counted at their class's first load. */
+    private static final AtomicLong trivialLeft = new AtomicLong();
+    /** Native methods wrapped, counted at their class's first load. */
+    private static final AtomicLong nativesWrapped = new AtomicLong();
+
+    /**
+     * A native method foo is seen under BCI by renaming it to
+     * NATIVE_PREFIX + foo, still native, and giving foo a body that calls
+     * it between the probes: JVMTI's native method prefix (set by the
+     * agent, jvmti/bci_classes.c) makes the VM link the renamed method to
+     * foo's native code. A class gets the wrappers only when it first
+     * loads (a retransformation cannot add methods) and keeps them.
+     */
+    static final String NATIVE_PREFIX = "$$jprof$$";
+
     /**
      * init runs once, from the agent at VM init: the packages of java.base
      * (never instrumented), the boot layer's modules by package (with
      * ROOTS, the JDK's are left alone but the roots') and the package
      * filters (comma-separated, dotted or slashed prefixes).
      */
-    public static void init(String include, String exclude, String roots) {
+    public static void init(String include, String exclude, String roots, int flags) {
+        Transformer.flags = flags;
         Map<String, Module> mods = new HashMap<>();
         Set<String> base = new HashSet<>();
         for (Module m : ModuleLayer.boot().modules()) {
@@ -169,10 +196,17 @@ public final class Transformer {
         return false;
     }
 
-    /** transform returns the instrumented class, or null to keep it. */
-    public static byte[] transform(ClassLoader loader, String cls, boolean boot, byte[] bytes) {
+    /** transform returns the instrumented class, or null to keep it.
+     *  how: RETRANSFORMING, WRAPPED. Native methods are wrapped at a
+     *  wanted class's first load, without ROOTS, and again at each of its
+     *  retransformations: they must keep the methods they had. */
+    public static byte[] transform(ClassLoader loader, String cls, boolean boot, byte[] bytes, int how) {
         try {
-            if (!wanted(cls, boot)) {
+            boolean wanted = wanted(cls, boot);
+            boolean wrap = (how & RETRANSFORMING) == 0
+                    ? wanted && (flags & NATIVES) != 0 && selective == null
+                    : (how & WRAPPED) != 0;
+            if (!wanted && !wrap) {
                 if (selective != null)
                     Selective.record(reader(bytes), cls, Set.of(), null, loader);
                 return null;
@@ -188,7 +222,7 @@ public final class Transformer {
                     // whose bytes a class file hook changed, as for
                     // java.instrument's agents; TestBCINamedModules checks
                     // a JDK module's classes run instrumented.
-                    return rewrite(bytes, skip, loader);
+                    return rewrite(bytes, skip, loader, how, wanted, wrap);
                 } catch (MethodTooLargeException e) {
                     String what = e.getMethodName() + e.getDescriptor();
                     if (!skip.add(what) || attempt > 64)
@@ -228,10 +262,10 @@ public final class Transformer {
         return new ClassReader(asmReadable(bytes));
     }
 
-    private static byte[] rewrite(byte[] bytes, Set<String> skip, ClassLoader loader) {
+    private static byte[] rewrite(byte[] bytes, Set<String> skip, ClassLoader loader, int how, boolean wanted, boolean wrap) {
         // The result gets its own version back.
         int major = major(bytes);
-        byte[] out = rewrite0(asmReadable(bytes), skip, loader);
+        byte[] out = rewrite0(asmReadable(bytes), skip, loader, how, wanted, wrap);
         if (out != null && major > ASM_MAX_MAJOR) {
             out[6] = (byte) (major >> 8);
             out[7] = (byte) major;
@@ -239,21 +273,39 @@ public final class Transformer {
         return out;
     }
 
-    private static byte[] rewrite0(byte[] bytes, Set<String> skip, ClassLoader loader) {
+    private static byte[] rewrite0(byte[] bytes, Set<String> skip, ClassLoader loader, int how, boolean wanted, boolean wrap) {
         ClassReader cr = new ClassReader(bytes);
         if ((cr.getAccess() & Opcodes.ACC_MODULE) != 0)
             return null;
         int version = cr.readUnsignedShort(6);
+        boolean first = (how & RETRANSFORMING) == 0;
         Selective sel = selective;
         Set<String> only = null;
-        if (sel != null) {
+        if (!wanted) {
+            only = Set.of(); // only the wrappers a retransformation must keep
+            if (sel != null)
+                Selective.record(cr, cr.getClassName(), Set.of(), null, loader);
+        } else if (sel != null) {
             only = sel.select(cr, cr.getClassName(), bytes, loader);
-            if (only.isEmpty())
+            if (only.isEmpty() && !wrap)
                 return null;
         }
+        Set<String> trivial = (flags & ALL_METHODS) != 0 ? Set.of() : Trivial.scan(cr);
+        if (sel != null && !trivial.isEmpty()) {
+            // A root is instrumented whatever its size.
+            Set<String> t = new HashSet<>();
+            for (String m : trivial)
+                if (!sel.isRoot(cr.getClassName(), m.substring(0, m.indexOf('('))))
+                    t.add(m);
+            trivial = t;
+        }
         ClassWriter cw = new ClassWriter(cr, 0); // MethodProbes gives the maxima
-        Instrument ci = new Instrument(cw, version, skip, only, sel);
+        Instrument ci = new Instrument(cw, version, skip, only, sel, trivial, wrap);
         cr.accept(ci, ClassReader.EXPAND_FRAMES);
+        if (first && ci.changed) {
+            trivialLeft.addAndGet(ci.trivialLeft);
+            nativesWrapped.addAndGet(ci.wrapped);
+        }
         return ci.changed ? cw.toByteArray() : null;
     }
 
@@ -263,13 +315,13 @@ public final class Transformer {
      * most MAXMETHODS, the engine's own bound: past it, the engine hands
      * out its overflow handle (negative here), which is not kept.
      */
-    static int id(String cls, String name, String desc, boolean isStatic) {
+    static int id(String cls, String name, String desc, int type) {
         String full = cls + "." + name + desc;
         Integer h = ids.get(full);
         if (h == null) {
             int[] over = new int[1];
             h = ids.computeIfAbsent(full, k -> {
-                int r = Probe.register(k, isStatic ? TYPE_STATIC : TYPE_INSTANCE);
+                int r = Probe.register(k, type);
                 over[0] = r;
                 return r < 0 ? null : r;
             });
@@ -281,28 +333,36 @@ public final class Transformer {
     }
 
     /** sizes is what log-msg's BCI summary says of the transformer's
-     *  maps: method names registered, then Selective.sizes. */
+     *  maps: method names registered, then Selective.sizes, then the
+     *  trivial methods left out and the native methods wrapped. */
     static long[] sizes() {
         long[] s = Selective.sizes();
-        long[] out = new long[s.length + 1];
+        long[] out = new long[s.length + 3];
         out[0] = ids.size();
         System.arraycopy(s, 0, out, 1, s.length);
+        out[s.length + 1] = trivialLeft.get();
+        out[s.length + 2] = nativesWrapped.get();
         return out;
     }
 
     static final class Instrument extends ClassVisitor {
         final int version;
-        final Set<String> skip, only;
+        final Set<String> skip, only, trivial;
         final Selective sel;
+        final boolean wrap;
         String cls;
         boolean changed;
+        long trivialLeft, wrapped;
 
-        Instrument(ClassVisitor cv, int version, Set<String> skip, Set<String> only, Selective sel) {
+        Instrument(ClassVisitor cv, int version, Set<String> skip, Set<String> only, Selective sel,
+                Set<String> trivial, boolean wrap) {
             super(Opcodes.ASM9, cv);
             this.version = version;
             this.skip = skip;
             this.only = only;
             this.sel = sel;
+            this.trivial = trivial;
+            this.wrap = wrap;
         }
 
         @Override
@@ -313,21 +373,70 @@ public final class Transformer {
 
         @Override
         public MethodVisitor visitMethod(int access, String name, String desc, String sig, String[] exc) {
+            if ((access & Opcodes.ACC_NATIVE) != 0 && wrap) {
+                wrapNative(access, name, desc, sig, exc);
+                return null;
+            }
             MethodVisitor mv = super.visitMethod(access, name, desc, sig, exc);
             if ((access & (Opcodes.ACC_ABSTRACT | Opcodes.ACC_NATIVE)) != 0 || skip.contains(name + desc)
                     || (only != null && !only.contains(name + desc)))
                 return mv;
-            changed = true;
-            int h = id(cls, name, desc, (access & Opcodes.ACC_STATIC) != 0);
-            String[] probes = MethodProbes.ALL;
-            if (sel != null) {
-                probes = MethodProbes.SUB;
-                if (sel.isRoot(cls, name)) {
-                    Probe.markRoot(h);
-                    probes = MethodProbes.ROOT;
-                }
+            if (trivial.contains(name + desc)) {
+                trivialLeft++;
+                return mv;
             }
-            return new MethodProbes(mv, access, name, desc, h, version >= V1_6 + 1, probes);
+            changed = true;
+            int h = id(cls, name, desc, (access & Opcodes.ACC_STATIC) != 0 ? TYPE_STATIC : TYPE_INSTANCE);
+            return new MethodProbes(mv, access, name, desc, h, version >= V1_6 + 1, probes(h, name));
+        }
+
+        /** The probes of a method: every method's, or under ROOTS a root's
+         *  or a method's that may run inside one. */
+        private String[] probes(int h, String name) {
+            if (sel == null)
+                return MethodProbes.ALL;
+            if (sel.isRoot(cls, name)) {
+                Probe.markRoot(h);
+                return MethodProbes.ROOT;
+            }
+            return MethodProbes.SUB;
+        }
+
+        /**
+         * wrapNative writes native foo as a native NATIVE_PREFIX+foo,
+         * private (nothing else calls it; the JVM links it by foo's
+         * name) and a method foo of foo's access that calls it, with the
+         * probes around the call.
+         */
+        private void wrapNative(int access, String name, String desc, String sig, String[] exc) {
+            changed = true;
+            wrapped++;
+            boolean isStatic = (access & Opcodes.ACC_STATIC) != 0;
+            int nacc = Opcodes.ACC_PRIVATE | Opcodes.ACC_NATIVE | Opcodes.ACC_SYNTHETIC | (access & Opcodes.ACC_STATIC);
+            MethodVisitor nat = super.visitMethod(nacc, NATIVE_PREFIX + name, desc, sig, exc);
+            if (nat != null)
+                nat.visitEnd();
+            int h = id(cls, name, desc, isStatic ? TYPE_NATIVE_STATIC : TYPE_NATIVE);
+            MethodVisitor mv = super.visitMethod(access & ~Opcodes.ACC_NATIVE, name, desc, sig, exc);
+            // Generated code goes through MethodProbes as a method's own
+            // would: the entry probe, the exit probe before the return and
+            // the catch-all around the call.
+            MethodVisitor w = new MethodProbes(mv, access & ~Opcodes.ACC_NATIVE, name, desc, h, version >= V1_6 + 1, probes(h, name));
+            w.visitCode();
+            int slot = 0;
+            if (!isStatic)
+                w.visitVarInsn(Opcodes.ALOAD, slot++);
+            for (Type t : Type.getArgumentTypes(desc)) {
+                w.visitVarInsn(t.getOpcode(Opcodes.ILOAD), slot);
+                slot += t.getSize();
+            }
+            w.visitMethodInsn(isStatic ? Opcodes.INVOKESTATIC : Opcodes.INVOKESPECIAL, cls, NATIVE_PREFIX + name, desc, false);
+            Type ret = Type.getReturnType(desc);
+            w.visitInsn(ret.getOpcode(Opcodes.IRETURN));
+            Label end = new Label();
+            w.visitLabel(end);
+            w.visitMaxs(Math.max(slot, ret.getSize()), slot);
+            w.visitEnd();
         }
     }
 }

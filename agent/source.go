@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/libjprof/libjprof/jvmti"
+)
+
+// methodEventsDistort is what the state line and the log-rt header say
+// of the method-events source.
+const methodEventsDistort = "METHODEVENTS: code runs interpreted while it is collected, so JIT-compiled code's share of the time is distorted; BCI, the default source, keeps the JIT"
+
+// methodEventsShort is the same, as the line under the state line says it.
+const methodEventsShort = "METHODEVENTS runs collected code interpreted: JIT-compiled code's share is distorted (BCI, the default, keeps the JIT)"
+
+// sourceNotes are the log-rt header's notes on what the event source sees.
+func (a *agent) sourceNotes() []string {
+	switch a.source.(type) {
+	case jvmti.MethodEvents:
+		return []string{"Warning: " + methodEventsDistort}
+	case jvmti.BCI:
+		what := "every class outside java.base"
+		switch {
+		case a.opts.Include != "" && a.opts.Exclude != "":
+			what = fmt.Sprintf("classes under %s but not under %s", a.opts.Include, a.opts.Exclude)
+		case a.opts.Include != "":
+			what = "classes under " + a.opts.Include
+		case a.opts.Exclude != "":
+			what = "every class outside java.base and " + a.opts.Exclude
+		}
+		notes := []string{"BCI: instrumented: " + what + "; native methods through wrappers, in classes loaded while collecting and without ROOTS (JVMTI native method prefix)"}
+		if a.opts.AllMethods {
+			notes = append(notes, "BCI: every method with code instrumented (ALLMETHODS)")
+		} else {
+			notes = append(notes, "BCI: trivial methods not instrumented, their time counted in their callers: methods that call nothing, "+
+				"have no loop, throw nothing, take no lock and have at most 35 bytes of bytecode (getters, setters, empty methods: what HotSpot always inlines; a ROOTS root always is); ALLMETHODS instruments them")
+		}
+		if e := (jvmti.BCI{}).NativesRefused(); e != 0 {
+			notes = append(notes, fmt.Sprintf("Warning: BCI: native methods are not seen: the JVM refused a native method prefix (JVMTI error %d)", e))
+		}
+		return notes
+	}
+	return nil
+}

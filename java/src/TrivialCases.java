@@ -1,0 +1,42 @@
+/** Methods BCI leaves out by default (trivial: no call, no loop, no throw,
+ *  no lock, at most 35 bytes of bytecode) and methods just past each of
+ *  those lines, called a known number of times. */
+public class TrivialCases {
+    static final int N = 1000;
+    private int field;
+    private static long total;
+
+    // Trivial.
+    int getField() { return field; }
+    void setField(int v) { field = v; }
+    void empty() {}
+    static int constant() { return 42; }
+    static int arith(int a, int b) { return a * 31 + b; }
+    static int branchy(int a) { return a > 0 ? a : -a; }
+
+    // Not trivial: each crosses one line.
+    static int loops(int n) { int s = 0; for (int i = 0; i < n; i++) s += i; return s; }
+    static int calls(int a) { return Math.abs(a); }
+    static synchronized int locked(int a) { return a + 1; }
+    static int throwsSome(int a) { if (a < 0) throw new IllegalArgumentException(); return a; }
+    static long big(long a, long b, long c, long d) {
+        // More than 35 bytes of straight-line arithmetic.
+        long x = a * b + c * d - a * c + b * d;
+        long y = x * x + a - b + c - d + x * a;
+        return x + y * 3 + (a ^ b) + (c | d) + (x & y);
+    }
+
+    public static void main(String[] args) {
+        TrivialCases t = new TrivialCases();
+        long s = 0;
+        for (int i = 0; i < N; i++) {
+            t.setField(i);
+            s += t.getField();
+            t.empty();
+            s += constant() + arith(i, 3) + branchy(-i);
+            s += loops(10) + calls(-i) + locked(i) + throwsSome(i) + big(i, 2, 3, 4);
+        }
+        total = s;
+        System.out.println("trivialcases: " + total);
+    }
+}
