@@ -112,7 +112,7 @@ demo: deps all
 	@rm -rf $(BUILD)/demo && mkdir -p $(BUILD)/demo
 	$(JAVA) -agentpath:$(CURDIR)/$(BUILD)/libjprof.so=RTARCF,START,LOGPATH=$(BUILD)/demo -cp $(BUILD)/java hellop
 	@f=$$(ls $(BUILD)/demo/log-rt.1_*); echo "--- $$f (header, then the thread root and the hellop subtree)"; \
-	  sed -n '1,/^ *LV /p' $$f; grep -m1 '^   0 .*_main$$' $$f; grep -E '^ +[0-9]+ .* [iI]:hellop\.' $$f
+	  sed -n '1,/^ *LV /p' $$f; grep -m1 '^   0 .*_main$$' $$f; grep -E '^ +[0-9]+ .* [iIjJ]:hellop\.' $$f
 	@echo "--- the whole file: $$(ls $(BUILD)/demo/log-rt.1_*); reports: build/bin/jprof report xprof $$(ls $(BUILD)/demo/log-rt.1_*)"
 
 # train: run the Java trainer under the agent (3 runs), merge the minima,

@@ -155,6 +155,7 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 				a.log.Warn(msg)
 			}}
 	}
+	engine.SetLateRead(opts.LateRead)
 	if err := jvmti.Setup(vm, a, cfg); err != nil {
 		a.log.Error("JVMTI setup failed", zap.Error(err))
 		a.closeLog()

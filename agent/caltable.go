@@ -72,17 +72,20 @@ func (a *agent) loadCalibration() error {
 					err = t.MatchesSource(a.source.Name())
 				}
 				if err == nil {
+					err = t.MatchesReads(pttReads())
+				}
+				if err == nil {
 					tab = t
 					break
 				}
 				errs = append(errs, err.Error())
 			}
 			if tab == nil {
-				return fmt.Errorf("CALTABLE %s has no table for this run (JVM %q %s, metric %s, backend %s, event source %s): %s",
-					a.opts.CalTable, a.jvm.name, a.jvm.version, m, a.ptt.Backend, a.source.Name(), strings.Join(errs, "; "))
+				return fmt.Errorf("CALTABLE %s has no table for this run (JVM %q %s, metric %s, backend %s, event source %s, %s PTT reads per event): %s",
+					a.opts.CalTable, a.jvm.name, a.jvm.version, m, a.ptt.Backend, a.source.Name(), pttReads(), strings.Join(errs, "; "))
 			}
 			source, from = "table "+a.opts.CalTable, calibration.FromCALTABLE
-		} else if t, ok := calibration.DefaultFor(a.source.Name(), a.jvm.name, a.jvm.version, m.String(), a.ptt.Backend.String()); ok {
+		} else if t, ok := calibration.DefaultFor(a.source.Name(), pttReads(), a.jvm.name, a.jvm.version, m.String(), a.ptt.Backend.String()); ok {
 			tab, source, from = t, "built-in table", calibration.FromBuiltIn
 		}
 		// The table by its identity, for the reader and for jprof
@@ -156,6 +159,7 @@ func (a *agent) writeCalOut() {
 			JVM: a.jvm.name, JVMVersion: a.jvm.version, Arch: a.jvm.arch,
 			Metric: m.String(), Backend: a.ptt.Backend.String(), CPU: cpuModel(),
 			Date: time.Now().UTC(), Runs: 1, Tool: "libjprof agent", EnvSource: calibration.EnvDefault, Source: a.source.Name(),
+			Reads: pttReads(),
 		})
 		for key, mn := range mins[k] {
 			if mn == calibration.Unseen {
@@ -186,4 +190,13 @@ func cpuModel() string {
 		}
 	}
 	return runtime.GOARCH
+}
+
+// pttReads is the run's PTT reads per event as calibration tables name
+// them: "2" with LATEREAD, else "1".
+func pttReads() string {
+	if engine.LateRead() {
+		return "2"
+	}
+	return "1"
 }

@@ -102,6 +102,9 @@ type Options struct {
 	Include, Exclude, Roots string
 	// AllMethods instruments trivial methods too (ALLMETHODS).
 	AllMethods bool
+	// LateRead takes a second PTT read at the end of each event
+	// (LATEREAD: JProf's Early/Late Read split) instead of one.
+	LateRead bool
 }
 
 // Event sources as the options name them.
@@ -224,6 +227,7 @@ var optionSpecs = []optionSpec{
 		set: intOpt(func(o *Options) *int { return &o.PTTSlots }, 0, 1, 1<<20, "a number of threads")},
 	{name: "PTTD", hasValue: true, help: "socket of a jprof pttd to get the eBPF PTT from when the JVM cannot load it (default /run/libjprof-pttd.sock if present)",
 		set: stringOpt(func(o *Options) *string { return &o.PTTD }, "", "a socket path", nil)},
+	{name: "LATEREAD", help: "two PTT reads per event, at its start and its end (JProf's Early/Late Read split: the event's own work is in no method's delta) instead of one (default: one read, the event's work calibrated away with the rest of the overhead)", set: boolOpt(func(o *Options) *bool { return &o.LateRead })},
 	{name: "CALIBRATE", help: "remove the profiler's own overhead from metrics (default on; NOCALIBRATE for raw values)", set: boolOpt(func(o *Options) *bool { return &o.Calibrate })},
 	{name: "CALTABLE", hasValue: true, help: "calibration table for the environmental overhead and the minima of rarely seen keys (default: a built-in table matching this JVM, metric and backend; none: minima from this run only)",
 		set: stringOpt(func(o *Options) *string { return &o.CalTable }, "", "a file", nil)},

@@ -38,6 +38,7 @@ func TestSmoke(t *testing.T) {
 		JavacArgs:      []string{"-version"}, // javac's start-up, not a compilation
 		RealRounds:     1,
 		RealSmall:      true,
+		RepeatRuns:     2,
 		ChurnThreads:   200,
 		ChurnLoaders:   20,
 		StressRuns:     1,
@@ -56,7 +57,7 @@ func TestSmoke(t *testing.T) {
 	require.NoError(t, s.WriteMarkdown(&md))
 	sections := splitSections(md.String())
 	for _, title := range []string{"Machine and settings", "Targets (SPEC §8)", "Per-event overhead: BenchWorkload",
-		"Real program: javac", "Real programs: H2 and groovy", "Sampling accuracy: SelfMix", "Against the JVM's own answer: JFR method timing (JDK 25)", "Thread and method churn", "Thread end under stress, and threads past the eBPF work area", "PTT read cost", "log-gen size, parse and tree build", "Calibration accuracy", "Notes"} {
+		"Real program: javac", "Real programs: H2 and groovy", "Repeatability of the default mode", "Sampling accuracy: SelfMix", "Against the JVM's own answer: JFR method timing (JDK 25)", "Thread and method churn", "Thread end under stress, and threads past the eBPF work area", "PTT read cost", "log-gen size, parse and tree build", "Calibration accuracy", "Notes"} {
 		assert.Contains(t, sections, title)
 	}
 	for _, c := range WorkloadConfigs() {
@@ -79,7 +80,8 @@ func TestSmoke(t *testing.T) {
 	assert.Contains(t, sections["Sampling overhead and stress"], "| ParJavac | libjprof SAMPLE (cpu, 1 ms) |")
 	assert.Contains(t, sections["Sampling overhead and stress"], "**Stress.**")
 	assert.Contains(t, sections["Sampling overhead and stress"], "**2 of 2 passed**")
-	assert.Len(t, s.Targets(), 24)
+	assert.Len(t, s.Targets(), 26)
+	assert.Contains(t, sections["Repeatability of the default mode"], "**hellop**: 2 runs")
 	for _, c := range RealConfigs() {
 		for _, prog := range []string{"**H2**", "**groovy**"} {
 			assert.Contains(t, sections["Real programs: H2 and groovy"], prog)

@@ -40,11 +40,11 @@ type RealRow struct {
 
 // Keys of the real-program configurations.
 const (
-	KeyRealNone     = "none"
-	KeyRealDefault  = "default"
-	KeyRealTree     = "bci-calltree"
-	KeyRealAll      = "bci-allmethods"
-	KeyRealSample   = "sample"
+	KeyRealNone    = "none"
+	KeyRealDefault = "default"
+	KeyRealTree    = "bci-calltree"
+	KeyRealAll     = "bci-allmethods"
+	KeyRealSample  = "sample"
 )
 
 // RealConfigs are the configurations each real program runs under.

@@ -32,6 +32,9 @@ type Options struct {
 	// smoke test).
 	RealRounds int
 	RealSmall  bool
+	// RepeatRuns is the runs of each program the repeatability part
+	// compares (default 5).
+	RepeatRuns int
 	// JavacArgs replace the default javac arguments (-d <tmp> and a
 	// snapshot of java/src/*.java); the smoke test passes -version.
 	JavacArgs []string
@@ -87,6 +90,9 @@ func (o *Options) defaults() {
 	if o.RealRounds == 0 {
 		o.RealRounds = 5
 	}
+	if o.RepeatRuns <= 0 {
+		o.RepeatRuns = 5
+	}
 	if o.StressRuns <= 0 {
 		o.StressRuns = 100
 	}
@@ -129,11 +135,11 @@ type Part interface {
 
 // DefaultParts are the sections of BENCHMARKS.md in order.
 func DefaultParts() []Part {
-	return []Part{&Workload{}, &Javac{}, &Real{}, &Sampling{}, &JFR{}, &SampleAccuracy{}, &Churn{}, &Threads{}, &ReadCost{}, &LogGen{}, &Calibration{}}
+	return []Part{&Workload{}, &Javac{}, &Real{}, &Repeat{}, &Sampling{}, &JFR{}, &SampleAccuracy{}, &Churn{}, &Threads{}, &ReadCost{}, &LogGen{}, &Calibration{}}
 }
 
 // partNames name DefaultParts for SelectParts, in order.
-var partNames = []string{"workload", "javac", "real", "sampling", "jfr", "accuracy", "churn", "threads", "readcost", "loggen", "calibration"}
+var partNames = []string{"workload", "javac", "real", "repeat", "sampling", "jfr", "accuracy", "churn", "threads", "readcost", "loggen", "calibration"}
 
 // PartNames are the names SelectParts takes.
 func PartNames() []string { return append([]string(nil), partNames...) }

@@ -57,6 +57,7 @@ const (
 	fTool    = "tool"
 	fEnv     = "env"
 	fSource  = "source"
+	fReads   = "reads"
 	fNote    = "note"
 )
 
@@ -162,6 +163,8 @@ func (p *parser) header(s string) error {
 		dst = &pr.EnvSource
 	case fSource:
 		dst = &pr.Source
+	case fReads:
+		dst = &pr.Reads
 	case fNote:
 		pr.Notes = append(pr.Notes, value)
 		return nil
@@ -265,6 +268,7 @@ func (t *Table) write(bw *bufio.Writer) error {
 		{fBackend, t.Backend},
 		{fCPU, t.CPU},
 		{fSource, t.Source},
+		{fReads, t.Reads},
 	}
 	if !t.Date.IsZero() {
 		fields = append(fields, struct{ name, value string }{fDate, t.Date.UTC().Format(time.RFC3339)})

@@ -7,7 +7,7 @@ import (
 )
 
 // ID is a table's identity on one line: JVM, its build, architecture,
-// metric, backend, date and runs. The agent names the table it calibrated
+// metric, backend, date, runs and PTT reads per event. The agent names the table it calibrated
 // with by it in report headers, so that jprof calibrate can take the same
 // built-in table (EmbeddedByID) and users can see which JVM build and
 // machine the numbers come from.
@@ -16,8 +16,13 @@ func (p Provenance) ID() string {
 	if !p.Date.IsZero() {
 		date = p.Date.UTC().Format(time.RFC3339)
 	}
-	return fmt.Sprintf("jvm=%q version=%s arch=%s metric=%s backend=%s date=%s runs=%d",
+	id := fmt.Sprintf("jvm=%q version=%s arch=%s metric=%s backend=%s date=%s runs=%d",
 		p.JVM, orDash(p.JVMVersion), orDash(p.Arch), orDash(p.Metric), orDash(p.Backend), date, p.Runs)
+	if p.Reads != "" {
+		// Tables before the field keep the IDs their reports name.
+		id += " reads=" + p.Reads
+	}
+	return id
 }
 
 func orDash(s string) string {

@@ -63,6 +63,17 @@ func (t *Table) MatchesSource(source string) error {
 	return nil
 }
 
+// MatchesReads reports whether the table's minima were taken with the
+// given PTT reads per event, "1" or "2" (a *MismatchError if not): the
+// second read leaves the event's own work out of every delta, so the two
+// have different minima.
+func (t *Table) MatchesReads(reads string) error {
+	if t.PTTReads() != reads {
+		return &MismatchError{Field: fReads, Table: t.PTTReads(), Want: reads}
+	}
+	return nil
+}
+
 // Matches checks that the table fits a run on the given JVM (java.vm.name),
 // JVM version (java.vm.version; the Java feature release must be the same),
 // metric and PTT backend. An empty argument is not checked. The error, a
@@ -123,7 +134,10 @@ func Merge(tables ...*Table) (*Table, error) {
 		if err := t.MatchesSource(tables[0].EventSource()); err != nil {
 			return nil, fmt.Errorf("calibration: merge: table %d: %w", i, err)
 		}
-		out.Source = tables[0].Source
+		if err := t.MatchesReads(tables[0].PTTReads()); err != nil {
+			return nil, fmt.Errorf("calibration: merge: table %d: %w", i, err)
+		}
+		out.Source, out.Reads = tables[0].Source, tables[0].Reads
 		if err := mergeProvenance(&out.Provenance, &t.Provenance); err != nil {
 			return nil, fmt.Errorf("calibration: merge: table %d: %w", i, err)
 		}

@@ -85,7 +85,18 @@ type Provenance struct {
 	Tool       string    // what wrote the table, with its version
 	EnvSource  string    // EnvDefault, EnvTrainer, or "" (unknown: treated as default)
 	Source     string    // the agent's event source (SourceJVMTI, SourceBCI); "" is SourceJVMTI
-	Notes      []string  // free text, one line each
+	// Reads is the PTT reads per event the minima were taken with, "1"
+	// or "2" (the agent's LATEREAD); "" is "2" (tables before the field).
+	Reads string
+	Notes []string // free text, one line each
+}
+
+// PTTReads is the table's reads per event (Provenance.Reads).
+func (p *Provenance) PTTReads() string {
+	if p.Reads == "" {
+		return "2"
+	}
+	return p.Reads
 }
 
 // Event sources, for Provenance.Source: each has its own injected path,

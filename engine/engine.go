@@ -33,6 +33,18 @@ func NMetrics() int { return int(C.jp.nmetrics) }
 // Calibrating says whether the event path keeps minima and sequence counts.
 func Calibrating() bool { return C.jp.calibrate != 0 }
 
+// SetLateRead chooses two PTT reads per event (true: the Early/Late Read
+// split) or one (false). Call it before the source starts.
+func SetLateRead(on bool) {
+	C.jp.late_read = 0
+	if on {
+		C.jp.late_read = 1
+	}
+}
+
+// LateRead says whether events take two PTT reads.
+func LateRead() bool { return C.jp.late_read != 0 }
+
 // Collecting says whether the source delivers events.
 func Collecting() bool { return atomic.LoadInt32((*int32)(unsafe.Pointer(&C.jp.collecting))) != 0 }
 

@@ -338,6 +338,12 @@ typedef struct jp_state {
 	 * values of log-gen. */
 	int64_t *env;
 	int calibrate;
+	/* late_read: a second PTT read at the end of each event (JProf's
+	 * Early/Late Read split), so that no delta holds the event's own
+	 * work; 0: one read per event, the next delta holding this event's
+	 * work after its read, which calibration removes with the rest of
+	 * the glue. Set before the first event. */
+	int late_read;
 	/* log-gen */
 	int loggen;
 	int genraw;                      /* raw deltas, for post-processing */

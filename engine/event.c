@@ -355,6 +355,10 @@ void jp_event(jp_thread *t, uintptr_t key, int tr)
 out:
 	__asm__ __volatile__("" ::: "memory");
 	t->busy = 0;
-	if (jp.nmetrics)
-		jp_ptt_read(&t->ptt, &t->last); /* Late Read */
+	if (jp.nmetrics) {
+		if (jp.late_read)
+			jp_ptt_read(&t->ptt, &t->last); /* Late Read */
+		else
+			t->last = early;
+	}
 }

@@ -173,7 +173,7 @@ func TestRun(t *testing.T) {
 
 	calls := f.calls(t)
 	require.Len(t, calls, 5, "properties, two agent runs, env, excess")
-	assert.Contains(t, calls[1], "-agentpath:/opt/libjprof.so=RTARCF,START,NORTDRIVER,CALTABLE=none,METRICS=PTT_TIME,CALOUT=")
+	assert.Contains(t, calls[1], "-agentpath:/opt/libjprof.so=METHODEVENTS,RTARCF,START,NORTDRIVER,CALTABLE=none,METRICS=PTT_TIME,CALOUT=")
 	assert.Contains(t, calls[1], "-Djava.library.path=/opt/native -cp /opt/java Trainer --reps 100")
 	assert.Equal(t, "-Xint -Djava.library.path=/opt/native -cp /opt/java Trainer --env", calls[3])
 	assert.Contains(t, calls[4], ",RAWGEN,")
