@@ -121,12 +121,17 @@ demo: deps all
 # calibration/tables, where the next build embeds it as the default.
 # PTT=clock|perf|bpf picks the backend (default: the best available);
 # SOURCE=bci trains the bytecode-instrumentation source (its own table,
-# without the interpreter's environmental overhead, which it does not have).
+# without the interpreter's environmental overhead, which it does not have);
+# LATEREAD=1 the agent's two-reads-per-event path (LATEREAD; its tables
+# end in -2reads.cal).
 TRAIN_PTT ?= $(or $(PTT),bpf)
+comma := ,
+empty :=
+space := $(empty) $(empty)
 # (ALLMETHODS: the trainer's known-cost methods are as small as trivial ones.)
-BCI_TRAIN_OPTS := BCI,ALLMETHODS
-TRAIN_SOURCE_OPTS := $(if $(filter bci,$(SOURCE)),-agent-options $(BCI_TRAIN_OPTS) -no-env)
-TRAIN_SUFFIX := $(if $(filter bci,$(SOURCE)),-bci)
+TRAIN_AGENT_OPTS := $(subst $(space),$(comma),$(strip $(if $(filter bci,$(SOURCE)),BCI ALLMETHODS) $(if $(filter 1,$(LATEREAD)),LATEREAD)))
+TRAIN_SOURCE_OPTS := $(if $(TRAIN_AGENT_OPTS),-agent-options $(TRAIN_AGENT_OPTS)) $(if $(filter bci,$(SOURCE)),-no-env)
+TRAIN_SUFFIX := $(if $(filter bci,$(SOURCE)),-bci)$(if $(filter 1,$(LATEREAD)),-2reads)
 train: deps all
 	$(GO) run ./trainer/cmd/train -java $(JAVA) -backend $(TRAIN_PTT) $(TRAIN_SOURCE_OPTS) \
 	  -o calibration/tables/openjdk-$$($(JAVA) -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')-$$(uname -m)-PTT_TIME-$(TRAIN_PTT)$(TRAIN_SUFFIX).cal
