@@ -52,6 +52,9 @@ func (a *agent) sampleHeader(p *reports.Profile) {
 		line += "; stacks not walkable (shown as pseudo-frames under the thread): " + strings.Join(failed, ", ")
 	}
 	p.Notes = append(p.Notes, line)
+	if s.Kind != jvmti.SampleWall {
+		p.Notes = append(p.Notes, processCoverage(st, jvmti.SampledProcessCPU()))
+	}
 	if st.Limited > 0 || st.Misses > 0 || st.Deep > 0 || st.TimerFailures > 0 || st.SetupFailures > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("Warning: sampling: %d samples past a thread's capacity (<sample-node-limit>), %d frames of unregistered methods (<unknown-method>), %d stacks cut at the depth limit (<deeper-frames>), %d threads without a timer, %d threads not sampled (no memory)",
 			st.Limited, st.Misses, st.Deep, st.TimerFailures, st.SetupFailures))
@@ -79,7 +82,9 @@ func (a *agent) logSampling() {
 		zap.Uint64("methodsPrepared", st.Prepared), zap.Duration("preparing", st.Prepare), zap.Uint64("threads", st.Threads),
 		zap.Any("notWalkable", st.Failed), zap.Uint64("unknownMethods", st.Misses), zap.Uint64("deepStacks", st.Deep),
 		zap.Uint64("pastNodeLimit", st.Limited), zap.Uint64("signalsWithoutState", st.Unowned),
-		zap.Uint64("timerFailures", st.TimerFailures), zap.Uint64("perfArmed", st.PerfArmed), zap.Uint64("timerArmed", st.TimerArmed), zap.Uint64("threadsNotSampled", st.SetupFailures))
+		zap.Uint64("timerFailures", st.TimerFailures), zap.Uint64("perfArmed", st.PerfArmed), zap.Uint64("timerArmed", st.TimerArmed), zap.Uint64("threadsNotSampled", st.SetupFailures),
+		zap.Uint64("jvmThreads", st.JVMThreads), zap.Uint64("jvmThreadsEnded", st.JVMEnded), zap.Uint64("jvmSamples", st.JVMSamples), zap.Duration("jvmWeight", st.JVMWeight),
+		zap.Duration("processCPUWhileSampling", jvmti.SampledProcessCPU()))
 }
 
 // nameSampled names the methods the sampled trees use before a report
@@ -96,4 +101,18 @@ func (a *agent) nameSampled() {
 		}
 	}
 	a.log.Info("sampled methods named", zap.Int("methods", n), zap.Duration("took", time.Since(t0)))
+}
+
+// processCoverage compares the time the samples stand for with the
+// process's CPU time while sampling was on.
+func processCoverage(st jvmti.SampleStats, cpu time.Duration) string {
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/1e6) }
+	line := fmt.Sprintf("Process CPU time while sampling: %s; the samples stand for %s", ms(cpu), ms(st.Weight))
+	if cpu > 0 {
+		line += fmt.Sprintf(" (%.1f%%)", float64(st.Weight)/float64(cpu)*100)
+	}
+	line += fmt.Sprintf(": Java threads %s, the JVM's own threads %s (%d threads: GC, JIT compilers, the VM thread and others, each under a root of its name and a pseudo-frame of its kind, no frames). "+
+		"Not sampled: the agent's threads, the launcher's, threads younger than one scan (100 ms), and each thread's time after its last sample",
+		ms(st.Weight-st.JVMWeight), ms(st.JVMWeight), st.JVMThreads)
+	return line
 }

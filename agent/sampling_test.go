@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -266,4 +268,37 @@ func TestSampleOptions(t *testing.T) {
 	o, err = ParseOptions("SAMPLE,NOSAMPLE", "")
 	require.NoError(t, err)
 	assert.Nil(t, o.Sample)
+}
+
+// The JVM's own threads are sampled too (GC workers, JIT compilers, the
+// VM thread): each under a root of its name and a pseudo-frame of its
+// kind, and the header compares the time the samples stand for with the
+// process's CPU time, which on a GC-heavy program they come close to.
+func TestSampleJVMThreads(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "GCHeavy", Args: []string{"1500", "2"}, JVMArgs: []string{"-Xmx48m", "-XX:+UseParallelGC"},
+		Options: "SAMPLE,START,NORTDRIVER"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	p := r.LogRT(t, 1)
+	kinds := map[string]uint64{}
+	for _, th := range p.Threads {
+		for _, c := range th.Children {
+			if strings.HasSuffix(c.Name, "_thread>") {
+				kinds[c.Name[2:]] += c.Calls
+				assert.Empty(t, c.Children, "a JVM thread's pseudo-frame has no frames under it")
+			}
+		}
+	}
+	assert.NotZero(t, kinds["<GC_thread>"], "GC threads sampled: %v", kinds)
+	assert.NotZero(t, kinds["<JIT_compiler_thread>"], "JIT compiler threads sampled: %v", kinds)
+	notes := strings.Join(p.Notes, "\n")
+	m := regexp.MustCompile(`Process CPU time while sampling: (\d+) ms; the samples stand for (\d+) ms \(([\d.]+)%\)`).FindStringSubmatch(notes)
+	require.NotNil(t, m, notes)
+	pct, _ := strconv.ParseFloat(m[3], 64)
+	t.Logf("process CPU %s ms, samples %s ms (%.1f%%)", m[1], m[2], pct)
+	// The bench holds the 5% target on javac; here, a bound no loaded
+	// machine breaks: the samples stand for most of the process's time
+	// and never much more.
+	assert.Greater(t, pct, 80.0)
+	assert.Less(t, pct, 110.0)
+	assert.Regexp(t, `"jvmThreads": [1-9]`, r.ReadFile(t, "msg"))
 }

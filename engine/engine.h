@@ -369,6 +369,13 @@ static inline jp_thread *jp_thread_self(void)
  * jp_thread_detach ends it: what only the owner used is freed, the tree
  * stays for the reports until Go retires it. */
 jp_thread *jp_thread_attach(const char *name);
+
+/* jp_thread_foreign makes and lists a record for an OS thread other than
+ * the caller (tid), named name, that never runs jp_event: a JVM thread
+ * the sampling source samples from its signal handler. No PTT
+ * registration. jp_thread_foreign_end ends it once the thread is gone. */
+jp_thread *jp_thread_foreign(const char *name, int tid);
+void jp_thread_foreign_end(jp_thread *t);
 void jp_thread_detach(void);
 /* jp_thread_rename replaces a record's name (owner thread only). */
 void jp_thread_rename(jp_thread *t, const char *name);

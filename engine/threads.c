@@ -131,6 +131,21 @@ jp_thread *jp_thread_attach(const char *name)
 	return t;
 }
 
+jp_thread *jp_thread_foreign(const char *name, int tid)
+{
+	jp_thread *t = jp_thread_new(name);
+	if (t == NULL)
+		return NULL;
+	t->tid = tid;
+	jp_thread_list(t);
+	return t;
+}
+
+void jp_thread_foreign_end(jp_thread *t)
+{
+	jp_thread_end(t);
+}
+
 void jp_thread_rename(jp_thread *t, const char *name)
 {
 	char *n = strdup(name);

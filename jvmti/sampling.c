@@ -36,6 +36,8 @@
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -47,20 +49,9 @@
 
 #include "jvmtiagent.h"
 #include "sampling.h"
+#include "sampling_priv.h"
 
 const jp_source jp_sampling = { "asgct-sampling", jp_mid_resolve };
-
-/* AsyncGetCallTrace's interface (HotSpot prims/forte.cpp). */
-typedef struct {
-	jint lineno; /* bci; -3 for a native method */
-	jmethodID method_id;
-} jp_agct_frame;
-typedef struct {
-	JNIEnv *env_id;
-	jint num_frames; /* frames, or a jp_agct_reason negated */
-	jp_agct_frame *frames;
-} jp_agct_trace;
-typedef void (*jp_agct_fn)(jp_agct_trace *, jint, void *);
 
 /* Pseudo-frames for the failures, indexed by -num_frames (forte.cpp's
  * ticks_* codes). */
@@ -70,51 +61,10 @@ static const char *const jp_reason_names[JP_NREASONS] = {
 	"<thread_exit>", "<deopt>", "<safepoint>",
 };
 
-/* One sampled thread. Made and freed on the thread itself; listed (under
- * jps.lock) so that start and stop can arm and disarm its timer from the
- * control thread. */
-typedef struct jp_sthread {
-	struct jp_sthread *next, *prev;
-	jp_thread *t;
-	JNIEnv *env;
-	int tid;
-	int armed;               /* timer made (cpu) / signalled by the wall thread */
-	int perf_fd;             /* cpu: the perf event, or -1 for the timer */
-	timer_t timer;
-	volatile uint32_t arm_gen; /* bumped at each arming */
-	uint32_t seen_gen;       /* handler: arm_gen of the previous sample */
-	uint64_t last;           /* handler: clock at the previous sample */
-	jp_agct_frame *frames;   /* [jps.depth] */
-	uint32_t *path;          /* [jps.depth + 1]: handles, top first */
-	/* The previous walk, root first: a frame whose method is the one
-	 * at the same depth then takes its handle without a lookup. */
-	jmethodID *prev_mid;     /* [jps.depth] */
-	uint32_t *prev_h;        /* [jps.depth] */
-	uint32_t prev_n;
-	jp_pcct pcct;
-} jp_sthread;
-
 static __thread jp_sthread *jp_sself __attribute__((tls_model("initial-exec")));
 
-static struct {
-	int kind;
-	uint64_t period_ns;
-	uint32_t max_nodes, depth;
-	int signo;
-	jp_agct_fn agct;
-	uint32_t reason_h[JP_NREASONS];
-	uint32_t unknown_h, limit_h, deep_h;
-	volatile int on;
-	int perf_refused;   /* cpu: perf events refused, POSIX timers instead */
-	int perf_user_only; /* cpu: perf events allowed for user space only */
-	pthread_mutex_t lock;
-	jp_sthread *list;
-	int wall_started;
-	pthread_t wall;
-	jp_sample_stats st; /* counters, relaxed atomics */
-} jps = { .lock = PTHREAD_MUTEX_INITIALIZER };
+struct jp_sampling_state jps = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-#define JP_COUNT(field) __atomic_fetch_add(&jps.st.field, 1, __ATOMIC_RELAXED)
 
 static uint64_t jp_clock_ns(clockid_t c)
 {
@@ -126,9 +76,19 @@ static uint64_t jp_clock_ns(clockid_t c)
 static void jp_sample_handler(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
-	(void)si;
 	int saved_errno = errno;
 	jp_sthread *s = jp_sself;
+	jp_sthread *jt = jp_jvm_thread_of(si);
+	if (jt != NULL) {
+		/* A JVM thread's timer: its thread has no Java state (one that
+		 * has was taken for a JVM thread before its ThreadStart: the
+		 * scanner drops it). */
+		if (s != NULL || jt->tid != (int)syscall(SYS_gettid)) {
+			JP_COUNT(unowned);
+			goto out;
+		}
+		s = jt;
+	}
 	if (s == NULL || !jps.on) {
 		JP_COUNT(unowned);
 		goto out;
@@ -144,10 +104,15 @@ static void jp_sample_handler(int sig, siginfo_t *si, void *uc)
 	s->seen_gen = gen;
 	s->last = now;
 
-	jp_agct_trace tr = { s->env, 0, s->frames };
-	jps.agct(&tr, (jint)jps.depth, uc);
 	uint32_t n;
-	if (tr.num_frames <= 0) {
+	jp_agct_trace tr = { s->env, 0, s->frames };
+	if (s->env == NULL) {
+		/* A JVM thread: no Java frames; its kind's pseudo-frame. */
+		s->path[0] = s->kind_h;
+		n = 1;
+		JP_COUNT(jvm_samples);
+		__atomic_fetch_add(&jps.st.jvm_weight_ns, w, __ATOMIC_RELAXED);
+	} else if (jps.agct(&tr, (jint)jps.depth, uc), tr.num_frames <= 0) {
 		int r = -tr.num_frames;
 		if (r >= JP_NREASONS)
 			r = 7; /* unknown_state */
@@ -236,7 +201,7 @@ static int jp_perf_arm(jp_sthread *s)
 }
 
 /* jp_arm starts sampling s; jps.lock held. */
-static void jp_arm(jp_sthread *s)
+void jp_arm(jp_sthread *s)
 {
 	if (s->armed)
 		return;
@@ -258,6 +223,8 @@ static void jp_arm(jp_sthread *s)
 		sev.sigev_notify = SIGEV_THREAD_ID;
 		sev.sigev_signo = jps.signo;
 		sev._sigev_un._tid = s->tid;
+		/* Tells the handler a JVM thread's signal (jp_jvm_thread_of). */
+		sev.sigev_value.sival_ptr = s->env == NULL ? s : NULL;
 		if (timer_create(jp_thread_cpuclock(s->tid), &sev, &s->timer) != 0) {
 			JP_COUNT(timer_failures);
 			return;
@@ -278,7 +245,7 @@ static void jp_arm(jp_sthread *s)
 
 /* jp_disarm stops sampling s; jps.lock held. Deleting a timer also takes
  * its signal off the thread's pending queue. */
-static void jp_disarm(jp_sthread *s)
+void jp_disarm(jp_sthread *s)
 {
 	if (!s->armed)
 		return;
@@ -300,6 +267,8 @@ static void jp_disarm(jp_sthread *s)
 static void *jp_wall_main(void *arg)
 {
 	(void)arg;
+	/* The JVM-thread scanner leaves the agent's threads alone by name. */
+	prctl(PR_SET_NAME, "libjprof-wall", 0, 0, 0);
 	pid_t pid = getpid();
 	struct timespec ts = { (time_t)(jps.period_ns / 1000000000ull), (long)(jps.period_ns % 1000000000ull) };
 	uint64_t turn = 0; /* armed threads signalled so far, all periods */
@@ -412,6 +381,7 @@ int jp_sampling_setup(jvmtiEnv *jvmti, jvmtiCapabilities *caps, jvmtiEventCallba
 	}
 	cb->ClassLoad = cb_class_load;
 	cb->ClassPrepare = cb_class_prepare;
+	jp_jvm_threads_setup();
 	return 0;
 }
 
@@ -508,6 +478,35 @@ void jp_sampling_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 	jp_sampling_thread_start(jvmti, jni, thread);
 }
 
+static uint64_t jp_process_cpu_ns(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return 0;
+	return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000ull +
+	       ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
+}
+
+/* jp_cpu_mark notes the process's CPU time at a turn on or off; jps.lock
+ * held. */
+static void jp_cpu_mark(int on)
+{
+	if (on && !jps.on)
+		jps.cpu_at = jp_process_cpu_ns();
+	else if (!on && jps.on)
+		jps.cpu_before += jp_process_cpu_ns() - jps.cpu_at;
+}
+
+uint64_t jp_sampling_process_cpu(void)
+{
+	pthread_mutex_lock(&jps.lock);
+	uint64_t d = jps.cpu_before;
+	if (jps.on)
+		d += jp_process_cpu_ns() - jps.cpu_at;
+	pthread_mutex_unlock(&jps.lock);
+	return d;
+}
+
 int jp_sampling_set(int on)
 {
 	int rc = 0;
@@ -515,10 +514,16 @@ int jp_sampling_set(int on)
 	if (on && jp.dead) {
 		rc = -1;
 	} else if (on) {
+		jp_cpu_mark(1);
 		jp_collect(1);
 		jps.on = 1;
 		for (jp_sthread *s = jps.list; s != NULL; s = s->next)
 			jp_arm(s);
+		if (jps.kind == JP_SAMPLE_CPU) {
+			jp_jvm_threads_set(1);
+			if (jp_jvm_threads_start() != 0)
+				rc = errno ? errno : -2;
+		}
 		if (jps.kind == JP_SAMPLE_WALL && !jps.wall_started) {
 			if (pthread_create(&jps.wall, NULL, jp_wall_main, NULL) == 0) {
 				pthread_detach(jps.wall);
@@ -528,9 +533,11 @@ int jp_sampling_set(int on)
 			}
 		}
 	} else {
+		jp_cpu_mark(0);
 		jps.on = 0;
 		for (jp_sthread *s = jps.list; s != NULL; s = s->next)
 			jp_disarm(s);
+		jp_jvm_threads_set(0);
 		jp_collect(0);
 	}
 	pthread_mutex_unlock(&jps.lock);
@@ -541,9 +548,11 @@ void jp_sampling_die(void)
 {
 	pthread_mutex_lock(&jps.lock);
 	jp.dead = 1;
+	jp_cpu_mark(0);
 	jps.on = 0;
 	for (jp_sthread *s = jps.list; s != NULL; s = s->next)
 		jp_disarm(s);
+	jp_jvm_threads_set(0);
 	jp_collect(0);
 	pthread_mutex_unlock(&jps.lock);
 }

@@ -71,12 +71,17 @@ func (Sampler) Start() error { return setSampling(true) }
 // Stop disarms them.
 func (Sampler) Stop() error { return setSampling(false) }
 
+// SampledProcessCPU is the process's CPU time (every thread's, from the
+// kernel) while sampling was on: what the samples of every thread would
+// stand for if none were missed.
+func SampledProcessCPU() time.Duration { return time.Duration(C.jp_sampling_process_cpu()) }
+
 func setSampling(on bool) error {
 	switch e := C.jp_sampling_set(cbool(on)); {
 	case e == -1:
 		return ErrDead
 	case e != 0:
-		return fmt.Errorf("sampling: starting the wall-clock timer thread failed: error %d", int(e))
+		return fmt.Errorf("sampling: starting the wall-clock timer thread or the JVM thread scanner failed: error %d", int(e))
 	}
 	return nil
 }
@@ -117,6 +122,11 @@ type SampleStats struct {
 	// handles (Prepared of them) at class prepare and VM init.
 	Prepare  time.Duration
 	Prepared uint64
+	// The JVM's own threads (GC, JIT compilers, VM thread; cpu kinds):
+	// threads sampled, threads seen to end, their samples and the time
+	// those stand for.
+	JVMThreads, JVMEnded, JVMSamples uint64
+	JVMWeight                        time.Duration
 }
 
 // SamplingStats reads the counters.
@@ -127,7 +137,9 @@ func SamplingStats() SampleStats {
 		Deep: uint64(st.deep), Limited: uint64(st.limited), Unowned: uint64(st.unowned),
 		TimerFailures: uint64(st.timer_failures), SetupFailures: uint64(st.setup_failures), Threads: uint64(st.threads),
 		Weight: time.Duration(st.weight_ns), PerfArmed: uint64(st.perf_armed), TimerArmed: uint64(st.timer_armed),
-		Handler: time.Duration(st.handler_ns), Prepare: time.Duration(st.prepare_ns), Prepared: uint64(st.prepared)}
+		Handler: time.Duration(st.handler_ns), Prepare: time.Duration(st.prepare_ns), Prepared: uint64(st.prepared),
+		JVMThreads: uint64(st.jvm_threads), JVMEnded: uint64(st.jvm_ended), JVMSamples: uint64(st.jvm_samples),
+		JVMWeight: time.Duration(st.jvm_weight_ns)}
 	for r := 0; r < C.JP_NREASONS; r++ {
 		if n := uint64(st.reasons[r]); n > 0 {
 			s.Failed[C.GoString(C.jp_sampling_reason(C.int(r)))] = n

@@ -35,9 +35,16 @@ typedef struct jp_sample_stats {
 	uint64_t handler_ns;     /* thread CPU time spent in the handler (its own cost) */
 	uint64_t prepare_ns;     /* time spent making jmethodIDs at class prepare and VM init */
 	uint64_t prepared;       /* methods given a handle there */
+	uint64_t jvm_threads;    /* the JVM's own threads sampled (GC, JIT compilers, VM thread) */
+	uint64_t jvm_samples;    /* samples on them */
+	uint64_t jvm_weight_ns;  /* time those samples stand for */
+	uint64_t jvm_ended;      /* JVM threads seen to end */
 } jp_sample_stats;
 
 void jp_sampling_stats(jp_sample_stats *out);
+/* jp_sampling_process_cpu is the process's CPU time (ns, all threads,
+ * getrusage) while sampling was on. */
+uint64_t jp_sampling_process_cpu(void);
 const char *jp_sampling_reason(int r);
 
 #endif /* JP_SAMPLING_H */

@@ -1,0 +1,98 @@
+/*
+ * sampling_priv.h: the sampling source's state, shared by its files:
+ * sampling.c (Java threads: timers, the handler, AsyncGetCallTrace) and
+ * sampling_threads.c (the JVM's own threads: GC, JIT compilers, the VM
+ * thread).
+ */
+#ifndef JP_SAMPLING_PRIV_H
+#define JP_SAMPLING_PRIV_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+
+#include "jvmtiagent.h"
+#include "sampling.h"
+
+/* AsyncGetCallTrace's interface (HotSpot prims/forte.cpp). */
+typedef struct {
+	jint lineno; /* bci; -3 for a native method */
+	jmethodID method_id;
+} jp_agct_frame;
+typedef struct {
+	JNIEnv *env_id;
+	jint num_frames; /* frames, or a jp_agct_reason negated */
+	jp_agct_frame *frames;
+} jp_agct_trace;
+typedef void (*jp_agct_fn)(jp_agct_trace *, jint, void *);
+
+/* One sampled thread. A Java thread's is made and freed on the thread
+ * itself; a JVM thread's (env NULL, kind_h set) by the thread scanner.
+ * Listed (under jps.lock) so that start and stop can arm and disarm its
+ * timer from the control thread. */
+typedef struct jp_sthread {
+	struct jp_sthread *next, *prev;
+	jp_thread *t;
+	JNIEnv *env;
+	int tid;
+	int armed;               /* timer made (cpu) / signalled by the wall thread */
+	int perf_fd;             /* cpu: the perf event, or -1 for the timer */
+	timer_t timer;
+	volatile uint32_t arm_gen; /* bumped at each arming */
+	uint32_t seen_gen;       /* handler: arm_gen of the previous sample */
+	uint64_t last;           /* handler: clock at the previous sample */
+	jp_agct_frame *frames;   /* [jps.depth] */
+	uint32_t *path;          /* [jps.depth + 1]: handles, top first */
+	/* The previous walk, root first: a frame whose method is the one
+	 * at the same depth then takes its handle without a lookup. */
+	jmethodID *prev_mid;     /* [jps.depth] */
+	uint32_t *prev_h;        /* [jps.depth] */
+	uint32_t prev_n;
+	jp_pcct pcct;
+	/* JVM threads: the pseudo-frame of the thread's kind, its start
+	 * time (/proc stat field 22: a reused tid is a new thread) and
+	 * whether the last scan saw it. */
+	uint32_t kind_h;
+	unsigned long long starttime;
+	int seen;
+} jp_sthread;
+
+struct jp_sampling_state {
+	int kind;
+	uint64_t period_ns;
+	uint32_t max_nodes, depth;
+	int signo;
+	jp_agct_fn agct;
+	uint32_t reason_h[JP_NREASONS];
+	uint32_t unknown_h, limit_h, deep_h;
+	volatile int on;
+	int perf_refused;   /* cpu: perf events refused, POSIX timers instead */
+	int perf_user_only; /* cpu: perf events allowed for user space only */
+	pthread_mutex_t lock;
+	jp_sthread *list;   /* Java threads */
+	jp_sthread *jvm;    /* the JVM's own threads (sampling_threads.c) */
+	int wall_started;
+	pthread_t wall;
+	jp_sample_stats st; /* counters, relaxed atomics */
+	/* The process's CPU time while sampling was on: earlier periods,
+	 * and where the current one started (ns). */
+	uint64_t cpu_before, cpu_at;
+};
+extern struct jp_sampling_state jps;
+
+#define JP_COUNT(field) __atomic_fetch_add(&jps.st.field, 1, __ATOMIC_RELAXED)
+
+/* sampling.c: arming and disarming a thread's timer (jps.lock held). */
+void jp_arm(jp_sthread *s);
+void jp_disarm(jp_sthread *s);
+/* sampling_threads.c: the JVM's threads. jp_jvm_threads_setup registers
+ * the kinds' pseudo-frames; jp_jvm_threads_start starts the scanner (on
+ * the first start); jp_jvm_thread_of is the JVM thread a signal is for
+ * (NULL for a Java thread's); jp_jvm_threads_set arms (1) or disarms (0)
+ * them all, jps.lock held. */
+void jp_jvm_threads_setup(void);
+int jp_jvm_threads_start(void);
+jp_sthread *jp_jvm_thread_of(const siginfo_t *si);
+void jp_jvm_threads_set(int on);
+
+#endif /* JP_SAMPLING_PRIV_H */
