@@ -33,8 +33,10 @@ type Calibration struct {
 	entry     Summary
 	entryMean float64
 	// ab is the in-process interleaved measurement (interleaved.go), in
-	// -Xint with method events; abBCI the same with BCI and the JIT.
-	ab, abBCI []abRow
+	// -Xint with method events; abBCI the same with BCI and the JIT;
+	// the loaded ones with both cores kept busy by other processes.
+	ab, abBCI             []abRow
+	abLoaded, abBCILoaded []abRow
 }
 
 // abPairs is how many bare/profiled phase pairs AccuracyAB runs per
@@ -68,7 +70,42 @@ func (c *Calibration) Run(ctx context.Context, s *Suite, tmp string) error {
 	if c.abBCI, err = runInterleaved(ctx, s.Opts.Java, agent, cp, tmp, abPairs(s.Opts.Rounds), true); err != nil {
 		return err
 	}
+	// The same with both cores loaded: the overhead removed must follow
+	// the run's own conditions, not the trainer's quiet ones.
+	stop, err := loadCores(ctx, 2)
+	if err != nil {
+		return err
+	}
+	c.abLoaded, err = runInterleaved(ctx, s.Opts.Java, agent, cp, tmp, abPairs(s.Opts.Rounds), false)
+	if err == nil {
+		c.abBCILoaded, err = runInterleaved(ctx, s.Opts.Java, agent, cp, tmp, abPairs(s.Opts.Rounds), true)
+	}
+	stop()
+	if err != nil {
+		return err
+	}
 	return c.measureOverhead(ctx, s, tmp)
+}
+
+// loadCores starts n busy processes (a shell loop each, in its own
+// process group) and returns what stops them.
+func loadCores(ctx context.Context, n int) (func(), error) {
+	var cmds []*exec.Cmd
+	stop := func() {
+		for _, c := range cmds {
+			c.Process.Kill()
+			c.Wait()
+		}
+	}
+	for range n {
+		c := exec.CommandContext(ctx, "sh", "-c", "while :; do :; done")
+		if err := c.Start(); err != nil {
+			stop()
+			return nil, fmt.Errorf("loading the cores: %w", err)
+		}
+		cmds = append(cmds, c)
+	}
+	return stop, nil
 }
 
 // measureOverhead runs Accuracy once with RAWGEN and collects the raw
@@ -203,6 +240,14 @@ func (c *Calibration) Markdown(w io.Writer, _ *Suite) error {
 	}
 	c.abMarkdown(w)
 	c.abBCIMarkdown(w)
+	if len(c.abLoaded) > 0 && len(c.abBCILoaded) > 0 {
+		fmt.Fprintf(w, "\n### Both cores loaded by another process\n\nThe two in-process references again, while two shell loops "+
+			"(`while :; do :; done`) keep both cores busy: the JVM shares them with the load, its events meet more cache and "+
+			"scheduler disturbance than the trainer's quiet runs did, and the overhead removed must follow.\n\nMethod events (`-Xint`):\n\n")
+		abTable(w, c.abLoaded)
+		fmt.Fprintf(w, "\nBCI (the JIT on):\n\n")
+		abTable(w, c.abBCILoaded)
+	}
 	_, err := fmt.Fprintln(w, "\nThe driver's cumulative time is compared because calibration leaves the "+
 		"call and return glue that runs without profiling (the environmental overhead) in the caller, "+
 		"where the uninstrumented timing also has it. True costs are noisy on this shared 2-core machine "+

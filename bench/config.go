@@ -36,6 +36,8 @@ const (
 	KeyNaive        = "naive"
 	KeyCallTree     = "calltree"
 	KeyBPF          = "rtarcf-bpf"
+	KeyBPFLate      = "rtarcf-bpf-lateread"
+	KeyJavacBCIAll  = "javac-bci-allmethods"
 	KeyBPFNoCal     = "rtarcf-bpf-nocal"
 	KeyPerf         = "rtarcf-perf"
 	KeyClock        = "rtarcf-clock"
@@ -80,6 +82,7 @@ func WorkloadConfigs() []Config {
 		{Key: KeyNaive, Name: "naive C agent (CLOCK_THREAD_CPUTIME_ID)", Agent: Naive},
 		{Key: KeyCallTree, Name: "libjprof CALLTREE", Agent: LibJProf, Options: "METHODEVENTS,CALLTREE"},
 		{Key: KeyBPF, Name: "libjprof RTARCF PTT=bpf", Agent: LibJProf, Options: methodEvents + rtarcf + ",PTT=bpf", Backend: "bpf"},
+		{Key: KeyBPFLate, Name: "libjprof RTARCF PTT=bpf LATEREAD (two reads per event)", Agent: LibJProf, Options: methodEvents + rtarcf + ",PTT=bpf,LATEREAD", Backend: "bpf"},
 		{Key: KeyBPFNoCal, Name: "libjprof RTARCF PTT=bpf NOCALIBRATE", Agent: LibJProf, Options: methodEvents + rtarcf + ",PTT=bpf,NOCALIBRATE", Backend: "bpf"},
 		{Key: KeyPerf, Name: "libjprof RTARCF PTT=perf", Agent: LibJProf, Options: methodEvents + rtarcf + ",PTT=perf", Backend: "perf"},
 		{Key: KeyClock, Name: "libjprof RTARCF PTT=clock", Agent: LibJProf, Options: methodEvents + rtarcf + ",PTT=clock", Backend: "clock"},
@@ -103,7 +106,8 @@ func JavacConfigs() []Config {
 		{Key: KeyJavacRTArcf, Name: "libjprof RTARCF (best PTT)", Agent: LibJProf, Options: methodEvents + rtarcf, JVMArgs: heap},
 		{Key: KeyJavacGeneric, Name: "libjprof CALLTREE GENERIC (binary log-gen)", Agent: LibJProf, Options: "METHODEVENTS,CALLTREE,GENERIC", JVMArgs: heap},
 		{Key: KeyJavacBCITree, Name: "libjprof BCI CALLTREE", Agent: LibJProf, Options: "BCI,CALLTREE", JVMArgs: heap},
-		{Key: KeyJavacBCI, Name: "libjprof BCI RTARCF (best PTT)", Agent: LibJProf, Options: "BCI," + rtarcf, JVMArgs: heap},
+		{Key: KeyJavacBCI, Name: "libjprof BCI RTARCF (best PTT; the default mode)", Agent: LibJProf, Options: "BCI," + rtarcf, JVMArgs: heap},
+		{Key: KeyJavacBCIAll, Name: "libjprof BCI RTARCF ALLMETHODS (trivial methods too)", Agent: LibJProf, Options: "BCI,ALLMETHODS," + rtarcf, JVMArgs: heap},
 		{Key: KeyJavacBCIBase, Name: "libjprof BCI RTARCF, java.base instrumented too", Agent: LibJProf, Options: "BCI," + rtarcf,
 			JVMArgs: append([]string{"-Dlibjprof.bci.base=true"}, heap...)},
 		{Key: KeyJavacBCIRoot, Name: "libjprof BCI RTARCF ROOTS=Attr.attribTree", Agent: LibJProf,

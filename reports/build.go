@@ -225,6 +225,25 @@ func (b *Builder) newNode(id int32) *bnode {
 // Builder: adding more events changes them.
 func (b *Builder) Profile() *Profile { return &b.p }
 
+// clampNegative sets to zero the calibrated values of contexts whose
+// events sum below zero (their events took more overhead than they
+// measured, as the agent's log-rt never goes below zero either): calibrated
+// values are summed as two's complement. A raw sum never comes near 2^63.
+func clampNegative(p *Profile) {
+	for i, m := range p.Metrics {
+		if !m.Calibrated {
+			continue
+		}
+		for _, th := range p.Threads {
+			th.Walk(func(n *Node, _ int) {
+				if i < len(n.Base) && int64(n.Base[i]) < 0 {
+					n.Base[i] = 0
+				}
+			})
+		}
+	}
+}
+
 // BuildProfile reads a log-gen file and rebuilds its call tree with a
 // [Builder]. The profile's Seq is 0 and it has no DELTA, DS or IN values.
 func BuildProfile(r io.Reader) (*Profile, error) {
@@ -242,6 +261,7 @@ func BuildProfile(r io.Reader) (*Profile, error) {
 		}
 		p := b.Profile()
 		p.Truncated = lr.truncated
+		clampNegative(p)
 		return p, lr.Err()
 	}
 	// This is LogGenReader.Next and Builder.add fused: most events are
@@ -260,6 +280,7 @@ func BuildProfile(r io.Reader) (*Profile, error) {
 		if err == io.EOF {
 			p := b.Profile()
 			p.Truncated = lr.truncated
+			clampNegative(p)
 			return p, nil
 		}
 		var kind EventKind

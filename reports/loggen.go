@@ -145,7 +145,13 @@ func (lw *LogGenWriter) Write(ev Event) error {
 	}
 	b := lw.buf[:0]
 	for _, v := range ev.Values {
-		b = strconv.AppendUint(b, v, 10)
+		if int64(v) < 0 {
+			// A calibrated value below its key's overhead (jprof
+			// calibrate); a raw one never comes near 2^63.
+			b = strconv.AppendInt(b, int64(v), 10)
+		} else {
+			b = strconv.AppendUint(b, v, 10)
+		}
 		b = append(b, ' ')
 	}
 	if ev.HasKey {
@@ -516,6 +522,12 @@ func parseEvent(line []byte, vals []uint64) (kind EventKind, key int, name, thre
 	i := 0
 	for m := range vals {
 		var v uint64
+		// A calibrated value may be negative (jprof calibrate): it is
+		// kept as its two's complement, which sums right.
+		neg := i < len(line) && line[i] == '-'
+		if neg {
+			i++
+		}
 		j := i
 		for ; i < len(line); i++ {
 			c := line[i] - '0'
@@ -531,6 +543,9 @@ func parseEvent(line []byte, vals []uint64) (kind EventKind, key int, name, thre
 			if v, err = strconv.ParseUint(string(line[j:i]), 10, 64); err != nil {
 				return 0, -1, nil, nil, fmt.Errorf("value %d overflows", m+1)
 			}
+		}
+		if neg {
+			v = -v
 		}
 		vals[m] = v
 		i++

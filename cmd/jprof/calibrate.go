@@ -114,8 +114,11 @@ func calibrate(args []string, stdout io.Writer) error {
 		return err
 	}
 
-	// Pass 2: every value less its key's overhead, never below zero
-	// (an unclean event keeps its raw value, as in the agent).
+	// Pass 2: every value less its key's overhead (an unclean event keeps
+	// its raw value, as in the agent). A value below its key's overhead
+	// is written negative, not 0: the agent removes count × overhead from
+	// each context and only its total stops at zero, so the rebuilt tree
+	// matches the agent's only if each event takes its whole overhead.
 	for i := range metrics {
 		metrics[i].Calibrated = true
 	}
@@ -131,7 +134,7 @@ func calibrate(args []string, stdout io.Writer) error {
 			for r.Next() {
 				ev := r.Event()
 				for k, v := range ev.Values {
-					cal[k] = v - min(v, over[k][ev.Key])
+					cal[k] = v - over[k][ev.Key] // may wrap: negative
 					if ev.Unclean {
 						cal[k] = v // as the agent: neither learnt from nor calibrated
 					}
