@@ -39,6 +39,7 @@ const sigcostPeriod = 200
 const (
 	sampleJavac     = "javac"
 	sampleParJavac  = "ParJavac"
+	sampleGCHeavy   = "GCHeavy"
 	parJavacThreads = 2
 )
 
@@ -48,7 +49,12 @@ type SamplingRow struct {
 	Program   string
 	Wall, CPU []float64 // s, per run, one per round
 	Samples   []string  // the header's sampling note of the last run
+	// Coverage is, per run, the time the samples stand for as a share
+	// of the process's CPU time while sampling (the header's note), %.
+	Coverage []float64
 }
+
+var coverageRe = regexp.MustCompile(`Process CPU time while sampling: \d+ ms; the samples stand for \d+ ms \(([\d.]+)%\)`)
 
 // SamplingStress is the stress runs' outcome.
 type SamplingStress struct {
@@ -77,7 +83,7 @@ func (p *Sampling) Run(ctx context.Context, s *Suite, tmp string) error {
 	if o.JavacRounds == 0 {
 		return nil
 	}
-	for _, prog := range []string{sampleJavac, sampleParJavac} {
+	for _, prog := range []string{sampleJavac, sampleParJavac, sampleGCHeavy} {
 		p.Rows = append(p.Rows,
 			&SamplingRow{Program: prog, Config: Config{Key: prog + "-none", Name: "no agent (JIT)"}},
 			&SamplingRow{Program: prog, Config: Config{Key: prog + "-1ms", Name: "libjprof SAMPLE (cpu, 1 ms)", Agent: LibJProf, Options: "SAMPLE"}},
@@ -92,6 +98,7 @@ func (p *Sampling) Run(ctx context.Context, s *Suite, tmp string) error {
 	mains := map[string][]string{
 		sampleJavac:    append([]string{"-m", "jdk.compiler/com.sun.tools.javac.Main", "-d", out}, srcs...),
 		sampleParJavac: append([]string{"-cp", cp, "ParJavac", strconv.Itoa(parJavacThreads), out}, srcs...),
+		sampleGCHeavy:  {"-Xmx48m", "-XX:+UseParallelGC", "-cp", cp, "GCHeavy", "1500", "2"},
 	}
 	rounds := samplingRounds
 	if o.JavacRounds < 2 {
@@ -121,6 +128,10 @@ func (p *Sampling) Run(ctx context.Context, s *Suite, tmp string) error {
 					for _, l := range strings.Split(string(b), "\n") {
 						if strings.HasPrefix(l, " Note: Sampled") {
 							row.Samples = append(row.Samples, strings.TrimPrefix(l, " Note: "))
+						}
+						if m := coverageRe.FindStringSubmatch(l); m != nil {
+							v, _ := strconv.ParseFloat(m[1], 64)
+							row.Coverage = append(row.Coverage, v)
 						}
 					}
 				}
@@ -277,6 +288,15 @@ func (p *Sampling) Markdown(out io.Writer, s *Suite) error {
 		fmt.Fprintf(out, "| %s | %s | %s | %.2f | %s | %s | %s | %.2f | %s |\n", r.Program, r.Name, agentLabel(r.Config),
 			w.Median, w.Range("%.2f"), dw, dm, c.Median, dc)
 	}
+	fmt.Fprintf(out, "\n**The whole process.** The samples stand for this share of the process's CPU time while sampling "+
+		"(the header's note: Java threads, and the JVM's own threads under pseudo-frames of their kind), median and range over the runs:\n\n"+
+		"| program | configuration | samples / process CPU | min–max |\n|---|---|--:|--:|\n")
+	for _, r := range p.Rows {
+		if len(r.Coverage) > 0 {
+			c := Summarize(r.Coverage)
+			fmt.Fprintf(out, "| %s | %s | %.1f%% | %s |\n", r.Program, r.Name, c.Median, c.Range("%.1f"))
+		}
+	}
 	seen := map[string]bool{}
 	for _, r := range p.Rows {
 		for _, n := range r.Samples {
@@ -312,4 +332,25 @@ func (p *Sampling) Markdown(out io.Writer, s *Suite) error {
 		}
 	}
 	return nil
+}
+
+// coverageTargets are issue 22's: under SAMPLE (1 ms), the samples stand
+// for the process's CPU time within 5%, on javac and on a GC-heavy
+// program.
+func coverageTargets(p *Sampling) []Target {
+	var ts []Target
+	for _, prog := range []string{sampleJavac, sampleGCHeavy} {
+		tg := Target{What: fmt.Sprintf("SAMPLE (1 ms) on %s: the sampled CPU total within 5%% of the process's CPU time", prog), Measured: "not measured", Met: "n/a"}
+		if p != nil {
+			for _, r := range p.Rows {
+				if r.Key == prog+"-1ms" && len(r.Coverage) > 0 {
+					c := Summarize(r.Coverage)
+					tg.Measured = fmt.Sprintf("%.1f%% (%s over %d runs)", c.Median, c.Range("%.1f"), c.N)
+					tg.Met = yesNo(c.Median >= 95 && c.Median <= 105)
+				}
+			}
+		}
+		ts = append(ts, tg)
+	}
+	return ts
 }
