@@ -123,3 +123,28 @@ func TestBPFWithoutCapabilities(t *testing.T) {
 	assert.Contains(t, strings.Join(p.Notes, "\n"), "lacks CAP_BPF and CAP_PERFMON")
 	checkHellop(t, p)
 }
+
+// One PTT read per event by default, two with LATEREAD: each run takes
+// the built-in table trained for its own kind (the header names it), and
+// both count the same tree.
+func TestLateRead(t *testing.T) {
+	for _, c := range []struct {
+		opts  string
+		reads bool // the table's ID carries reads=1
+	}{
+		{"METHODEVENTS,METRICS=PTT_TIME,START,NORTDRIVER", true},
+		{"METHODEVENTS,METRICS=PTT_TIME,START,NORTDRIVER,LATEREAD", false},
+		{"METRICS=PTT_TIME,START,NORTDRIVER", true}, // BCI
+	} {
+		r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: c.opts})
+		require.Equal(t, 0, r.ExitCode, r.Stderr)
+		p := r.LogRT(t, 1)
+		notes := strings.Join(p.Notes, "\n")
+		if !strings.Contains(notes, "Calibration table PTT_TIME: built-in") {
+			t.Logf("%s: no built-in table for this JVM and backend: %s", c.opts, notes)
+			continue
+		}
+		assert.Equal(t, c.reads, strings.Contains(notes, " reads=1"), "%s: %s", c.opts, notes)
+		assert.EqualValues(t, 1000, methodCalls(asInterpreted(p))["hellop.myC()J"], c.opts)
+	}
+}

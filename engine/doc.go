@@ -1,6 +1,7 @@
 // Package engine is libjprof's profiling core: per-thread call trees,
-// the method registry, PTT readings around each event, calibration
-// minima and per-node sequence counts, and the log-gen record buffers.
+// the method registry, a PTT reading at each event (two with LATEREAD,
+// JProf's Early/Late Read), calibration minima and per-node sequence
+// counts, and the log-gen record buffers.
 //
 // Event sources (JVMTI method events, injected bytecode calls) feed it
 // from C through jp_event (engine.h); the sampling source

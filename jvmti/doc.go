@@ -11,9 +11,12 @@
 // line give with either source); methodids.c names methods in the engine's registry;
 // jit.c records compiled code; sampling.c is the sampling source
 // (SAMPLE=), whose signal handler walks stacks with AsyncGetCallTrace
-// into the engine's sampled trees; bci.c (with bci_classes.c) is the bytecode-instrumentation
-// source (option BCI): a ClassFileLoadHook hands class files to the ASM
+// into the engine's sampled trees, and sampling_threads.c samples the
+// JVM's own threads (GC, JIT compilers) beside the Java ones; bci.c
+// (with bci_classes.c) is the bytecode-instrumentation source (option
+// BCI, the default): a ClassFileLoadHook hands class files to the ASM
 // transformer in java/agent, whose injected calls to static natives feed
-// the engine with no method event enabled, so the JIT stays on. Go sets
-// the binding up, switches the source, and takes the JIT records.
+// the engine with no method event enabled, so the JIT stays on; native
+// methods get wrappers through JVMTI's native method prefix. Go sets the
+// binding up, switches the source, and takes the JIT records.
 package jvmti

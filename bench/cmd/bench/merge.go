@@ -131,27 +131,41 @@ func mergeReports(base, part []byte, parts string) ([]byte, error) {
 }
 
 // mergeTargets replaces base's rows of the targets the partial run
-// measured and adds those it lacks.
+// measured, adds those it lacks, and drops base's rows of targets the
+// partial run's code no longer has (its table lists every target, the
+// ones it did not measure too): a target that was changed or retired.
 func mergeTargets(base, part string) string {
 	rows := map[string]string{}
+	known := map[string]bool{}
 	var order []string
 	for _, l := range strings.Split(part, "\n") {
-		if what, ok := targetRow(l); ok && what != "target" && !strings.Contains(l, "| not measured |") {
+		what, ok := targetRow(l)
+		if !ok || what == "target" {
+			continue
+		}
+		known[what] = true
+		if !strings.Contains(l, "| not measured |") {
 			rows[what] = l
 			order = append(order, what)
 		}
 	}
 	lines := strings.Split(strings.TrimRight(base, "\n"), "\n")
 	last := -1
-	for i, l := range lines {
-		if what, ok := targetRow(l); ok {
-			last = i
+	kept := lines[:0]
+	for _, l := range lines {
+		if what, ok := targetRow(l); ok && what != "target" {
+			if len(known) > 0 && !known[what] {
+				continue
+			}
+			last = len(kept)
 			if r, ok := rows[what]; ok {
-				lines[i] = r
+				l = r
 				delete(rows, what)
 			}
 		}
+		kept = append(kept, l)
 	}
+	lines = kept
 	var add []string
 	for _, what := range order {
 		if r, ok := rows[what]; ok {
