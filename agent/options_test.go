@@ -196,3 +196,23 @@ func TestEventSource(t *testing.T) {
 		assert.Equal(t, c.name, o.sourceName(), "%s / %s", c.opts, c.env)
 	}
 }
+
+// Two PTT reads per event with method events, one with BCI, unless
+// LATEREAD or NOLATEREAD says otherwise.
+func TestLateReadOption(t *testing.T) {
+	for _, c := range []struct {
+		opts string
+		late bool
+	}{
+		{"", false},
+		{"METHODEVENTS", true},
+		{"LATEREAD", true},
+		{"METHODEVENTS,NOLATEREAD", false},
+		{"LATEREAD,NOLATEREAD", false},
+		{"SAMPLE", false},
+	} {
+		o, err := ParseOptions(c.opts, "")
+		require.NoError(t, err, c.opts)
+		assert.Equal(t, c.late, o.LateRead, c.opts)
+	}
+}

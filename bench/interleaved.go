@@ -67,7 +67,7 @@ func runInterleaved(ctx context.Context, java, agent, cp, tmp string, pairs int,
 	opts := fmt.Sprintf("METRICS=PTT_TIME,PORT=%d,LOGPATH=%s", port, dir)
 	args := []string{"-Xint", "-agentpath:" + agent + "=" + methodEvents + opts, "-cp", cp, "AccuracyAB", strconv.Itoa(port), strconv.Itoa(pairs)}
 	if bci {
-		args = []string{"-agentpath:" + agent + "=BCI," + opts, "-cp", cp, "AccuracyAB", strconv.Itoa(port), strconv.Itoa(pairs), "20"}
+		args = []string{"-agentpath:" + agent + "=BCI,ALLMETHODS," + opts, "-cp", cp, "AccuracyAB", strconv.Itoa(port), strconv.Itoa(pairs), "20"}
 	}
 	cmd := exec.CommandContext(ctx, java, args...)
 	out, err := cmd.Output()
