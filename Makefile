@@ -122,20 +122,17 @@ demo: deps all
 # PTT=clock|perf|bpf picks the backend (default: the best available);
 # SOURCE=bci trains the bytecode-instrumentation source (its own table,
 # without the interpreter's environmental overhead, which it does not have);
-# READS=1|2 the agent's path with one PTT read per event (NOLATEREAD) or
-# two (LATEREAD) where it is not the source's default (two with method
-# events, one with BCI): its tables end in -1read.cal or -2reads.cal.
+# READS=2 the agent's path with two PTT reads per event (LATEREAD; its
+# tables end in -2reads.cal).
 TRAIN_PTT ?= $(or $(PTT),bpf)
 comma := ,
 empty :=
 space := $(empty) $(empty)
 TRAIN_BCI := $(filter bci,$(SOURCE))
-# The reads per event that are not the source's default, if asked for.
-TRAIN_OTHER_READS := $(if $(TRAIN_BCI),$(filter 2,$(READS)),$(filter 1,$(READS)))
 # (ALLMETHODS: the trainer's known-cost methods are as small as trivial ones.)
-TRAIN_AGENT_OPTS := $(subst $(space),$(comma),$(strip $(if $(TRAIN_BCI),BCI ALLMETHODS) $(if $(filter 1,$(READS)),NOLATEREAD) $(if $(filter 2,$(READS)),LATEREAD)))
+TRAIN_AGENT_OPTS := $(subst $(space),$(comma),$(strip $(if $(TRAIN_BCI),BCI ALLMETHODS) $(if $(filter 2,$(READS)),LATEREAD)))
 TRAIN_SOURCE_OPTS := $(if $(TRAIN_AGENT_OPTS),-agent-options $(TRAIN_AGENT_OPTS)) $(if $(TRAIN_BCI),-no-env)
-TRAIN_SUFFIX := $(if $(TRAIN_BCI),-bci)$(if $(filter 1,$(TRAIN_OTHER_READS)),-1read)$(if $(filter 2,$(TRAIN_OTHER_READS)),-2reads)
+TRAIN_SUFFIX := $(if $(TRAIN_BCI),-bci)$(if $(filter 2,$(READS)),-2reads)
 train: deps all
 	$(GO) run ./trainer/cmd/train -java $(JAVA) -backend $(TRAIN_PTT) $(TRAIN_SOURCE_OPTS) \
 	  -o calibration/tables/openjdk-$$($(JAVA) -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')-$$(uname -m)-PTT_TIME-$(TRAIN_PTT)$(TRAIN_SUFFIX).cal

@@ -103,11 +103,8 @@ type Options struct {
 	// AllMethods instruments trivial methods too (ALLMETHODS).
 	AllMethods bool
 	// LateRead takes a second PTT read at the end of each event
-	// (JProf's Early/Late Read split) instead of one: by default with
-	// method events, not with BCI; lateRead is what the options said
-	// (1 LATEREAD, -1 NOLATEREAD, 0 nothing), which Parse resolves.
+	// (LATEREAD: JProf's Early/Late Read split) instead of one.
 	LateRead bool
-	lateRead int
 }
 
 // Event sources as the options name them.
@@ -230,13 +227,7 @@ var optionSpecs = []optionSpec{
 		set: intOpt(func(o *Options) *int { return &o.PTTSlots }, 0, 1, 1<<20, "a number of threads")},
 	{name: "PTTD", hasValue: true, help: "socket of a jprof pttd to get the eBPF PTT from when the JVM cannot load it (default /run/libjprof-pttd.sock if present)",
 		set: stringOpt(func(o *Options) *string { return &o.PTTD }, "", "a socket path", nil)},
-	{name: "LATEREAD", help: "two PTT reads per event, at its start and its end (JProf's Early/Late Read split: the event's own work is in no method's delta); NOLATEREAD: one, the event's work calibrated away with the rest of the overhead (default: two with METHODEVENTS, where they keep small methods' calibrated times within 15%; one with BCI, where the second read costs more than it buys)", set: func(o *Options, _ string, on bool) error {
-		o.lateRead = 1
-		if !on {
-			o.lateRead = -1
-		}
-		return nil
-	}},
+	{name: "LATEREAD", help: "two PTT reads per event, at its start and its end (JProf's Early/Late Read split: the event's own work is in no method's delta) instead of one (default: one, the event's work calibrated away with the rest of the overhead)", set: boolOpt(func(o *Options) *bool { return &o.LateRead })},
 	{name: "CALIBRATE", help: "remove the profiler's own overhead from metrics (default on; NOCALIBRATE for raw values)", set: boolOpt(func(o *Options) *bool { return &o.Calibrate })},
 	{name: "CALTABLE", hasValue: true, help: "calibration table for the environmental overhead and the minima of rarely seen keys (default: a built-in table matching this JVM, metric and backend; none: minima from this run only)",
 		set: stringOpt(func(o *Options) *string { return &o.CalTable }, "", "a file", nil)},
@@ -448,7 +439,6 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 		o.Mode = ModeRTArcf
 	}
 	o.BCI = o.Sample == nil && o.source != sourceMethodEvents
-	o.LateRead = o.lateRead > 0 || (o.lateRead == 0 && !o.BCI && o.Sample == nil)
 	if !o.BCI {
 		for _, f := range []struct {
 			name string

@@ -197,17 +197,16 @@ func TestEventSource(t *testing.T) {
 	}
 }
 
-// Two PTT reads per event with method events, one with BCI, unless
-// LATEREAD or NOLATEREAD says otherwise.
+// One PTT read per event with either source unless LATEREAD asks for two.
 func TestLateReadOption(t *testing.T) {
 	for _, c := range []struct {
 		opts string
 		late bool
 	}{
 		{"", false},
-		{"METHODEVENTS", true},
+		{"METHODEVENTS", false},
 		{"LATEREAD", true},
-		{"METHODEVENTS,NOLATEREAD", false},
+		{"METHODEVENTS,LATEREAD", true},
 		{"LATEREAD,NOLATEREAD", false},
 		{"SAMPLE", false},
 	} {

@@ -124,17 +124,16 @@ func TestBPFWithoutCapabilities(t *testing.T) {
 	checkHellop(t, p)
 }
 
-// Two PTT reads per event with method events, one with BCI, unless
-// LATEREAD or NOLATEREAD says otherwise: each run takes the built-in
-// table trained for its own kind (the header names it), and all count
-// the same tree.
+// One PTT read per event by default, two with LATEREAD: each run takes
+// the built-in table trained for its own kind (the header names it), and
+// all count the same tree.
 func TestLateRead(t *testing.T) {
 	for _, c := range []struct {
 		opts  string
 		reads bool // the table's ID carries reads=1
 	}{
-		{"METHODEVENTS,METRICS=PTT_TIME,START,NORTDRIVER", false},
-		{"METHODEVENTS,METRICS=PTT_TIME,START,NORTDRIVER,NOLATEREAD", true},
+		{"METHODEVENTS,METRICS=PTT_TIME,START,NORTDRIVER", true},
+		{"METHODEVENTS,METRICS=PTT_TIME,START,NORTDRIVER,LATEREAD", false},
 		{"METRICS=PTT_TIME,START,NORTDRIVER", true}, // BCI
 		{"METRICS=PTT_TIME,START,NORTDRIVER,LATEREAD", false},
 	} {

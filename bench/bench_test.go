@@ -80,7 +80,7 @@ func TestSmoke(t *testing.T) {
 	assert.Contains(t, sections["Sampling overhead and stress"], "| ParJavac | libjprof SAMPLE (cpu, 1 ms) |")
 	assert.Contains(t, sections["Sampling overhead and stress"], "**Stress.**")
 	assert.Contains(t, sections["Sampling overhead and stress"], "**2 of 2 passed**")
-	assert.Len(t, s.Targets(), 30)
+	assert.Len(t, s.Targets(), 29)
 	assert.Contains(t, sections["Repeatability of the default mode"], "**hellop**: 2 runs")
 	for _, c := range RealConfigs() {
 		for _, prog := range []string{"**H2**", "**groovy**"} {

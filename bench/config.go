@@ -36,7 +36,7 @@ const (
 	KeyNaive        = "naive"
 	KeyCallTree     = "calltree"
 	KeyBPF          = "rtarcf-bpf"
-	KeyBPFOne       = "rtarcf-bpf-oneread"
+	KeyBPFLate      = "rtarcf-bpf-lateread"
 	KeyJavacBCIAll  = "javac-bci-allmethods"
 	KeyBPFNoCal     = "rtarcf-bpf-nocal"
 	KeyPerf         = "rtarcf-perf"
@@ -82,7 +82,7 @@ func WorkloadConfigs() []Config {
 		{Key: KeyNaive, Name: "naive C agent (CLOCK_THREAD_CPUTIME_ID)", Agent: Naive},
 		{Key: KeyCallTree, Name: "libjprof CALLTREE", Agent: LibJProf, Options: "METHODEVENTS,CALLTREE"},
 		{Key: KeyBPF, Name: "libjprof RTARCF PTT=bpf", Agent: LibJProf, Options: methodEvents + rtarcf + ",PTT=bpf", Backend: "bpf"},
-		{Key: KeyBPFOne, Name: "libjprof RTARCF PTT=bpf NOLATEREAD (one read per event)", Agent: LibJProf, Options: methodEvents + rtarcf + ",PTT=bpf,NOLATEREAD", Backend: "bpf"},
+		{Key: KeyBPFLate, Name: "libjprof RTARCF PTT=bpf LATEREAD (two reads per event)", Agent: LibJProf, Options: methodEvents + rtarcf + ",PTT=bpf,LATEREAD", Backend: "bpf"},
 		{Key: KeyBPFNoCal, Name: "libjprof RTARCF PTT=bpf NOCALIBRATE", Agent: LibJProf, Options: methodEvents + rtarcf + ",PTT=bpf,NOCALIBRATE", Backend: "bpf"},
 		{Key: KeyPerf, Name: "libjprof RTARCF PTT=perf", Agent: LibJProf, Options: methodEvents + rtarcf + ",PTT=perf", Backend: "perf"},
 		{Key: KeyClock, Name: "libjprof RTARCF PTT=clock", Agent: LibJProf, Options: methodEvents + rtarcf + ",PTT=clock", Backend: "clock"},

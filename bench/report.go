@@ -74,8 +74,7 @@ func (s *Suite) Targets() []Target {
 		key, what string
 		limit     float64
 	}{
-		{KeyBPF, "RTARCF (method events: two PTT reads per event by default), eBPF PTT, time metric: ≤ 50 ns/event above the empty-agent floor", 50},
-		{KeyBPFOne, "RTARCF (method events) with one PTT read per event (NOLATEREAD), eBPF PTT, time metric: ≤ 50 ns/event above the empty-agent floor", 50},
+		{KeyBPF, "RTARCF (method events, one PTT read per event), eBPF PTT, time metric: ≤ 50 ns/event above the empty-agent floor", 50},
 		{KeyCallTree, "CALLTREE: ≤ 25 ns/event above the empty-agent floor", 25},
 	} {
 		tg := Target{What: t.what, Measured: "not measured", Met: "n/a"}
