@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/libjprof/libjprof/bench"
@@ -119,8 +120,15 @@ func mergeReports(base, part []byte, parts string) ([]byte, error) {
 		quoteList(merged), when, parts)
 	var head []string
 	for _, l := range strings.Split(bhead, "\n") {
-		if strings.HasPrefix(l, "Sections ") && strings.Contains(l, " merged in ") && strings.Contains(l, "-parts "+parts+"`") {
-			continue // an earlier merge of the same parts
+		if strings.HasPrefix(l, "Sections ") && strings.Contains(l, " merged in ") {
+			if strings.Contains(l, "-parts "+parts+"`") {
+				continue // an earlier merge of the same parts
+			}
+			// An earlier merge's line names only what this one did not
+			// replace.
+			if l = dropTitles(l, merged); l == "" {
+				continue
+			}
 		}
 		head = append(head, l)
 		if generatedLine.MatchString(l) {
@@ -184,4 +192,27 @@ func quoteList(xs []string) string {
 		q[i] = "“" + x + "”"
 	}
 	return strings.Join(q, ", ")
+}
+
+var titleRe = regexp.MustCompile(`“[^”]*”`)
+
+// dropTitles removes the titles of a "Sections “a”, “b” were measured"
+// header line that are in gone; "" when none is left.
+func dropTitles(line string, gone []string) string {
+	start := strings.Index(line, "“")
+	end := strings.Index(line, " were measured")
+	if start < 0 || end < start {
+		return line
+	}
+	var keep []string
+	for _, t := range titleRe.FindAllString(line[start:end], -1) {
+		title := strings.TrimSuffix(strings.TrimPrefix(t, "“"), "”")
+		if !slices.Contains(gone, title) {
+			keep = append(keep, title)
+		}
+	}
+	if len(keep) == 0 {
+		return ""
+	}
+	return line[:start] + quoteList(keep) + line[end:]
 }

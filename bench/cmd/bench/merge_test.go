@@ -35,6 +35,17 @@ func TestMergeReports(t *testing.T) {
 	assert.NotContains(t, got, "other note")
 	assert.NotContains(t, got, "Retired", "a target the partial run's code no longer has")
 
+	// A later merge of other parts leaves the earlier line only the
+	// sections it did not replace.
+	churn := strings.Replace(part, "## Thread end under stress, and threads past the eBPF work area\n\nthreads text", "## Thread and method churn\n\nnew churn", 1)
+	both, err := mergeReports(out, []byte(strings.Replace(churn, "2026-11-26 19:00", "2026-11-26 20:00", 1)), "churn")
+	require.NoError(t, err)
+	assert.Contains(t, string(both), "Sections “Thread and method churn” were measured on 2026-11-26 20:00 UTC by `-parts churn`")
+	assert.Contains(t, string(both), "Sections “Thread end under stress, and threads past the eBPF work area” were measured on 2026-11-26 19:00 UTC by `-parts threads`")
+	out2, err := mergeReports(both, []byte(strings.Replace(part, "2026-11-26 19:00", "2026-11-26 21:00", 1)), "threads,x")
+	require.NoError(t, err)
+	assert.NotContains(t, string(out2), "2026-11-26 19:00 UTC by `-parts threads`", "its only section was merged again")
+
 	// Merging again replaces, never repeats.
 	again, err := mergeReports(out, []byte(part), "threads")
 	require.NoError(t, err)
