@@ -66,6 +66,7 @@ type agent struct {
 	// mainClass is the program's main class or jar (sun.java.command).
 	mainClass string
 	loaded    time.Time // when the agent loaded
+	live      bool      // loaded into a running JVM (Agent_OnAttach)
 	since     time.Time // when collection last started; zero when off
 	resetAt   time.Time // the last reset; zero if none
 	// baseAt is when the counts of the next log-rt start: the first start
@@ -82,15 +83,25 @@ type source interface {
 	Name() string
 	Start() error
 	Stop() error
+	// Detach stops and takes the source out of the program (jvmti's
+	// jp_source_ops.detach): what an attached profile leaves behind.
+	Detach() error
 }
 
 // envGODEBUG is the GODEBUG the Go runtime saw.
 func envGODEBUG() string { return os.Getenv("GODEBUG") }
 
-func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
+// newAgent loads libjprof: at the JVM's start, or live (Agent_OnAttach)
+// into a running JVM.
+func newAgent(vm unsafe.Pointer, agentOpts, envOpts string, live bool) (*agent, error) {
 	opts, err := ParseOptions(agentOpts, envOpts)
 	if err != nil {
 		return nil, err
+	}
+	if live {
+		if err := opts.checkLive(); err != nil {
+			return nil, err
+		}
 	}
 	// The agent's Go heap holds only transient report buffers and lives
 	// in the JVM's process: keep its peak close to what is live (Go
@@ -99,7 +110,7 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(25)
 	}
-	a := &agent{opts: opts, pid: os.Getpid(), loaded: time.Now()}
+	a := &agent{opts: opts, pid: os.Getpid(), loaded: time.Now(), live: live}
 	a.log, a.closeLog, err = openLogMsg(opts, a.pid)
 	if err != nil {
 		var stop error
@@ -127,14 +138,15 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 		return nil, err
 	}
 	// START with an unwritable LOGPATH is ignored (openLogMsg said so).
-	start := opts.Start && a.outErr == nil
+	// Attached, START waits for the attach to be complete (below).
+	start := opts.Start && a.outErr == nil && !live
 	if start {
 		a.started, a.since = true, a.loaded
 		a.baseAt, a.baseKind = a.loaded, reports.CumulativeSinceStart
 	}
 	cfg := jvmti.Config{Start: start, Calibrate: opts.Calibrate, LogGen: opts.genMode(),
 		JIT: opts.JitA2N || opts.PerfMap, MaxMethods: opts.MaxMethods, EagerThreads: opts.ThreadInfo,
-		VThreads: opts.VThreads, Sample: opts.Sample}
+		VThreads: opts.VThreads, Sample: opts.Sample, Live: live}
 	a.source = jvmti.MethodEvents{}
 	if opts.Roots != "" && !opts.BCI && opts.Sample == nil {
 		cfg.Roots = opts.Roots
@@ -183,7 +195,22 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string) (*agent, error) {
 	if opts.JitA2N || opts.PerfMap {
 		a.jit = a.startJIT()
 	}
-	a.log.Info("libjprof loaded", zap.Bool("start", opts.Start))
+	if live {
+		a.notes = append(a.notes, "Attached to the running JVM at "+stamp(a.loaded)+": what ran before is not seen; "+liveNote(a.source))
+		// VM init's work, on this (the attaching) thread: the rtdriver
+		// socket, through which jprof drives the rest.
+		if err := jvmti.LiveInit(); err != nil {
+			a.log.Error("attach failed", zap.Error(err))
+			return nil, err
+		}
+		if opts.Start && a.outErr == nil {
+			if err := a.Start(0); err != nil {
+				a.log.Error("START after attach failed", zap.Error(err))
+				return nil, err
+			}
+		}
+	}
+	a.log.Info("libjprof loaded", zap.Bool("start", opts.Start), zap.Bool("attached", live))
 	return a, nil
 }
 
@@ -419,7 +446,7 @@ func (a *agent) VMDeath() {
 		a.log.Info("BCI summary", zap.Uint64("classesRewritten", st.Rewritten), zap.Uint64("classesLeftAsTheyWere", st.Failed),
 			zap.Uint64("transformerCalls", st.Hooks), zap.Duration("transformerTime", st.HookTime),
 			zap.Uint64("retransformCalls", st.Retransforms), zap.Duration("retransformTime", st.RetransformTime),
-			zap.Uint64("firstRunsFollowed", st.Expands),
+			zap.Uint64("firstRunsFollowed", st.Expands), zap.Uint64("probeCallsWhileNotCollecting", st.IdleCalls),
 			zap.Duration("followTime", st.ExpandTime))
 		if sz, ok := b.Sizes(); ok {
 			// What the transformer keeps (README, Bounded memory).

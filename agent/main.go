@@ -10,24 +10,68 @@ import "C"
 import (
 	"fmt"
 	"os"
+	"sync"
 	"unsafe"
 )
 
 // main is never run: this package is built as a c-shared library.
 func main() {}
 
+// loaded is the agent of this process, once one has loaded: a JVM calls
+// Agent_OnAttach again when the library is loaded again.
+var (
+	loadMu sync.Mutex
+	loaded *agent
+)
+
 // jpGoOnLoad is Agent_OnLoad (onload.c). A non-zero return makes the JVM
 // stop at startup, after we have said why on stderr.
 //
 //export jpGoOnLoad
 func jpGoOnLoad(vm unsafe.Pointer, options *C.char) C.int {
-	var opts string
-	if options != nil {
-		opts = C.GoString(options)
-	}
-	if _, err := newAgent(vm, opts, os.Getenv("JPROFOPTS")); err != nil {
+	loadMu.Lock()
+	defer loadMu.Unlock()
+	a, err := newAgent(vm, goString(options), os.Getenv("JPROFOPTS"), false)
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "libjprof: %v\n", err)
 		return 1
 	}
+	loaded = a
 	return 0
+}
+
+// jpGoOnAttach is Agent_OnAttach: libjprof loaded into a running JVM. A
+// non-zero return is reported to the command that loaded it; the JVM
+// runs on either way.
+//
+//export jpGoOnAttach
+func jpGoOnAttach(vm unsafe.Pointer, options *C.char) C.int {
+	loadMu.Lock()
+	defer loadMu.Unlock()
+	opts := goString(options)
+	if loaded != nil {
+		if err := loaded.attachAgain(opts); err != nil {
+			fmt.Fprintf(os.Stderr, "libjprof: attach: %v\n", err)
+			sayAttachError(err)
+			return 1
+		}
+		return 0
+	}
+	// JPROFOPTS is the environment the JVM started with, not the
+	// attaching user's: only the options given now count.
+	a, err := newAgent(vm, opts, "", true)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "libjprof: attach: %v\n", err)
+		sayAttachError(err)
+		return 1
+	}
+	loaded = a
+	return 0
+}
+
+func goString(s *C.char) string {
+	if s == nil {
+		return ""
+	}
+	return C.GoString(s)
 }

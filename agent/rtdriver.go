@@ -318,9 +318,15 @@ func (a *agent) Status() string {
 	if a.pending != nil {
 		pending = fmt.Sprintf("%.0fs", time.Until(a.pending.at).Seconds())
 	}
-	return fmt.Sprintf("state=%s since=%s pid=%d main=%s mode=%s source=%s metrics=%s backend=%s threads=%d live=%d events=%d methods=%d logpath=%s files=%d last=%s pending-start=%s",
+	line := fmt.Sprintf("state=%s since=%s pid=%d main=%s mode=%s source=%s metrics=%s backend=%s threads=%d live=%d events=%d methods=%d logpath=%s files=%d last=%s pending-start=%s attached=%v",
 		state, stamp(a.since), a.pid, a.mainClass, a.opts.modeName(), a.source.Name(), a.metricNames(), a.ptt.Backend, threads, live, events, engine.Methods(),
-		a.opts.LogPath, len(a.files), last, pending)
+		a.opts.LogPath, len(a.files), last, pending, a.live)
+	if b, ok := a.source.(jvmti.BCI); ok {
+		// Instrumented code that runs while not collecting: it grows
+		// after a stop, not after a detach.
+		line += fmt.Sprintf(" instrumenting=%v idle-probe-calls=%d", b.Instrumenting(), b.Stats().IdleCalls)
+	}
+	return line
 }
 
 // ForceGC implements control.Controller.
@@ -388,6 +394,31 @@ func (a *agent) Roots(roots string) (string, error) {
 	if roots == "all" {
 		a.opts.Roots = ""
 	}
+	return detail, nil
+}
+
+// Detach implements control.Controller.
+func (a *agent) Detach() (string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.dead {
+		return "", errVMDead
+	}
+	a.cancelPending()
+	t0 := time.Now()
+	if err := a.vm.Do(a.source.Detach); err != nil {
+		return "", err
+	}
+	a.since = time.Time{}
+	detail := "collection off"
+	if b, ok := a.source.(jvmti.BCI); ok {
+		st := b.Stats()
+		detail = fmt.Sprintf("collection off; instrumented classes given their own bytes back (%d left instrumented in all, as log-msg says)", st.Failed)
+	} else if _, ok := a.source.(jvmti.Sampler); ok {
+		detail = "collection off; sampling timers deleted"
+	}
+	detail += fmt.Sprintf(" in %v; start profiles again", time.Since(t0).Round(time.Millisecond))
+	a.log.Info("detached", zap.String("detail", detail))
 	return detail, nil
 }
 

@@ -302,3 +302,26 @@ func TestSampleJVMThreads(t *testing.T) {
 	assert.Less(t, pct, 110.0)
 	assert.Regexp(t, `"jvmThreads": [1-9]`, r.ReadFile(t, "msg"))
 }
+
+// TestSampleInlined: with DebugNonSafepoints (turned on by SAMPLE) a
+// sample in the loop of a method the JIT inlined is charged to that
+// method: Service.hot, inlined into Service.unit, is the main thread's
+// hottest stack, not unit or main.
+func TestSampleInlined(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "Service", Args: []string{"3"}, Options: "SAMPLE,START"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.Contains(t, r.ReadFile(t, "rt.1"), "SAMPLE: DebugNonSafepoints turned on")
+	out, err := exec.Command(jvmtest.Tool("jprof"), "collapsed", r.File("rt.1")).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	var top string
+	var most uint64
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseUint(line[i+1:], 10, 64)
+		require.NoError(t, err, line)
+		if strings.Contains(line, "_main;") && v > most {
+			top, most = line[:i], v
+		}
+	}
+	assert.True(t, strings.HasSuffix(top, ";Service.unit(long);Service.hot(long)"), "main's hottest stack: %s", top)
+}

@@ -18,6 +18,15 @@ func (a *agent) sourceNotes() []string {
 	switch a.source.(type) {
 	case jvmti.MethodEvents:
 		return []string{"Warning: " + methodEventsDistort}
+	case jvmti.Sampler:
+		switch rc := jvmti.DebugNonSafepoints(); {
+		case rc == 0 && a.live:
+			return []string{"SAMPLE: DebugNonSafepoints turned on: code compiled from now on says which inlined method each instruction belongs to; code compiled before the attach says it at safepoints only, so a sample in an inlined method's loop may be charged to the method it was inlined into until that code is compiled again"}
+		case rc == 0:
+			return []string{"SAMPLE: DebugNonSafepoints turned on: compiled code says which inlined method each instruction belongs to, so samples in inlined methods are charged to them"}
+		default:
+			return []string{fmt.Sprintf("Warning: SAMPLE: DebugNonSafepoints could not be turned on (error %d: the JVM's structure table not found): a sample in an inlined method's loop may be charged to the method it was inlined into; -XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints does it", rc)}
+		}
 	case jvmti.BCI:
 		what := "every class outside java.base"
 		switch {
@@ -35,7 +44,9 @@ func (a *agent) sourceNotes() []string {
 			notes = append(notes, "BCI: trivial methods not instrumented, their time counted in their callers: methods that call nothing, "+
 				"have no loop, throw nothing, take no lock and have at most 35 bytes of bytecode (getters, setters, empty methods: what HotSpot always inlines; a ROOTS root always is); ALLMETHODS instruments them")
 		}
-		if e := (jvmti.BCI{}).NativesRefused(); e != 0 {
+		if e := (jvmti.BCI{}).NativesRefused(); e == -1 {
+			notes = append(notes, "BCI: native methods are not seen: attached to a running JVM, libjprof leaves them as they are (their wrappers could not be taken out at detach)")
+		} else if e != 0 {
 			notes = append(notes, fmt.Sprintf("Warning: BCI: native methods are not seen: the JVM refused a native method prefix (JVMTI error %d)", e))
 		}
 		return notes

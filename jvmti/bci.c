@@ -145,10 +145,18 @@ void bci_runs_reset(void)
 		memset(bci.run_bits, 0, bci.root_nbits / 8 + 1);
 }
 
+static __thread uint32_t bci_idle __attribute__((tls_model("initial-exec")));
+
 static inline void bci_event(JNIEnv *env, jint id, int tr)
 {
-	if (!__atomic_load_n(&jp.collecting, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&jp.collecting, __ATOMIC_RELAXED)) {
+		/* Counted coarsely, per thread: no shared line written per call. */
+		if (__builtin_expect(++bci_idle == JP_BCI_IDLE_STEP, 0)) {
+			bci_idle = 0;
+			__atomic_add_fetch(&bci.idle_calls, JP_BCI_IDLE_STEP, __ATOMIC_RELAXED);
+		}
 		return;
+	}
 	int expand = 0;
 	jp_thread *t = jp_thread_self();
 	if (__builtin_expect(bci.selective, 0)) {
@@ -404,8 +412,10 @@ out:
 
 /* jp_bci_vm_init sets the Java side up (VM init, on the main thread) and,
  * if collection started at load, instruments what loaded before. */
-void jp_bci_vm_init(JNIEnv *jni)
+static void bci_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 {
+	(void)jvmti;
+	(void)thread;
 	static const JNINativeMethod natives[] = {
 		{ "enter", "(I)V", (void *)bci_enter },
 		{ "exit", "(I)V", (void *)bci_exit },
@@ -501,7 +511,7 @@ int jp_bci_set(int on)
 	return rc;
 }
 
-void jp_bci_die(void)
+static void bci_die(void)
 {
 	pthread_mutex_lock(&bci_lock);
 	jp.dead = 1;
@@ -520,4 +530,28 @@ void jp_bci_stats(uint64_t *out)
 	out[6] = __atomic_load_n(&bci.expands, __ATOMIC_RELAXED);
 	out[7] = __atomic_load_n(&bci.expand_ns, __ATOMIC_RELAXED);
 	out[8] = __atomic_load_n(&bci.nroots, __ATOMIC_RELAXED);
+	out[9] = __atomic_load_n(&bci.idle_calls, __ATOMIC_RELAXED);
 }
+
+static int bci_setup(jvmtiEnv *jvmti, jvmtiCapabilities *caps, jvmtiEventCallbacks *cb, int live, char *err,
+		     int errlen)
+{
+	(void)jvmti;
+	(void)caps;
+	(void)live;
+	(void)err;
+	(void)errlen;
+	cb->ClassFileLoadHook = jp_bci_class_file_load;
+	return 0;
+}
+
+const jp_source_ops jp_bci_ops = {
+	.engine = &jp_bci,
+	.setup = bci_setup,
+	.enable = bci_enable,
+	.vm_init = bci_vm_init,
+	.set = jp_bci_set,
+	.detach = bci_detach,
+	.thread_start = jp_thread_start_record,
+	.die = bci_die,
+};

@@ -100,6 +100,10 @@ func (BCI) Stop() error {
 // SetRoots changes the roots of selective instrumentation ("" or "all":
 // every method) and re-instruments the loaded classes. The caller must be
 // a thread attached to the VM.
+// Detach stops collecting and retransforms the instrumented classes back
+// to their own bytes; Start instruments again.
+func (BCI) Detach() error { return detach() }
+
 func (BCI) SetRoots(roots string) error {
 	cs := C.CString(roots)
 	defer C.free(unsafe.Pointer(cs))
@@ -129,15 +133,19 @@ type BCIStats struct {
 	// Roots counts the root methods instrumented since the roots were
 	// set: 0 while no loaded class has a method ROOTS matches.
 	Roots uint64
+	// IdleCalls counts probe calls while not collecting, in steps of
+	// 1024 per thread: instrumented code that still runs after a stop.
+	// After a detach it stays where it is.
+	IdleCalls uint64
 }
 
 // Stats reads the source's counters.
 func (BCI) Stats() BCIStats {
-	var v [9]C.uint64_t
+	var v [10]C.uint64_t
 	C.jp_bci_stats(&v[0])
 	return BCIStats{Rewritten: uint64(v[0]), Failed: uint64(v[1]), Hooks: uint64(v[2]), HookTime: time.Duration(v[3]),
 		Retransforms: uint64(v[4]), RetransformTime: time.Duration(v[5]),
-		Expands: uint64(v[6]), ExpandTime: time.Duration(v[7]), Roots: uint64(v[8])}
+		Expands: uint64(v[6]), ExpandTime: time.Duration(v[7]), Roots: uint64(v[8]), IdleCalls: uint64(v[9])}
 }
 
 // RootMethods is how many methods are roots now (see BCIStats.Roots).
@@ -163,7 +171,8 @@ type BCISizes struct {
 }
 
 // NativesRefused is the JVMTI error that kept native methods from being
-// wrapped (the VM refused a native method prefix), 0 if none.
+// wrapped (the VM refused a native method prefix), -1 when the agent was
+// attached to a running JVM (natives are then left alone), 0 if none.
 func (BCI) NativesRefused() int { return int(C.jp_bci_natives_refused()) }
 
 // Sizes reads them; false if the transformer cannot be asked. The caller

@@ -41,8 +41,14 @@ struct jp_bci_state {
 	uint64_t hook_calls, hook_ns; /* class file hooks that ran the transformer, and their time */
 	uint64_t retransforms, retransform_ns; /* RetransformClasses calls, and their time */
 	uint64_t expands, expand_ns; /* selective: first runs inside a root followed, and their time */
+	/* Probe calls while not collecting, in steps of JP_BCI_IDLE_STEP per
+	 * thread: instrumented code still running after a stop (none after
+	 * a detach). */
+	uint64_t idle_calls;
 };
 extern struct jp_bci_state bci;
+
+#define JP_BCI_IDLE_STEP 1024
 
 /* Transformer.transform's how: the class is being retransformed; its
  * native methods were wrapped at its first load. */
@@ -64,6 +70,9 @@ JNIEnv *bci_env(void);
  * (bci_lock held); bci_retransform_named those named (Java strings). */
 void bci_retransform(JNIEnv *jni);
 void bci_retransform_named(JNIEnv *jni, jobjectArray names);
+/* The source's enable and detach (jp_bci_ops). */
+int bci_enable(jvmtiEnv *jvmti, int live, char *err, int errlen);
+int bci_detach(char *err, int errlen);
 /* bci_runs_reset forgets which methods ran inside a root. */
 void bci_runs_reset(void);
 

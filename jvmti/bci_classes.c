@@ -47,9 +47,9 @@ int jp_bci_configure(const char *include, const char *exclude, const char *roots
 	return 0;
 }
 
-/* jp_bci_onload adds the capabilities, puts the jar on the boot class
- * path and turns the class file hook on (Agent_OnLoad). */
-int jp_bci_onload(jvmtiEnv *jvmti, char *err, int errlen)
+/* bci_enable adds the capabilities, puts the jar on the boot class path
+ * and turns the class file hook on (the source's enable). */
+int bci_enable(jvmtiEnv *jvmti, int live, char *err, int errlen)
 {
 	jvmtiCapabilities caps;
 	memset(&caps, 0, sizeof caps);
@@ -59,6 +59,13 @@ int jp_bci_onload(jvmtiEnv *jvmti, char *err, int errlen)
 	if (e != JVMTI_ERROR_NONE) {
 		snprintf(err, errlen, "BCI: AddCapabilities(retransform classes) failed: JVMTI error %d", (int)e);
 		return -1;
+	}
+	/* Attached, natives stay as they are: the wrappers could never be
+	 * taken out again (a retransformation cannot remove methods), and
+	 * detaching must leave the program as it was. */
+	if (live && (bci.flags & JP_BCI_NATIVES)) {
+		bci.flags &= ~JP_BCI_NATIVES;
+		bci.natives_refused = -1;
 	}
 	if (bci.flags & JP_BCI_NATIVES) {
 		/* Native methods are seen through wrappers that call the native
@@ -304,6 +311,33 @@ void bci_retransform(JNIEnv *jni)
 		bci_retransform_list(jni, want, nw);
 	free(want);
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)classes);
+}
+
+/* bci_detach stops rewriting classes and gives the instrumented ones
+ * their own bytes back: the class file hook leaves a class alone while
+ * not instrumenting, so a retransformation restores it. Methods running
+ * meanwhile finish in their instrumented versions, whose probes return at
+ * once with collection off. A later start instruments again. */
+int bci_detach(char *err, int errlen)
+{
+	JNIEnv *jni = bci_env();
+	if (jni == NULL) {
+		snprintf(err, errlen, "BCI: the calling thread is not attached to the VM");
+		return -1;
+	}
+	pthread_mutex_lock(&bci_lock);
+	if (bci.instrumenting && bci.ready && !jp.dead) {
+		uint64_t failed = __atomic_load_n(&bci.failed, __ATOMIC_RELAXED);
+		bci.instrumenting = 0;
+		bci_retransform(jni);
+		uint64_t left = __atomic_load_n(&bci.failed, __ATOMIC_RELAXED) - failed;
+		if (left > 0)
+			bci_notef("BCI: detach: %llu classes keep their instrumentation (their probes return at once)",
+				  (unsigned long long)left);
+	}
+	bci.instrumenting = 0;
+	pthread_mutex_unlock(&bci_lock);
+	return 0;
 }
 
 /* jp_bci_roots changes the roots of selective instrumentation (""

@@ -14,18 +14,12 @@ jp_vm jpvm;
 
 extern void jpGoVMInit(uintptr_t h);
 extern void jpGoVMDeath(uintptr_t h);
-void jp_methodevents_die(void);
 
 /* With THREADINFO every thread gets its record at start, so that
  * log-jtnm lists threads that never ran a collected method. */
 static void JNICALL cb_thread_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 {
-	if (jpvm.sample) {
-		jp_sampling_thread_start(jvmti, jni, thread);
-		return;
-	}
-	if (jp_thread_self() == NULL)
-		jp_vm_thread(jvmti, thread);
+	jpvm.src->thread_start(jvmti, jni, thread);
 }
 
 static void JNICALL cb_thread_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
@@ -33,14 +27,13 @@ static void JNICALL cb_thread_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 	(void)jvmti;
 	(void)jni;
 	(void)thread;
-	if (jpvm.sample)
-		jp_sampling_thread_end();
+	if (jpvm.src->thread_end != NULL)
+		jpvm.src->thread_end();
 	jp_thread_detach();
 }
 
 static void JNICALL cb_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 {
-	(void)jni;
 	/* Events before VM init came from this thread before the VM could
 	 * name it. */
 	jp_thread *t = jp_thread_self();
@@ -50,12 +43,8 @@ static void JNICALL cb_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 			jp_thread_rename(t, name);
 		free(name);
 	}
-	if (jpvm.sample)
-		jp_sampling_vm_init(jvmti, jni, thread);
-	if (jpvm.bci)
-		jp_bci_vm_init(jni);
-	else if (jp_roots_on)
-		jp_roots_vm_init(jvmti, jni);
+	if (jpvm.src->vm_init != NULL)
+		jpvm.src->vm_init(jvmti, jni, thread);
 	jpGoVMInit(jpvm.go_handle);
 }
 
@@ -63,13 +52,17 @@ static void JNICALL cb_vm_death(jvmtiEnv *jvmti, JNIEnv *jni)
 {
 	(void)jvmti;
 	(void)jni;
-	if (jpvm.sample)
-		jp_sampling_die();
-	if (jpvm.bci)
-		jp_bci_die();
-	else
-		jp_methodevents_die();
+	jpvm.src->die();
 	jpGoVMDeath(jpvm.go_handle);
+}
+
+/* A thread's record at its start (THREADINFO), for the sources that make
+ * none of their own. */
+void jp_thread_start_record(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
+{
+	(void)jni;
+	if (jp_thread_self() == NULL)
+		jp_vm_thread(jvmti, thread);
 }
 
 int jp_attach_current(char *name)
@@ -97,7 +90,7 @@ int jp_force_gc(void)
 	return (int)(*jpvm.jvmti)->ForceGarbageCollection(jpvm.jvmti);
 }
 
-static int jp_enable(jvmtiEnv *jvmti, const jvmtiEvent *evs, size_t n, char *err, int errlen)
+int jp_enable_events(jvmtiEnv *jvmti, const jvmtiEvent *evs, size_t n, char *err, int errlen)
 {
 	for (size_t i = 0; i < n; i++) {
 		jvmtiError e = (*jvmti)->SetEventNotificationMode(jvmti, JVMTI_ENABLE, evs[i], NULL);
@@ -109,7 +102,7 @@ static int jp_enable(jvmtiEnv *jvmti, const jvmtiEvent *evs, size_t n, char *err
 	return 0;
 }
 
-int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int loggen, int jit,
+int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int live, int start, int calibrate, int loggen, int jit,
 		uint32_t max_methods, int eager_threads, char *err, int errlen)
 {
 	jvmtiEnv *jvmti = NULL;
@@ -121,8 +114,10 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int l
 	jpvm.jvmti = jvmti;
 	jpvm.go_handle = go_handle;
 	jpvm.jit = jit;
-	const jp_source *src = jpvm.sample ? &jp_sampling : jpvm.bci ? &jp_bci : &jp_methodevents;
-	if (jp_engine_init(src, calibrate, loggen, max_methods, err, errlen) != 0)
+	jpvm.live = live;
+	jpvm.src = jpvm.sample ? &jp_sampling_ops : jpvm.bci ? &jp_bci_ops : &jp_methodevents_ops;
+	const jp_source_ops *src = jpvm.src;
+	if (jp_engine_init(src->engine, calibrate, loggen, max_methods, err, errlen) != 0)
 		return -1;
 	if (jp_mid_init() != 0) {
 		snprintf(err, errlen, "no memory for the method id table");
@@ -133,22 +128,25 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int l
 	memset(&caps, 0, sizeof caps);
 	jvmtiEventCallbacks cb;
 	memset(&cb, 0, sizeof cb);
-	/* Only the method-event source may have method events: their
+	cb.ThreadStart = cb_thread_start;
+	cb.ThreadEnd = cb_thread_end;
+	cb.VMInit = cb_vm_init;
+	cb.VMDeath = cb_vm_death;
+	cb.CompiledMethodLoad = jp_cb_compiled_method_load;
+	cb.CompiledMethodUnload = jp_cb_compiled_method_unload;
+	cb.DynamicCodeGenerated = jp_cb_dynamic_code;
+	/* Only the method-event source asks for method events: their
 	 * capability alone changes how HotSpot compiles, which BCI must not
 	 * and sampling need not pay. */
-	jvmtiError e = JVMTI_ERROR_NONE;
-	if (jpvm.sample) {
-		if (jp_sampling_setup(jvmti, &caps, &cb, err, errlen) != 0)
-			return -1;
-		e = (*jvmti)->AddCapabilities(jvmti, &caps);
-	} else if (!jpvm.bci) {
-		caps.can_generate_method_entry_events = 1;
-		caps.can_generate_method_exit_events = 1;
-		caps.can_generate_breakpoint_events = jp_roots_on;
-		e = (*jvmti)->AddCapabilities(jvmti, &caps);
-	}
+	if (src->setup(jvmti, &caps, &cb, live, err, errlen) != 0)
+		return -1;
+	jvmtiError e = (*jvmti)->AddCapabilities(jvmti, &caps);
 	if (e != JVMTI_ERROR_NONE) {
-		snprintf(err, errlen, "AddCapabilities(method entry/exit events) failed: JVMTI error %d", (int)e);
+		if (live && e == JVMTI_ERROR_NOT_AVAILABLE)
+			snprintf(err, errlen, "%s: the JVM refuses its capabilities to an agent loaded into a running JVM (JVMTI error %d): restart the program with -agentpath, or use BCI or SAMPLE",
+				 src->engine->name, (int)e);
+		else
+			snprintf(err, errlen, "%s: AddCapabilities failed: JVMTI error %d", src->engine->name, (int)e);
 		return -1;
 	}
 	jp_vt_caps(jvmti);
@@ -161,24 +159,6 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int l
 			return -1;
 		}
 	}
-
-	cb.MethodEntry = jp_cb_method_entry;
-	cb.MethodExit = jp_cb_method_exit;
-	cb.ThreadStart = cb_thread_start;
-	cb.ThreadEnd = cb_thread_end;
-	cb.VMInit = cb_vm_init;
-	cb.VMDeath = cb_vm_death;
-	cb.CompiledMethodLoad = jp_cb_compiled_method_load;
-	cb.CompiledMethodUnload = jp_cb_compiled_method_unload;
-	cb.DynamicCodeGenerated = jp_cb_dynamic_code;
-	if (jpvm.bci)
-		cb.ClassFileLoadHook = jp_bci_class_file_load;
-	if (jp_roots_on && !jpvm.bci && !jpvm.sample) {
-		cb.MethodEntry = jp_cb_roots_method_entry;
-		cb.MethodExit = jp_cb_roots_method_exit;
-		cb.Breakpoint = jp_cb_roots_breakpoint;
-		cb.ClassPrepare = jp_cb_roots_class_prepare;
-	}
 	e = (*jvmti)->SetEventCallbacks(jvmti, &cb, (jint)sizeof cb);
 	if (e != JVMTI_ERROR_NONE) {
 		snprintf(err, errlen, "SetEventCallbacks failed: JVMTI error %d", (int)e);
@@ -187,43 +167,65 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int l
 	if (jp_vt_setup(jvmti, &cb, err, errlen) != 0)
 		return -1;
 	const jvmtiEvent life[] = { JVMTI_EVENT_VM_INIT, JVMTI_EVENT_VM_DEATH, JVMTI_EVENT_THREAD_END };
-	if (jp_enable(jvmti, life, sizeof life / sizeof life[0], err, errlen) != 0)
+	if (jp_enable_events(jvmti, life, sizeof life / sizeof life[0], err, errlen) != 0)
 		return -1;
-	if (jpvm.bci && jp_bci_onload(jvmti, err, errlen) != 0)
+	if (src->enable != NULL && src->enable(jvmti, live, err, errlen) != 0)
 		return -1;
-	if (jpvm.sample) {
-		const jvmtiEvent sevs[] = { JVMTI_EVENT_CLASS_LOAD, JVMTI_EVENT_CLASS_PREPARE };
-		if (jp_enable(jvmti, sevs, sizeof sevs / sizeof sevs[0], err, errlen) != 0)
-			return -1;
-	}
-	if (jp_roots_on && !jpvm.bci && !jpvm.sample) {
-		const jvmtiEvent revs[] = { JVMTI_EVENT_BREAKPOINT, JVMTI_EVENT_CLASS_PREPARE };
-		if (jp_enable(jvmti, revs, sizeof revs / sizeof revs[0], err, errlen) != 0)
-			return -1;
-	}
-	if (eager_threads || jpvm.sample) {
+	if (eager_threads) {
 		const jvmtiEvent ts[] = { JVMTI_EVENT_THREAD_START };
-		if (jp_enable(jvmti, ts, 1, err, errlen) != 0)
+		if (jp_enable_events(jvmti, ts, 1, err, errlen) != 0)
 			return -1;
 	}
 	if (jit) {
 		const jvmtiEvent jevs[] = { JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
 					    JVMTI_EVENT_DYNAMIC_CODE_GENERATED };
-		if (jp_enable(jvmti, jevs, sizeof jevs / sizeof jevs[0], err, errlen) != 0)
+		if (jp_enable_events(jvmti, jevs, sizeof jevs / sizeof jevs[0], err, errlen) != 0)
 			return -1;
 	} else if (jpvm.bci) {
 		const jvmtiEvent jevs[] = { JVMTI_EVENT_COMPILED_METHOD_LOAD };
-		if (jp_enable(jvmti, jevs, 1, err, errlen) != 0)
+		if (jp_enable_events(jvmti, jevs, 1, err, errlen) != 0)
 			return -1;
 	}
 	/* START: from the first Java method, not from VM init: the VM runs
-	 * Java code (System.initPhase3, the system class loader) before it. */
-	if (start) {
-		int rc = jpvm.sample ? jp_sampling_set(1) : jpvm.bci ? jp_bci_set(1) : jp_methodevents_set(1);
+	 * Java code (System.initPhase3, the system class loader) before it.
+	 * An attached agent starts after jp_vm_live_init. */
+	if (start && !live) {
+		int rc = src->set(1);
 		if (rc != 0) {
 			snprintf(err, errlen, "starting the event source failed: error %d", rc);
 			return -1;
 		}
 	}
 	return 0;
+}
+
+int jp_vm_live_init(char *err, int errlen)
+{
+	JNIEnv *jni = NULL;
+	if ((*jpvm.vm)->GetEnv(jpvm.vm, (void **)&jni, JNI_VERSION_1_8) != JNI_OK || jni == NULL) {
+		snprintf(err, errlen, "the attaching thread has no JNI environment");
+		return -1;
+	}
+	if (jpvm.src->vm_init != NULL)
+		jpvm.src->vm_init(jpvm.jvmti, jni, NULL);
+	/* The code compiled before the attach, as the JIT records and BCI's
+	 * compiled-method marks expect it. */
+	if (jpvm.jit || jpvm.bci) {
+		jvmtiError e = (*jpvm.jvmti)->GenerateEvents(jpvm.jvmti, JVMTI_EVENT_COMPILED_METHOD_LOAD);
+		if (e == JVMTI_ERROR_NONE && jpvm.jit)
+			e = (*jpvm.jvmti)->GenerateEvents(jpvm.jvmti, JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
+		(void)e; /* without them, the records start at the attach */
+	}
+	jpGoVMInit(jpvm.go_handle);
+	return 0;
+}
+
+int jp_vm_detach(char *err, int errlen)
+{
+	int rc = jpvm.src->set(0);
+	if (rc != 0) {
+		snprintf(err, errlen, "stopping the event source failed: error %d", rc);
+		return -1;
+	}
+	return jpvm.src->detach != NULL ? jpvm.src->detach(err, errlen) : 0;
 }

@@ -56,6 +56,9 @@ type Config struct {
 	// BCI, when set, makes bytecode instrumentation the event source
 	// (bci.go) instead of JVMTI method events.
 	BCI *BCIConfig
+	// Live: the agent is loaded into a running VM (Agent_OnAttach).
+	// Method events are refused then; LiveInit does VM init's work.
+	Live bool
 	// Roots, with method events, turns them on only for a thread inside
 	// one of these root methods, in the normalized form of agent/roots.go
 	// ("a.B.m+c.D.*").
@@ -98,10 +101,34 @@ func Setup(vm unsafe.Pointer, h Handler, c Config) error {
 			return fmt.Errorf("jvmti setup: %w", err)
 		}
 	}
-	if C.jp_vm_setup((*C.JavaVM)(vm), C.uintptr_t(handle), cbool(c.Start), cbool(c.Calibrate), C.int(c.LogGen),
+	if C.jp_vm_setup((*C.JavaVM)(vm), C.uintptr_t(handle), cbool(c.Live), cbool(c.Start), cbool(c.Calibrate), C.int(c.LogGen),
 		cbool(c.JIT), C.uint32_t(c.MaxMethods), cbool(c.EagerThreads), &errbuf[0], C.int(len(errbuf))) != 0 {
 		handle.Delete()
 		return fmt.Errorf("jvmti setup: %s", C.GoString(&errbuf[0]))
+	}
+	return nil
+}
+
+// LiveInit does for an agent loaded into a running VM what VM init does
+// for one loaded at start, ending with the Handler's VMInit. It must run
+// on the attaching thread (in Agent_OnAttach).
+func LiveInit() error {
+	var errbuf [256]C.char
+	if C.jp_vm_live_init(&errbuf[0], C.int(len(errbuf))) != 0 {
+		return fmt.Errorf("jvmti: %s", C.GoString(&errbuf[0]))
+	}
+	return nil
+}
+
+// detach turns the source off and takes out of the program what it put
+// in (BCI: the classes get their own bytes back), so that the program
+// runs as before; a later Start puts it back. The caller must be a
+// thread attached to the VM. Each source's Detach is this: the C table
+// (jp_source_ops) knows what its source does.
+func detach() error {
+	var errbuf [256]C.char
+	if C.jp_vm_detach(&errbuf[0], C.int(len(errbuf))) != 0 {
+		return errors.New(C.GoString(&errbuf[0]))
 	}
 	return nil
 }
@@ -132,6 +159,9 @@ func (MethodEvents) Start() error { return setMethodEvents(true) }
 
 // Stop turns them off.
 func (MethodEvents) Stop() error { return setMethodEvents(false) }
+
+// Detach is Stop: method events leave nothing in the program.
+func (MethodEvents) Detach() error { return detach() }
 
 func setMethodEvents(on bool) error {
 	switch e := C.jp_methodevents_set(cbool(on)); {

@@ -9,6 +9,35 @@
 #include <jvmti.h>
 #include "engine.h"
 
+/* One event source's lifecycle as binding.c drives it. Each source
+ * (methodevents.c, bci.c, sampling.c) fills one table, mirrored in Go by
+ * the agent's source interface; the JVMTI callbacks call through it
+ * instead of asking which source runs. live: the agent was loaded into a
+ * running VM (Agent_OnAttach), where HotSpot refuses some capabilities.
+ * Entries may be NULL where a source has nothing to do. */
+typedef struct jp_source_ops {
+	const jp_source *engine; /* its name and key resolver, for the engine */
+	/* Capabilities it needs (added by the caller) and its callbacks. */
+	int (*setup)(jvmtiEnv *jvmti, jvmtiCapabilities *caps, jvmtiEventCallbacks *cb, int live, char *err,
+		     int errlen);
+	/* After SetEventCallbacks: its own capabilities and events. */
+	int (*enable)(jvmtiEnv *jvmti, int live, char *err, int errlen);
+	/* The VM is initialised: VMInit, or at once when attached (thread
+	 * NULL: the attaching thread runs no program code). */
+	void (*vm_init)(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread);
+	/* Collection on or off; -1 once the VM is dying. */
+	int (*set)(int on);
+	/* With collection off: take out of the program what the source put
+	 * in (instrumented classes, timers), so that it runs as before. */
+	int (*detach)(char *err, int errlen);
+	void (*thread_start)(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread);
+	void (*thread_end)(void);
+	/* VM death: off for good. */
+	void (*die)(void);
+} jp_source_ops;
+
+extern const jp_source_ops jp_methodevents_ops, jp_bci_ops, jp_sampling_ops;
+
 typedef struct jp_vm {
 	JavaVM *vm;
 	jvmtiEnv *jvmti;
@@ -17,17 +46,30 @@ typedef struct jp_vm {
 	int jit;             /* JIT records wanted */
 	int sample;          /* the sampling source feeds the engine (sampling.c) */
 	int bci;             /* the bytecode-instrumentation source (bci.c) instead of method events */
+	int live;            /* loaded into a running VM (Agent_OnAttach) */
+	const jp_source_ops *src; /* the source feeding the engine */
 } jp_vm;
 
 extern jp_vm jpvm;
 
 /* Setup and control, called from Go. */
-int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int start, int calibrate, int loggen, int jit,
+int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int live, int start, int calibrate, int loggen, int jit,
 		uint32_t max_methods, int eager_threads, char *err, int errlen);
+/* jp_vm_live_init does, for an agent loaded into a running VM, what VM
+ * init does for one loaded at start; on the attaching thread. */
+int jp_vm_live_init(char *err, int errlen);
+/* jp_vm_detach: collection off, then the source's detach. */
+int jp_vm_detach(char *err, int errlen);
 /* jp_methodevents_set turns the method-event source on or off; refused
  * (-1) once the VM is dying. */
 int jp_methodevents_set(int on);
 int jp_attach_current(char *name);
+/* jp_vm_set_bool_flag sets a HotSpot -XX flag of type bool through the
+ * VM's exported structure table (vmflags.c): 0, -1 if the table cannot
+ * be read, -2 if there is no such flag. */
+int jp_vm_set_bool_flag(const char *name, int value);
+int jp_enable_events(jvmtiEnv *jvmti, const jvmtiEvent *evs, size_t n, char *err, int errlen);
+void jp_thread_start_record(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread);
 int jp_force_gc(void);
 char *jp_sysprop(const char *name);
 void jp_dealloc(char *p);
@@ -107,13 +149,8 @@ jp_thread *jp_vt_first_event(jvmtiEnv *jvmti, jthread thread);
  * the others when it is selected. */
 extern const jp_source jp_sampling;
 int jp_sampling_configure(int kind, uint64_t period_ns, uint32_t max_nodes, uint32_t depth, char *err, int errlen);
-int jp_sampling_setup(jvmtiEnv *jvmti, jvmtiCapabilities *caps, jvmtiEventCallbacks *cb, char *err, int errlen);
-void jp_sampling_thread_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread);
-void jp_sampling_thread_end(void);
-void jp_sampling_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread);
 /* jp_sampling_set starts or stops sampling; -1 once the VM is dying. */
 int jp_sampling_set(int on);
-void jp_sampling_die(void);
 
 /* ROOTS for the method-event source (rootevents.c): method events on a
  * thread only inside a root method. jp_roots_on: configured. */
@@ -144,11 +181,8 @@ extern const jp_source jp_bci;
 #define JP_BCI_NATIVES 2
 int jp_bci_configure(const char *include, const char *exclude, const char *roots, int flags, char *err, int errlen);
 int jp_bci_roots(const char *roots, char *err, int errlen);
-int jp_bci_onload(jvmtiEnv *jvmti, char *err, int errlen);
-void jp_bci_vm_init(JNIEnv *jni);
 int jp_bci_set(int on);
-void jp_bci_die(void);
-/* jp_bci_stats fills out[9]: classes rewritten, retransformation
+/* jp_bci_stats fills out[10]: classes rewritten, retransformation
  * failures, hooks that ran the transformer, their total time (ns),
  * RetransformClasses calls and their total time (ns), and for
  * selective instrumentation the first runs inside a root followed,

@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,7 +139,7 @@ int jp_methodevents_set(int on)
 }
 
 /* jp_methodevents_die turns events off for good at VM death. */
-void jp_methodevents_die(void)
+static void jp_methodevents_die(void)
 {
 	pthread_mutex_lock(&jp_switch_lock);
 	jp.dead = 1;
@@ -146,3 +147,49 @@ void jp_methodevents_die(void)
 	jp_collect(0);
 	pthread_mutex_unlock(&jp_switch_lock);
 }
+
+static int me_setup(jvmtiEnv *jvmti, jvmtiCapabilities *caps, jvmtiEventCallbacks *cb, int live, char *err,
+		    int errlen)
+{
+	(void)jvmti;
+	if (live) {
+		snprintf(err, errlen, "method events: HotSpot grants them only to an agent loaded at the JVM's start: restart the program with -agentpath, or attach with BCI or SAMPLE");
+		return -1;
+	}
+	caps->can_generate_method_entry_events = 1;
+	caps->can_generate_method_exit_events = 1;
+	caps->can_generate_breakpoint_events = jp_roots_on;
+	cb->MethodEntry = jp_cb_method_entry;
+	cb->MethodExit = jp_cb_method_exit;
+	if (jp_roots_on) {
+		cb->MethodEntry = jp_cb_roots_method_entry;
+		cb->MethodExit = jp_cb_roots_method_exit;
+		cb->Breakpoint = jp_cb_roots_breakpoint;
+		cb->ClassPrepare = jp_cb_roots_class_prepare;
+	}
+	return 0;
+}
+
+static int me_enable(jvmtiEnv *jvmti, int live, char *err, int errlen)
+{
+	(void)live;
+	const jvmtiEvent revs[] = { JVMTI_EVENT_BREAKPOINT, JVMTI_EVENT_CLASS_PREPARE };
+	return jp_roots_on ? jp_enable_events(jvmti, revs, 2, err, errlen) : 0;
+}
+
+static void me_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
+{
+	(void)thread;
+	if (jp_roots_on)
+		jp_roots_vm_init(jvmti, jni);
+}
+
+const jp_source_ops jp_methodevents_ops = {
+	.engine = &jp_methodevents,
+	.setup = me_setup,
+	.enable = me_enable,
+	.vm_init = me_vm_init,
+	.set = jp_methodevents_set,
+	.thread_start = jp_thread_start_record,
+	.die = jp_methodevents_die,
+};

@@ -88,6 +88,19 @@ static void jp_sample_handler(int sig, siginfo_t *si, void *uc)
 			goto out;
 		}
 		s = jt;
+		/* A Java thread that ran before the attach: walked like one
+		 * from now on (GetEnv only reads the VM's thread-local). */
+		if (s->maybe_java > 0 && s->env == NULL) {
+			JNIEnv *env = NULL;
+			if ((*jpvm.vm)->GetEnv(jpvm.vm, (void **)&env, JNI_VERSION_1_6) == JNI_OK && env != NULL)
+				s->env = env;
+			else
+				s->maybe_java = s->maybe_java == JP_JAVA_OR_NOTHING ? JP_NOT_SAMPLED : 0;
+		}
+		if (s->maybe_java == JP_NOT_SAMPLED) {
+			JP_COUNT(unowned);
+			goto out;
+		}
 	}
 	if (s == NULL || !jps.on) {
 		JP_COUNT(unowned);
@@ -224,7 +237,7 @@ void jp_arm(jp_sthread *s)
 		sev.sigev_signo = jps.signo;
 		sev._sigev_un._tid = s->tid;
 		/* Tells the handler a JVM thread's signal (jp_jvm_thread_of). */
-		sev.sigev_value.sival_ptr = s->env == NULL ? s : NULL;
+		sev.sigev_value.sival_ptr = s->env == NULL || s->maybe_java != 0 ? s : NULL;
 		if (timer_create(jp_thread_cpuclock(s->tid), &sev, &s->timer) != 0) {
 			JP_COUNT(timer_failures);
 			return;
@@ -343,10 +356,15 @@ static void JNICALL cb_class_prepare(jvmtiEnv *jvmti, JNIEnv *jni, jthread threa
 	__atomic_fetch_add(&jps.st.prepare_ns, jp_clock_ns(CLOCK_MONOTONIC) - t0, __ATOMIC_RELAXED);
 }
 
-int jp_sampling_setup(jvmtiEnv *jvmti, jvmtiCapabilities *caps, jvmtiEventCallbacks *cb, char *err, int errlen)
+static int jp_sampling_setup(jvmtiEnv *jvmti, jvmtiCapabilities *caps, jvmtiEventCallbacks *cb, int live, char *err,
+			     int errlen)
 {
 	(void)jvmti;
+	(void)live;
 	(void)caps;
+	/* Compiled code then says at every instruction which inlined
+	 * method it belongs to, not only at safepoints. */
+	jps.debug_nonsafepoints = jp_vm_set_bool_flag("DebugNonSafepoints", 1);
 	jps.agct = (jp_agct_fn)dlsym(RTLD_DEFAULT, "AsyncGetCallTrace");
 	if (jps.agct == NULL) {
 		snprintf(err, errlen, "SAMPLE: this JVM does not export AsyncGetCallTrace");
@@ -394,7 +412,7 @@ static void jp_sthread_free(jp_sthread *s)
 	free(s);
 }
 
-void jp_sampling_thread_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
+static void jp_sampling_thread_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 {
 	if (jp_sself != NULL)
 		return;
@@ -436,7 +454,7 @@ void jp_sampling_thread_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 	JP_COUNT(threads);
 }
 
-void jp_sampling_thread_end(void)
+static void jp_sampling_thread_end(void)
 {
 	jp_sthread *s = jp_sself;
 	if (s == NULL)
@@ -457,7 +475,7 @@ void jp_sampling_thread_end(void)
 	jp_sthread_free(s);
 }
 
-void jp_sampling_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
+static void jp_sampling_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 {
 	/* Classes prepared before VM init (the start phase refuses
 	 * GetClassMethods) get their jmethodIDs now. */
@@ -474,8 +492,12 @@ void jp_sampling_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 		__atomic_fetch_add(&jps.st.prepared, added, __ATOMIC_RELAXED);
 	}
 	__atomic_fetch_add(&jps.st.prepare_ns, jp_clock_ns(CLOCK_MONOTONIC) - t0, __ATOMIC_RELAXED);
-	/* VM init runs on the thread that goes on to run main(). */
-	jp_sampling_thread_start(jvmti, jni, thread);
+	/* VM init runs on the thread that goes on to run main(). Attached,
+	 * the Java threads already running are found by the thread scanner
+	 * (sampling_threads.c) and walked once the handler sees their JNI
+	 * environment. */
+	if (!jpvm.live)
+		jp_sampling_thread_start(jvmti, jni, thread);
 }
 
 static uint64_t jp_process_cpu_ns(void)
@@ -544,7 +566,7 @@ int jp_sampling_set(int on)
 	return rc;
 }
 
-void jp_sampling_die(void)
+static void jp_sampling_die(void)
 {
 	pthread_mutex_lock(&jps.lock);
 	jp.dead = 1;
@@ -567,4 +589,29 @@ void jp_sampling_stats(jp_sample_stats *out)
 const char *jp_sampling_reason(int r)
 {
 	return r >= 0 && r < JP_NREASONS ? jp_reason_names[r] : "?";
+}
+
+static int jp_sampling_enable(jvmtiEnv *jvmti, int live, char *err, int errlen)
+{
+	(void)live;
+	const jvmtiEvent evs[] = { JVMTI_EVENT_CLASS_LOAD, JVMTI_EVENT_CLASS_PREPARE, JVMTI_EVENT_THREAD_START };
+	return jp_enable_events(jvmti, evs, sizeof evs / sizeof evs[0], err, errlen);
+}
+
+/* Timers are disarmed when sampling stops: nothing is left in the
+ * program; the scanner thread sleeps while sampling is off. */
+const jp_source_ops jp_sampling_ops = {
+	.engine = &jp_sampling,
+	.setup = jp_sampling_setup,
+	.enable = jp_sampling_enable,
+	.vm_init = jp_sampling_vm_init,
+	.set = jp_sampling_set,
+	.thread_start = jp_sampling_thread_start,
+	.thread_end = jp_sampling_thread_end,
+	.die = jp_sampling_die,
+};
+
+int jp_sampling_debuginfo(void)
+{
+	return jps.debug_nonsafepoints;
 }

@@ -71,6 +71,9 @@ func (Sampler) Start() error { return setSampling(true) }
 // Stop disarms them.
 func (Sampler) Stop() error { return setSampling(false) }
 
+// Detach is Stop: the timers are deleted when sampling stops.
+func (Sampler) Detach() error { return detach() }
+
 // SampledProcessCPU is the process's CPU time (every thread's, from the
 // kernel) while sampling was on: what the samples of every thread would
 // stand for if none were missed.
@@ -128,6 +131,11 @@ type SampleStats struct {
 	JVMThreads, JVMEnded, JVMSamples uint64
 	JVMWeight                        time.Duration
 }
+
+// DebugNonSafepoints is what turning HotSpot's DebugNonSafepoints on at
+// set-up gave: 0 on, -1 the VM's structure table not readable, -2 no such
+// flag.
+func DebugNonSafepoints() int { return int(C.jp_sampling_debuginfo()) }
 
 // SamplingStats reads the counters.
 func SamplingStats() SampleStats {

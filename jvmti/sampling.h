@@ -46,5 +46,8 @@ void jp_sampling_stats(jp_sample_stats *out);
  * getrusage) while sampling was on. */
 uint64_t jp_sampling_process_cpu(void);
 const char *jp_sampling_reason(int r);
+/* jp_sampling_debuginfo: turning DebugNonSafepoints on gave this
+ * (jp_vm_set_bool_flag). */
+int jp_sampling_debuginfo(void);
 
 #endif /* JP_SAMPLING_H */

@@ -53,9 +53,17 @@ typedef struct jp_sthread {
 	 * time (/proc stat field 22: a reused tid is a new thread) and
 	 * whether the last scan saw it. */
 	uint32_t kind_h;
+	/* Attached: a thread found running that may be a Java thread (the
+	 * handler looks for its JNI environment): JP_MAYBE_JAVA, or
+	 * JP_JAVA_OR_NOTHING for one named like the process (the main
+	 * thread; or the launcher's and the Go runtime's, left out), which
+	 * becomes JP_NOT_SAMPLED if it is not. */
+	int maybe_java;
 	unsigned long long starttime;
 	int seen;
 } jp_sthread;
+
+enum { JP_NOT_SAMPLED = -1, JP_MAYBE_JAVA = 1, JP_JAVA_OR_NOTHING = 2 };
 
 struct jp_sampling_state {
 	int kind;
@@ -66,6 +74,7 @@ struct jp_sampling_state {
 	uint32_t reason_h[JP_NREASONS];
 	uint32_t unknown_h, limit_h, deep_h;
 	volatile int on;
+	int debug_nonsafepoints; /* jp_vm_set_bool_flag's result: 0 when on */
 	int perf_refused;   /* cpu: perf events refused, POSIX timers instead */
 	int perf_user_only; /* cpu: perf events allowed for user space only */
 	pthread_mutex_t lock;

@@ -164,6 +164,9 @@ static void jp_jvm_free(jp_sthread *s)
 {
 	jp_pcct_free(&s->pcct);
 	free(s->path);
+	free(s->frames);
+	free(s->prev_mid);
+	free(s->prev_h);
 	free(s);
 }
 
@@ -175,15 +178,29 @@ static void jp_jvm_adopt(const jp_seen *c)
 		JP_COUNT(setup_failures);
 		return;
 	}
-	s->path = calloc(2, sizeof(uint32_t));
+	int kind = jp_kind_of(c->comm);
+	/* Attached, the Java threads that ran before are among these: the
+	 * handler walks their stacks once it finds their JNI environment,
+	 * so they get a Java thread's buffers. */
+	if (jpvm.live && kind == JP_K_OTHER)
+		s->maybe_java = strcmp(c->comm, jp_self_comm) == 0 ? JP_JAVA_OR_NOTHING : JP_MAYBE_JAVA;
+	uint32_t depth = s->maybe_java ? jps.depth + 1 : 2, nodes = s->maybe_java ? jps.max_nodes : 16;
+	s->path = calloc(depth, sizeof(uint32_t));
+	if (s->maybe_java) {
+		s->frames = calloc(jps.depth, sizeof(jp_agct_frame));
+		s->prev_mid = calloc(jps.depth, sizeof(jmethodID));
+		s->prev_h = calloc(jps.depth, sizeof(uint32_t));
+	}
+	int ok = s->path != NULL && (!s->maybe_java || (s->frames != NULL && s->prev_mid != NULL && s->prev_h != NULL));
 	s->perf_fd = -1;
 	s->tid = c->tid;
 	s->starttime = c->starttime;
-	s->kind_h = jp_kind_h[jp_kind_of(c->comm)];
+	s->kind_h = jp_kind_h[kind];
 	s->seen = 1;
-	s->t = s->path != NULL ? jp_thread_foreign(c->comm, c->tid) : NULL;
-	/* A root, the kind's pseudo-frame and the node-limit one. */
-	if (s->t == NULL || jp_pcct_init(s->t, &s->pcct, 16, 2, jps.limit_h) != 0) {
+	s->t = ok ? jp_thread_foreign(c->comm, c->tid) : NULL;
+	/* A root, the kind's pseudo-frame and the node-limit one; a Java
+	 * thread's whole tree if it may be one. */
+	if (s->t == NULL || jp_pcct_init(s->t, &s->pcct, nodes, depth, jps.limit_h) != 0) {
 		if (s->t != NULL)
 			jp_thread_foreign_end(s->t);
 		jp_jvm_free(s);
@@ -239,7 +256,9 @@ static void jp_scan(void)
 		jp_seen *c = &cur[ncur];
 		if (jp_read_task(tid, c->comm, sizeof c->comm, &c->starttime) != 0)
 			continue;
-		if (strcmp(c->comm, jp_self_comm) == 0 || strncmp(c->comm, "libjprof", 8) == 0)
+		/* Attached, the main thread is among those named like the
+		 * process: the handler keeps it if it is a Java thread. */
+		if ((strcmp(c->comm, jp_self_comm) == 0 && !jpvm.live) || strncmp(c->comm, "libjprof", 8) == 0)
 			continue;
 		c->tid = tid;
 		ncur++;

@@ -49,6 +49,7 @@ const (
 	cmdExit     = "exit_rtdriver"
 	cmdHelp     = "help"
 	cmdRoots    = "roots"
+	cmdDetach   = "detach"
 
 	tokenKey = "token"
 
@@ -67,6 +68,7 @@ var specs = [...]cmdSpec{
 	{name: cmdPing, usage: "ping", quiet: true},
 	{name: cmdFGC, usage: "fgc", ctl: true},
 	{name: cmdRoots, usage: "roots=<Class.method+...|all>", arg: argRequired, ctl: true},
+	{name: cmdDetach, usage: "detach", ctl: true},
 	{name: cmdShutdown, usage: "shutdown", ctl: true, last: true},
 	{name: cmdExit, usage: "exit_rtdriver", last: true, quiet: true},
 	{name: cmdHelp, usage: "help", quiet: true},

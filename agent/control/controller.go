@@ -41,6 +41,11 @@ type Controller interface {
 	// ("all": every method) or of method events; an error where the
 	// event source has none. The detail says how many methods match.
 	Roots(roots string) (detail string, err error)
+	// Detach stops collecting (what was collected stays, for a later
+	// flush) and takes the event source out of the program: instrumented
+	// classes get their own bytes back, timers and events are off. A later
+	// Start profiles again. The detail says what was restored.
+	Detach() (detail string, err error)
 	// Shutdown stops profiling for good. When it succeeds the Server
 	// answers, then closes its listener and connections; Shutdown need
 	// not call Server.Close (if it does, its reply is lost).

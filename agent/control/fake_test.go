@@ -114,6 +114,7 @@ func (f *fakeCtl) Status() string {
 func (f *fakeCtl) ForceGC() error               { defer f.exit(); return f.enter("fgc") }
 func (f *fakeCtl) Roots(string) (string, error) { defer f.exit(); return "", f.enter("roots") }
 func (f *fakeCtl) Shutdown() error              { defer f.exit(); return f.enter("shutdown") }
+func (f *fakeCtl) Detach() (string, error)      { defer f.exit(); return "", f.enter("detach") }
 
 func (f *fakeCtl) Calls() []string {
 	f.mu.Lock()

@@ -29,6 +29,31 @@ type command struct {
 }
 
 var commands = []command{
+	{"profile", "[-d 30s] [-e EVENT] [-o OUT] PID|MAIN",
+		"profile a running JVM for a while: attach, collect, detach, write",
+		`Profile a running JVM (by pid, or by its main class or jar as jprof
+list shows it) for -d, or until Ctrl-C, and write OUT where jprof runs.
+libjprof is loaded into the JVM if it has no agent yet (the JDK's attach
+protocol; no restart, no -agentpath), and taken out of the program's
+way at the end: instrumented classes get their bytes back, timers stop.
+A JVM in a container is named by its pid here. Only the JVM's user or
+root may profile it. EVENT is one of:
+`+eventHelp()+`The same agent answers later commands (and rtdriver); a JVM started
+with -agentpath is profiled by its own agent, with its own source.`, liveProfile},
+	{"list", "", "the running JVMs you may profile",
+		`The running HotSpot JVMs the caller may profile (its own; all for
+root), with their main class and whether libjprof is loaded.`, liveList},
+	{"start", "[-e EVENT] PID|MAIN", "attach if needed and start collecting",
+		`Load libjprof into the JVM if needed (as profile does) and start
+collecting; jprof stop writes the profile.`, liveStart},
+	{"stop", "[-o OUT] PID|MAIN", "stop collecting, detach, write the profile",
+		`Stop collecting, take the agent out of the program's way (as at the
+end of profile) and write OUT.`, liveStop},
+	{"flush", "[-o OUT] PID|MAIN", "write what was collected so far, collection goes on",
+		`Write what was collected so far into OUT; collection goes on.`, liveFlush},
+	{"status", "PID|MAIN", "the agent's state in one line",
+		`The JVM's agent's state in one line: collecting or not, source,
+mode, threads, events, files written.`, liveStatus},
 	{"report", "xtree|xarc|xprof [-names FORM] [-prune PCT] [-o OUT] FILE",
 		"the arcflow reports: call tree, callers and callees, flat profile",
 		`The arcflow reports: xtree (the call tree), xarc (each method with

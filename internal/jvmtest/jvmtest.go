@@ -188,6 +188,34 @@ func (p *Proc) Expect(want string) {
 	}
 }
 
+// Line returns the program's next stdout line, or false if it ended or
+// none came within d.
+func (p *Proc) Line(d time.Duration) (string, bool) {
+	select {
+	case l, ok := <-p.lines:
+		return l, ok
+	case <-time.After(d):
+		return "", false
+	}
+}
+
+// Fresh drops the stdout lines already printed and returns the next one
+// printed from now on (false if none within d).
+func (p *Proc) Fresh(d time.Duration) (string, bool) {
+	for {
+		select {
+		case l, ok := <-p.lines:
+			if !ok {
+				return "", false
+			}
+			_ = l
+			continue
+		default:
+		}
+		return p.Line(d)
+	}
+}
+
 // Wait closes stdin, waits for the JVM to exit and returns its result.
 func (p *Proc) Wait() *Result {
 	p.t.Helper()

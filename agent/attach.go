@@ -1,0 +1,93 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/libjprof/libjprof/agent/control"
+	"github.com/libjprof/libjprof/internal/atomicfile"
+	"github.com/libjprof/libjprof/jvmti"
+)
+
+// An agent loaded into a running JVM (Agent_OnAttach) differs from one
+// loaded at start in what HotSpot grants it: no method entry and exit
+// events (so no METHODEVENTS, and no ROOTS without BCI), and no VM init
+// event (jvmti.LiveInit does its work at once). Everything else is the
+// same agent, driven through its rtdriver socket.
+
+// checkLive refuses the options an attached agent cannot honour, saying
+// what to use instead.
+func (o *Options) checkLive() error {
+	switch {
+	case o.Sample == nil && !o.BCI:
+		reason := "HotSpot grants method entry and exit events only to an agent loaded at the JVM's start"
+		if o.Roots != "" {
+			reason = "ROOTS without BCI uses method events: " + reason
+		}
+		return &OptionError{Option: sourceMethodEvents, Origin: "attach",
+			Reason: reason + ": attach with BCI (the default) or SAMPLE, or restart the program with -agentpath"}
+	case !o.RTDriver:
+		return &OptionError{Option: "NORTDRIVER", Origin: "attach",
+			Reason: "an attached agent is driven through its rtdriver socket (jprof, rtdriver): it cannot be turned off"}
+	}
+	return nil
+}
+
+// liveNote is the header's word on what an attach misses, by source.
+func liveNote(s source) string {
+	switch s.(type) {
+	case jvmti.Sampler:
+		return "threads that were running are named by their OS names (15 characters)"
+	case jvmti.BCI:
+		return "methods already running when collection started are seen from their next call; native methods are not wrapped"
+	}
+	return ""
+}
+
+// attachAgain is a second load of the library into this JVM (a second
+// Agent_OnAttach, or one after -agentpath): the agent already here
+// answers. Its event source cannot change; START starts collecting; the
+// other options are those of the first load.
+func (a *agent) attachAgain(agentOpts string) error {
+	opts, err := ParseOptions(agentOpts, "")
+	if err != nil {
+		return err
+	}
+	if got, want := opts.sourceName(), a.opts.sourceName(); got != want && strings.TrimSpace(agentOpts) != "" {
+		return fmt.Errorf("libjprof is already loaded in this JVM with the %s source (since %s); it cannot change to %s: profile with %s, or restart the program",
+			want, stamp(a.loaded), got, want)
+	}
+	a.log.Info("libjprof loaded again: the agent already loaded answers", zap.String("options", agentOpts),
+		zap.String("addr", a.serverAddrs()))
+	fmt.Fprintf(os.Stderr, "libjprof: loaded again: the agent loaded at %s answers (options other than START are those of the first load)\n", stamp(a.loaded))
+	if opts.Start {
+		if err := a.Start(0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sayAttachError leaves why an attach failed where the command that
+// loaded the agent looks (jprof reads and removes it): the JVM's stderr is
+// not the caller's, and the attach protocol carries only a return code.
+// In the JVM user's private socket directory, whole or not at all.
+func sayAttachError(err error) {
+	dir := control.SocketDir(control.SocketBase, os.Geteuid())
+	if mkErr := os.Mkdir(dir, 0o700); mkErr != nil && !errors.Is(mkErr, fs.ErrExist) {
+		return
+	}
+	path := filepath.Join(dir, strconv.Itoa(os.Getpid())+".attach-error")
+	_ = atomicfile.Write(path, func(w io.Writer) error {
+		_, werr := io.WriteString(w, err.Error()+"\n")
+		return werr
+	})
+}

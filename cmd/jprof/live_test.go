@@ -1,0 +1,293 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/libjprof/libjprof/agent/control"
+	"github.com/libjprof/libjprof/internal/jvmtest"
+)
+
+// These tests profile running JVMs the way a user does: the jprof binary
+// of the build (which finds libjprof.so beside it), against java/src/
+// Service.java started without any agent.
+
+// jprofBin runs build/bin/jprof and returns its exit status, stdout and
+// stderr.
+func jprofBin(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	return jprofAs(t, nil, args...)
+}
+
+func jprofAs(t *testing.T, prefix []string, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	argv := append(append(append([]string(nil), prefix...), jvmtest.Tool("jprof")), args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	require.NoError(t, ctx.Err(), "jprof %v hung\nstderr:\n%s", args, errOut.String())
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		require.True(t, ok, "jprof %v: %v", args, err)
+		code = ee.ExitCode()
+	}
+	return code, out.String(), errOut.String()
+}
+
+// service starts Service (no agent) on java and waits until it runs.
+func service(t *testing.T, java string, args ...string) *jvmtest.Proc {
+	t.Helper()
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "Service", Options: "-", Java: java, Args: args})
+	p.Expect(fmt.Sprintf("ready %d", p.Result().PID))
+	return p
+}
+
+// leafTotals sums a collapsed file's values by leaf frame.
+func leafTotals(t *testing.T, path string) map[string]uint64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	tot := map[string]uint64{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		i := strings.LastIndexByte(line, ' ')
+		require.Positive(t, i, "collapsed line %q", line)
+		v, err := strconv.ParseUint(line[i+1:], 10, 64)
+		require.NoError(t, err, line)
+		frames := strings.Split(line[:i], ";")
+		tot[frames[len(frames)-1]] += v
+	}
+	return tot
+}
+
+// checkHot: Service.hot holds the most time of the program's methods.
+// Sampled after an attach, the code the JIT compiled before it tells its
+// inlined methods apart at safepoints only (DebugNonSafepoints was off):
+// Service.hot's samples may then land on Service.unit, which inlined it.
+func checkHot(t *testing.T, path string, sampled bool) {
+	t.Helper()
+	tot := leafTotals(t, path)
+	if sampled {
+		tot["Service.hot(long)"] += tot["Service.unit(long)"]
+		delete(tot, "Service.unit(long)")
+	}
+	hot, warm := tot["Service.hot(long)"], tot["Service.warm(long)"]
+	assert.Greater(t, hot, warm, "Service.hot must outweigh Service.warm: %v", tot)
+	var top string
+	for f, v := range tot {
+		if top == "" || v > tot[top] {
+			top = f
+		}
+	}
+	assert.Equal(t, "Service.hot(long)", top, "the hottest leaf: %v", tot)
+}
+
+func status(t *testing.T, pid int) string {
+	t.Helper()
+	code, out, errOut := jprofBin(t, "status", strconv.Itoa(pid))
+	require.Equal(t, 0, code, errOut)
+	return out
+}
+
+func TestProfileRunningJVM(t *testing.T) {
+	for _, jdk := range jvmtest.JDKs() {
+		for _, ev := range []string{"cpu", "bci"} {
+			t.Run(jdk.Name+"/"+ev, func(t *testing.T) {
+				p := service(t, jdk.Java)
+				pid := p.Result().PID
+				out := filepath.Join(t.TempDir(), "p.collapsed")
+				code, stdout, stderr := jprofBin(t, "profile", "-d", "2s", "-e", ev, "-o", out, strconv.Itoa(pid))
+				require.Equal(t, 0, code, "stderr:\n%s", stderr)
+				assert.Contains(t, stderr, "loading libjprof into pid "+strconv.Itoa(pid))
+				assert.Contains(t, stderr, "detached:")
+				assert.Contains(t, stdout, "wrote "+out)
+				checkHot(t, out, ev == "cpu")
+				b, _ := os.ReadFile(out)
+				assert.Contains(t, string(b), "_Service-worker;", "the worker thread, running before the attach")
+				l, ok := p.Fresh(5 * time.Second)
+				assert.True(t, ok && strings.HasPrefix(l, "ops "), "the program runs on after the profile: %q", l)
+			})
+		}
+	}
+}
+
+// TestAttachDetachAttach: a profile ends by giving the instrumented
+// classes their bytes back (the probes are not called any more, where a
+// stop alone leaves them running), and the agent left in the JVM answers
+// the next profile.
+func TestAttachDetachAttach(t *testing.T) {
+	for _, jdk := range jvmtest.JDKs() {
+		t.Run(jdk.Name, func(t *testing.T) {
+			p := service(t, jdk.Java)
+			pid := strconv.Itoa(p.Result().PID)
+			code, _, stderr := jprofBin(t, "start", "-e", "bci", pid)
+			require.Equal(t, 0, code, stderr)
+			assert.Contains(t, status(t, p.Result().PID), "state=collecting")
+			time.Sleep(500 * time.Millisecond)
+			// A stop without a detach: the instrumented code still runs.
+			out, err := exec.Command(jvmtest.Tool("rtdriver"), "-pid", pid, "-c", "end").CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			idle1 := idleCalls(t, p.Result().PID)
+			time.Sleep(500 * time.Millisecond)
+			idle2 := idleCalls(t, p.Result().PID)
+			assert.Greater(t, idle2, idle1, "instrumented code runs while stopped")
+
+			out1 := filepath.Join(t.TempDir(), "one.collapsed")
+			code, _, stderr = jprofBin(t, "start", "-e", "bci", pid)
+			require.Equal(t, 0, code, stderr)
+			time.Sleep(time.Second)
+			code, _, stderr = jprofBin(t, "stop", "-o", out1, pid)
+			require.Equal(t, 0, code, stderr)
+			checkHot(t, out1, false)
+			st := status(t, p.Result().PID)
+			assert.Contains(t, st, "instrumenting=false")
+			idle3 := idleCalls(t, p.Result().PID)
+			time.Sleep(time.Second)
+			assert.Equal(t, idle3, idleCalls(t, p.Result().PID), "probes called after the detach: %s", st)
+
+			// Again, through the agent already there.
+			out2 := filepath.Join(t.TempDir(), "two.collapsed")
+			code, _, stderr = jprofBin(t, "profile", "-d", "1s", "-e", "bci", "-o", out2, pid)
+			require.Equal(t, 0, code, stderr)
+			assert.NotContains(t, stderr, "loading libjprof")
+			checkHot(t, out2, false)
+			l, ok := p.Fresh(5 * time.Second)
+			assert.True(t, ok && strings.HasPrefix(l, "ops "), "the program runs on: %q", l)
+		})
+	}
+}
+
+func idleCalls(t *testing.T, pid int) uint64 {
+	t.Helper()
+	v, err := strconv.ParseUint(statusField(status(t, pid), "idle-probe-calls"), 10, 64)
+	require.NoError(t, err)
+	return v
+}
+
+// TestProfileAgentpathJVM: a JVM started with -agentpath is profiled by
+// its own agent, with its own source.
+func TestProfileAgentpathJVM(t *testing.T) {
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "Service", Options: "BCI"})
+	p.Expect(fmt.Sprintf("ready %d", p.Result().PID))
+	pid := strconv.Itoa(p.Result().PID)
+	out := filepath.Join(t.TempDir(), "p.collapsed")
+	code, _, stderr := jprofBin(t, "profile", "-d", "1s", "-e", "bci", "-o", out, pid)
+	require.Equal(t, 0, code, stderr)
+	assert.NotContains(t, stderr, "loading libjprof")
+	checkHot(t, out, false)
+	code, _, stderr = jprofBin(t, "profile", "-d", "1s", "-e", "cpu", pid)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "runs the bci source")
+}
+
+// TestAttachRefused: what cannot be done says why, and leaves the JVM
+// able to be profiled.
+func TestAttachRefused(t *testing.T) {
+	p := service(t, "")
+	pid := strconv.Itoa(p.Result().PID)
+	code, _, stderr := jprofBin(t, "profile", "-d", "1s", "-e", "bci", "-opts", "METHODEVENTS", pid)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "HotSpot grants method entry and exit events only to an agent loaded at the JVM's start")
+
+	code, _, stderr = jprofBin(t, "profile", "-d", "1s", "-e", "nosuch", pid)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "want one of cpu|wall|bci|calls")
+
+	sleeper := exec.Command("sleep", "60")
+	require.NoError(t, sleeper.Start())
+	t.Cleanup(func() { sleeper.Process.Kill(); sleeper.Wait() })
+	code, _, stderr = jprofBin(t, "profile", strconv.Itoa(sleeper.Process.Pid))
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "not a HotSpot JVM")
+
+	if os.Geteuid() == 0 {
+		// Another user (nobody) may not profile root's JVM.
+		bin, err := os.MkdirTemp("", "jprof-nobody-")
+		require.NoError(t, err)
+		t.Cleanup(func() { os.RemoveAll(bin) })
+		require.NoError(t, os.Chmod(bin, 0o755))
+		b, err := os.ReadFile(jvmtest.Tool("jprof"))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(bin, "jprof"), b, 0o755))
+		cmd := exec.Command("runuser", "-u", "nobody", "--", filepath.Join(bin, "jprof"), "profile", "-d", "1s", pid)
+		o, err := cmd.CombinedOutput()
+		require.Error(t, err, "%s", o)
+		assert.Contains(t, string(o), "only that user or root")
+		assert.Empty(t, control.AgentsOfPID(control.SocketBase, p.Result().PID), "nothing was loaded")
+	}
+
+	out := filepath.Join(t.TempDir(), "p.collapsed")
+	code, _, stderr = jprofBin(t, "profile", "-d", "1s", "-e", "bci", "-o", out, pid)
+	require.Equal(t, 0, code, stderr)
+	checkHot(t, out, false)
+}
+
+// TestProfileTargetExits: the JVM ending in the middle of a profile is
+// said, and nothing waits for it.
+func TestProfileTargetExits(t *testing.T) {
+	p := service(t, "", "3")
+	t0 := time.Now()
+	code, _, stderr := jprofBin(t, "profile", "-d", "60s", "-e", "cpu", strconv.Itoa(p.Result().PID))
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "exited during the profile")
+	assert.Less(t, time.Since(t0), 20*time.Second)
+}
+
+// TestProfileContainer: a JVM in its own PID and mount namespaces (its
+// own /tmp, as in a container) is profiled by its pid here.
+func TestProfileContainer(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for unshare")
+	}
+	if err := exec.Command("unshare", "--pid", "--mount", "--fork", "true").Run(); err != nil {
+		t.Skipf("unshare --pid --mount refused here: %v", err)
+	}
+	marker := fmt.Sprintf("ns%d", time.Now().UnixNano())
+	java := jvmtest.Java()
+	script := fmt.Sprintf("mount -t tmpfs tmpfs /tmp && exec %s -cp %s Service 120 %s", java,
+		filepath.Join(jvmtest.Root(), "build", "java"), marker)
+	cmd := exec.Command("unshare", "--pid", "--mount", "--fork", "--mount-proc", "sh", "-c", script)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	r := bufio.NewReader(stdout)
+	line, err := r.ReadString('\n')
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(line, "ready "), line)
+	go io.Copy(io.Discard, r)
+	var hostPID int
+	for deadline := time.Now().Add(10 * time.Second); hostPID == 0 && time.Now().Before(deadline); {
+		out, _ := exec.Command("pgrep", "-f", "Service 120 "+marker).Output()
+		for _, f := range strings.Fields(string(out)) {
+			n, _ := strconv.Atoi(f)
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", n)); err == nil && strings.TrimSpace(string(b)) == "java" {
+				hostPID = n
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.NotZero(t, hostPID, "the namespaced JVM's pid here")
+	code, list, stderr := jprofBin(t, "list")
+	require.Equal(t, 0, code, stderr)
+	assert.Regexp(t, fmt.Sprintf(`(?m)^ *%d .*Service \(container, pid \d+ there\)$`, hostPID), list)
+	out := filepath.Join(t.TempDir(), "p.collapsed")
+	code, _, stderr = jprofBin(t, "profile", "-d", "2s", "-e", "cpu", "-o", out, strconv.Itoa(hostPID))
+	require.Equal(t, 0, code, stderr)
+	checkHot(t, out, true)
+}

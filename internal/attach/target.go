@@ -1,0 +1,364 @@
+package attach
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/user"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Errors that Open's errors wrap, for errors.Is.
+var (
+	ErrNoProcess  = errors.New("no such process")
+	ErrNotJVM     = errors.New("not a HotSpot JVM")
+	ErrPermission = errors.New("not permitted")
+)
+
+// procRoot is where procfs is mounted; tests never change it, but one
+// name keeps the paths readable.
+const procRoot = "/proc"
+
+// Target is a JVM as the caller sees it.
+type Target struct {
+	PID   int // in the caller's PID namespace
+	NSPid int // in the JVM's own PID namespace (the last NSpid field)
+	UID   int // effective uid, as the caller's user namespace sees it
+	GID   int // effective gid, likewise
+	// SameMountNS says the JVM shares the caller's mount namespace.
+	SameMountNS bool
+	// MainClass is what the JVM runs: the main class, the jar after
+	// -jar, the module (or module/class) after -m, or the source file;
+	// empty when the command line does not say.
+	MainClass string
+	Cmdline   []string // the JVM's argv
+
+	groups     []int  // effective gid and supplementary groups
+	start      uint64 // start time in clock ticks, against pid reuse
+	sameRoot   bool   // same mount namespace and same root directory
+	sameUserNS bool   // shares the caller's user namespace
+	noSwitch   bool   // tests: never connect with the JVM's ids
+}
+
+// Open describes the JVM with host PID pid. It fails, without touching
+// the process, when the process does not exist (ErrNoProcess), when the
+// caller is neither root nor the JVM's effective uid (ErrPermission) or
+// when it is not a HotSpot JVM (ErrNotJVM).
+func Open(pid int) (*Target, error) {
+	if pid <= 0 {
+		return nil, &openError{fmt.Sprintf("invalid pid %d", pid), ErrNoProcess}
+	}
+	t, err := readStatus(pid)
+	if err != nil {
+		return nil, err
+	}
+	if me := os.Geteuid(); me != 0 && me != t.UID {
+		return nil, &openError{fmt.Sprintf("pid %d runs as uid %d (%s); only that user or root can profile it",
+			pid, t.UID, userName(t.UID)), ErrPermission}
+	}
+	if err := t.readRest(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// List returns the HotSpot JVMs that the caller may profile (its own
+// uid's; every one for root), sorted by PID. Processes that exit or
+// cannot be read while it looks are left out.
+func List() ([]Target, error) {
+	ents, err := os.ReadDir(procRoot)
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	me, self := os.Geteuid(), os.Getpid()
+	var out []Target
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		t, err := readStatus(pid)
+		if err != nil || (me != 0 && me != t.UID) {
+			continue
+		}
+		if t.readRest() != nil {
+			continue
+		}
+		out = append(out, *t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
+	return out, nil
+}
+
+// Path returns p, an absolute path inside the JVM's mount namespace, as
+// the caller can reach it: through /proc/<pid>/root when the JVM's
+// namespace or root directory differs from the caller's.
+func (t *Target) Path(p string) string {
+	p = path.Clean("/" + p)
+	if t.sameRoot {
+		return p
+	}
+	return fmt.Sprintf("%s/%d/root%s", procRoot, t.PID, p)
+}
+
+// String names the JVM for messages: "pid 1234 (Main)".
+func (t *Target) String() string {
+	if t.MainClass != "" {
+		return fmt.Sprintf("pid %d (%s)", t.PID, t.MainClass)
+	}
+	return fmt.Sprintf("pid %d", t.PID)
+}
+
+type openError struct {
+	msg  string
+	kind error
+}
+
+func (e *openError) Error() string        { return e.msg }
+func (e *openError) Is(target error) bool { return target == e.kind }
+
+func procPath(pid int, name string) string {
+	return fmt.Sprintf("%s/%d/%s", procRoot, pid, name)
+}
+
+// readStatus reads what /proc/<pid>/status says (anyone may read it).
+func readStatus(pid int) (*Target, error) {
+	b, err := os.ReadFile(procPath(pid, "status"))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+			return nil, &openError{fmt.Sprintf("pid %d does not exist", pid), ErrNoProcess}
+		}
+		return nil, fmt.Errorf("pid %d: %w", pid, err)
+	}
+	t := &Target{PID: pid, NSPid: pid, UID: -1, GID: -1}
+	for _, line := range strings.Split(string(b), "\n") {
+		key, val, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(val)
+		switch key {
+		case "Uid":
+			if len(f) > 1 {
+				t.UID, _ = strconv.Atoi(f[1])
+			}
+		case "Gid":
+			if len(f) > 1 {
+				t.GID, _ = strconv.Atoi(f[1])
+			}
+		case "Groups":
+			for _, g := range f {
+				if n, err := strconv.Atoi(g); err == nil {
+					t.groups = append(t.groups, n)
+				}
+			}
+		case "NSpid":
+			if len(f) > 0 {
+				t.NSPid, _ = strconv.Atoi(f[len(f)-1])
+			}
+		}
+	}
+	if t.UID < 0 || t.GID < 0 {
+		return nil, fmt.Errorf("pid %d: no Uid/Gid in %s", pid, procPath(pid, "status"))
+	}
+	t.groups = append(t.groups, t.GID)
+	return t, nil
+}
+
+// readRest fills in what needs more than status: whether it is a
+// HotSpot JVM, its namespaces, command line and start time.
+func (t *Target) readRest() error {
+	pid := t.PID
+	raw, err := os.ReadFile(procPath(pid, "cmdline"))
+	if err != nil {
+		return t.gone(err)
+	}
+	if len(raw) > 0 {
+		t.Cmdline = strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00")
+	}
+	kind, err := vmKind(pid)
+	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("cannot tell whether pid %d is a JVM: %w", pid, err)
+		}
+		return t.gone(err)
+	}
+	switch kind {
+	case "":
+		return &openError{fmt.Sprintf("pid %d (%s) is not a HotSpot JVM: no libjvm.so in %s",
+			pid, t.name(), procPath(pid, "maps")), ErrNotJVM}
+	case "openj9":
+		return &openError{fmt.Sprintf("pid %d (%s) is an OpenJ9 JVM, whose attach protocol differs from HotSpot's",
+			pid, t.name()), ErrNotJVM}
+	}
+	if t.start, err = startTime(pid); err != nil {
+		return t.gone(err)
+	}
+	mnt, err := sameFile("/proc/self/ns/mnt", procPath(pid, "ns/mnt"))
+	if err != nil {
+		return t.gone(err)
+	}
+	root, err := sameFile("/proc/self/root", procPath(pid, "root"))
+	if err != nil {
+		return t.gone(err)
+	}
+	if t.sameUserNS, err = sameFile("/proc/self/ns/user", procPath(pid, "ns/user")); err != nil {
+		return t.gone(err)
+	}
+	t.SameMountNS, t.sameRoot = mnt, mnt && root
+	t.MainClass = mainClass(t.Cmdline)
+	return nil
+}
+
+// gone turns a failed read of /proc/<pid> into an error that says the
+// process exited when it did.
+func (t *Target) gone(err error) error {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+		return &openError{fmt.Sprintf("pid %d does not exist (any more)", t.PID), ErrNoProcess}
+	}
+	return fmt.Errorf("pid %d: %w", t.PID, err)
+}
+
+// name is the program's name for messages.
+func (t *Target) name() string {
+	if len(t.Cmdline) > 0 && t.Cmdline[0] != "" {
+		return filepath.Base(t.Cmdline[0])
+	}
+	if b, err := os.ReadFile(procPath(t.PID, "comm")); err == nil {
+		return strings.TrimSpace(string(b))
+	}
+	return "?"
+}
+
+// vmKind reads /proc/<pid>/maps: "hotspot" when libjvm.so is mapped,
+// "openj9" when OpenJ9's libj9vm is too (OpenJ9 also has a libjvm.so),
+// "" for no JVM.
+func vmKind(pid int) (string, error) {
+	f, err := os.Open(procPath(pid, "maps"))
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	jvm, j9 := false, false
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		// The path is the sixth field; a replaced library ends in
+		// " (deleted)".
+		i := bytes.IndexByte(line, '/')
+		if i < 0 {
+			continue
+		}
+		p := strings.TrimSuffix(string(line[i:]), " (deleted)")
+		base := path.Base(p)
+		switch {
+		case base == "libjvm.so":
+			jvm = true
+		case strings.HasPrefix(base, "libj9vm"):
+			j9 = true
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", err
+	}
+	switch {
+	case j9:
+		return "openj9", nil
+	case jvm:
+		return "hotspot", nil
+	}
+	return "", nil
+}
+
+// startTime is field 22 of /proc/<pid>/stat.
+func startTime(pid int) (uint64, error) {
+	b, err := os.ReadFile(procPath(pid, "stat"))
+	if err != nil {
+		return 0, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("malformed %s", procPath(pid, "stat"))
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state), so field 22 is f[19].
+	if len(f) < 20 {
+		return 0, fmt.Errorf("malformed %s", procPath(pid, "stat"))
+	}
+	return strconv.ParseUint(f[19], 10, 64)
+}
+
+// alive says whether t.PID is still the process that Open saw.
+func (t *Target) alive() bool {
+	st, err := startTime(t.PID)
+	return err == nil && st == t.start
+}
+
+// sameFile compares two paths' files by device and inode (for
+// namespaces: by namespace).
+func sameFile(a, b string) (bool, error) {
+	var sa, sb syscall.Stat_t
+	if err := syscall.Stat(a, &sa); err != nil {
+		return false, &fs.PathError{Op: "stat", Path: a, Err: err}
+	}
+	if err := syscall.Stat(b, &sb); err != nil {
+		return false, &fs.PathError{Op: "stat", Path: b, Err: err}
+	}
+	return sa.Dev == sb.Dev && sa.Ino == sb.Ino, nil
+}
+
+func userName(uid int) string {
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		return u.Username
+	}
+	return "no name"
+}
+
+// launcher options whose value is the next argument.
+var optWithValue = map[string]bool{
+	"-cp": true, "-classpath": true, "--class-path": true,
+	"-p": true, "--module-path": true, "--upgrade-module-path": true,
+	"--add-modules": true, "--limit-modules": true, "--add-reads": true,
+	"--add-exports": true, "--add-opens": true, "--patch-module": true,
+	"--source": true, "--enable-native-access": true,
+	"--describe-module": true, "-d": true,
+}
+
+// mainClass finds what a java command line runs: the first argument
+// after the JVM's options, the jar after -jar, or the module after
+// -m/--module. It returns "" when there is none (e.g. -version, or a
+// process that embeds the JVM with its own argv).
+func mainClass(argv []string) string {
+	if len(argv) < 2 {
+		return ""
+	}
+	for i := 1; i < len(argv); i++ {
+		a := argv[i]
+		switch {
+		case a == "-jar" || a == "-m" || a == "--module":
+			if i+1 < len(argv) {
+				return argv[i+1]
+			}
+			return ""
+		case strings.HasPrefix(a, "--module="):
+			return strings.TrimPrefix(a, "--module=")
+		case optWithValue[a]:
+			i++
+		case strings.HasPrefix(a, "-"), strings.HasPrefix(a, "@"):
+			// A one-word option, or an @argfile (whose contents, which
+			// may name the class, are not read).
+		default:
+			return a
+		}
+	}
+	return ""
+}

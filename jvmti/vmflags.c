@@ -1,0 +1,98 @@
+/*
+ * vmflags.c: setting a HotSpot flag from inside the process. HotSpot
+ * exports a description of its own data structures (gHotSpotVMStructs,
+ * the table the serviceability agent reads): where the table of -XX
+ * flags is, how large an entry is, and where an entry keeps the flag's
+ * name and value. SAMPLE uses it to turn DebugNonSafepoints on, which no
+ * JVMTI call does: without it, compiled code describes its inlining only
+ * at safepoints, and AsyncGetCallTrace charges a sample taken inside an
+ * inlined method's loop to the method it was inlined into.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "jvmtiagent.h"
+
+static uint64_t vm_sym(const char *name, int *ok)
+{
+	const uint64_t *p = (const uint64_t *)dlsym(RTLD_DEFAULT, name);
+	if (p == NULL) {
+		*ok = 0;
+		return 0;
+	}
+	return *p;
+}
+
+/* vm_field finds a field of the structure table: its offset (instance
+ * field) or its address (static field). */
+static int vm_field(const char *type, const char *field, uint64_t *offset, void **address)
+{
+	int ok = 1;
+	char *const *table = (char *const *)dlsym(RTLD_DEFAULT, "gHotSpotVMStructs");
+	uint64_t tn = vm_sym("gHotSpotVMStructEntryTypeNameOffset", &ok);
+	uint64_t fn = vm_sym("gHotSpotVMStructEntryFieldNameOffset", &ok);
+	uint64_t off = vm_sym("gHotSpotVMStructEntryOffsetOffset", &ok);
+	uint64_t addr = vm_sym("gHotSpotVMStructEntryAddressOffset", &ok);
+	uint64_t stride = vm_sym("gHotSpotVMStructEntryArrayStride", &ok);
+	if (!ok || table == NULL || *table == NULL || stride == 0)
+		return -1;
+	for (const char *e = *table;; e += stride) {
+		const char *t = *(const char *const *)(e + tn);
+		const char *f = *(const char *const *)(e + fn);
+		if (t == NULL)
+			return -1; /* the table ends with an empty entry */
+		if (f != NULL && strcmp(t, type) == 0 && strcmp(f, field) == 0) {
+			if (offset != NULL)
+				*offset = *(const uint64_t *)(e + off);
+			if (address != NULL)
+				*address = *(void *const *)(e + addr);
+			return 0;
+		}
+	}
+}
+
+static int vm_type_size(const char *type, uint64_t *size)
+{
+	int ok = 1;
+	char *const *table = (char *const *)dlsym(RTLD_DEFAULT, "gHotSpotVMTypes");
+	uint64_t tn = vm_sym("gHotSpotVMTypeEntryTypeNameOffset", &ok);
+	uint64_t sz = vm_sym("gHotSpotVMTypeEntrySizeOffset", &ok);
+	uint64_t stride = vm_sym("gHotSpotVMTypeEntryArrayStride", &ok);
+	if (!ok || table == NULL || *table == NULL || stride == 0)
+		return -1;
+	for (const char *e = *table;; e += stride) {
+		const char *t = *(const char *const *)(e + tn);
+		if (t == NULL)
+			return -1;
+		if (strcmp(t, type) == 0) {
+			*size = *(const uint64_t *)(e + sz);
+			return 0;
+		}
+	}
+}
+
+int jp_vm_set_bool_flag(const char *name, int value)
+{
+	uint64_t name_off = 0, addr_off = 0, size = 0;
+	void *flags_at = NULL, *num_at = NULL;
+	if (vm_field("JVMFlag", "_name", &name_off, NULL) != 0 || vm_field("JVMFlag", "_addr", &addr_off, NULL) != 0 ||
+	    vm_field("JVMFlag", "flags", NULL, &flags_at) != 0 || vm_field("JVMFlag", "numFlags", NULL, &num_at) != 0 ||
+	    vm_type_size("JVMFlag", &size) != 0 || flags_at == NULL || num_at == NULL || size == 0)
+		return -1;
+	const char *flags = *(const char *const *)flags_at;
+	size_t n = *(const size_t *)num_at;
+	for (size_t i = 0; flags != NULL && i < n; i++) {
+		const char *f = flags + i * size;
+		const char *fname = *(const char *const *)(f + name_off);
+		if (fname != NULL && strcmp(fname, name) == 0) {
+			char *addr = *(char *const *)(f + addr_off);
+			if (addr == NULL)
+				return -1;
+			*(volatile char *)addr = value != 0;
+			return 0;
+		}
+	}
+	return -2;
+}
