@@ -38,7 +38,7 @@ protocol; no restart, no -agentpath), and taken out of the program's
 way at the end: instrumented classes get their bytes back, timers stop.
 A JVM in a container is named by its pid here. Only the JVM's user or
 root may profile it. EVENT is one of:
-`+eventHelp()+`The same agent answers later commands (and rtdriver); a JVM started
+` + eventHelp() + `The same agent answers later commands (and rtdriver); a JVM started
 with -agentpath is profiled by its own agent, with its own source.`, liveProfile},
 	{"list", "", "the running JVMs you may profile",
 		`The running HotSpot JVMs the caller may profile (its own; all for

@@ -45,12 +45,13 @@ func (a *agent) Start(d time.Duration) error {
 	a.record("start")
 	return nil
 }
-func (a *agent) Flush() (string, error) { a.record("flush"); return "/tmp/log-rt.1_7", nil }
-func (a *agent) Reset() error           { a.record("reset"); return nil }
-func (a *agent) End() (string, error)   { a.record("end"); return "/tmp/log-rt.2_7", nil }
-func (a *agent) Status() string         { a.record("status"); return "collecting=yes" }
-func (a *agent) ForceGC() error         { a.record("fgc"); return errors.New("no JVM here") }
-func (a *agent) Shutdown() error        { a.record("shutdown"); return nil }
+func (a *agent) Flush() (string, error)  { a.record("flush"); return "/tmp/log-rt.1_7", nil }
+func (a *agent) Reset() error            { a.record("reset"); return nil }
+func (a *agent) End() (string, error)    { a.record("end"); return "/tmp/log-rt.2_7", nil }
+func (a *agent) Status() string          { a.record("status"); return "collecting=yes" }
+func (a *agent) ForceGC() error          { a.record("fgc"); return errors.New("no JVM here") }
+func (a *agent) Shutdown() error         { a.record("shutdown"); return nil }
+func (a *agent) Detach() (string, error) { a.record("detach"); return "collection off", nil }
 func (a *agent) Roots(r string) (string, error) {
 	a.record("roots=" + r)
 	return "1 method matches", nil
