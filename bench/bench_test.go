@@ -80,7 +80,12 @@ func TestSmoke(t *testing.T) {
 	assert.Contains(t, sections["Sampling overhead and stress"], "| ParJavac | libjprof SAMPLE (cpu, 1 ms) |")
 	assert.Contains(t, sections["Sampling overhead and stress"], "**Stress.**")
 	assert.Contains(t, sections["Sampling overhead and stress"], "**2 of 2 passed**")
-	assert.Len(t, s.Targets(), 29)
+	assert.Len(t, s.Targets(), 32)
+	at := sections["Profiling a running JVM (jprof profile)"]
+	assert.Regexp(t, `\| bci \| [0-9.]+ \|`, at)
+	assert.Regexp(t, `\| cpu \| [0-9.]+ \|`, at)
+	assert.Contains(t, at, "| bci | 3 |")
+	assert.Contains(t, at, "| cpu | 3 |")
 	assert.Contains(t, sections["Repeatability of the default mode"], "**hellop**: 2 runs")
 	for _, c := range RealConfigs() {
 		for _, prog := range []string{"**H2**", "**groovy**"} {

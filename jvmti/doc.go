@@ -1,8 +1,13 @@
 // Package jvmti is libjprof's binding to the JVM Tool Interface and the
 // event sources built on it.
 //
-// binding.c sets up the JVMTI environment and the lifecycle callbacks;
-// methodevents.c is the method-event source, which hands every
+// binding.c sets up the JVMTI environment and the lifecycle callbacks,
+// which call each source through its table of lifecycle functions
+// (jp_source_ops: set-up, VM init or attach, start and stop, detach,
+// thread start and end, VM death; the agent's Go source interface
+// mirrors it); threadrecord.c gives a Java thread its engine record;
+// vmflags.c sets a HotSpot flag through the VM's exported structure
+// table (SAMPLE's DebugNonSafepoints); methodevents.c is the method-event source, which hands every
 // MethodEntry and MethodExit to the engine (package engine) keyed by
 // jmethodID, and rootevents.c its ROOTS variant, where a breakpoint at a
 // root method's start turns those events on for that thread alone until

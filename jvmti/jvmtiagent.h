@@ -92,7 +92,8 @@ int jp_mid_name_used(void);
 /* jp_class_name: "Ljava/lang/String;" -> "java/lang/String" (malloc'd). */
 char *jp_class_name(const char *sig);
 
-/* The calling Java thread's engine record, made on its first event. */
+/* The calling Java thread's engine record, made on its first event
+ * (threadrecord.c). */
 jp_thread *jp_vm_thread(jvmtiEnv *jvmti, jthread thread);
 /* jp_vm_thread_name is the VM's name of a thread (NULL: the calling
  * thread), malloc'd, whole; NULL if it has none or without memory. */

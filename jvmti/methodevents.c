@@ -8,40 +8,10 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "jvmtiagent.h"
 
 const jp_source jp_methodevents = { "jvmti-method-events", jp_mid_resolve };
-
-/* jp_vm_thread makes the calling thread's record at its first event,
- * named as the VM names it (thread NULL: the calling thread). */
-jp_thread *jp_vm_thread(jvmtiEnv *jvmti, jthread thread)
-{
-	if (jp_vt_mode == JP_VT_TRACKED) {
-		jp_thread *vt = jp_vt_first_event(jvmti, thread);
-		if (vt != NULL)
-			return vt;
-	}
-	char *name = jp_vm_thread_name(jvmti, thread);
-	jp_thread *t = jp_thread_attach(name != NULL ? name : "unknown");
-	free(name);
-	return t;
-}
-
-char *jp_vm_thread_name(jvmtiEnv *jvmti, jthread thread)
-{
-	jvmtiThreadInfo info;
-	memset(&info, 0, sizeof info);
-	/* thread NULL: the calling thread (JVMTI's rule) */
-	if ((*jvmti)->GetThreadInfo(jvmti, thread, &info) != JVMTI_ERROR_NONE || info.name == NULL)
-		return NULL;
-	/* Its group and loader are local references, freed with the
-	 * callback's (or native call's) frame. */
-	char *name = strdup(info.name);
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)info.name);
-	return name;
-}
 
 /* Deeper stacks than this are seeded with their innermost frames only. */
 #define JP_SEED_MAX_FRAMES 65536

@@ -81,6 +81,7 @@ func addLiveFlags(fs *flag.FlagSet, withEvent, withOut bool) liveFlags {
 type liveTarget struct {
 	t      *attach.Target
 	client *control.Client
+	logs   string // the agent's LOGPATH as the JVM sees it ("" until known)
 }
 
 func (lt *liveTarget) close() {
@@ -455,6 +456,8 @@ func liveProfile(args []string, stdout io.Writer) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	lt.logs = statusField(st, "logpath")
+	started := time.Now()
 	ctx, cancel = cmdCtx()
 	_, err = lt.do(ctx, "start")
 	cancel()
@@ -476,19 +479,19 @@ func liveProfile(args []string, stdout io.Writer) error {
 	case s := <-sigs:
 		fmt.Fprintf(stderr, "jprof: %v: stopping\n", s)
 	case <-gone:
-		return targetGone(lt, *lf.out, stdout, stderr)
+		return targetGone(lt, started, *lf.out, stdout, stderr)
 	}
-	return stopAndWrite(lt, *lf.out, *lf.timeout, stdout, stderr)
+	return stopAndWrite(lt, started, *lf.out, *lf.timeout, stdout, stderr)
 }
 
 // stopAndWrite ends collection, takes the agent out of the program and
 // writes the output.
-func stopAndWrite(lt *liveTarget, out string, timeout time.Duration, stdout, stderr io.Writer) error {
+func stopAndWrite(lt *liveTarget, since time.Time, out string, timeout time.Duration, stdout, stderr io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	path, endErr := lt.do(ctx, "end")
 	if endErr != nil && !processAlive(lt.t.PID) {
-		return targetGone(lt, out, stdout, stderr)
+		return targetGone(lt, since, out, stdout, stderr)
 	}
 	detail, err := lt.do(ctx, "detach")
 	if err != nil {
@@ -507,10 +510,38 @@ func stopAndWrite(lt *liveTarget, out string, timeout time.Duration, stdout, std
 }
 
 // targetGone is the JVM's exit in the middle of a profile: its agent
-// wrote a final log-rt at VM death if the JVM shut down normally.
-func targetGone(lt *liveTarget, out string, stdout, stderr io.Writer) error {
+// wrote a final log-rt at VM death if the JVM shut down normally, which
+// is still there unless it was in a container's /tmp that went with it.
+func targetGone(lt *liveTarget, since time.Time, out string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "jprof: pid %d exited during the profile\n", lt.t.PID)
-	return fmt.Errorf("pid %d exited before the profile ended: nothing written (with -agentpath and START, the agent writes a final log-rt at VM death)", lt.t.PID)
+	if path := finalLogRT(lt, since); path != "" {
+		fmt.Fprintf(stderr, "jprof: its agent wrote a final log-rt at VM death: %s\n", path)
+		if err := writeOutput(lt, path, out, stdout, stderr); err != nil {
+			return err
+		}
+		return fmt.Errorf("pid %d exited before the profile ended: the profile covers its run until then", lt.t.PID)
+	}
+	return fmt.Errorf("pid %d exited before the profile ended, and its agent left no final log-rt (killed, or its /tmp went with it): nothing written", lt.t.PID)
+}
+
+// finalLogRT is the newest log-rt the JVM's agent wrote since then, as
+// the JVM saw its path; "" if none.
+func finalLogRT(lt *liveTarget, since time.Time) string {
+	if lt.logs == "" {
+		return ""
+	}
+	matches, _ := filepath.Glob(filepath.Join(lt.t.Path(lt.logs), fmt.Sprintf("log-rt.*_%d", lt.t.NSPid)))
+	var best string
+	var at time.Time
+	for _, m := range matches {
+		if fi, err := os.Stat(m); err == nil && fi.ModTime().After(since) && fi.ModTime().After(at) {
+			best, at = m, fi.ModTime()
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return filepath.Join(lt.logs, filepath.Base(best))
 }
 
 // watchExit closes its channel when the process is gone.
@@ -592,7 +623,7 @@ func liveStop(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer lt.close()
-	return stopAndWrite(lt, *lf.out, *lf.timeout, stdout, warnings)
+	return stopAndWrite(lt, time.Now(), *lf.out, *lf.timeout, stdout, warnings)
 }
 
 func liveFlush(args []string, stdout io.Writer) error {

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/libjprof/libjprof/agent/control"
+	"github.com/libjprof/libjprof/internal/attach"
 	"github.com/libjprof/libjprof/internal/jvmtest"
 )
 
@@ -182,7 +183,13 @@ func idleCalls(t *testing.T, pid int) uint64 {
 // TestProfileAgentpathJVM: a JVM started with -agentpath is profiled by
 // its own agent, with its own source.
 func TestProfileAgentpathJVM(t *testing.T) {
-	p := jvmtest.Launch(t, jvmtest.Run{Class: "Service", Options: "BCI"})
+	for _, jdk := range jvmtest.JDKs() {
+		t.Run(jdk.Name, func(t *testing.T) { profileAgentpath(t, jdk.Java) })
+	}
+}
+
+func profileAgentpath(t *testing.T, java string) {
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "Service", Options: "BCI", Java: java})
 	p.Expect(fmt.Sprintf("ready %d", p.Result().PID))
 	pid := strconv.Itoa(p.Result().PID)
 	out := filepath.Join(t.TempDir(), "p.collapsed")
@@ -239,13 +246,58 @@ func TestAttachRefused(t *testing.T) {
 
 // TestProfileTargetExits: the JVM ending in the middle of a profile is
 // said, and nothing waits for it.
+// Its agent's final log-rt, written at VM death, becomes the output.
 func TestProfileTargetExits(t *testing.T) {
-	p := service(t, "", "3")
+	p := service(t, "", "4")
 	t0 := time.Now()
-	code, _, stderr := jprofBin(t, "profile", "-d", "60s", "-e", "cpu", strconv.Itoa(p.Result().PID))
+	out := filepath.Join(t.TempDir(), "p.collapsed")
+	code, _, stderr := jprofBin(t, "profile", "-d", "60s", "-e", "cpu", "-o", out, strconv.Itoa(p.Result().PID))
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "exited during the profile")
+	assert.Contains(t, stderr, "its agent wrote a final log-rt at VM death")
 	assert.Less(t, time.Since(t0), 20*time.Second)
+	checkHot(t, out, true)
+}
+
+// TestProfileInterrupt: Ctrl-C ends the profile early, and it is written.
+func TestProfileInterrupt(t *testing.T) {
+	p := service(t, "")
+	out := filepath.Join(t.TempDir(), "p.collapsed")
+	cmd := exec.Command(jvmtest.Tool("jprof"), "profile", "-d", "60s", "-e", "cpu", "-o", out, strconv.Itoa(p.Result().PID))
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
+	require.NoError(t, cmd.Start())
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(errOut.String(), "profiling pid") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	t0 := time.Now()
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	require.NoError(t, cmd.Wait(), errOut.String())
+	assert.Less(t, time.Since(t0), 10*time.Second)
+	assert.Contains(t, errOut.String(), "interrupt: stopping")
+	checkHot(t, out, true)
+}
+
+// TestLoadTwice: loading the library again (as jcmd JVMTI.agent_load
+// does) reaches the agent already there, which keeps its source.
+func TestLoadTwice(t *testing.T) {
+	p := service(t, "")
+	tg, err := attach.Open(p.Result().PID)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	lib := filepath.Join(jvmtest.Root(), "build", "libjprof.so")
+	require.NoError(t, tg.LoadAgent(ctx, lib, "SAMPLE=cpu,LOGPATH="+t.TempDir()))
+	require.NoError(t, tg.LoadAgent(ctx, lib, "SAMPLE=cpu,START"))
+	st := status(t, p.Result().PID)
+	assert.Contains(t, st, "state=collecting")
+	assert.Contains(t, st, "source=asgct-sampling")
+	err = tg.LoadAgent(ctx, lib, "BCI")
+	require.Error(t, err)
+	code, _, stderr := jprofBin(t, "stop", "-o", filepath.Join(t.TempDir(), "x.collapsed"), strconv.Itoa(p.Result().PID))
+	assert.Equal(t, 0, code, stderr)
 }
 
 // TestProfileContainer: a JVM in its own PID and mount namespaces (its
@@ -257,8 +309,13 @@ func TestProfileContainer(t *testing.T) {
 	if err := exec.Command("unshare", "--pid", "--mount", "--fork", "true").Run(); err != nil {
 		t.Skipf("unshare --pid --mount refused here: %v", err)
 	}
+	for _, jdk := range jvmtest.JDKs() {
+		t.Run(jdk.Name, func(t *testing.T) { profileContainer(t, jdk.Java) })
+	}
+}
+
+func profileContainer(t *testing.T, java string) {
 	marker := fmt.Sprintf("ns%d", time.Now().UnixNano())
-	java := jvmtest.Java()
 	script := fmt.Sprintf("mount -t tmpfs tmpfs /tmp && exec %s -cp %s Service 120 %s", java,
 		filepath.Join(jvmtest.Root(), "build", "java"), marker)
 	cmd := exec.Command("unshare", "--pid", "--mount", "--fork", "--mount-proc", "sh", "-c", script)

@@ -1,0 +1,385 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/libjprof/libjprof/agent/control"
+)
+
+// Attach measures profiling a running JVM with `jprof`: the throughput of
+// a long-running program (java/src/Service.java, which prints the units
+// of work its main thread did every 500 ms) before the attach, while
+// profiled and after the detach, in the same JVM; the time from the
+// command to the first sample; and many attach/profile/detach cycles on
+// one JVM, with its resident set.
+type Attach struct {
+	// Warm, Phase and Settle are the run's phases: warm-up, each
+	// measured phase, and the wait after the detach.
+	Warm, Phase, Settle time.Duration
+	Runs                []*AttachRun
+	Cycles              []*AttachCycles
+	Skipped             string
+}
+
+// AttachRun is one -e event's JVMs.
+type AttachRun struct {
+	Event string
+	// Per JVM: the medians of the 500 ms windows during and after,
+	// over that of the windows before.
+	During, After []float64
+	// FirstSample is the time from `jprof start` to the agent's first
+	// event (ms), per JVM.
+	FirstSample []float64
+	Errs        []string
+}
+
+// AttachCycles is one JVM profiled again and again.
+type AttachCycles struct {
+	Event                   string
+	N, Done                 int
+	RSSBefore, RSS1, RSSEnd int64 // bytes: before the first, after the first, after the last
+	Err                     string
+}
+
+// Phases of one throughput run (the smoke test's, RealSmall, are 3×
+// shorter).
+const (
+	attachWarm   = 6 * time.Second
+	attachPhase  = 8 * time.Second
+	attachSettle = 3 * time.Second
+	attachJVMs   = 3
+	attachCycles = 50
+	// attachRSSBound is the most the cycles after the first may add to
+	// the JVM's resident set: the agent's maps are made once.
+	attachRSSBound = 32 << 20
+)
+
+func (a *Attach) Title() string { return "Profiling a running JVM (jprof profile)" }
+
+func (a *Attach) Run(ctx context.Context, s *Suite, tmp string) error {
+	jprof := filepath.Join(s.Opts.Root, "build", "bin", "jprof")
+	if _, err := os.Stat(jprof); err != nil {
+		a.Skipped = "build/bin/jprof not built"
+		return nil
+	}
+	a.Warm, a.Phase, a.Settle = attachWarm, attachPhase, attachSettle
+	if s.Opts.RealSmall {
+		a.Warm, a.Phase, a.Settle = a.Warm/3, a.Phase/3, a.Settle/3
+	}
+	events := []string{"bci", "cpu"}
+	for _, ev := range events {
+		a.Runs = append(a.Runs, &AttachRun{Event: ev})
+	}
+	jvms := attachJVMs
+	if s.Opts.RealSmall {
+		jvms = 1
+	}
+	// Interleaved: one JVM of each event in turn.
+	for i := 0; i < jvms; i++ {
+		for _, r := range a.Runs {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			s.Opts.Logf("attach: -e %s, JVM %d of %d", r.Event, i+1, jvms)
+			if err := a.throughput(ctx, s, jprof, filepath.Join(tmp, fmt.Sprintf("%s%d", r.Event, i)), r); err != nil {
+				r.Errs = append(r.Errs, err.Error())
+			}
+		}
+	}
+	cycles := attachCycles
+	if s.Opts.RealSmall {
+		cycles = 3
+	}
+	for _, ev := range events {
+		c := &AttachCycles{Event: ev, N: cycles}
+		a.Cycles = append(a.Cycles, c)
+		s.Opts.Logf("attach: %d cycles of -e %s", cycles, ev)
+		if err := a.cycles(ctx, s, jprof, filepath.Join(tmp, "cycles-"+ev), c); err != nil {
+			c.Err = err.Error()
+		}
+	}
+	return nil
+}
+
+// service is a running Service JVM and its throughput lines.
+type service struct {
+	cmd   *exec.Cmd
+	pid   int
+	mu    sync.Mutex
+	lines []opsLine
+	done  chan struct{}
+}
+
+type opsLine struct {
+	at  time.Time
+	ops float64
+}
+
+func startService(ctx context.Context, s *Suite, dir string) (*service, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, s.Opts.Java, "-cp", filepath.Join(s.Opts.Root, "build", "java"), "Service")
+	cmd.Dir = dir
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	sv := &service{cmd: cmd, pid: cmd.Process.Pid, done: make(chan struct{})}
+	ready := make(chan struct{})
+	go func() {
+		defer close(sv.done)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			switch {
+			case len(f) == 2 && f[0] == "ready":
+				close(ready)
+			case len(f) == 2 && f[0] == "ops":
+				n, _ := strconv.ParseFloat(f[1], 64)
+				sv.mu.Lock()
+				sv.lines = append(sv.lines, opsLine{time.Now(), n})
+				sv.mu.Unlock()
+			}
+		}
+		io.Copy(io.Discard, out)
+	}()
+	select {
+	case <-ready:
+		return sv, nil
+	case <-sv.done:
+		cmd.Wait()
+		return nil, errors.New("Service ended before it was ready")
+	case <-time.After(30 * time.Second):
+		sv.stop()
+		return nil, errors.New("Service not ready in 30 s")
+	}
+}
+
+func (sv *service) stop() {
+	sv.cmd.Process.Kill()
+	sv.cmd.Wait()
+}
+
+// window is the median throughput of the lines printed in [from, to).
+func (sv *service) window(from, to time.Time) (float64, int) {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	var xs []float64
+	for _, l := range sv.lines {
+		if !l.at.Before(from) && l.at.Before(to) {
+			xs = append(xs, l.ops)
+		}
+	}
+	return Summarize(xs).Median, len(xs)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+func runTool(ctx context.Context, bin string, args ...string) error {
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(cctx, bin, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("jprof %s: %v: %s", strings.Join(args, " "), err, tail(string(out), 3))
+	}
+	return nil
+}
+
+// firstEvent polls the agent's status until it counts an event.
+func firstEvent(ctx context.Context, pid int, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		for _, ag := range control.AgentsOfPID(control.SocketBase, pid) {
+			c, err := control.DialAgent(ctx, ag, "")
+			if err != nil {
+				continue
+			}
+			rs, err := c.Do(ctx, "status")
+			c.Close()
+			if err == nil && len(rs) == 1 {
+				for _, f := range strings.Fields(rs[0].Detail) {
+					if v, ok := strings.CutPrefix(f, "events="); ok && v != "0" {
+						return nil
+					}
+				}
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return fmt.Errorf("no event within %v", limit)
+}
+
+func (a *Attach) throughput(ctx context.Context, s *Suite, jprof, dir string, r *AttachRun) error {
+	sv, err := startService(ctx, s, dir)
+	if err != nil {
+		return err
+	}
+	defer sv.stop()
+	pid := strconv.Itoa(sv.pid)
+	if err := sleepCtx(ctx, a.Warm+a.Phase); err != nil {
+		return err
+	}
+	now := time.Now()
+	before, n := sv.window(now.Add(-a.Phase), now)
+	if n == 0 || before == 0 {
+		return errors.New("no throughput before the attach")
+	}
+	t0 := time.Now()
+	if err := runTool(ctx, jprof, "start", "-e", r.Event, pid); err != nil {
+		return err
+	}
+	if err := firstEvent(ctx, sv.pid, 30*time.Second); err != nil {
+		return err
+	}
+	first := time.Since(t0)
+	from := time.Now()
+	if err := sleepCtx(ctx, a.Phase); err != nil {
+		return err
+	}
+	during, _ := sv.window(from, time.Now())
+	if err := runTool(ctx, jprof, "stop", "-o", dir+"/", pid); err != nil {
+		return err
+	}
+	if err := sleepCtx(ctx, a.Settle); err != nil {
+		return err
+	}
+	from = time.Now()
+	if err := sleepCtx(ctx, a.Phase); err != nil {
+		return err
+	}
+	after, _ := sv.window(from, time.Now())
+	r.During = append(r.During, during/before)
+	r.After = append(r.After, after/before)
+	r.FirstSample = append(r.FirstSample, float64(first.Microseconds())/1000)
+	return nil
+}
+
+func (a *Attach) cycles(ctx context.Context, s *Suite, jprof, dir string, c *AttachCycles) error {
+	sv, err := startService(ctx, s, dir)
+	if err != nil {
+		return err
+	}
+	defer sv.stop()
+	pid := strconv.Itoa(sv.pid)
+	if err := sleepCtx(ctx, a.Warm); err != nil {
+		return err
+	}
+	c.RSSBefore = vmRSS(sv.pid)
+	for i := 0; i < c.N; i++ {
+		out := filepath.Join(dir, "c.collapsed")
+		if err := runTool(ctx, jprof, "profile", "-d", "200ms", "-e", c.Event, "-o", out, pid); err != nil {
+			return fmt.Errorf("cycle %d: %w", i+1, err)
+		}
+		c.Done++
+		if i == 0 {
+			c.RSS1 = vmRSS(sv.pid)
+		}
+	}
+	c.RSSEnd = vmRSS(sv.pid)
+	if c.RSSEnd == 0 {
+		return errors.New("the JVM is gone after the cycles")
+	}
+	return nil
+}
+
+func (a *Attach) Markdown(out io.Writer, s *Suite) error {
+	if a.Skipped != "" {
+		fmt.Fprintf(out, "Not run: %s\n\n", a.Skipped)
+		return nil
+	}
+	fmt.Fprintf(out, "`java -cp build/java Service` (two threads doing units of work; the main thread prints its units every 500 ms) "+
+		"runs without an agent; after %v of warm-up its throughput is read for %v (before), then `jprof start -e E <pid>` loads "+
+		"libjprof and starts, %v are read while profiled (during), `jprof stop` ends the profile and detaches, and after %v "+
+		"for the JIT to settle %v more are read (after). Ratios are each JVM's median window over its median window before; "+
+		"%d JVMs per event, interleaved; median and range over the JVMs. First event: from the `jprof start` command to the "+
+		"agent's status counting an event (the load, the BCI retransformation, the first sample).\n\n",
+		a.Warm, a.Phase, a.Phase, a.Settle, a.Phase, len(a.Runs[0].During)+len(a.Runs[0].Errs))
+	fmt.Fprintf(out, "| -e | during / before | range | after detach / before | range | first event, ms | range |\n|---|--:|--:|--:|--:|--:|--:|\n")
+	for _, r := range a.Runs {
+		if len(r.During) == 0 {
+			fmt.Fprintf(out, "| %s | failed: %s | | | | | |\n", r.Event, oneLine(strings.Join(r.Errs, "; ")))
+			continue
+		}
+		d, af, f := Summarize(r.During), Summarize(r.After), Summarize(r.FirstSample)
+		fmt.Fprintf(out, "| %s | %.3f | %s | %.3f | %s | %.0f | %s |\n", r.Event, d.Median, d.Range("%.3f"),
+			af.Median, af.Range("%.3f"), f.Median, f.Range("%.0f"))
+	}
+	fmt.Fprintln(out)
+	for _, r := range a.Runs {
+		if len(r.Errs) > 0 && len(r.During) > 0 {
+			fmt.Fprintf(out, "-e %s: %d JVMs failed: %s\n\n", r.Event, len(r.Errs), oneLine(strings.Join(r.Errs, "; ")))
+		}
+	}
+	fmt.Fprintf(out, "Attach/profile/detach cycles on one JVM (`jprof profile -d 200ms -e E -o c.collapsed <pid>` again and again), "+
+		"its resident set (VmRSS) before the first, after the first and after the last:\n\n")
+	fmt.Fprintf(out, "| -e | cycles done | RSS before, MiB | after 1, MiB | after all, MiB | growth after the first, MiB |\n|---|--:|--:|--:|--:|--:|\n")
+	for _, c := range a.Cycles {
+		if c.Err != "" {
+			fmt.Fprintf(out, "| %s | %d of %d: %s | | | | |\n", c.Event, c.Done, c.N, oneLine(c.Err))
+			continue
+		}
+		fmt.Fprintf(out, "| %s | %d | %.1f | %.1f | %.1f | %.1f |\n", c.Event, c.Done, mib(c.RSSBefore), mib(c.RSS1), mib(c.RSSEnd),
+			mib(c.RSSEnd-c.RSS1))
+	}
+	fmt.Fprintln(out)
+	return nil
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+// attachTargets are issue 23's: after a detach the program runs within 3%
+// of its speed before the attach; the cycles run without a failure.
+func attachTargets(a *Attach) []Target {
+	var ts []Target
+	for _, ev := range []string{"bci", "cpu"} {
+		tg := Target{What: fmt.Sprintf("throughput after `jprof profile -e %s` detached: within 3%% of before the attach", ev), Measured: "not measured", Met: "n/a"}
+		if a != nil {
+			for _, r := range a.Runs {
+				if r.Event == ev && len(r.After) > 0 {
+					sum := Summarize(r.After)
+					tg.Measured = fmt.Sprintf("%.3f× (%s over %d JVMs)", sum.Median, sum.Range("%.3f"), sum.N)
+					tg.Met = yesNo(sum.Median >= 0.97 && sum.Median <= 1.03)
+				}
+			}
+		}
+		ts = append(ts, tg)
+	}
+	tg := Target{What: fmt.Sprintf("%d attach/profile/detach cycles on one JVM: no failure, RSS growth after the first < %d MiB", attachCycles, attachRSSBound>>20), Measured: "not measured", Met: "n/a"}
+	if a != nil && len(a.Cycles) > 0 {
+		var parts []string
+		ok := true
+		for _, c := range a.Cycles {
+			if c.Err != "" {
+				parts = append(parts, fmt.Sprintf("-e %s: failed at %d of %d", c.Event, c.Done, c.N))
+				ok = false
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("-e %s: %d done, RSS +%.1f MiB after the first", c.Event, c.Done, mib(c.RSSEnd-c.RSS1)))
+			ok = ok && c.RSSEnd-c.RSS1 < attachRSSBound
+		}
+		tg.Measured, tg.Met = strings.Join(parts, "; "), yesNo(ok)
+	}
+	return append(ts, tg)
+}

@@ -1,0 +1,57 @@
+/*
+ * tree.h: the nodes of a thread's calling context tree and the shadow
+ * stack's frames, the layout the event path and the reports walk. Apart
+ * from the thread record (thread.h), which holds them.
+ */
+#ifndef JP_TREE_H
+#define JP_TREE_H
+
+#include <stdint.h>
+
+/* ---------------------------------------------------------------------
+ * Per-thread call tree.
+ */
+
+/* One calling context. The metric arrays follow the fixed part; a node's
+ * size (jp.node_stride) depends on how many metrics are collected. */
+typedef struct jp_node {
+	uint32_t parent; /* index of the caller's node; the root is its own parent */
+	uint8_t type;    /* enum jp_type as seen in this context */
+	uint8_t pad;
+	uint16_t seqkey; /* key of *seq, the last sequence counted here; JP_NOKEY if none */
+	uint32_t method; /* registry handle; unused for the root */
+	uint32_t seqs;   /* 1 + index of the node's own group of JP_SEQ_GROUP counts, 0 if none yet */
+	struct jp_seqcount *seq; /* owner-only cache: most events of a node repeat its last key */
+	uint64_t calls;  /* entries into this context */
+	uint64_t excs;   /* exits from it by exception */
+	uint64_t ds;     /* dispatches while this was the running method */
+	uint64_t in;     /* interrupts while this was the running method */
+	uint64_t base[]; /* [nmetrics]: metric spent running this method */
+} jp_node;
+
+/* Shadow-stack frame. The node's address is kept here so that the event
+ * path needs no arena lookup for the method that was running (its type
+ * is the node's). 32 bytes. */
+typedef struct jp_frame {
+	uintptr_t key;   /* the source's key of the method */
+	struct jp_node *np;
+	/* The child this activation entered last, by source key (0: none):
+	 * a method calling the same one again, as loops do, finds its node
+	 * here instead of in the thread's child map, a cache miss on large
+	 * trees. */
+	uintptr_t ckey;
+	uint32_t node;
+	uint32_t cnode;
+} jp_frame;
+
+/* jp_frame_set fills a frame for an activation of node (key's method),
+ * with no child entered yet. */
+static inline void jp_frame_set(jp_frame *f, uintptr_t key, uint32_t node, struct jp_node *np)
+{
+	f->key = key;
+	f->np = np;
+	f->ckey = 0;
+	f->node = node;
+}
+
+#endif /* JP_TREE_H */
