@@ -9,12 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/libjprof/libjprof/agent/control"
+	"github.com/libjprof/libjprof/internal/attach"
 )
 
 // Attach measures profiling a running JVM with `jprof`: the throughput of
@@ -49,7 +51,11 @@ type AttachCycles struct {
 	Event                   string
 	N, Done                 int
 	RSSBefore, RSS1, RSSEnd int64 // bytes: before the first, after the first, after the last
-	Err                     string
+	// The same outside the Java heap's address range: the heap's pages
+	// are touched as the agent's transformer allocates in it, as any
+	// program that allocates touches them, up to the heap's size.
+	OffHeapBefore, OffHeap1, OffHeapEnd int64
+	Err                                 string
 }
 
 // Phases of one throughput run (the smoke test's, RealSmall, are 3×
@@ -61,8 +67,9 @@ const (
 	attachJVMs   = 3
 	attachCycles = 50
 	// attachRSSBound is the most the cycles after the first may add to
-	// the JVM's resident set: the agent's maps are made once.
-	attachRSSBound = 32 << 20
+	// the JVM's resident set outside the Java heap: the agent's maps are
+	// made at the first.
+	attachRSSBound = 8 << 20
 )
 
 func (a *Attach) Title() string { return "Profiling a running JVM (jprof profile)" }
@@ -231,20 +238,37 @@ func firstEvent(ctx context.Context, pid int, limit time.Duration) error {
 	return fmt.Errorf("no event within %v", limit)
 }
 
+// throughput runs two Service JVMs side by side, the profiled one and a
+// reference never attached to: the machine's drift moves both alike, so
+// the profiled JVM's throughput is read as a ratio to the reference's,
+// and each phase's ratio over the ratio before the attach.
 func (a *Attach) throughput(ctx context.Context, s *Suite, jprof, dir string, r *AttachRun) error {
-	sv, err := startService(ctx, s, dir)
+	sv, err := startService(ctx, s, filepath.Join(dir, "profiled"))
 	if err != nil {
 		return err
 	}
 	defer sv.stop()
+	ref, err := startService(ctx, s, filepath.Join(dir, "reference"))
+	if err != nil {
+		return err
+	}
+	defer ref.stop()
 	pid := strconv.Itoa(sv.pid)
+	ratio := func(from, to time.Time) (float64, error) {
+		x, n := sv.window(from, to)
+		y, m := ref.window(from, to)
+		if n == 0 || m == 0 || y == 0 {
+			return 0, errors.New("no throughput lines in a phase")
+		}
+		return x / y, nil
+	}
 	if err := sleepCtx(ctx, a.Warm+a.Phase); err != nil {
 		return err
 	}
 	now := time.Now()
-	before, n := sv.window(now.Add(-a.Phase), now)
-	if n == 0 || before == 0 {
-		return errors.New("no throughput before the attach")
+	before, err := ratio(now.Add(-a.Phase), now)
+	if err != nil || before == 0 {
+		return fmt.Errorf("before the attach: %v", err)
 	}
 	t0 := time.Now()
 	if err := runTool(ctx, jprof, "start", "-e", r.Event, pid); err != nil {
@@ -258,7 +282,10 @@ func (a *Attach) throughput(ctx context.Context, s *Suite, jprof, dir string, r 
 	if err := sleepCtx(ctx, a.Phase); err != nil {
 		return err
 	}
-	during, _ := sv.window(from, time.Now())
+	during, err := ratio(from, time.Now())
+	if err != nil {
+		return err
+	}
 	if err := runTool(ctx, jprof, "stop", "-o", dir+"/", pid); err != nil {
 		return err
 	}
@@ -269,7 +296,10 @@ func (a *Attach) throughput(ctx context.Context, s *Suite, jprof, dir string, r 
 	if err := sleepCtx(ctx, a.Phase); err != nil {
 		return err
 	}
-	after, _ := sv.window(from, time.Now())
+	after, err := ratio(from, time.Now())
+	if err != nil {
+		return err
+	}
 	r.During = append(r.During, during/before)
 	r.After = append(r.After, after/before)
 	r.FirstSample = append(r.FirstSample, float64(first.Microseconds())/1000)
@@ -286,7 +316,7 @@ func (a *Attach) cycles(ctx context.Context, s *Suite, jprof, dir string, c *Att
 	if err := sleepCtx(ctx, a.Warm); err != nil {
 		return err
 	}
-	c.RSSBefore = vmRSS(sv.pid)
+	c.RSSBefore, c.OffHeapBefore = vmRSS(sv.pid), offHeapRSS(ctx, sv.pid)
 	for i := 0; i < c.N; i++ {
 		out := filepath.Join(dir, "c.collapsed")
 		if err := runTool(ctx, jprof, "profile", "-d", "200ms", "-e", c.Event, "-o", out, pid); err != nil {
@@ -294,10 +324,10 @@ func (a *Attach) cycles(ctx context.Context, s *Suite, jprof, dir string, c *Att
 		}
 		c.Done++
 		if i == 0 {
-			c.RSS1 = vmRSS(sv.pid)
+			c.RSS1, c.OffHeap1 = vmRSS(sv.pid), offHeapRSS(ctx, sv.pid)
 		}
 	}
-	c.RSSEnd = vmRSS(sv.pid)
+	c.RSSEnd, c.OffHeapEnd = vmRSS(sv.pid), offHeapRSS(ctx, sv.pid)
 	if c.RSSEnd == 0 {
 		return errors.New("the JVM is gone after the cycles")
 	}
@@ -309,12 +339,13 @@ func (a *Attach) Markdown(out io.Writer, s *Suite) error {
 		fmt.Fprintf(out, "Not run: %s\n\n", a.Skipped)
 		return nil
 	}
-	fmt.Fprintf(out, "`java -cp build/java Service` (two threads doing units of work; the main thread prints its units every 500 ms) "+
-		"runs without an agent; after %v of warm-up its throughput is read for %v (before), then `jprof start -e E <pid>` loads "+
-		"libjprof and starts, %v are read while profiled (during), `jprof stop` ends the profile and detaches, and after %v "+
-		"for the JIT to settle %v more are read (after). Ratios are each JVM's median window over its median window before; "+
-		"%d JVMs per event, interleaved; median and range over the JVMs. First event: from the `jprof start` command to the "+
-		"agent's status counting an event (the load, the BCI retransformation, the first sample).\n\n",
+	fmt.Fprintf(out, "Two `java -cp build/java Service` JVMs (two threads doing units of work; the main thread prints its units every 500 ms) "+
+		"run side by side without an agent: one is profiled, the other is the reference, never attached to, so that the machine's "+
+		"drift cancels out. After %v of warm-up the profiled JVM's throughput over the reference's is read for %v (before), then "+
+		"`jprof start -e E <pid>` loads libjprof and starts, %v are read while profiled (during), `jprof stop` ends the profile "+
+		"and detaches, and after %v for the JIT to settle %v more are read (after). Each phase's ratio (median windows) is "+
+		"divided by the ratio before; %d pairs of JVMs per event, interleaved; median and range over them. First event: from the "+
+		"`jprof start` command to the agent's status counting an event (the load, the BCI retransformation, the first sample).\n\n",
 		a.Warm, a.Phase, a.Phase, a.Settle, a.Phase, len(a.Runs[0].During)+len(a.Runs[0].Errs))
 	fmt.Fprintf(out, "| -e | during / before | range | after detach / before | range | first event, ms | range |\n|---|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range a.Runs {
@@ -327,6 +358,7 @@ func (a *Attach) Markdown(out io.Writer, s *Suite) error {
 			af.Median, af.Range("%.3f"), f.Median, f.Range("%.0f"))
 	}
 	fmt.Fprintln(out)
+	fmt.Fprintf(out, "%s\n\n", attachObsolete)
 	for _, r := range a.Runs {
 		if len(r.Errs) > 0 && len(r.During) > 0 {
 			fmt.Fprintf(out, "-e %s: %d JVMs failed: %s\n\n", r.Event, len(r.Errs), oneLine(strings.Join(r.Errs, "; ")))
@@ -334,20 +366,75 @@ func (a *Attach) Markdown(out io.Writer, s *Suite) error {
 	}
 	fmt.Fprintf(out, "Attach/profile/detach cycles on one JVM (`jprof profile -d 200ms -e E -o c.collapsed <pid>` again and again), "+
 		"its resident set (VmRSS) before the first, after the first and after the last:\n\n")
-	fmt.Fprintf(out, "| -e | cycles done | RSS before, MiB | after 1, MiB | after all, MiB | growth after the first, MiB |\n|---|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(out, "| -e | cycles done | RSS before, MiB | after 1, MiB | after all, MiB | growth after the first, MiB | outside the Java heap: before, after 1, after all, MiB | its growth after the first, MiB |\n|---|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, c := range a.Cycles {
 		if c.Err != "" {
-			fmt.Fprintf(out, "| %s | %d of %d: %s | | | | |\n", c.Event, c.Done, c.N, oneLine(c.Err))
+			fmt.Fprintf(out, "| %s | %d of %d: %s | | | | | | |\n", c.Event, c.Done, c.N, oneLine(c.Err))
 			continue
 		}
-		fmt.Fprintf(out, "| %s | %d | %.1f | %.1f | %.1f | %.1f |\n", c.Event, c.Done, mib(c.RSSBefore), mib(c.RSS1), mib(c.RSSEnd),
-			mib(c.RSSEnd-c.RSS1))
+		fmt.Fprintf(out, "| %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f, %.1f, %.1f | %.1f |\n", c.Event, c.Done, mib(c.RSSBefore), mib(c.RSS1), mib(c.RSSEnd),
+			mib(c.RSSEnd-c.RSS1), mib(c.OffHeapBefore), mib(c.OffHeap1), mib(c.OffHeapEnd), mib(c.OffHeapEnd-c.OffHeap1))
 	}
 	fmt.Fprintln(out)
+	fmt.Fprintf(out, "The Java heap's share of the growth is its pages touched for the first time: BCI's transformer "+
+		"(ASM, in the JVM) allocates as it rewrites every loaded class at each start and detach, and the collector hands out "+
+		"fresh regions of the committed heap until all have been used once, as in any program that allocates; the heap's "+
+		"size bounds it. Outside the heap (the agent's C and Go memory, the JVM's metadata and code) is what the agent "+
+		"itself keeps.\n\n")
 	return nil
 }
 
+// attachObsolete explains what a detach cannot give back.
+const attachObsolete = "Under BCI the detached program keeps one cost: HotSpot never compiles an old version of a method, and the methods that were running when their class was retransformed (at the start of the profile) go on in their old version, interpreted, until they return. Service's main loop and its worker's loop never return, so they stay interpreted after the profile (`jcmd <pid> Compiler.codelist` shows no live code for `Service.main` and `Service.work` after it, while `unit`, `hot` and `warm` are compiled again): that is the gap left after the detach here. A server's request loops are in java.base, which BCI leaves alone, and the request handlers they call return, so they are compiled again."
+
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+// heapRange is the Java heap's address range, as jcmd GC.heap_info
+// prints it: "[0x0000000687400000, 0x0000000800000000)".
+var heapRange = regexp.MustCompile(`\[0x([0-9a-f]+), 0x([0-9a-f]+)\)`)
+
+// offHeapRSS is the JVM's resident set outside the Java heap (bytes; 0
+// if it cannot be told).
+func offHeapRSS(ctx context.Context, pid int) int64 {
+	t, err := attach.Open(pid)
+	if err != nil {
+		return 0
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	info, err := t.Execute(cctx, "jcmd", "GC.heap_info")
+	m := heapRange.FindStringSubmatch(info)
+	if err != nil || m == nil {
+		return 0
+	}
+	lo, _ := strconv.ParseUint(m[1], 16, 64)
+	hi, _ := strconv.ParseUint(m[2], 16, 64)
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		return 0
+	}
+	var total, inHeap int64
+	var start, end uint64
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if a, z, ok := strings.Cut(f[0], "-"); ok && !strings.HasSuffix(f[0], ":") {
+			start, _ = strconv.ParseUint(a, 16, 64)
+			end, _ = strconv.ParseUint(z, 16, 64)
+			continue
+		}
+		if f[0] == "Rss:" && len(f) >= 2 {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			total += kb << 10
+			if start >= lo && end <= hi {
+				inHeap += kb << 10
+			}
+		}
+	}
+	return total - inHeap
+}
 
 // attachTargets are issue 23's: after a detach the program runs within 3%
 // of its speed before the attach; the cycles run without a failure.
@@ -366,7 +453,7 @@ func attachTargets(a *Attach) []Target {
 		}
 		ts = append(ts, tg)
 	}
-	tg := Target{What: fmt.Sprintf("%d attach/profile/detach cycles on one JVM: no failure, RSS growth after the first < %d MiB", attachCycles, attachRSSBound>>20), Measured: "not measured", Met: "n/a"}
+	tg := Target{What: fmt.Sprintf("%d attach/profile/detach cycles on one JVM: no failure, RSS growth outside the Java heap after the first < %d MiB", attachCycles, attachRSSBound>>20), Measured: "not measured", Met: "n/a"}
 	if a != nil && len(a.Cycles) > 0 {
 		var parts []string
 		ok := true
@@ -376,8 +463,9 @@ func attachTargets(a *Attach) []Target {
 				ok = false
 				continue
 			}
-			parts = append(parts, fmt.Sprintf("-e %s: %d done, RSS +%.1f MiB after the first", c.Event, c.Done, mib(c.RSSEnd-c.RSS1)))
-			ok = ok && c.RSSEnd-c.RSS1 < attachRSSBound
+			parts = append(parts, fmt.Sprintf("-e %s: %d done, RSS outside the Java heap +%.1f MiB after the first (with the heap's touched pages +%.1f)",
+				c.Event, c.Done, mib(c.OffHeapEnd-c.OffHeap1), mib(c.RSSEnd-c.RSS1)))
+			ok = ok && c.OffHeap1 > 0 && c.OffHeapEnd-c.OffHeap1 < attachRSSBound
 		}
 		tg.Measured, tg.Met = strings.Join(parts, "; "), yesNo(ok)
 	}

@@ -194,6 +194,9 @@ func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io
 		if lt.client == nil {
 			return nil, false, fmt.Errorf("pid %d (%s) has no libjprof agent: jprof start or jprof profile loads one", t.PID, t.MainClass)
 		}
+		if lf.opts != nil && *lf.opts != "" {
+			fmt.Fprintf(stderr, "jprof: warning: -opts %s not used: pid %d has its agent already, with the options it was loaded with\n", *lf.opts, t.PID)
+		}
 		return lt, false, nil
 	}
 	ev := lookupEvent(*lf.event)

@@ -1,7 +1,9 @@
 // Command jprof post-processes libjprof's output: arcflow reports, pprof
-// conversion, and rebuilding a log-rt from a log-gen. The work is done by
-// package reports; this file only parses the command line and opens
-// files.
+// conversion, and rebuilding a log-rt from a log-gen; and it profiles
+// running JVMs (live.go: profile, start, stop, flush, status, list),
+// loading the agent through the JDK's attach protocol (package attach).
+// The reports' work is done by package reports; this file only parses
+// the command line and opens files.
 package main
 
 import (
