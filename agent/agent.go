@@ -44,6 +44,9 @@ type agent struct {
 
 	mu  sync.Mutex // serialises collection control and file writing
 	seq int        // N of the last log-rt.N_<pid> written
+	// heapSeq and dumpSeq are the N of the last log-heap.N_<pid> and
+	// log-hprof.N_<pid>.hprof written.
+	heapSeq, dumpSeq int
 	// written is how many events (since the last reset) the last log-rt
 	// held: VM death writes a final one only if there are more now.
 	written uint64

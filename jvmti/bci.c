@@ -359,11 +359,9 @@ void bci_notef(const char *fmt, ...)
  * program for the CPUs. C1 compiles them quickly and well enough.
  *
  * No JVMTI function reaches the compiler, but the diagnostic command
- * Compiler.directives_add does (what jcmd would send): it is reached
- * through jdk.management's DiagnosticCommandImpl, whose native library
- * its provider class loads. JNI calls ignore the module boundaries that
- * hide these from Java code. The directive is read from a file, removed
- * once added. Any failure leaves the JIT as it was and says so.
+ * Compiler.directives_add does (dcmd.c). The directive is read from a
+ * file, removed once added. Any failure leaves the JIT as it was and
+ * says so.
  */
 static void bci_keep_out_of_c2(JNIEnv *jni)
 {
@@ -373,33 +371,14 @@ static void bci_keep_out_of_c2(JNIEnv *jni)
 	int fd = mkstemp(path);
 	if (fd < 0 || write(fd, directive, sizeof directive - 1) != (ssize_t)(sizeof directive - 1)) {
 		why = "cannot write the directive file";
-		goto out;
+	} else {
+		char cmd[128];
+		snprintf(cmd, sizeof cmd, "Compiler.directives_add %s", path);
+		char *r = jp_dcmd(jni, cmd, &why);
+		if (r != NULL && strstr(r, "1 compiler directives added") == NULL)
+			why = "Compiler.directives_add did not add it";
+		free(r);
 	}
-	jclass prov = (*jni)->FindClass(jni, "com/sun/management/internal/PlatformMBeanProviderImpl");
-	jclass dc = prov ? (*jni)->FindClass(jni, "com/sun/management/internal/DiagnosticCommandImpl") : NULL;
-	jmethodID get = dc ? (*jni)->GetStaticMethodID(jni, dc, "getDiagnosticCommandMBean", "()Lcom/sun/management/DiagnosticCommandMBean;") : NULL;
-	jmethodID exec = dc ? (*jni)->GetMethodID(jni, dc, "executeDiagnosticCommand", "(Ljava/lang/String;)Ljava/lang/String;") : NULL;
-	jobject mb = get ? (*jni)->CallStaticObjectMethod(jni, dc, get) : NULL;
-	if (mb == NULL || exec == NULL || (*jni)->ExceptionCheck(jni)) {
-		why = "jdk.management's diagnostic commands are not reachable";
-		goto out;
-	}
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "Compiler.directives_add %s", path);
-	jstring jcmd = (*jni)->NewStringUTF(jni, cmd);
-	jstring res = jcmd ? (*jni)->CallObjectMethod(jni, mb, exec, jcmd) : NULL;
-	if (res == NULL || (*jni)->ExceptionCheck(jni)) {
-		why = "Compiler.directives_add failed";
-		goto out;
-	}
-	const char *r = (*jni)->GetStringUTFChars(jni, res, NULL);
-	if (r == NULL || strstr(r, "1 compiler directives added") == NULL)
-		why = "Compiler.directives_add did not add it";
-	if (r != NULL)
-		(*jni)->ReleaseStringUTFChars(jni, res, r);
-out:
-	if ((*jni)->ExceptionCheck(jni))
-		(*jni)->ExceptionClear(jni);
 	if (fd >= 0) {
 		close(fd);
 		unlink(path);

@@ -259,3 +259,32 @@ func ClassFile(name string) []byte {
 	defer C.free(unsafe.Pointer(p))
 	return C.GoBytes(unsafe.Pointer(p), n)
 }
+
+// DiagnosticCommand runs one of the JVM's diagnostic commands, as jcmd
+// names them ("GC.class_histogram", "GC.heap_dump -all=false /path"),
+// and returns its output. The caller must be a thread attached to the
+// VM.
+func DiagnosticCommand(cmd string) (string, error) {
+	cs := C.CString(cmd)
+	defer C.free(unsafe.Pointer(cs))
+	var why *C.char
+	out := C.jp_dcmd_current(cs, &why)
+	if out == nil {
+		return "", fmt.Errorf("%s: %s", cmd, C.GoString(why))
+	}
+	defer C.free(unsafe.Pointer(out))
+	return C.GoString(out), nil
+}
+
+// HeapDump writes an HPROF dump of the heap to path (which must end in
+// .hprof), of the live objects only (after a full GC) when live. The
+// caller must be a thread attached to the VM.
+func HeapDump(path string, live bool) error {
+	cs := C.CString(path)
+	defer C.free(unsafe.Pointer(cs))
+	var why *C.char
+	if C.jp_heap_dump(cs, cbool(live), &why) != 0 {
+		return fmt.Errorf("heap dump to %s: %s", path, C.GoString(why))
+	}
+	return nil
+}

@@ -68,6 +68,15 @@ int jp_attach_current(char *name);
  * VM's exported structure table (vmflags.c): 0, -1 if the table cannot
  * be read, -2 if there is no such flag. */
 int jp_vm_set_bool_flag(const char *name, int value);
+/* jp_dcmd runs one of the JVM's diagnostic commands, as jcmd names them
+ * ("GC.class_histogram"), and returns its output (malloc'd), or NULL with
+ * why set (dcmd.c); jp_dcmd_current on the calling thread, which must be
+ * attached to the VM. */
+char *jp_dcmd(JNIEnv *jni, const char *cmd, const char **why);
+char *jp_dcmd_current(const char *cmd, const char **why);
+/* jp_heap_dump writes an HPROF dump (of the live objects, after a full
+ * GC, when live) to path, which must end in .hprof; 0, or -1 with why. */
+int jp_heap_dump(const char *path, int live, const char **why);
 int jp_enable_events(jvmtiEnv *jvmti, const jvmtiEvent *evs, size_t n, char *err, int errlen);
 void jp_thread_start_record(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread);
 int jp_force_gc(void);

@@ -50,6 +50,8 @@ const (
 	cmdHelp     = "help"
 	cmdRoots    = "roots"
 	cmdDetach   = "detach"
+	cmdHeap     = "heap"
+	cmdHeapDump = "heapdump"
 
 	tokenKey = "token"
 
@@ -69,6 +71,8 @@ var specs = [...]cmdSpec{
 	{name: cmdFGC, usage: "fgc", ctl: true},
 	{name: cmdRoots, usage: "roots=<Class.method+...|all>", arg: argRequired, ctl: true},
 	{name: cmdDetach, usage: "detach", ctl: true},
+	{name: cmdHeap, usage: "heap", ctl: true},
+	{name: cmdHeapDump, usage: "heapdump", ctl: true},
 	{name: cmdShutdown, usage: "shutdown", ctl: true, last: true},
 	{name: cmdExit, usage: "exit_rtdriver", last: true, quiet: true},
 	{name: cmdHelp, usage: "help", quiet: true},

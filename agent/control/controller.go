@@ -46,6 +46,12 @@ type Controller interface {
 	// classes get their own bytes back, timers and events are off. A later
 	// Start profiles again. The detail says what was restored.
 	Detach() (detail string, err error)
+	// Heap writes the JVM's class histogram (instances and bytes per
+	// class, after a full GC) as log-heap.N_<pid> and returns its path.
+	Heap() (path string, err error)
+	// HeapDump writes an HPROF heap dump of the live objects as
+	// log-hprof.N_<pid>.hprof and returns its path.
+	HeapDump() (path string, err error)
 	// Shutdown stops profiling for good. When it succeeds the Server
 	// answers, then closes its listener and connections; Shutdown need
 	// not call Server.Close (if it does, its reply is lost).

@@ -159,6 +159,10 @@ func (s *Server) exec1(cmd command) Reply {
 		err = s.guard(name, func() (e error) { detail, e = s.ctl.Roots(cmd.arg); return e })
 	case cmdDetach:
 		err = s.guard(name, func() (e error) { detail, e = s.ctl.Detach(); return e })
+	case cmdHeap:
+		err = s.guard(name, func() (e error) { detail, e = s.ctl.Heap(); return e })
+	case cmdHeapDump:
+		err = s.guard(name, func() (e error) { detail, e = s.ctl.HeapDump(); return e })
 	default:
 		// The command table and this switch disagree: a bug, but not one
 		// worth a panic in a customer's JVM.

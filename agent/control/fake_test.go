@@ -115,6 +115,8 @@ func (f *fakeCtl) ForceGC() error               { defer f.exit(); return f.enter
 func (f *fakeCtl) Roots(string) (string, error) { defer f.exit(); return "", f.enter("roots") }
 func (f *fakeCtl) Shutdown() error              { defer f.exit(); return f.enter("shutdown") }
 func (f *fakeCtl) Detach() (string, error)      { defer f.exit(); return "", f.enter("detach") }
+func (f *fakeCtl) Heap() (string, error)        { defer f.exit(); return "", f.enter("heap") }
+func (f *fakeCtl) HeapDump() (string, error)    { defer f.exit(); return "", f.enter("heapdump") }
 
 func (f *fakeCtl) Calls() []string {
 	f.mu.Lock()

@@ -53,6 +53,18 @@ collecting; jprof stop writes the profile.`, liveStart},
 end of profile) and write OUT.`, liveStop},
 	{"flush", "[-o OUT] PID|MAIN", "write what was collected so far, collection goes on",
 		`Write what was collected so far into OUT; collection goes on.`, liveFlush},
+	{"heap", "[-o OUT] PID|MAIN", "a running JVM's class histogram: instances and bytes per class",
+		`The JVM's class histogram (instances and bytes per class of the live
+objects, after a full GC), asked of the JVM itself through the attach
+protocol: no agent is loaded. Two of them, taken while the program runs,
+make a heapdiff.`, liveHeap},
+	{"heapdump", "[-o OUT.hprof] PID|MAIN", "a running JVM's heap as an HPROF file",
+		`An HPROF dump of the JVM's live objects (Eclipse MAT and VisualVM open
+it), written by the JVM in its own /tmp and copied to OUT.`, liveHeapDump},
+	{"heapdiff", "[-n N] [-o OUT] A B", "the classes that grew from histogram A to B",
+		`The classes whose instances or bytes changed from histogram A (the
+earlier) to B, the most grown bytes first: where a leak shows. A and B
+are jprof heap or rtdriver heap files (or jmap -histo output).`, heapDiff},
 	{"status", "PID|MAIN", "the agent's state in one line",
 		`The JVM's agent's state in one line: collecting or not, source,
 mode, threads, events, files written.`, liveStatus},

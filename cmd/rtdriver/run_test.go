@@ -52,6 +52,11 @@ func (a *agent) Status() string          { a.record("status"); return "collectin
 func (a *agent) ForceGC() error          { a.record("fgc"); return errors.New("no JVM here") }
 func (a *agent) Shutdown() error         { a.record("shutdown"); return nil }
 func (a *agent) Detach() (string, error) { a.record("detach"); return "collection off", nil }
+func (a *agent) Heap() (string, error)   { a.record("heap"); return "/tmp/log-heap.1_1", nil }
+func (a *agent) HeapDump() (string, error) {
+	a.record("heapdump")
+	return "/tmp/log-hprof.1_1.hprof", nil
+}
 func (a *agent) Roots(r string) (string, error) {
 	a.record("roots=" + r)
 	return "1 method matches", nil

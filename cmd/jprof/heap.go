@@ -1,0 +1,137 @@
+package main
+
+// The heap of a running JVM: its class histogram (heap), an HPROF dump
+// (heapdump), and which classes grew between two histograms (heapdiff).
+// heap and heapdump ask the JVM itself through the attach protocol (the
+// diagnostic commands jcmd sends): no agent is loaded for them.
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/libjprof/libjprof/reports"
+)
+
+func heapFlags(fs *flag.FlagSet) *time.Duration {
+	return fs.Duration("timeout", 5*time.Minute, "longest `WAIT` for the JVM (a full GC, a large heap)")
+}
+
+func liveHeap(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("heap", flag.ContinueOnError)
+	out := fs.String("o", "", "output `file` (default: standard output)")
+	timeout := heapFlags(fs)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("heap needs one pid or main class name")
+	}
+	t, err := findTarget(pos[0])
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	at := time.Now()
+	hist, err := t.Execute(ctx, "jcmd", "GC.class_histogram")
+	if err != nil {
+		return err
+	}
+	if _, err := reports.ReadHistogram(strings.NewReader(hist)); err != nil {
+		return fmt.Errorf("pid %d: the JVM's answer: %w", t.PID, err)
+	}
+	err = output(*out, stdout, func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, " libjprof heap histogram\n Process_Number_ID=%d\n Main=%s\n Time=%s\n Note: live objects only (GC.class_histogram runs a full GC first)\n\n%s",
+			t.PID, t.MainClass, at.UTC().Format(time.RFC3339Nano), hist)
+		return err
+	})
+	if err == nil && *out != "" {
+		fmt.Fprintf(stdout, "jprof: wrote %s\n", *out)
+	}
+	return err
+}
+
+func liveHeapDump(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("heapdump", flag.ContinueOnError)
+	out := fs.String("o", "", "output `file` (default: heap-<pid>.hprof)")
+	timeout := heapFlags(fs)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("heapdump needs one pid or main class name")
+	}
+	t, err := findTarget(pos[0])
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		*out = fmt.Sprintf("heap-%d.hprof", t.PID)
+	}
+	dir, err := outputDir(t)
+	if err != nil {
+		return err
+	}
+	// The JVM writes the dump as its user, in its own file system; it is
+	// copied out and removed there.
+	jvmPath := filepath.Join(dir, fmt.Sprintf("heap-%d-%d.hprof", t.NSPid, time.Now().UnixNano()))
+	host := t.Path(jvmPath)
+	defer os.Remove(host)
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	fmt.Fprintf(warnings, "jprof: dumping the heap of pid %d (%s)\n", t.PID, t.MainClass)
+	reply, err := t.Execute(ctx, "jcmd", "GC.heap_dump "+jvmPath)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(host)
+	if err != nil {
+		return fmt.Errorf("pid %d: no heap dump written: %s", t.PID, strings.Join(strings.Fields(reply), " "))
+	}
+	defer f.Close()
+	if err := output(*out, nil, func(w io.Writer) error { _, err := io.Copy(w, f); return err }); err != nil {
+		return err
+	}
+	fi, _ := os.Stat(*out)
+	var size int64
+	if fi != nil {
+		size = fi.Size()
+	}
+	fmt.Fprintf(stdout, "jprof: wrote %s (%.1f MiB, HPROF: Eclipse MAT, VisualVM)\n", *out, float64(size)/(1<<20))
+	return nil
+}
+
+func heapDiff(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("heapdiff", flag.ContinueOnError)
+	out := fs.String("o", "", "output `file`")
+	n := fs.Int("n", 30, "show the first `N` classes (0: all)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usagef("heapdiff needs two histograms, the earlier first")
+	}
+	var hs [2]*reports.Histogram
+	for i, p := range pos {
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		hs[i], err = reports.ReadHistogram(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	diff := reports.DiffHistograms(hs[0], hs[1])
+	return output(*out, stdout, func(w io.Writer) error { return reports.WriteHeapDiff(w, hs[0], hs[1], diff, *n) })
+}
