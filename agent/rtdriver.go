@@ -171,8 +171,13 @@ func (a *agent) startLocked() error {
 		return err
 	}
 	a.started, a.since = true, time.Now()
-	if a.baseAt.IsZero() {
+	switch {
+	case a.baseAt.IsZero():
 		a.baseAt, a.baseKind = a.since, reports.CumulativeSinceStart
+	case a.eventsSinceReset() == 0:
+		// Nothing since the last reset (an end, a profile's stop): the
+		// next report's interval starts now, not at that reset.
+		a.baseAt = a.since
 	}
 	a.log.Info("collection started", zap.String("source", a.source.Name()))
 	return nil
@@ -321,6 +326,9 @@ func (a *agent) Status() string {
 	line := fmt.Sprintf("state=%s since=%s pid=%d main=%s mode=%s source=%s metrics=%s backend=%s threads=%d live=%d events=%d methods=%d logpath=%s files=%d last=%s pending-start=%s attached=%v",
 		state, stamp(a.since), a.pid, a.mainClass, a.opts.modeName(), a.source.Name(), a.metricNames(), a.ptt.Backend, threads, live, events, engine.Methods(),
 		a.opts.LogPath, len(a.files), last, pending, a.live)
+	if s := a.opts.Sample; s != nil {
+		line += fmt.Sprintf(" sample=%s:%s", s.Kind, period(s.Period))
+	}
 	if b, ok := a.source.(jvmti.BCI); ok {
 		// Instrumented code that runs while not collecting: it grows
 		// after a stop, not after a detach.

@@ -31,7 +31,11 @@ func (a *agent) sampleHeader(p *reports.Profile) {
 		p.Notes = append(p.Notes, fmt.Sprintf("BASE = %s the samples with this context on top stand for: each sample weighs the thread's time since its previous sample (ns)", strings.ToLower(strings.ReplaceAll(name, "_", " "))))
 	}
 	st := jvmti.SamplingStats()
-	line := fmt.Sprintf("Sampling since VM start: %d samples on %d threads", st.Samples, st.Threads)
+	since := "VM start"
+	if a.live {
+		since = "the attach at " + stamp(a.loaded)
+	}
+	line := fmt.Sprintf("Sampling since %s: %d samples; %d Java threads sampled from their start", since, st.Samples, st.Threads)
 	if st.Samples > 0 {
 		// POSIX CPU timers fire at the kernel's tick at the earliest,
 		// and a loaded timer thread wakes late: the real interval can

@@ -95,7 +95,7 @@ static void jp_sample_handler(int sig, siginfo_t *si, void *uc)
 			if ((*jpvm.vm)->GetEnv(jpvm.vm, (void **)&env, JNI_VERSION_1_6) == JNI_OK && env != NULL)
 				s->env = env;
 			else
-				s->maybe_java = s->maybe_java == JP_JAVA_OR_NOTHING ? JP_NOT_SAMPLED : 0;
+				s->maybe_java = s->maybe_java == JP_JAVA_OR_NOTHING || jps.kind == JP_SAMPLE_WALL ? JP_NOT_SAMPLED : 0;
 		}
 		if (s->maybe_java == JP_NOT_SAMPLED) {
 			JP_COUNT(unowned);
@@ -277,6 +277,21 @@ void jp_disarm(jp_sthread *s)
  * time since its thread's previous one. */
 #define JP_WALL_BATCH 16
 
+/* jp_wall_signal_record signals a scanner's record's thread with the
+ * record as the signal's value (rt_tgsigqueueinfo; the handler reads it
+ * back, jp_jvm_thread_of). */
+static void jp_wall_signal_record(pid_t pid, jp_sthread *s)
+{
+	siginfo_t si;
+	memset(&si, 0, sizeof si);
+	si.si_signo = jps.signo;
+	si.si_code = SI_QUEUE;
+	si.si_pid = pid;
+	si.si_uid = getuid();
+	si.si_value.sival_ptr = s;
+	syscall(SYS_rt_tgsigqueueinfo, pid, s->tid, jps.signo, &si);
+}
+
 static void *jp_wall_main(void *arg)
 {
 	(void)arg;
@@ -290,6 +305,11 @@ static void *jp_wall_main(void *arg)
 		if (!jps.on)
 			continue;
 		pthread_mutex_lock(&jps.lock);
+		/* Attached, the Java threads that ran before are the scanner's
+		 * records: signalled with the record in the signal's value. */
+		for (jp_sthread *s = jps.jvm; s != NULL; s = s->next)
+			if (s->armed && s->maybe_java > 0)
+				jp_wall_signal_record(pid, s);
 		uint64_t armed = 0;
 		for (jp_sthread *s = jps.list; s != NULL; s = s->next)
 			armed += s->armed != 0;
@@ -541,7 +561,9 @@ int jp_sampling_set(int on)
 		jps.on = 1;
 		for (jp_sthread *s = jps.list; s != NULL; s = s->next)
 			jp_arm(s);
-		if (jps.kind == JP_SAMPLE_CPU) {
+		/* The JVM's own threads (cpu), and attached, the Java threads
+		 * that were running (every kind): the scanner finds them. */
+		if (jps.kind == JP_SAMPLE_CPU || jpvm.live) {
 			jp_jvm_threads_set(1);
 			if (jp_jvm_threads_start() != 0)
 				rc = errno ? errno : -2;

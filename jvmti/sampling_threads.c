@@ -93,7 +93,9 @@ jp_sthread *jp_jvm_thread_of(const siginfo_t *si)
 {
 	if (si == NULL)
 		return NULL;
-	if (si->si_code == SI_TIMER)
+	/* A timer's value, or the wall thread's (sent with the record for a
+	 * thread found by the scanner). */
+	if (si->si_code == SI_TIMER || si->si_code == SI_QUEUE)
 		return (jp_sthread *)si->si_value.sival_ptr; /* NULL for a Java thread's */
 	if (si->si_code >= POLL_IN && si->si_code <= POLL_HUP && si->si_fd >= 0 && si->si_fd < JP_NFD)
 		return __atomic_load_n(&jp_by_fd[si->si_fd], __ATOMIC_ACQUIRE);
@@ -280,7 +282,13 @@ static void jp_scan(void)
 			known->seen = 1;
 			continue;
 		}
-		int adopt = jp_adopt_all || jp_kind_of(c->comm) != JP_K_OTHER;
+		int kind = jp_kind_of(c->comm);
+		/* Wall-clock sampling leaves the JVM's own threads out (they
+		 * mostly wait): only the Java threads that ran before an
+		 * attach are taken. */
+		if (jps.kind == JP_SAMPLE_WALL && kind != JP_K_OTHER)
+			continue;
+		int adopt = jp_adopt_all || kind != JP_K_OTHER;
 		for (int j = 0; j < jp_nprev && !adopt; j++)
 			adopt = jp_prev[j].tid == c->tid && jp_prev[j].starttime == c->starttime;
 		if (adopt)

@@ -27,13 +27,15 @@ import (
 
 // events maps jprof's -e to the agent's options and its source's name
 // (as the agent's status says it).
+// kind is what the agent's status says of it besides the source: its
+// sample= kind, or its mode=.
 var events = []struct {
-	name, opts, source, about string
+	name, opts, source, kind, about string
 }{
-	{"cpu", "SAMPLE=cpu", "asgct-sampling", "CPU time, sampled every millisecond of each thread's CPU (cheap: for services in production)"},
-	{"wall", "SAMPLE=wall", "asgct-sampling", "wall-clock time, sampled, running or not (where threads wait)"},
-	{"bci", "BCI,RTARCF", "bci", "exact calls and calibrated per-method times from bytecode instrumentation (slows call-heavy code 2-7x)"},
-	{"calls", "BCI,CALLTREE", "bci", "exact calls only, from bytecode instrumentation (cheaper than bci)"},
+	{"cpu", "SAMPLE=cpu", "asgct-sampling", "sample=cpu", "CPU time, sampled every millisecond of each thread's CPU (cheap: for services in production)"},
+	{"wall", "SAMPLE=wall", "asgct-sampling", "sample=wall", "wall-clock time, sampled, running or not (where threads wait)"},
+	{"bci", "BCI,RTARCF", "bci", "mode=RTARCF", "exact calls and calibrated per-method times from bytecode instrumentation (slows\n       call-heavy code several times, tiny recursive methods far more: BENCHMARKS.md)"},
+	{"calls", "BCI,CALLTREE", "bci", "mode=CALLTREE", "exact calls only, from bytecode instrumentation (cheaper than bci)"},
 }
 
 func eventNames() string {
@@ -234,7 +236,7 @@ func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io
 	return lt, true, nil
 }
 
-func lookupEvent(name string) *struct{ name, opts, source, about string } {
+func lookupEvent(name string) *struct{ name, opts, source, kind, about string } {
 	for i := range events {
 		if events[i].name == name {
 			return &events[i]
@@ -246,7 +248,7 @@ func lookupEvent(name string) *struct{ name, opts, source, about string } {
 // outputDir is the directory the agent writes into, made private to the
 // JVM's user in the JVM's /tmp: /tmp/jprof-<uid>/.
 func outputDir(t *attach.Target) (string, error) {
-	dir := fmt.Sprintf("/tmp/jprof-%d", t.UID)
+	dir := jprofDir(t)
 	host := t.Path(dir)
 	if err := os.Mkdir(host, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return "", fmt.Errorf("pid %d: making %s: %w", t.PID, host, err)
@@ -273,6 +275,9 @@ func outputDir(t *attach.Target) (string, error) {
 	}
 	return dir, nil
 }
+
+// jprofDir is jprof's directory in the JVM's /tmp, as the JVM sees it.
+func jprofDir(t *attach.Target) string { return fmt.Sprintf("/tmp/jprof-%d", t.UID) }
 
 // attachError is what a failed Agent_OnAttach wrote for the caller (the
 // JVM's stderr is not the caller's), removed once read.
@@ -312,13 +317,42 @@ func statusField(status, key string) string {
 	return ""
 }
 
+// checkOut refuses an -o whose kind is not known, before anything is
+// done to the JVM.
+func checkOut(out string) error {
+	if out == "" || isDirOut(out) {
+		return nil
+	}
+	for _, ext := range []string{".html", ".pb.gz", ".pprof", ".collapsed", ".txt"} {
+		if strings.HasSuffix(out, ext) {
+			return nil
+		}
+	}
+	return usagef("-o %s: want a name ending in .html (flame graph), .pb.gz (pprof), .collapsed or .txt (collapsed stacks), or a directory (an existing one, or a name ending in /)", out)
+}
+
+func isDirOut(out string) bool {
+	fi, err := os.Stat(out)
+	return (err == nil && fi.IsDir()) || strings.HasSuffix(out, "/")
+}
+
 // writeOutput converts the log-rt at path (as the JVM sees it) into out.
+// A log-rt in jprof's own directory is removed once converted: it would
+// pile up there, one per profile.
 func writeOutput(lt *liveTarget, path, out string, stdout, stderr io.Writer) error {
 	host := lt.t.Path(path)
 	if out == "" {
 		out = fmt.Sprintf("jprof-%d.html", lt.t.PID)
 	}
-	if fi, err := os.Stat(out); (err == nil && fi.IsDir()) || strings.HasSuffix(out, "/") {
+	err := convert(lt, path, host, out, stdout, stderr)
+	if err == nil && filepath.Dir(path) == jprofDir(lt.t) {
+		os.Remove(host)
+	}
+	return err
+}
+
+func convert(lt *liveTarget, path, host, out string, stdout, stderr io.Writer) error {
+	if isDirOut(out) {
 		if err := os.MkdirAll(out, 0o755); err != nil {
 			return err
 		}
@@ -369,25 +403,29 @@ func copyFile(src, dst string) error {
 	return output(dst, nil, func(w io.Writer) error { _, err := w.Write(b); return err })
 }
 
-// checkEvent: the agent already in the JVM serves -e only with its own
-// source.
+// checkEvent: the agent already in the JVM profiles what it was loaded
+// for, and nothing else.
 func checkEvent(ctx context.Context, lt *liveTarget, ev string) (string, error) {
 	st, err := lt.do(ctx, "status")
 	if err != nil {
 		return "", err
 	}
-	e := lookupEvent(ev)
-	if src := statusField(st, "source"); e != nil && src != e.source {
-		var ok []string
-		for _, x := range events {
-			if x.source == src {
-				ok = append(ok, x.name)
-			}
-		}
-		return "", fmt.Errorf("pid %d's agent runs the %s source (loaded earlier): -e %s needs %s; use -e %s, or restart the program",
-			lt.t.PID, src, ev, e.source, strings.Join(ok, " or -e "))
+	has := func(x *struct{ name, opts, source, kind, about string }) bool {
+		k, v, _ := strings.Cut(x.kind, "=")
+		return statusField(st, "source") == x.source && strings.HasPrefix(statusField(st, k), v)
 	}
-	return st, nil
+	e := lookupEvent(ev)
+	if e == nil || has(e) {
+		return st, nil
+	}
+	for i := range events {
+		if has(&events[i]) {
+			return "", fmt.Errorf("pid %d's agent, loaded earlier, profiles what -e %s does (%s, %s): it cannot change to -e %s; use -e %s, or restart the program",
+				lt.t.PID, events[i].name, events[i].source, events[i].kind, ev, events[i].name)
+		}
+	}
+	return "", fmt.Errorf("pid %d's agent, loaded earlier with other options (source=%s mode=%s), cannot profile -e %s; restart the program",
+		lt.t.PID, statusField(st, "source"), statusField(st, "mode"), ev)
 }
 
 func liveList(args []string, stdout io.Writer) error {
@@ -415,6 +453,9 @@ func liveList(args []string, stdout io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "%8d %6d  %-8s %s\n", t.PID, t.UID, agent, main)
 	}
+	if os.Geteuid() != 0 {
+		fmt.Fprintf(stdout, "(your JVMs only: other users' are not shown, and only root may profile them)\n")
+	}
 	return nil
 }
 
@@ -434,6 +475,9 @@ func liveProfile(args []string, stdout io.Writer) error {
 	}
 	if *d < 0 {
 		return usagef("-d %v: want 0 or more", *d)
+	}
+	if err := checkOut(*lf.out); err != nil {
+		return err
 	}
 	stderr := warnings
 	ctx, cancel := context.WithTimeout(context.Background(), *lf.timeout)
@@ -619,6 +663,9 @@ func liveStop(args []string, stdout io.Writer) error {
 	if len(pos) != 1 {
 		return usagef("stop needs one pid or main class name")
 	}
+	if err := checkOut(*lf.out); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), *lf.timeout)
 	lt, _, err := connect(ctx, pos[0], lf, false, warnings)
 	cancel()
@@ -638,6 +685,9 @@ func liveFlush(args []string, stdout io.Writer) error {
 	}
 	if len(pos) != 1 {
 		return usagef("flush needs one pid or main class name")
+	}
+	if err := checkOut(*lf.out); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *lf.timeout)
 	defer cancel()
