@@ -149,7 +149,7 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string, live bool) (*agent, 
 	}
 	cfg := jvmti.Config{Start: start, Calibrate: opts.Calibrate, LogGen: opts.genMode(),
 		JIT: opts.JitA2N || opts.PerfMap, MaxMethods: opts.MaxMethods, EagerThreads: opts.ThreadInfo,
-		VThreads: opts.VThreads, Sample: opts.Sample, Live: live}
+		VThreads: opts.VThreads, Sample: opts.Sample, Alloc: opts.Alloc, Live: live}
 	a.source = jvmti.MethodEvents{}
 	if opts.Roots != "" && !opts.BCI && opts.Sample == nil {
 		cfg.Roots = opts.Roots
@@ -158,6 +158,8 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string, live bool) (*agent, 
 	switch {
 	case opts.Sample != nil:
 		a.source = jvmti.Sampler{}
+	case opts.Alloc != nil:
+		a.source = jvmti.Allocs{}
 	case opts.BCI:
 		a.source = jvmti.BCI{}
 		cfg.BCI = &jvmti.BCIConfig{Include: opts.Include, Exclude: opts.Exclude, Roots: opts.Roots,
@@ -246,7 +248,7 @@ func (a *agent) setupPTT() error {
 	a.metrics = plan.want
 	// A sampled tree's time is read by the signal handler, not the
 	// PTT: the PTT's notes would describe what is not used.
-	if len(plan.want) > 0 && a.opts.Sample == nil {
+	if len(plan.want) > 0 && a.opts.Sample == nil && a.opts.Alloc == nil {
 		a.notes = append(a.notes, st.Notes...)
 	}
 	a.log.Info("PTT ready", zap.Stringer("backend", st.Backend), zap.Strings("notes", st.Notes),
@@ -573,5 +575,10 @@ func (a *agent) logThreadSummary(s *threadSummary) {
 		zap.Uint64("refused", engine.MethodsOver()))
 	if a.opts.Sample != nil {
 		a.logSampling()
+	}
+	if a.opts.Alloc != nil {
+		st := jvmti.ReadAllocStats()
+		a.log.Info("allocation sampling", zap.Uint64("samples", st.Samples), zap.Uint64("sampledBytes", st.SampledBytes),
+			zap.Uint64("bytesTheyStandFor", st.WeightBytes), zap.Uint64("threads", st.Threads), zap.Uint64("lost", st.Lost))
 	}
 }

@@ -89,6 +89,8 @@ type Options struct {
 	// production overhead instead of exact method events. nil: method
 	// events.
 	Sample *jvmti.SampleConfig
+	// Alloc, when set, samples allocations instead (ALLOC=).
+	Alloc *jvmti.AllocConfig
 	// SampleNodes is each thread's sampled-tree capacity (SAMPLENODES=).
 	SampleNodes int
 	// BCI takes events from injected bytecode (the default source)
@@ -252,6 +254,7 @@ var optionSpecs = []optionSpec{
 	{name: "MAXMETHODS", hasValue: true, help: "method registry limit (default 4194304); methods past it are reported as <method-limit-reached> and the log-rt header says how many", set: intOpt(func(o *Options) *int { return &o.MaxMethods }, engine.DefaultMaxMethods, 1, 1<<31, "a number of methods")},
 	{name: "VTHREADS", help: "virtual threads (JDK 21+) get trees of their own, followed across carriers (default on; NOVTHREADS: only detected, and the header says carriers' trees are not exact)", set: boolOpt(func(o *Options) *bool { return &o.VThreads })},
 	{name: "SAMPLE", hasValue: true, optValue: true, help: "sample stacks instead of method events: SAMPLE[=[cpu:|timer:|wall:]period], e.g. SAMPLE, SAMPLE=500us, SAMPLE=wall:10ms (default cpu:1ms: each thread every 1 ms of its CPU time); log-rt holds the sampled tree", set: setSample},
+	{name: "ALLOC", hasValue: true, optValue: true, help: "sample allocations instead of method events: ALLOC[=interval], about one sample every interval bytes each thread allocates (default 512k), with its stack and the allocated class as the leaf; log-rt's metrics are the bytes and objects the samples stand for (unbiased estimates)", set: setAlloc},
 	{name: "SAMPLENODES", hasValue: true, help: "sampled-tree capacity per thread, allocated at thread start (default 16384); samples past it are counted and shown as <sample-node-limit>", set: intOpt(func(o *Options) *int { return &o.SampleNodes }, defaultSampleNodes, 16, 1<<24, "a number of nodes")},
 	{name: "JITA2N", help: "write log-jita2n: JIT-compiled code addresses, sizes, inlining", set: boolOpt(func(o *Options) *bool { return &o.JitA2N })},
 	{name: "PERFMAP", help: "write /tmp/perf-<pid>.map so perf can name JIT-compiled Java frames", set: boolOpt(func(o *Options) *bool { return &o.PerfMap })},
@@ -418,13 +421,16 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 		}
 		return nil, &OptionError{Option: "METRICS", Origin: origin, Reason: "CALLTREE collects no metrics; use RTARCF with METRICS="}
 	}
+	if err := o.checkAlloc(); err != nil {
+		return nil, err
+	}
 	if err := o.checkSample(); err != nil {
 		return nil, err
 	}
 	if o.Mode == 0 {
 		o.Mode = ModeRTArcf
 	}
-	o.BCI = o.Sample == nil && o.source != sourceMethodEvents
+	o.BCI = o.Sample == nil && o.Alloc == nil && o.source != sourceMethodEvents
 	if !o.BCI {
 		for _, f := range []struct {
 			name string
@@ -475,6 +481,8 @@ func (o *Options) sourceName() string {
 	switch {
 	case o.Sample != nil:
 		return "SAMPLE"
+	case o.Alloc != nil:
+		return "ALLOC"
 	case o.BCI:
 		return sourceBCI
 	}
@@ -527,6 +535,10 @@ func (o *Options) plan() metricPlan {
 	case o.Sample != nil:
 		// The column the handler adds each sample's time to.
 		return metricPlan{want: []ptt.Metric{ptt.Time}}
+	case o.Alloc != nil:
+		// Two columns for the samples' bytes and objects; no PTT is
+		// read.
+		return metricPlan{want: []ptt.Metric{ptt.Time, ptt.Time}}
 	case len(o.Metrics) > 0:
 		return metricPlan{want: o.Metrics}
 	case o.Mode == ModeCallFlow:

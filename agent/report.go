@@ -9,6 +9,7 @@ import (
 
 	"github.com/libjprof/libjprof/engine"
 	"github.com/libjprof/libjprof/internal/atomicfile"
+	"github.com/libjprof/libjprof/jvmti"
 	"github.com/libjprof/libjprof/reports"
 )
 
@@ -63,9 +64,12 @@ func (r *report) header(ts []engine.Thread, seq int) *reports.Profile {
 	if a.opts.Sample != nil {
 		a.sampleHeader(p)
 	}
+	if a.opts.Alloc != nil {
+		a.allocHeader(p)
+	}
 	if r.cal != nil {
 		p.Notes = append(p.Notes, "Calibration: final minima (every event calibrated with the minimum over the whole run, per type/transition sequence)")
-	} else if r.nm > 0 && a.opts.Sample == nil {
+	} else if r.nm > 0 && a.opts.Sample == nil && a.opts.Alloc == nil {
 		p.Notes = append(p.Notes, "Calibration: off (NOCALIBRATE): BASE is the raw metric between events")
 	}
 	if over := engine.MethodsOver(); over > 0 {
@@ -417,6 +421,14 @@ func (a *agent) eventsSinceReset() uint64 {
 
 // metricNames is "PTT_TIME+PTT_INSTS", or "none".
 func (a *agent) metricNames() string {
+	switch {
+	case a.opts.Alloc != nil:
+		return "ALLOC_SPACE+ALLOC_OBJECTS"
+	case a.opts.Sample != nil && a.opts.Sample.Kind == jvmti.SampleWall:
+		return "SAMPLED_WALL_TIME"
+	case a.opts.Sample != nil:
+		return "SAMPLED_CPU_TIME"
+	}
 	var names []string
 	for _, m := range a.metrics {
 		names = append(names, m.String())

@@ -93,5 +93,8 @@ func (o *Options) modeName() string {
 	if o.Sample != nil {
 		return "SAMPLE"
 	}
+	if o.Alloc != nil {
+		return "ALLOC"
+	}
 	return o.Mode.String()
 }

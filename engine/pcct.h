@@ -51,5 +51,8 @@ void jp_pcct_free(jp_pcct *p);
  * Async-signal-safe; runs on t's own thread (or with t stopped).
  * Returns 1 when the sample went to the limit node, else 0. */
 int jp_pcct_add(jp_thread *t, jp_pcct *p, const uint32_t *leaf, uint32_t n, uint64_t weight);
+/* jp_pcct_add_w is jp_pcct_add with a weight per metric: w[k] goes to
+ * base[k] (k < nw and the engine's metrics). */
+int jp_pcct_add_w(jp_thread *t, jp_pcct *p, const uint32_t *leaf, uint32_t n, const uint64_t *w, int nw);
 
 #endif /* JP_PCCT_H */

@@ -108,13 +108,19 @@ static uint32_t jp_pcct_child(jp_thread *t, jp_pcct *p, uint32_t parent, uint32_
 	}
 }
 
+/* jp_pcct_weigh adds a sample's weights to a node's base values. */
+static inline void jp_pcct_weigh(jp_node *nd, const uint64_t *w, int nw)
+{
+	for (int k = 0; k < nw && k < jp.nmetrics; k++)
+		nd->base[k] += w[k];
+}
+
 /* jp_pcct_limit charges a sample to the limit node. */
-static int jp_pcct_limit(jp_thread *t, jp_pcct *p, uint64_t weight)
+static int jp_pcct_limit(jp_thread *t, jp_pcct *p, const uint64_t *w, int nw)
 {
 	jp_node *ln = jp_node_at(t, p->limit_node);
 	ln->calls++;
-	if (jp.nmetrics)
-		ln->base[0] += weight;
+	jp_pcct_weigh(ln, w, nw);
 	p->limited++;
 	p->samples++;
 	t->events++;
@@ -122,6 +128,11 @@ static int jp_pcct_limit(jp_thread *t, jp_pcct *p, uint64_t weight)
 }
 
 int jp_pcct_add(jp_thread *t, jp_pcct *p, const uint32_t *leaf, uint32_t n, uint64_t weight)
+{
+	return jp_pcct_add_w(t, p, leaf, n, &weight, 1);
+}
+
+int jp_pcct_add_w(jp_thread *t, jp_pcct *p, const uint32_t *leaf, uint32_t n, const uint64_t *w, int nw)
 {
 	if (n > p->depth)
 		n = p->depth; /* the caller's buffers are p->depth long */
@@ -132,11 +143,10 @@ int jp_pcct_add(jp_thread *t, jp_pcct *p, const uint32_t *leaf, uint32_t n, uint
 		 * which most likely shares it. */
 		node = jp_pcct_child(t, p, 0, leaf[0]);
 		if (node == UINT32_MAX)
-			return jp_pcct_limit(t, p, weight);
+			return jp_pcct_limit(t, p, w, nw);
 		jp_node *nd = jp_node_at(t, node);
 		nd->calls++;
-		if (jp.nmetrics)
-			nd->base[0] += weight;
+		jp_pcct_weigh(nd, w, nw);
 		p->samples++;
 		t->events++;
 		return 0;
@@ -155,7 +165,7 @@ int jp_pcct_add(jp_thread *t, jp_pcct *p, const uint32_t *leaf, uint32_t n, uint
 			 * were not all its own. Nodes made for the path so far
 			 * keep zero calls, which the reports leave out. */
 			p->prev_n = d;
-			return jp_pcct_limit(t, p, weight);
+			return jp_pcct_limit(t, p, w, nw);
 		}
 		p->prev_h[d] = h;
 		p->prev_node[d] = c;
@@ -164,8 +174,8 @@ int jp_pcct_add(jp_thread *t, jp_pcct *p, const uint32_t *leaf, uint32_t n, uint
 	p->prev_n = n;
 	for (d = 0; d < n; d++)
 		jp_node_at(t, p->prev_node[d])->calls++;
-	if (n > 0 && jp.nmetrics)
-		jp_node_at(t, node)->base[0] += weight;
+	if (n > 0)
+		jp_pcct_weigh(jp_node_at(t, node), w, nw);
 	p->samples++;
 	t->events++;
 	return 0;

@@ -53,6 +53,8 @@ type Config struct {
 	// Sample, when set, makes the sampling source feed the engine
 	// instead of method events (Start then starts sampling).
 	Sample *SampleConfig
+	// Alloc, when set, makes the allocation source feed the engine.
+	Alloc *AllocConfig
 	// BCI, when set, makes bytecode instrumentation the event source
 	// (bci.go) instead of JVMTI method events.
 	BCI *BCIConfig
@@ -82,6 +84,12 @@ func Setup(vm unsafe.Pointer, h Handler, c Config) error {
 	}
 	if c.Sample != nil {
 		if err := configureSampling(c.Sample); err != nil {
+			handle.Delete()
+			return err
+		}
+	}
+	if c.Alloc != nil {
+		if err := configureAlloc(c.Alloc); err != nil {
 			handle.Delete()
 			return err
 		}

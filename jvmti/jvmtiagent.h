@@ -36,7 +36,7 @@ typedef struct jp_source_ops {
 	void (*die)(void);
 } jp_source_ops;
 
-extern const jp_source_ops jp_methodevents_ops, jp_bci_ops, jp_sampling_ops;
+extern const jp_source_ops jp_methodevents_ops, jp_bci_ops, jp_sampling_ops, jp_alloc_ops;
 
 typedef struct jp_vm {
 	JavaVM *vm;
@@ -47,6 +47,7 @@ typedef struct jp_vm {
 	int sample;          /* the sampling source feeds the engine (sampling.c) */
 	int bci;             /* the bytecode-instrumentation source (bci.c) instead of method events */
 	int live;            /* loaded into a running VM (Agent_OnAttach) */
+	int alloc;           /* the allocation source (alloc.c) */
 	const jp_source_ops *src; /* the source feeding the engine */
 } jp_vm;
 
@@ -68,6 +69,18 @@ int jp_attach_current(char *name);
  * VM's exported structure table (vmflags.c): 0, -1 if the table cannot
  * be read, -2 if there is no such flag. */
 int jp_vm_set_bool_flag(const char *name, int value);
+/* The allocation source (alloc.c): jp_alloc_configure before
+ * jp_vm_setup; counters since the start. */
+typedef struct jp_alloc_stats {
+	uint64_t samples, sampled_bytes, weight_bytes, threads, lost;
+} jp_alloc_stats;
+extern const jp_source jp_alloc;
+int jp_alloc_configure(uint64_t interval, uint32_t max_nodes, uint32_t depth, char *err, int errlen);
+void jp_alloc_stats_read(jp_alloc_stats *out);
+/* jp_alloc_set turns the sampled allocation events on or off; -1 once
+ * the VM is dying, else a JVMTI error or 0. */
+int jp_alloc_set(int on);
+
 /* jp_dcmd runs one of the JVM's diagnostic commands, as jcmd names them
  * ("GC.class_histogram"), and returns its output (malloc'd), or NULL with
  * why set (dcmd.c); jp_dcmd_current on the calling thread, which must be

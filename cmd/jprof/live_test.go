@@ -358,3 +358,37 @@ func profileContainer(t *testing.T, java string) {
 	require.Equal(t, 0, code, stderr)
 	checkHot(t, out, true)
 }
+
+// TestProfileAlloc: -e alloc on a running JVM: each allocation site's
+// share of the bytes within 3 points of the truth (AllocSites: 50, 30,
+// 20%) over a few seconds at the default interval.
+func TestProfileAlloc(t *testing.T) {
+	for _, jdk := range jvmtest.JDKs() {
+		t.Run(jdk.Name, func(t *testing.T) {
+			p := jvmtest.Launch(t, jvmtest.Run{Class: "AllocSites", Args: []string{"1024", "forever"}, Options: "-", Java: jdk.Java})
+			p.Expect(fmt.Sprintf("ready %d", p.Result().PID))
+			out := filepath.Join(t.TempDir(), "a.collapsed")
+			code, _, stderr := jprofBin(t, "profile", "-d", "3s", "-e", "alloc", "-o", out, strconv.Itoa(p.Result().PID))
+			require.Equal(t, 0, code, stderr)
+			b, err := os.ReadFile(out)
+			require.NoError(t, err)
+			by := map[string]float64{}
+			var total float64
+			for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				i := strings.LastIndexByte(line, ' ')
+				v, err := strconv.ParseFloat(line[i+1:], 64)
+				require.NoError(t, err)
+				for _, site := range []string{"big", "medium", "small"} {
+					if strings.Contains(line, ";AllocSites."+site+"();") {
+						by[site] += v
+						total += v
+					}
+				}
+			}
+			require.Positive(t, total, "no allocation of the sites in:\n%s", b)
+			for site, want := range map[string]float64{"big": 50, "medium": 30, "small": 20} {
+				assert.InDelta(t, want, 100*by[site]/total, 3, "%s: %v of %v", site, by, total)
+			}
+		})
+	}
+}

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/libjprof/libjprof/jvmti"
+	"github.com/libjprof/libjprof/reports"
+)
+
+// allocHeader says in a log-rt header that the tree holds sampled
+// allocations, and names its metrics as pprof's users know them (Go's
+// and Pyroscope's alloc_space and alloc_objects).
+func (a *agent) allocHeader(p *reports.Profile) {
+	c := a.opts.Alloc
+	names := []reports.Metric{{Name: "ALLOC_SPACE", Unit: "bytes"}, {Name: "ALLOC_OBJECTS", Unit: "count"}}
+	for i := range p.Metrics {
+		if i < len(names) {
+			p.Metrics[i] = names[i]
+		}
+	}
+	st := jvmti.ReadAllocStats()
+	p.Notes = append(p.Notes,
+		fmt.Sprintf("Sampled allocations (ALLOC=%d): HotSpot samples about one allocation every %d bytes a thread allocates (JVMTI SampledObjectAlloc); each sample's stack, with the allocated class as its leaf frame, is in the thread's tree", c.Interval, c.Interval),
+		"CALLS = samples with this context on the stack; ALLOC_SPACE and ALLOC_OBJECTS = the bytes and objects the samples with this context on top stand for: an object of s bytes is sampled with probability p = 1 - exp(-s/interval), so it stands for s/p bytes and 1/p objects (unbiased estimates; 1/p rounded at random to a whole count)",
+		fmt.Sprintf("Allocation sampling since the start: %d samples of %d bytes in all, standing for %d bytes; %d threads", st.Samples, st.SampledBytes, st.WeightBytes, st.Threads))
+	if st.Lost > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("Warning: allocation sampling: %d samples not recorded (no memory for a thread's tree)", st.Lost))
+	}
+}
