@@ -80,7 +80,8 @@ func TestSmoke(t *testing.T) {
 	assert.Contains(t, sections["Sampling overhead and stress"], "| ParJavac | libjprof SAMPLE (cpu, 1 ms) |")
 	assert.Contains(t, sections["Sampling overhead and stress"], "**Stress.**")
 	assert.Contains(t, sections["Sampling overhead and stress"], "**2 of 2 passed**")
-	assert.Len(t, s.Targets(), 32)
+	assert.Len(t, s.Targets(), 34)
+	assert.Regexp(t, `\| libjprof ALLOC \(512 KiB\) \| [0-9.]+ \| [0-9.]+× \|`, sections["Allocation profile cost: ALLOC against JFR"])
 	at := sections["Profiling a running JVM (jprof profile)"]
 	assert.Regexp(t, `\| bci \| [0-9.]+ \|`, at)
 	assert.Regexp(t, `\| cpu \| [0-9.]+ \|`, at)

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "jvmtiagent.h"
 
@@ -202,6 +203,8 @@ static void JNICALL cb_sampled_alloc(jvmtiEnv *jvmti, JNIEnv *jni, jthread threa
 	(void)object;
 	if (!ja.on || size <= 0)
 		return;
+	struct timespec c0, c1;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
 	jp_athread *a = ja_thread(jvmti, thread);
 	if (a == NULL) {
 		__atomic_add_fetch(&ja.st.lost, 1, __ATOMIC_RELAXED);
@@ -236,6 +239,9 @@ static void JNICALL cb_sampled_alloc(jvmtiEnv *jvmti, JNIEnv *jni, jthread threa
 	__atomic_add_fetch(&ja.st.samples, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&ja.st.sampled_bytes, (uint64_t)size, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&ja.st.weight_bytes, w[0], __ATOMIC_RELAXED);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+	__atomic_add_fetch(&ja.st.callback_ns,
+			   (uint64_t)((c1.tv_sec - c0.tv_sec) * 1000000000LL + (c1.tv_nsec - c0.tv_nsec)), __ATOMIC_RELAXED);
 }
 
 static int ja_setup(jvmtiEnv *jvmti, jvmtiCapabilities *caps, jvmtiEventCallbacks *cb, int live, char *err,
@@ -313,6 +319,7 @@ void jp_alloc_stats_read(jp_alloc_stats *out)
 	out->weight_bytes = __atomic_load_n(&ja.st.weight_bytes, __ATOMIC_RELAXED);
 	out->threads = __atomic_load_n(&ja.st.threads, __ATOMIC_RELAXED);
 	out->lost = __atomic_load_n(&ja.st.lost, __ATOMIC_RELAXED);
+	out->callback_ns = __atomic_load_n(&ja.st.callback_ns, __ATOMIC_RELAXED);
 }
 
 /* Events off at stop: nothing is left in the program to take out. */

@@ -7,7 +7,10 @@ package jvmti
 */
 import "C"
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // AllocConfig configures the allocation source (ALLOC=): HotSpot's
 // sampled allocations (JEP 331), one about every Interval bytes a thread
@@ -59,6 +62,9 @@ type AllocStats struct {
 	WeightBytes  uint64 // the bytes they stand for (the tree's total)
 	Threads      uint64 // threads that had a sample
 	Lost         uint64 // samples not recorded (no memory for a thread's tree)
+	// Callback is the CPU time spent in the sampling callback (stack
+	// walk, names, tree): the agent's own cost, HotSpot's sampler aside.
+	Callback time.Duration
 }
 
 // ReadAllocStats reads them.
@@ -66,5 +72,6 @@ func ReadAllocStats() AllocStats {
 	var st C.jp_alloc_stats
 	C.jp_alloc_stats_read(&st)
 	return AllocStats{Samples: uint64(st.samples), SampledBytes: uint64(st.sampled_bytes),
-		WeightBytes: uint64(st.weight_bytes), Threads: uint64(st.threads), Lost: uint64(st.lost)}
+		WeightBytes: uint64(st.weight_bytes), Threads: uint64(st.threads), Lost: uint64(st.lost),
+		Callback: time.Duration(st.callback_ns)}
 }

@@ -73,6 +73,7 @@ int jp_vm_set_bool_flag(const char *name, int value);
  * jp_vm_setup; counters since the start. */
 typedef struct jp_alloc_stats {
 	uint64_t samples, sampled_bytes, weight_bytes, threads, lost;
+	uint64_t callback_ns; /* CPU time in the sampling callback: the agent's own cost */
 } jp_alloc_stats;
 extern const jp_source jp_alloc;
 int jp_alloc_configure(uint64_t interval, uint32_t max_nodes, uint32_t depth, char *err, int errlen);

@@ -7,7 +7,9 @@
 //   big:    byte[4080]  = 4096 bytes, 50% of the bytes
 //   medium: long[126]   = 1024 bytes, 30%
 //   small:  int[12]     = 64 bytes,   20%
-// It prints each site's bytes when done: "bytes big=N medium=N small=N".
+// It prints each site's bytes when done, and the time the allocations
+// took (ms, without the JVM's start and end): "bytes big=N medium=N
+// small=N ms=T".
 public class AllocSites {
     static volatile Object sink;
 
@@ -29,6 +31,7 @@ public class AllocSites {
         if (forever)
             System.out.println("ready " + ProcessHandle.current().pid());
         do {
+            long t0 = System.nanoTime();
             long big = 0, medium = 0, small = 0;
             // Rounds of 40960 bytes: 5 big (20480), 12 medium (12288),
             // 128 small (8192).
@@ -44,7 +47,8 @@ public class AllocSites {
                 small += 8192;
             }
             if (!forever)
-                System.out.println("bytes big=" + big + " medium=" + medium + " small=" + small);
+                System.out.println("bytes big=" + big + " medium=" + medium + " small=" + small + " ms="
+                        + (System.nanoTime() - t0) / 1_000_000);
         } while (forever);
     }
 }
