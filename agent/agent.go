@@ -149,7 +149,7 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string, live bool) (*agent, 
 	}
 	cfg := jvmti.Config{Start: start, Calibrate: opts.Calibrate, LogGen: opts.genMode(),
 		JIT: opts.JitA2N || opts.PerfMap, MaxMethods: opts.MaxMethods, EagerThreads: opts.ThreadInfo,
-		VThreads: opts.VThreads, Sample: opts.Sample, Alloc: opts.Alloc, Live: live}
+		VThreads: opts.VThreads, Sample: opts.Sample, Alloc: opts.Alloc, Lock: opts.Lock, Live: live}
 	a.source = jvmti.MethodEvents{}
 	if opts.Roots != "" && !opts.BCI && opts.Sample == nil {
 		cfg.Roots = opts.Roots
@@ -160,6 +160,8 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string, live bool) (*agent, 
 		a.source = jvmti.Sampler{}
 	case opts.Alloc != nil:
 		a.source = jvmti.Allocs{}
+	case opts.Lock != nil:
+		a.source = jvmti.Locks{}
 	case opts.BCI:
 		a.source = jvmti.BCI{}
 		cfg.BCI = &jvmti.BCIConfig{Include: opts.Include, Exclude: opts.Exclude, Roots: opts.Roots,
@@ -248,7 +250,7 @@ func (a *agent) setupPTT() error {
 	a.metrics = plan.want
 	// A sampled tree's time is read by the signal handler, not the
 	// PTT: the PTT's notes would describe what is not used.
-	if len(plan.want) > 0 && a.opts.Sample == nil && a.opts.Alloc == nil {
+	if len(plan.want) > 0 && a.opts.Sample == nil && a.opts.Alloc == nil && a.opts.Lock == nil {
 		a.notes = append(a.notes, st.Notes...)
 	}
 	a.log.Info("PTT ready", zap.Stringer("backend", st.Backend), zap.Strings("notes", st.Notes),
@@ -575,6 +577,11 @@ func (a *agent) logThreadSummary(s *threadSummary) {
 		zap.Uint64("refused", engine.MethodsOver()))
 	if a.opts.Sample != nil {
 		a.logSampling()
+	}
+	if a.opts.Lock != nil {
+		st := jvmti.ReadLockStats()
+		a.log.Info("lock recording", zap.Uint64s("events", st.Events[:]), zap.Uint64s("recorded", st.Recorded[:]),
+			zap.Durations("delay", st.Delay[:]))
 	}
 	if a.opts.Alloc != nil {
 		st := jvmti.ReadAllocStats()

@@ -36,3 +36,21 @@ func perSample(d time.Duration, n uint64) time.Duration {
 	}
 	return (d / time.Duration(n)).Round(10 * time.Nanosecond)
 }
+
+// lockHeader says in a log-rt header that the tree holds lock waits, and
+// names its metrics as Go's mutex profile does (delay, contentions).
+func (a *agent) lockHeader(p *reports.Profile) {
+	names := []reports.Metric{{Name: "DELAY", Unit: "nanoseconds"}, {Name: "CONTENTIONS", Unit: "count"}}
+	for i := range p.Metrics {
+		if i < len(names) {
+			p.Metrics[i] = names[i]
+		}
+	}
+	st := jvmti.ReadLockStats()
+	p.Notes = append(p.Notes,
+		fmt.Sprintf("Lock waits (LOCK=%s): threads blocked entering a contended monitor (leaf \"lock <class>\") or waiting in Object.wait (leaf \"wait <class>\") for at least %s, from JVMTI's monitor events, with the stack where the wait ended", a.opts.Lock.Threshold, a.opts.Lock.Threshold),
+		"CALLS = waits with this context on the stack; DELAY and CONTENTIONS = the time the waits with this context on top lasted (ns) and how many there were",
+		fmt.Sprintf("Lock waits since the start: entering %d (%d recorded, %s in all), Object.wait %d (%d recorded, %s in all)",
+			st.Events[0], st.Recorded[0], st.Delay[0].Round(time.Microsecond), st.Events[1], st.Recorded[1], st.Delay[1].Round(time.Microsecond)),
+		"java.util.concurrent's locks (ReentrantLock and the like) park their threads, which JVMTI does not report: their waits are not here")
+}

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -68,6 +70,50 @@ func TestAlloc(t *testing.T) {
 			for site, want := range map[string]float64{"big": 50, "medium": 30, "small": 20} {
 				assert.InDelta(t, want, sh[site], 2, "%s's share of the bytes: %v", site, sh)
 			}
+		})
+	}
+}
+
+// TestLock: the time threads wait for a contended monitor and in
+// Object.wait is attributed to the contexts that waited, within 10% of
+// what the program measured itself (LockSites), with the monitor's class
+// as the leaf; pprof names the values as Go's mutex profile does.
+func TestLock(t *testing.T) {
+	for _, jdk := range jvmtest.JDKs() {
+		t.Run(jdk.Name, func(t *testing.T) {
+			r := jvmtest.Start(t, jvmtest.Run{Class: "LockSites", Options: "LOCK=0,START", Java: jdk.Java})
+			require.Equal(t, 0, r.ExitCode, r.Stderr)
+			var enter, wait float64
+			_, err := fmt.Sscanf(strings.TrimSpace(r.Stdout), "enter_ns=%g wait_ns=%g", &enter, &wait)
+			require.NoError(t, err, r.Stdout)
+			out, err := exec.Command(jvmtest.Tool("jprof"), "collapsed", r.File("rt.1")).CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			var gotEnter, gotWait float64
+			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				i := strings.LastIndexByte(line, ' ')
+				v, err := strconv.ParseFloat(line[i+1:], 64)
+				require.NoError(t, err)
+				switch {
+				case strings.HasSuffix(line[:i], ";LockSites.contend();O:lock java.lang.Object"):
+					gotEnter += v
+				case strings.Contains(line, ";LockSites.await();") && strings.HasSuffix(line[:i], "O:wait java.lang.Object"):
+					gotWait += v
+				}
+			}
+			assert.InEpsilon(t, enter, gotEnter, 0.10, "monitor enter: the program measured %v ns, LOCK %v", enter, gotEnter)
+			assert.InEpsilon(t, wait, gotWait, 0.10, "Object.wait: the program measured %v ns, LOCK %v", wait, gotWait)
+			pb := filepath.Join(t.TempDir(), "l.pb.gz")
+			o, err := exec.Command(jvmtest.Tool("jprof"), "pprof", "-o", pb, r.File("rt.1")).CombinedOutput()
+			require.NoError(t, err, "%s", o)
+			f, err := os.Open(pb)
+			require.NoError(t, err)
+			defer f.Close()
+			p, err := profile.Parse(f)
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, len(p.SampleType), 2)
+			assert.Equal(t, "delay", p.SampleType[0].Type)
+			assert.Equal(t, "nanoseconds", p.SampleType[0].Unit)
+			assert.Equal(t, "contentions", p.SampleType[1].Type)
 		})
 	}
 }

@@ -2,12 +2,15 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/libjprof/libjprof/jvmti"
 	"github.com/libjprof/libjprof/ptt"
 )
 
-// The ALLOC option: sampled allocations as the event source.
+// The ALLOC and LOCK options: sampled allocations, or monitor
+// contention, as the event source; both record JVMTI events' stacks into
+// sampled trees with two metrics.
 
 // defaultAllocInterval is about one sample per 512 KiB a thread
 // allocates, as async-profiler's allocation profiler defaults to.
@@ -31,30 +34,59 @@ func setAlloc(o *Options, v string, on bool) error {
 	return nil
 }
 
-// checkAlloc rejects what allocation sampling cannot do, and sets what
-// it implies, as checkSample does for SAMPLE.
-func (o *Options) checkAlloc() error {
-	if o.Alloc == nil {
+// defaultLockThreshold: shorter waits are not recorded (they are
+// counted in log-msg).
+const defaultLockThreshold = 10 * time.Microsecond
+
+// setLock parses LOCK[=threshold].
+func setLock(o *Options, v string, on bool) error {
+	if !on {
+		o.Lock = nil
 		return nil
 	}
-	switch {
-	case o.Sample != nil || o.source != "":
-		return &OptionError{Option: "ALLOC", Reason: "one event source at a time: ALLOC, SAMPLE, BCI or METHODEVENTS"}
-	case o.Roots != "":
-		return &OptionError{Option: "ROOTS", Reason: "selects which method events to collect; allocation sampling has none"}
-	case o.Generic:
-		return &OptionError{Option: "ALLOC", Reason: "log-gen (GENERIC, CALLTRACE, RAWGEN) records method events, which allocation sampling has not"}
-	case len(o.Metrics) > 0:
-		return &OptionError{Option: "ALLOC", Reason: "the tree's metrics are the bytes and objects its samples stand for; METRICS= does not apply"}
-	case o.Mode == ModeCallFlow || o.Mode == ModeCallTree:
-		return &OptionError{Option: "ALLOC", Reason: "the allocation tree has its own metrics; CALLTREE and CALLFLOW do not apply"}
-	case o.PTT != ptt.None && o.PTT != ptt.Clock:
-		return &OptionError{Option: "ALLOC", Reason: "allocation sampling reads no PTT; PTT= does not apply"}
-	case o.CalOut != "":
-		return &OptionError{Option: "ALLOC", Reason: "CALOUT= writes calibration minima, which allocation sampling has not"}
+	c := &jvmti.LockConfig{Threshold: defaultLockThreshold}
+	if v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > time.Hour {
+			return fmt.Errorf("needs a threshold such as 10us, 1ms or 0 (every wait)")
+		}
+		c.Threshold = d
 	}
-	o.Alloc.MaxNodes = uint32(o.SampleNodes)
-	o.Alloc.Depth = sampleDepth
+	o.Lock = c
+	return nil
+}
+
+// checkEventSource rejects what ALLOC and LOCK cannot do, and sets what
+// they imply, as checkSample does for SAMPLE.
+func (o *Options) checkEventSource() error {
+	name, what := "ALLOC", "allocation sampling"
+	switch {
+	case o.Alloc == nil && o.Lock == nil:
+		return nil
+	case o.Lock != nil:
+		name, what = "LOCK", "lock recording"
+	}
+	switch {
+	case o.Alloc != nil && o.Lock != nil, o.Sample != nil || o.source != "":
+		return &OptionError{Option: name, Reason: "one event source at a time: ALLOC, LOCK, SAMPLE, BCI or METHODEVENTS"}
+	case o.Roots != "":
+		return &OptionError{Option: "ROOTS", Reason: "selects which method events to collect; " + what + " has none"}
+	case o.Generic:
+		return &OptionError{Option: name, Reason: "log-gen (GENERIC, CALLTRACE, RAWGEN) records method events, which " + what + " has not"}
+	case len(o.Metrics) > 0:
+		return &OptionError{Option: name, Reason: "the tree has metrics of its own; METRICS= does not apply"}
+	case o.Mode == ModeCallFlow || o.Mode == ModeCallTree:
+		return &OptionError{Option: name, Reason: "the tree has metrics of its own; CALLTREE and CALLFLOW do not apply"}
+	case o.PTT != ptt.None && o.PTT != ptt.Clock:
+		return &OptionError{Option: name, Reason: what + " reads no PTT; PTT= does not apply"}
+	case o.CalOut != "":
+		return &OptionError{Option: name, Reason: "CALOUT= writes calibration minima, which " + what + " has not"}
+	}
+	if o.Alloc != nil {
+		o.Alloc.MaxNodes, o.Alloc.Depth = uint32(o.SampleNodes), sampleDepth
+	} else {
+		o.Lock.MaxNodes, o.Lock.Depth = uint32(o.SampleNodes), sampleDepth
+	}
 	o.Calibrate = false
 	o.PTT = ptt.Clock
 	return nil

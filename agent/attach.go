@@ -27,7 +27,7 @@ import (
 // what to use instead.
 func (o *Options) checkLive() error {
 	switch {
-	case o.Sample == nil && o.Alloc == nil && !o.BCI:
+	case o.Sample == nil && o.Alloc == nil && o.Lock == nil && !o.BCI:
 		reason := "HotSpot grants method entry and exit events only to an agent loaded at the JVM's start"
 		if o.Roots != "" {
 			reason = "ROOTS without BCI uses method events: " + reason
@@ -50,6 +50,8 @@ func liveNote(s source) string {
 		return "methods already running when collection started are seen from their next call; native methods are not wrapped"
 	case jvmti.Allocs:
 		return "allocations are sampled from the start of collection"
+	case jvmti.Locks:
+		return "waits that began before collection started are not seen"
 	}
 	return ""
 }

@@ -89,8 +89,10 @@ type Options struct {
 	// production overhead instead of exact method events. nil: method
 	// events.
 	Sample *jvmti.SampleConfig
-	// Alloc, when set, samples allocations instead (ALLOC=).
+	// Alloc, when set, samples allocations instead (ALLOC=); Lock
+	// records monitor contention instead (LOCK=).
 	Alloc *jvmti.AllocConfig
+	Lock  *jvmti.LockConfig
 	// SampleNodes is each thread's sampled-tree capacity (SAMPLENODES=).
 	SampleNodes int
 	// BCI takes events from injected bytecode (the default source)
@@ -255,6 +257,7 @@ var optionSpecs = []optionSpec{
 	{name: "VTHREADS", help: "virtual threads (JDK 21+) get trees of their own, followed across carriers (default on; NOVTHREADS: only detected, and the header says carriers' trees are not exact)", set: boolOpt(func(o *Options) *bool { return &o.VThreads })},
 	{name: "SAMPLE", hasValue: true, optValue: true, help: "sample stacks instead of method events: SAMPLE[=[cpu:|timer:|wall:]period], e.g. SAMPLE, SAMPLE=500us, SAMPLE=wall:10ms (default cpu:1ms: each thread every 1 ms of its CPU time); log-rt holds the sampled tree", set: setSample},
 	{name: "ALLOC", hasValue: true, optValue: true, help: "sample allocations instead of method events: ALLOC[=interval], about one sample every interval bytes each thread allocates (default 512k), with its stack and the allocated class as the leaf; log-rt's metrics are the bytes and objects the samples stand for (unbiased estimates)", set: setAlloc},
+	{name: "LOCK", hasValue: true, optValue: true, help: "record lock contention instead of method events: LOCK[=threshold], threads blocked entering a contended monitor (synchronized) or waiting in Object.wait for at least threshold (default 10us), with their stacks and the monitor's class as the leaf; log-rt's metrics are the delay (ns) and the contentions", set: setLock},
 	{name: "SAMPLENODES", hasValue: true, help: "sampled-tree capacity per thread, allocated at thread start (default 16384); samples past it are counted and shown as <sample-node-limit>", set: intOpt(func(o *Options) *int { return &o.SampleNodes }, defaultSampleNodes, 16, 1<<24, "a number of nodes")},
 	{name: "JITA2N", help: "write log-jita2n: JIT-compiled code addresses, sizes, inlining", set: boolOpt(func(o *Options) *bool { return &o.JitA2N })},
 	{name: "PERFMAP", help: "write /tmp/perf-<pid>.map so perf can name JIT-compiled Java frames", set: boolOpt(func(o *Options) *bool { return &o.PerfMap })},
@@ -421,7 +424,7 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 		}
 		return nil, &OptionError{Option: "METRICS", Origin: origin, Reason: "CALLTREE collects no metrics; use RTARCF with METRICS="}
 	}
-	if err := o.checkAlloc(); err != nil {
+	if err := o.checkEventSource(); err != nil {
 		return nil, err
 	}
 	if err := o.checkSample(); err != nil {
@@ -430,7 +433,7 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 	if o.Mode == 0 {
 		o.Mode = ModeRTArcf
 	}
-	o.BCI = o.Sample == nil && o.Alloc == nil && o.source != sourceMethodEvents
+	o.BCI = o.Sample == nil && o.Alloc == nil && o.Lock == nil && o.source != sourceMethodEvents
 	if !o.BCI {
 		for _, f := range []struct {
 			name string
@@ -483,6 +486,8 @@ func (o *Options) sourceName() string {
 		return "SAMPLE"
 	case o.Alloc != nil:
 		return "ALLOC"
+	case o.Lock != nil:
+		return "LOCK"
 	case o.BCI:
 		return sourceBCI
 	}
@@ -535,9 +540,9 @@ func (o *Options) plan() metricPlan {
 	case o.Sample != nil:
 		// The column the handler adds each sample's time to.
 		return metricPlan{want: []ptt.Metric{ptt.Time}}
-	case o.Alloc != nil:
-		// Two columns for the samples' bytes and objects; no PTT is
-		// read.
+	case o.Alloc != nil || o.Lock != nil:
+		// Two columns for the events' two values (bytes and objects;
+		// delay and contentions); no PTT is read.
 		return metricPlan{want: []ptt.Metric{ptt.Time, ptt.Time}}
 	case len(o.Metrics) > 0:
 		return metricPlan{want: o.Metrics}

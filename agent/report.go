@@ -67,9 +67,12 @@ func (r *report) header(ts []engine.Thread, seq int) *reports.Profile {
 	if a.opts.Alloc != nil {
 		a.allocHeader(p)
 	}
+	if a.opts.Lock != nil {
+		a.lockHeader(p)
+	}
 	if r.cal != nil {
 		p.Notes = append(p.Notes, "Calibration: final minima (every event calibrated with the minimum over the whole run, per type/transition sequence)")
-	} else if r.nm > 0 && a.opts.Sample == nil && a.opts.Alloc == nil {
+	} else if r.nm > 0 && a.opts.Sample == nil && a.opts.Alloc == nil && a.opts.Lock == nil {
 		p.Notes = append(p.Notes, "Calibration: off (NOCALIBRATE): BASE is the raw metric between events")
 	}
 	if over := engine.MethodsOver(); over > 0 {
@@ -424,6 +427,8 @@ func (a *agent) metricNames() string {
 	switch {
 	case a.opts.Alloc != nil:
 		return "ALLOC_SPACE+ALLOC_OBJECTS"
+	case a.opts.Lock != nil:
+		return "DELAY+CONTENTIONS"
 	case a.opts.Sample != nil && a.opts.Sample.Kind == jvmti.SampleWall:
 		return "SAMPLED_WALL_TIME"
 	case a.opts.Sample != nil:

@@ -96,5 +96,8 @@ func (o *Options) modeName() string {
 	if o.Alloc != nil {
 		return "ALLOC"
 	}
+	if o.Lock != nil {
+		return "LOCK"
+	}
 	return o.Mode.String()
 }

@@ -115,7 +115,7 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int live, int start, int calibr
 	jpvm.go_handle = go_handle;
 	jpvm.jit = jit;
 	jpvm.live = live;
-	jpvm.src = jpvm.sample ? &jp_sampling_ops : jpvm.alloc ? &jp_alloc_ops : jpvm.bci ? &jp_bci_ops : &jp_methodevents_ops;
+	jpvm.src = jpvm.sample ? &jp_sampling_ops : jpvm.alloc ? &jp_alloc_ops : jpvm.lock ? &jp_lock_ops : jpvm.bci ? &jp_bci_ops : &jp_methodevents_ops;
 	const jp_source_ops *src = jpvm.src;
 	if (jp_engine_init(src->engine, calibrate, loggen, max_methods, err, errlen) != 0)
 		return -1;

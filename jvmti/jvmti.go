@@ -55,6 +55,8 @@ type Config struct {
 	Sample *SampleConfig
 	// Alloc, when set, makes the allocation source feed the engine.
 	Alloc *AllocConfig
+	// Lock, when set, makes the lock source feed the engine.
+	Lock *LockConfig
 	// BCI, when set, makes bytecode instrumentation the event source
 	// (bci.go) instead of JVMTI method events.
 	BCI *BCIConfig
@@ -90,6 +92,12 @@ func Setup(vm unsafe.Pointer, h Handler, c Config) error {
 	}
 	if c.Alloc != nil {
 		if err := configureAlloc(c.Alloc); err != nil {
+			handle.Delete()
+			return err
+		}
+	}
+	if c.Lock != nil {
+		if err := configureLock(c.Lock); err != nil {
 			handle.Delete()
 			return err
 		}

@@ -36,7 +36,7 @@ typedef struct jp_source_ops {
 	void (*die)(void);
 } jp_source_ops;
 
-extern const jp_source_ops jp_methodevents_ops, jp_bci_ops, jp_sampling_ops, jp_alloc_ops;
+extern const jp_source_ops jp_methodevents_ops, jp_bci_ops, jp_sampling_ops, jp_alloc_ops, jp_lock_ops;
 
 typedef struct jp_vm {
 	JavaVM *vm;
@@ -48,6 +48,7 @@ typedef struct jp_vm {
 	int bci;             /* the bytecode-instrumentation source (bci.c) instead of method events */
 	int live;            /* loaded into a running VM (Agent_OnAttach) */
 	int alloc;           /* the allocation source (alloc.c) */
+	int lock;            /* the lock source (lock.c) */
 	const jp_source_ops *src; /* the source feeding the engine */
 } jp_vm;
 
@@ -81,6 +82,17 @@ void jp_alloc_stats_read(jp_alloc_stats *out);
 /* jp_alloc_set turns the sampled allocation events on or off; -1 once
  * the VM is dying, else a JVMTI error or 0. */
 int jp_alloc_set(int on);
+
+/* The lock source (lock.c): [0] entering contended monitors, [1]
+ * Object.wait; events seen, recorded (at or above the threshold) and
+ * their delays. */
+typedef struct jp_lock_stats {
+	uint64_t events[2], recorded[2], delay_ns[2];
+} jp_lock_stats;
+extern const jp_source jp_lock;
+int jp_lock_configure(uint64_t threshold_ns, uint32_t max_nodes, uint32_t depth, char *err, int errlen);
+int jp_lock_set(int on);
+void jp_lock_stats_read(jp_lock_stats *out);
 
 /* jp_dcmd runs one of the JVM's diagnostic commands, as jcmd names them
  * ("GC.class_histogram"), and returns its output (malloc'd), or NULL with

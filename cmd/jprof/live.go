@@ -36,6 +36,7 @@ var events = []struct {
 	{"wall", "SAMPLE=wall", "asgct-sampling", "sample=wall", "wall-clock time, sampled, running or not (where threads wait)"},
 	{"bci", "BCI,RTARCF", "bci", "mode=RTARCF", "exact calls and calibrated per-method times from bytecode instrumentation (slows\n       call-heavy code several times, tiny recursive methods far more: BENCHMARKS.md)"},
 	{"calls", "BCI,CALLTREE", "bci", "mode=CALLTREE", "exact calls only, from bytecode instrumentation (cheaper than bci)"},
+	{"lock", "LOCK", "lock-events", "mode=LOCK", "time threads wait entering contended monitors (synchronized) and in Object.wait,\n       per calling context, the monitor's class as the leaf"},
 	{"alloc", "ALLOC", "alloc-sampling", "mode=ALLOC", "allocations, sampled about every 512 KiB a thread allocates: bytes and objects\n       per calling context, the allocated class as the leaf"},
 }
 

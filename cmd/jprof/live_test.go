@@ -392,3 +392,21 @@ func TestProfileAlloc(t *testing.T) {
 		})
 	}
 }
+
+// TestProfileLock: -e lock on a running JVM finds the contended monitor
+// and the Object.wait where the program waits.
+func TestProfileLock(t *testing.T) {
+	for _, jdk := range jvmtest.JDKs() {
+		t.Run(jdk.Name, func(t *testing.T) {
+			p := jvmtest.Launch(t, jvmtest.Run{Class: "LockSites", Args: []string{"forever"}, Options: "-", Java: jdk.Java})
+			p.Expect(fmt.Sprintf("ready %d", p.Result().PID))
+			out := filepath.Join(t.TempDir(), "l.collapsed")
+			code, _, stderr := jprofBin(t, "profile", "-d", "2s", "-e", "lock", "-o", out, strconv.Itoa(p.Result().PID))
+			require.Equal(t, 0, code, stderr)
+			b, err := os.ReadFile(out)
+			require.NoError(t, err)
+			assert.Regexp(t, `(?m);LockSites\.contend\(\);O:lock java\.lang\.Object [1-9][0-9]*$`, string(b))
+			assert.Regexp(t, `(?m);LockSites\.await\(\);.*O:wait java\.lang\.Object [1-9][0-9]*$`, string(b))
+		})
+	}
+}

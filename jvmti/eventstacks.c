@@ -1,0 +1,221 @@
+/*
+ * eventstacks.c: the per-thread trees of the event-driven sampled sources
+ * (eventstacks.h).
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eventstacks.h"
+
+static struct {
+	uint32_t max_nodes, depth;
+	uint32_t limit_h;
+	pthread_mutex_t lock;
+	jp_estack *list;
+	/* The leaves' handles, by name (open addressing). */
+	pthread_mutex_t names_mu;
+	char **names;
+	uint32_t *handles;
+	uint32_t cap, n;
+} es = { .lock = PTHREAD_MUTEX_INITIALIZER, .names_mu = PTHREAD_MUTEX_INITIALIZER };
+
+static __thread jp_estack *es_self;
+
+int jp_estacks_configure(uint32_t max_nodes, uint32_t depth, char *err, int errlen)
+{
+	if (max_nodes < 16 || depth < 1) {
+		snprintf(err, errlen, "event stacks: nodes %u, depth %u out of range", max_nodes, depth);
+		return -1;
+	}
+	es.max_nodes = max_nodes;
+	es.depth = depth;
+	return 0;
+}
+
+void jp_estacks_setup(void)
+{
+	es.limit_h = jp_method_register("<sample-node-limit>", JP_T_OTHER);
+}
+
+/* es_class_name writes a class signature as Java names the class:
+ * "Ljava/lang/String;" java.lang.String, "[[I" int[][]. */
+static void es_class_name(const char *sig, char *out, size_t len)
+{
+	int dims = 0;
+	while (sig[dims] == '[')
+		dims++;
+	const char *base = sig + dims;
+	const char *prim = NULL;
+	switch (*base) {
+	case 'Z': prim = "boolean"; break;
+	case 'B': prim = "byte"; break;
+	case 'C': prim = "char"; break;
+	case 'S': prim = "short"; break;
+	case 'I': prim = "int"; break;
+	case 'J': prim = "long"; break;
+	case 'F': prim = "float"; break;
+	case 'D': prim = "double"; break;
+	}
+	size_t o = 0;
+	if (prim != NULL) {
+		o = (size_t)snprintf(out, len, "%s", prim);
+	} else {
+		if (*base == 'L')
+			base++;
+		for (; *base && *base != ';' && o + 1 < len; base++)
+			out[o++] = *base == '/' ? '.' : *base;
+		out[o] = 0;
+	}
+	for (int i = 0; i < dims && o + 3 < len; i++) {
+		out[o++] = '[';
+		out[o++] = ']';
+		out[o] = 0;
+	}
+}
+
+static uint64_t es_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+/* es_leaf_handle is the handle of the pseudo-frame that names an
+ * allocated class, registered at its first sample. */
+static uint32_t es_leaf_handle(const char *name)
+{
+	pthread_mutex_lock(&es.names_mu);
+	if ((es.n + 1) * 2 > es.cap) {
+		uint32_t cap = es.cap ? es.cap * 2 : 256;
+		char **names = calloc(cap, sizeof(char *));
+		uint32_t *handles = calloc(cap, sizeof(uint32_t));
+		if (names == NULL || handles == NULL) {
+			free(names);
+			free(handles);
+			pthread_mutex_unlock(&es.names_mu);
+			return es.limit_h;
+		}
+		for (uint32_t i = 0; i < es.cap; i++) {
+			if (es.names[i] == NULL)
+				continue;
+			uint32_t j = (uint32_t)es_hash(es.names[i]) & (cap - 1);
+			while (names[j] != NULL)
+				j = (j + 1) & (cap - 1);
+			names[j] = es.names[i];
+			handles[j] = es.handles[i];
+		}
+		free(es.names);
+		free(es.handles);
+		es.names = names;
+		es.handles = handles;
+		es.cap = cap;
+	}
+	uint32_t i = (uint32_t)es_hash(name) & (es.cap - 1);
+	while (es.names[i] != NULL && strcmp(es.names[i], name) != 0)
+		i = (i + 1) & (es.cap - 1);
+	if (es.names[i] == NULL) {
+		char *copy = strdup(name);
+		if (copy == NULL) {
+			pthread_mutex_unlock(&es.names_mu);
+			return es.limit_h;
+		}
+		es.names[i] = copy;
+		es.handles[i] = jp_method_register(name, JP_T_OTHER);
+		es.n++;
+	}
+	uint32_t h = es.handles[i];
+	pthread_mutex_unlock(&es.names_mu);
+	return h;
+}
+
+static void es_free(jp_estack *a)
+{
+	jp_pcct_free(&a->pcct);
+	free(a->frames);
+	free(a->path);
+	free(a);
+}
+
+jp_estack *jp_estack_self(jvmtiEnv *jvmti, jthread thread)
+{
+	jp_estack *a = es_self;
+	if (a != NULL)
+		return a;
+	jp_thread *t = jp_thread_self();
+	if (t == NULL && (t = jp_vm_thread(jvmti, thread)) == NULL)
+		return NULL;
+	a = calloc(1, sizeof *a);
+	if (a == NULL)
+		return NULL;
+	a->frames = calloc(es.depth, sizeof(jvmtiFrameInfo));
+	a->path = calloc((size_t)es.depth + 2, sizeof(uint32_t));
+	if (a->frames == NULL || a->path == NULL ||
+	    jp_pcct_init(t, &a->pcct, es.max_nodes, es.depth + 2, es.limit_h) != 0) {
+		es_free(a);
+		return NULL;
+	}
+	a->t = t;
+	a->rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)a ^ jp_mono_ns();
+	pthread_mutex_lock(&es.lock);
+	a->next = es.list;
+	if (es.list != NULL)
+		es.list->prev = a;
+	es.list = a;
+	pthread_mutex_unlock(&es.lock);
+	es_self = a;
+	return a;
+}
+
+uint32_t jp_estack_leaf(jvmtiEnv *jvmti, jclass klass, const char *prefix)
+{
+	char *sig = NULL;
+	char name[600];
+	size_t pl = (size_t)snprintf(name, sizeof name, "%s", prefix);
+	if (klass != NULL && (*jvmti)->GetClassSignature(jvmti, klass, &sig, NULL) == JVMTI_ERROR_NONE && sig != NULL) {
+		es_class_name(sig, name + pl, sizeof name - pl);
+		(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
+	} else {
+		snprintf(name + pl, sizeof name - pl, "<unknown class>");
+	}
+	return es_leaf_handle(name);
+}
+
+void jp_estack_record(jvmtiEnv *jvmti, jp_estack *e, uint32_t leaf, const uint64_t *w, int nw)
+{
+	jint n = 0;
+	if ((*jvmti)->GetStackTrace(jvmti, NULL, 0, (jint)es.depth, e->frames, &n) != JVMTI_ERROR_NONE)
+		n = 0;
+	e->path[0] = leaf;
+	for (jint i = 0; i < n; i++)
+		e->path[1 + i] = jp_mid_resolve((uintptr_t)e->frames[i].method);
+	jp_pcct_add_w(e->t, &e->pcct, e->path, (uint32_t)n + 1, w, nw);
+}
+
+double jp_estack_random(jp_estack *e)
+{
+	e->rng ^= e->rng << 13;
+	e->rng ^= e->rng >> 7;
+	e->rng ^= e->rng << 17;
+	return (double)(e->rng >> 11) * 0x1.0p-53;
+}
+
+void jp_estack_thread_end(void)
+{
+	jp_estack *a = es_self;
+	if (a == NULL)
+		return;
+	es_self = NULL;
+	pthread_mutex_lock(&es.lock);
+	if (a->prev != NULL)
+		a->prev->next = a->next;
+	else
+		es.list = a->next;
+	if (a->next != NULL)
+		a->next->prev = a->prev;
+	pthread_mutex_unlock(&es.lock);
+	es_free(a);
+}

@@ -1,0 +1,45 @@
+/*
+ * eventstacks.h: what the event-driven sampled sources share (ALLOC in
+ * alloc.c, LOCK in lock.c). A JVMTI event on a Java thread (an allocation
+ * sampled, a monitor contended) records the thread's stack, with a leaf
+ * naming the object's class, into the thread's sampled tree (engine
+ * pcct) with a weight per metric. The events are rare next to method
+ * calls, and their callbacks may allocate, lock and call JVMTI.
+ */
+#ifndef JP_EVENTSTACKS_H
+#define JP_EVENTSTACKS_H
+
+#include "jvmtiagent.h"
+
+/* One thread's state, made at its first event. */
+typedef struct jp_estack {
+	struct jp_estack *next, *prev;
+	jp_thread *t;
+	jvmtiFrameInfo *frames; /* [depth] */
+	uint32_t *path;         /* [depth + 1]: the leaf, then the frames, top first */
+	uint64_t rng;           /* xorshift state, for rounding at random */
+	uint64_t t0[2];         /* LOCK: when the thread began to wait (enter, wait) */
+	uint64_t events;        /* events recorded */
+	jp_pcct pcct;
+} jp_estack;
+
+/* jp_estacks_configure sizes every thread's tree (before jp_vm_setup). */
+int jp_estacks_configure(uint32_t max_nodes, uint32_t depth, char *err, int errlen);
+/* jp_estacks_setup registers the trees' limit node (the source's setup). */
+void jp_estacks_setup(void);
+/* jp_estack_self is the calling thread's state, made at its first event;
+ * NULL without memory. */
+jp_estack *jp_estack_self(jvmtiEnv *jvmti, jthread thread);
+/* jp_estack_leaf is the handle of the leaf frame "<prefix><class>" for a
+ * class signature (java.lang.String, int[]), registered at first use. */
+uint32_t jp_estack_leaf(jvmtiEnv *jvmti, jclass klass, const char *prefix);
+/* jp_estack_record adds the calling thread's stack under leaf, with
+ * weights w[0..nw). */
+void jp_estack_record(jvmtiEnv *jvmti, jp_estack *e, uint32_t leaf, const uint64_t *w, int nw);
+/* jp_estack_random is a uniform number in [0, 1). */
+double jp_estack_random(jp_estack *e);
+/* jp_estack_thread_end frees the calling thread's state (its tree stays
+ * in its arena for the reports). */
+void jp_estack_thread_end(void);
+
+#endif /* JP_EVENTSTACKS_H */
