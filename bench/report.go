@@ -238,6 +238,7 @@ func (s *Suite) Targets() []Target {
 	ts = append(ts, realTargets(part[*Real](s))...)
 	ts = append(ts, attachTargets(part[*Attach](s))...)
 	ts = append(ts, allocTargets(part[*AllocCost](s))...)
+	ts = append(ts, lockTargets(part[*LockCost](s))...)
 	ts = append(ts, repeatTargets(part[*Repeat](s))...)
 	ts = append(ts, coverageTargets(part[*Sampling](s))...)
 	return append(ts, accuracyTargets(part[*SampleAccuracy](s))...)

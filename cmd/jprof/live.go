@@ -461,38 +461,62 @@ func liveList(args []string, stdout io.Writer) error {
 	return nil
 }
 
-func liveProfile(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("profile", flag.ContinueOnError)
-	d := fs.Duration("d", 30*time.Second, "profile for `DURATION` (0: until Ctrl-C)")
-	lf := addLiveFlags(fs, true, true)
+// openLive parses a live command's flags (extra adds its own and
+// returns their check) and its one PID|MAIN, checks -e and -o before
+// anything is done to the JVM, and connects to the JVM's agent, loading
+// it first when load is set.
+func openLive(name string, args []string, withEvent, withOut, load bool,
+	extra func(*flag.FlagSet) func() error) (*liveTarget, liveFlags, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	check := func() error { return nil }
+	if extra != nil {
+		check = extra(fs)
+	}
+	lf := addLiveFlags(fs, withEvent, withOut)
 	pos, err := parse(fs, args)
 	if err != nil {
-		return err
+		return nil, lf, err
 	}
 	if len(pos) != 1 {
-		return usagef("profile needs one pid or main class name")
+		return nil, lf, usagef("%s needs one pid or main class name", name)
 	}
-	if lookupEvent(*lf.event) == nil {
-		return usagef("-e %s: want one of %s", *lf.event, eventNames())
+	if withEvent && lookupEvent(*lf.event) == nil {
+		return nil, lf, usagef("-e %s: want one of %s", *lf.event, eventNames())
 	}
-	if *d < 0 {
-		return usagef("-d %v: want 0 or more", *d)
+	if err := check(); err != nil {
+		return nil, lf, err
 	}
-	if err := checkOut(*lf.out); err != nil {
+	if withOut {
+		if err := checkOut(*lf.out); err != nil {
+			return nil, lf, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *lf.timeout)
+	defer cancel()
+	lt, _, err := connect(ctx, pos[0], lf, load, warnings)
+	return lt, lf, err
+}
+
+func liveProfile(args []string, stdout io.Writer) error {
+	var d *time.Duration
+	lt, lf, err := openLive("profile", args, true, true, true, func(fs *flag.FlagSet) func() error {
+		d = fs.Duration("d", 30*time.Second, "profile for `DURATION` (0: until Ctrl-C)")
+		return func() error {
+			if *d < 0 {
+				return usagef("-d %v: want 0 or more", *d)
+			}
+			return nil
+		}
+	})
+	if err != nil {
 		return err
 	}
 	stderr := warnings
-	ctx, cancel := context.WithTimeout(context.Background(), *lf.timeout)
-	lt, _, err := connect(ctx, pos[0], lf, true, stderr)
-	cancel()
-	if err != nil {
-		return err
-	}
 	defer lt.close()
 	cmdCtx := func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.Background(), *lf.timeout)
 	}
-	ctx, cancel = cmdCtx()
+	ctx, cancel := cmdCtx()
 	st, err := checkEvent(ctx, lt, *lf.event)
 	cancel()
 	if err != nil {
@@ -622,24 +646,12 @@ func processAlive(pid int) bool {
 }
 
 func liveStart(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("start", flag.ContinueOnError)
-	lf := addLiveFlags(fs, true, false)
-	pos, err := parse(fs, args)
+	lt, lf, err := openLive("start", args, true, false, true, nil)
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usagef("start needs one pid or main class name")
-	}
-	if lookupEvent(*lf.event) == nil {
-		return usagef("-e %s: want one of %s", *lf.event, eventNames())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *lf.timeout)
 	defer cancel()
-	lt, _, err := connect(ctx, pos[0], lf, true, warnings)
-	if err != nil {
-		return err
-	}
 	defer lt.close()
 	if _, err := checkEvent(ctx, lt, *lf.event); err != nil {
 		return err
@@ -656,21 +668,7 @@ func liveStart(args []string, stdout io.Writer) error {
 }
 
 func liveStop(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("stop", flag.ContinueOnError)
-	lf := addLiveFlags(fs, false, true)
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("stop needs one pid or main class name")
-	}
-	if err := checkOut(*lf.out); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), *lf.timeout)
-	lt, _, err := connect(ctx, pos[0], lf, false, warnings)
-	cancel()
+	lt, lf, err := openLive("stop", args, false, true, false, nil)
 	if err != nil {
 		return err
 	}
@@ -679,24 +677,12 @@ func liveStop(args []string, stdout io.Writer) error {
 }
 
 func liveFlush(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("flush", flag.ContinueOnError)
-	lf := addLiveFlags(fs, false, true)
-	pos, err := parse(fs, args)
+	lt, lf, err := openLive("flush", args, false, true, false, nil)
 	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("flush needs one pid or main class name")
-	}
-	if err := checkOut(*lf.out); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *lf.timeout)
 	defer cancel()
-	lt, _, err := connect(ctx, pos[0], lf, false, warnings)
-	if err != nil {
-		return err
-	}
 	defer lt.close()
 	path, err := lt.do(ctx, "flush")
 	if err != nil {
@@ -709,21 +695,12 @@ func liveFlush(args []string, stdout io.Writer) error {
 }
 
 func liveStatus(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	lf := addLiveFlags(fs, false, false)
-	pos, err := parse(fs, args)
+	lt, lf, err := openLive("status", args, false, false, false, nil)
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usagef("status needs one pid or main class name")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *lf.timeout)
 	defer cancel()
-	lt, _, err := connect(ctx, pos[0], lf, false, warnings)
-	if err != nil {
-		return err
-	}
 	defer lt.close()
 	st, err := lt.do(ctx, "status")
 	if err != nil {
