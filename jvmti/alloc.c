@@ -24,10 +24,10 @@
 
 static struct {
 	uint64_t interval;
-	volatile int on;
-	pthread_mutex_t lock;
 	jp_alloc_stats st;
-} ja = { .lock = PTHREAD_MUTEX_INITIALIZER };
+} ja;
+
+static jp_estack_events ja_events; /* defined below, with its events */
 
 const jp_source jp_alloc = { "alloc-sampling", jp_mid_resolve };
 
@@ -50,7 +50,7 @@ static void JNICALL cb_sampled_alloc(jvmtiEnv *jvmti, JNIEnv *jni, jthread threa
 {
 	(void)jni;
 	(void)object;
-	if (!ja.on || size <= 0)
+	if (!ja_events.on || size <= 0)
 		return;
 	struct timespec c0, c1;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
@@ -93,41 +93,22 @@ static int ja_setup(jvmtiEnv *jvmti, jvmtiCapabilities *caps, jvmtiEventCallback
 	return 0;
 }
 
-int jp_alloc_set(int on)
+static void ja_interval(void)
 {
-	pthread_mutex_lock(&ja.lock);
-	int rc = 0;
-	if (on && jp.dead) {
-		rc = -1;
-	} else {
-		jvmtiEnv *jvmti = jpvm.jvmti;
-		if (on) {
-			jp_collect(1);
-			(*jvmti)->SetHeapSamplingInterval(jvmti, (jint)ja.interval);
-		}
-		ja.on = on;
-		jvmtiError e = (*jvmti)->SetEventNotificationMode(jvmti, on ? JVMTI_ENABLE : JVMTI_DISABLE,
-								  JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL);
-		if (e != JVMTI_ERROR_NONE)
-			rc = (int)e;
-		if (!on || rc != 0) {
-			ja.on = 0;
-			jp_collect(0);
-		}
-	}
-	pthread_mutex_unlock(&ja.lock);
-	return rc;
+	(*jpvm.jvmti)->SetHeapSamplingInterval(jpvm.jvmti, (jint)ja.interval);
 }
 
+static const jvmtiEvent ja_evs[] = { JVMTI_EVENT_SAMPLED_OBJECT_ALLOC };
+static jp_estack_events ja_events = { .lock = PTHREAD_MUTEX_INITIALIZER, .evs = ja_evs, .n = 1, .before_on = ja_interval };
+
+int jp_alloc_set(int on)
+{
+	return jp_estack_switch(&ja_events, on);
+}
 
 static void ja_die(void)
 {
-	pthread_mutex_lock(&ja.lock);
-	jp.dead = 1;
-	ja.on = 0;
-	(*jpvm.jvmti)->SetEventNotificationMode(jpvm.jvmti, JVMTI_DISABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL);
-	jp_collect(0);
-	pthread_mutex_unlock(&ja.lock);
+	jp_estack_die(&ja_events);
 }
 
 void jp_alloc_stats_read(jp_alloc_stats *out)

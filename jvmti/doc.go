@@ -22,6 +22,10 @@
 // BCI, the default): a ClassFileLoadHook hands class files to the ASM
 // transformer in java/agent, whose injected calls to static natives feed
 // the engine with no method event enabled, so the JIT stays on; native
-// methods get wrappers through JVMTI's native method prefix. Go sets the
-// binding up, switches the source, and takes the JIT records.
+// methods get wrappers through JVMTI's native method prefix; alloc.c
+// (ALLOC=) and lock.c (LOCK=) record the stacks of JVMTI's sampled
+// allocations and monitor waits into sampled trees (eventstacks.c, what
+// the two share); dcmd.c runs the JVM's diagnostic commands (class
+// histogram) and its heap dumper. Go sets the binding up, switches the
+// source, and takes the JIT records.
 package jvmti

@@ -219,3 +219,42 @@ void jp_estack_thread_end(void)
 	pthread_mutex_unlock(&es.lock);
 	es_free(a);
 }
+
+int jp_estack_switch(jp_estack_events *ev, int on)
+{
+	pthread_mutex_lock(&ev->lock);
+	int rc = 0;
+	if (on && jp.dead) {
+		rc = -1;
+	} else {
+		if (on) {
+			jp_collect(1);
+			if (ev->before_on != NULL)
+				ev->before_on();
+		}
+		ev->on = on;
+		for (size_t i = 0; i < ev->n && rc == 0; i++) {
+			jvmtiError e = (*jpvm.jvmti)->SetEventNotificationMode(jpvm.jvmti, on ? JVMTI_ENABLE : JVMTI_DISABLE,
+									       ev->evs[i], NULL);
+			if (e != JVMTI_ERROR_NONE)
+				rc = (int)e;
+		}
+		if (!on || rc != 0) {
+			ev->on = 0;
+			jp_collect(0);
+		}
+	}
+	pthread_mutex_unlock(&ev->lock);
+	return rc;
+}
+
+void jp_estack_die(jp_estack_events *ev)
+{
+	pthread_mutex_lock(&ev->lock);
+	jp.dead = 1;
+	ev->on = 0;
+	for (size_t i = 0; i < ev->n; i++)
+		(*jpvm.jvmti)->SetEventNotificationMode(jpvm.jvmti, JVMTI_DISABLE, ev->evs[i], NULL);
+	jp_collect(0);
+	pthread_mutex_unlock(&ev->lock);
+}

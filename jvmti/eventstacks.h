@@ -9,6 +9,8 @@
 #ifndef JP_EVENTSTACKS_H
 #define JP_EVENTSTACKS_H
 
+#include <pthread.h>
+
 #include "jvmtiagent.h"
 
 /* One thread's state, made at its first event. */
@@ -38,6 +40,20 @@ uint32_t jp_estack_leaf(jvmtiEnv *jvmti, jclass klass, const char *prefix);
 void jp_estack_record(jvmtiEnv *jvmti, jp_estack *e, uint32_t leaf, const uint64_t *w, int nw);
 /* jp_estack_random is a uniform number in [0, 1). */
 double jp_estack_random(jp_estack *e);
+/* A source's JVMTI events, switched with collection (jp_collect) under
+ * one lock, so that no start slips in after VM death began. */
+typedef struct jp_estack_events {
+	pthread_mutex_t lock;
+	volatile int on;
+	const jvmtiEvent *evs;
+	size_t n;
+	void (*before_on)(void); /* e.g. the sampling interval; may be NULL */
+} jp_estack_events;
+/* jp_estack_switch turns them on or off: 0, -1 once the VM is dying, or
+ * a JVMTI error. */
+int jp_estack_switch(jp_estack_events *ev, int on);
+/* jp_estack_die turns them off for good at VM death. */
+void jp_estack_die(jp_estack_events *ev);
 /* jp_estack_thread_end frees the calling thread's state (its tree stays
  * in its arena for the reports). */
 void jp_estack_thread_end(void);

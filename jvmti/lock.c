@@ -20,10 +20,10 @@
 
 static struct {
 	uint64_t threshold_ns;
-	volatile int on;
-	pthread_mutex_t lock;
 	jp_lock_stats st;
-} jl = { .lock = PTHREAD_MUTEX_INITIALIZER };
+} jl;
+
+static jp_estack_events jl_events; /* defined below, with its events */
 
 const jp_source jp_lock = { "lock-events", jp_mid_resolve };
 
@@ -40,7 +40,7 @@ int jp_lock_configure(uint64_t threshold_ns, uint32_t max_nodes, uint32_t depth,
 
 static void jl_begin(jvmtiEnv *jvmti, jthread thread, int what)
 {
-	if (!jl.on)
+	if (!jl_events.on)
 		return;
 	jp_estack *e = jp_estack_self(jvmti, thread);
 	if (e != NULL)
@@ -54,7 +54,7 @@ static void jl_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jobject object,
 		return;
 	uint64_t d = jp_mono_ns() - e->t0[what];
 	e->t0[what] = 0;
-	if (!jl.on)
+	if (!jl_events.on)
 		return;
 	__atomic_add_fetch(&jl.st.events[what], 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&jl.st.delay_ns[what], d, __ATOMIC_RELAXED);
@@ -110,43 +110,18 @@ static int jl_setup(jvmtiEnv *jvmti, jvmtiCapabilities *caps, jvmtiEventCallback
 	return 0;
 }
 
-static const jvmtiEvent jl_events[] = { JVMTI_EVENT_MONITOR_CONTENDED_ENTER, JVMTI_EVENT_MONITOR_CONTENDED_ENTERED,
-					JVMTI_EVENT_MONITOR_WAIT, JVMTI_EVENT_MONITOR_WAITED };
+static const jvmtiEvent jl_evs[] = { JVMTI_EVENT_MONITOR_CONTENDED_ENTER, JVMTI_EVENT_MONITOR_CONTENDED_ENTERED,
+				     JVMTI_EVENT_MONITOR_WAIT, JVMTI_EVENT_MONITOR_WAITED };
+static jp_estack_events jl_events = { .lock = PTHREAD_MUTEX_INITIALIZER, .evs = jl_evs, .n = 4 };
 
 int jp_lock_set(int on)
 {
-	pthread_mutex_lock(&jl.lock);
-	int rc = 0;
-	if (on && jp.dead) {
-		rc = -1;
-	} else {
-		if (on)
-			jp_collect(1);
-		jl.on = on;
-		for (size_t i = 0; i < sizeof jl_events / sizeof jl_events[0] && rc == 0; i++) {
-			jvmtiError e = (*jpvm.jvmti)->SetEventNotificationMode(jpvm.jvmti, on ? JVMTI_ENABLE : JVMTI_DISABLE,
-									       jl_events[i], NULL);
-			if (e != JVMTI_ERROR_NONE)
-				rc = (int)e;
-		}
-		if (!on || rc != 0) {
-			jl.on = 0;
-			jp_collect(0);
-		}
-	}
-	pthread_mutex_unlock(&jl.lock);
-	return rc;
+	return jp_estack_switch(&jl_events, on);
 }
 
 static void jl_die(void)
 {
-	pthread_mutex_lock(&jl.lock);
-	jp.dead = 1;
-	jl.on = 0;
-	for (size_t i = 0; i < sizeof jl_events / sizeof jl_events[0]; i++)
-		(*jpvm.jvmti)->SetEventNotificationMode(jpvm.jvmti, JVMTI_DISABLE, jl_events[i], NULL);
-	jp_collect(0);
-	pthread_mutex_unlock(&jl.lock);
+	jp_estack_die(&jl_events);
 }
 
 void jp_lock_stats_read(jp_lock_stats *out)
