@@ -16,6 +16,7 @@
 // line give with either source); methodids.c names methods in the engine's registry;
 // jit.c records compiled code; sampling.c is the sampling source
 // (SAMPLE=), whose signal handler walks stacks with AsyncGetCallTrace
+// (sampling_timers.c makes its signals)
 // into the engine's sampled trees, and sampling_threads.c samples the
 // JVM's own threads (GC, JIT compilers) beside the Java ones; bci.c
 // (with bci_classes.c) is the bytecode-instrumentation source (option

@@ -104,4 +104,7 @@ int jp_jvm_threads_start(void);
 jp_sthread *jp_jvm_thread_of(const siginfo_t *si);
 void jp_jvm_threads_set(int on);
 
+/* jp_wall_main is the wall-clock thread (sampling_timers.c). */
+void *jp_wall_main(void *arg);
+
 #endif /* JP_SAMPLING_PRIV_H */

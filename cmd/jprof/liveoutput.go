@@ -1,0 +1,167 @@
+package main
+
+// What the live commands write: a profile's log-rt, converted where jprof
+// runs into the output -o names; and what they do when the JVM exits
+// in the middle of a profile.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/libjprof/libjprof/reports"
+)
+
+// checkOut refuses an -o whose kind is not known, before anything is
+// done to the JVM.
+func checkOut(out string) error {
+	if out == "" || isDirOut(out) {
+		return nil
+	}
+	for _, ext := range []string{".html", ".pb.gz", ".pprof", ".collapsed", ".txt"} {
+		if strings.HasSuffix(out, ext) {
+			return nil
+		}
+	}
+	return usagef("-o %s: want a name ending in .html (flame graph), .pb.gz (pprof), .collapsed or .txt (collapsed stacks), or a directory (an existing one, or a name ending in /)", out)
+}
+
+func isDirOut(out string) bool {
+	fi, err := os.Stat(out)
+	return (err == nil && fi.IsDir()) || strings.HasSuffix(out, "/")
+}
+
+// writeOutput converts the log-rt at path (as the JVM sees it) into out.
+// A log-rt in jprof's own directory is removed once converted: it would
+// pile up there, one per profile.
+func writeOutput(lt *liveTarget, path, out string, stdout, stderr io.Writer) error {
+	host := lt.t.Path(path)
+	if out == "" {
+		out = fmt.Sprintf("jprof-%d.html", lt.t.PID)
+	}
+	err := convert(lt, path, host, out, stdout, stderr)
+	if err == nil && filepath.Dir(path) == jprofDir(lt.t) {
+		os.Remove(host)
+	}
+	return err
+}
+
+func convert(lt *liveTarget, path, host, out string, stdout, stderr io.Writer) error {
+	if isDirOut(out) {
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return err
+		}
+		dst := filepath.Join(out, filepath.Base(path))
+		if err := copyFile(host, dst); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "jprof: wrote %s\n", dst)
+		return nil
+	}
+	p, _, err := load(host)
+	if err != nil {
+		return err
+	}
+	var write func(io.Writer) error
+	switch {
+	case strings.HasSuffix(out, ".html"):
+		o := reports.FlameOptions{Title: fmt.Sprintf("pid %d %s (%s)", lt.t.PID, lt.t.MainClass, filepath.Base(path))}
+		write = func(w io.Writer) error { return reports.WriteFlame(w, p, o) }
+	case strings.HasSuffix(out, ".pb.gz") || strings.HasSuffix(out, ".pprof"):
+		pp, err := reports.ToPprof(p, reports.JavaNames)
+		if err != nil {
+			return err
+		}
+		write = pp.Write
+	case strings.HasSuffix(out, ".collapsed") || strings.HasSuffix(out, ".txt"):
+		write = func(w io.Writer) error { return reports.WriteCollapsed(w, p, reports.CollapsedOptions{}) }
+	default:
+		return usagef("-o %s: want .html, .pb.gz, .collapsed, .txt or a directory", out)
+	}
+	if err := output(out, stdout, write); err != nil {
+		return err
+	}
+	for _, n := range p.Notes {
+		if strings.HasPrefix(n, "Warning") {
+			fmt.Fprintf(stderr, "jprof: %s\n", n)
+		}
+	}
+	fmt.Fprintf(stdout, "jprof: wrote %s (from %s)\n", out, host)
+	return nil
+}
+
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return output(dst, nil, func(w io.Writer) error { _, err := w.Write(b); return err })
+}
+
+// targetGone is the JVM's exit in the middle of a profile: its agent
+// wrote a final log-rt at VM death if the JVM shut down normally, which
+// is still there unless it was in a container's /tmp that went with it.
+func targetGone(lt *liveTarget, since time.Time, out string, stdout, stderr io.Writer) error {
+	fmt.Fprintf(stderr, "jprof: pid %d exited during the profile\n", lt.t.PID)
+	if path := finalLogRT(lt, since); path != "" {
+		fmt.Fprintf(stderr, "jprof: its agent wrote a final log-rt at VM death: %s\n", path)
+		if err := writeOutput(lt, path, out, stdout, stderr); err != nil {
+			return err
+		}
+		return fmt.Errorf("pid %d exited before the profile ended: the profile covers its run until then", lt.t.PID)
+	}
+	return fmt.Errorf("pid %d exited before the profile ended, and its agent left no final log-rt (killed, or its /tmp went with it): nothing written", lt.t.PID)
+}
+
+// finalLogRT is the newest log-rt the JVM's agent wrote since then, as
+// the JVM saw its path; "" if none.
+func finalLogRT(lt *liveTarget, since time.Time) string {
+	if lt.logs == "" {
+		return ""
+	}
+	matches, _ := filepath.Glob(filepath.Join(lt.t.Path(lt.logs), fmt.Sprintf("log-rt.*_%d", lt.t.NSPid)))
+	var best string
+	var at time.Time
+	for _, m := range matches {
+		if fi, err := os.Stat(m); err == nil && fi.ModTime().After(since) && fi.ModTime().After(at) {
+			best, at = m, fi.ModTime()
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return filepath.Join(lt.logs, filepath.Base(best))
+}
+
+// watchExit closes its channel when the process is gone.
+func watchExit(pid int) <-chan struct{} {
+	c := make(chan struct{})
+	go func() {
+		for processAlive(pid) {
+			time.Sleep(200 * time.Millisecond)
+		}
+		close(c)
+	}()
+	return c
+}
+
+// processAlive: the process exists and has not exited (a zombie, whose
+// parent has not reaped it yet, has).
+func processAlive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) {
+		return b[i+2] != 'Z' && b[i+2] != 'X'
+	}
+	return true
+}

@@ -1,0 +1,324 @@
+package main
+
+// Finding a running JVM and its agent for the live commands: by pid or
+// main class, through its control socket, loading libjprof into it
+// first (the attach protocol, with the agent's files staged where the
+// JVM can read them) when it has none.
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/libjprof/libjprof/agent/control"
+	"github.com/libjprof/libjprof/internal/attach"
+)
+
+// liveTarget is a JVM found from the command line, with its agent's
+// control connection once there is one.
+type liveTarget struct {
+	t      *attach.Target
+	client *control.Client
+	logs   string // the agent's LOGPATH as the JVM sees it ("" until known)
+}
+
+func (lt *liveTarget) close() {
+	if lt.client != nil {
+		lt.client.Close()
+	}
+}
+
+// findTarget resolves a pid or a main class name.
+func findTarget(arg string) (*attach.Target, error) {
+	if pid, err := strconv.Atoi(arg); err == nil {
+		return attach.Open(pid)
+	}
+	all, err := attach.List()
+	if err != nil {
+		return nil, err
+	}
+	var match []attach.Target
+	for _, t := range all {
+		if mainMatches(t.MainClass, arg) {
+			match = append(match, t)
+		}
+	}
+	switch len(match) {
+	case 0:
+		return nil, fmt.Errorf("no JVM you may profile runs %q (jprof list shows them)", arg)
+	case 1:
+		return attach.Open(match[0].PID)
+	}
+	var pids []string
+	for _, t := range match {
+		pids = append(pids, strconv.Itoa(t.PID))
+	}
+	return nil, fmt.Errorf("%d JVMs run %q (pids %s): name one by its pid", len(match), arg, strings.Join(pids, ", "))
+}
+
+// mainMatches: the main class or jar by its full name, its simple name,
+// or its file name.
+func mainMatches(main, arg string) bool {
+	if main == "" {
+		return false
+	}
+	if main == arg {
+		return true
+	}
+	simple := main
+	if i := strings.LastIndexAny(simple, "./"); i >= 0 && !strings.HasSuffix(simple, ".jar") {
+		simple = simple[i+1:]
+	}
+	return simple == arg || filepath.Base(main) == arg
+}
+
+// dialAgent connects to the JVM's agent, if it has one.
+func dialAgent(ctx context.Context, t *attach.Target) (*control.Client, error) {
+	agents := control.AgentsOfPID(control.SocketBase, t.PID)
+	var errs []string
+	for _, a := range agents {
+		c, err := control.DialAgent(ctx, a, "")
+		if err == nil {
+			return c, nil
+		}
+		errs = append(errs, err.Error())
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("pid %d: its agent does not answer: %s", t.PID, strings.Join(errs, "; "))
+	}
+	return nil, nil
+}
+
+// agentFiles finds libjprof.so (and the jar beside it).
+func agentFiles(lib string) ([]string, error) {
+	var cands []string
+	switch {
+	case lib != "":
+		cands = []string{lib}
+	case os.Getenv("JPROF_AGENT") != "":
+		cands = []string{os.Getenv("JPROF_AGENT")}
+	default:
+		if exe, err := os.Executable(); err == nil {
+			dir := filepath.Dir(exe)
+			cands = []string{filepath.Join(dir, "libjprof.so"), filepath.Join(dir, "..", "libjprof.so"),
+				filepath.Join(dir, "..", "lib", "libjprof.so")}
+		}
+	}
+	for _, c := range cands {
+		if _, err := os.Stat(c); err == nil {
+			files := []string{c}
+			jar := filepath.Join(filepath.Dir(c), "jprof-bci.jar")
+			if _, err := os.Stat(jar); err == nil {
+				files = append(files, jar)
+			}
+			return files, nil
+		}
+	}
+	return nil, fmt.Errorf("libjprof.so not found (looked at %s): give it with -lib or $JPROF_AGENT", strings.Join(cands, ", "))
+}
+
+// connect finds the JVM's agent, loading libjprof into the JVM first if
+// it has none. It says what it does on stderr.
+func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io.Writer) (*liveTarget, bool, error) {
+	t, err := findTarget(arg)
+	if err != nil {
+		return nil, false, err
+	}
+	lt := &liveTarget{t: t}
+	if lt.client, err = dialAgent(ctx, t); err != nil {
+		return nil, false, err
+	}
+	if lt.client != nil || !load {
+		if lt.client == nil {
+			return nil, false, fmt.Errorf("pid %d (%s) has no libjprof agent: jprof start or jprof profile loads one", t.PID, t.MainClass)
+		}
+		if lf.opts != nil && *lf.opts != "" {
+			fmt.Fprintf(stderr, "jprof: warning: -opts %s not used: pid %d has its agent already, with the options it was loaded with\n", *lf.opts, t.PID)
+		}
+		return lt, false, nil
+	}
+	ev := lookupEvent(*lf.event)
+	files, err := agentFiles(*lf.lib)
+	if err != nil {
+		return nil, false, err
+	}
+	dir, err := t.Stage(files...)
+	if err != nil {
+		return nil, false, fmt.Errorf("pid %d: making libjprof reachable by the JVM: %w", t.PID, err)
+	}
+	logs, err := outputDir(t)
+	if err != nil {
+		return nil, false, err
+	}
+	opts := ev.opts + ",LOGPATH=" + logs
+	if *lf.opts != "" {
+		opts += "," + *lf.opts
+	}
+	fmt.Fprintf(stderr, "jprof: loading libjprof into pid %d (%s): %s\n", t.PID, t.MainClass, opts)
+	t0 := time.Now()
+	if err := t.LoadAgent(ctx, filepath.Join(dir, "libjprof.so"), opts); err != nil {
+		if why := attachError(t); why != "" {
+			return nil, false, fmt.Errorf("%w: %s", err, why)
+		}
+		return nil, false, err
+	}
+	if lt.client, err = dialAgent(ctx, t); err != nil || lt.client == nil {
+		if err == nil {
+			err = errors.New("no control socket after the load")
+		}
+		return nil, false, fmt.Errorf("pid %d: libjprof loaded but does not answer: %w", t.PID, err)
+	}
+	fmt.Fprintf(stderr, "jprof: libjprof loaded in %v\n", time.Since(t0).Round(time.Millisecond))
+	return lt, true, nil
+}
+
+func lookupEvent(name string) *struct{ name, opts, source, kind, about string } {
+	for i := range events {
+		if events[i].name == name {
+			return &events[i]
+		}
+	}
+	return nil
+}
+
+// outputDir is the directory the agent writes into, made private to the
+// JVM's user in the JVM's /tmp: /tmp/jprof-<uid>/.
+func outputDir(t *attach.Target) (string, error) {
+	dir := jprofDir(t)
+	host := t.Path(dir)
+	if err := os.Mkdir(host, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("pid %d: making %s: %w", t.PID, host, err)
+	}
+	fi, err := os.Lstat(host)
+	if err != nil {
+		return "", err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok {
+		return "", fmt.Errorf("%s is not a directory", host)
+	}
+	if int(st.Uid) != t.UID {
+		if os.Geteuid() != 0 || st.Uid != 0 {
+			return "", fmt.Errorf("%s belongs to uid %d, not to the JVM's user %d: not used", host, st.Uid, t.UID)
+		}
+		// Made just now by root for the JVM's user.
+		if err := os.Lchown(host, t.UID, t.GID); err != nil {
+			return "", err
+		}
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("%s has mode %v: others may enter it; not used", host, fi.Mode().Perm())
+	}
+	return dir, nil
+}
+
+// jprofDir is jprof's directory in the JVM's /tmp, as the JVM sees it.
+func jprofDir(t *attach.Target) string { return fmt.Sprintf("/tmp/jprof-%d", t.UID) }
+
+// attachError is what a failed Agent_OnAttach wrote for the caller (the
+// JVM's stderr is not the caller's), removed once read.
+func attachError(t *attach.Target) string {
+	p := t.Path(filepath.Join(control.SocketDir(control.SocketBase, t.UID), strconv.Itoa(t.NSPid)+".attach-error"))
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return ""
+	}
+	os.Remove(p)
+	return strings.TrimSpace(string(b))
+}
+
+// do sends one command and returns its detail, or its refusal as an
+// error.
+func (lt *liveTarget) do(ctx context.Context, cmd string) (string, error) {
+	rs, err := lt.client.Do(ctx, cmd)
+	if err != nil {
+		return "", fmt.Errorf("pid %d: %s: %w", lt.t.PID, cmd, err)
+	}
+	if len(rs) != 1 {
+		return "", fmt.Errorf("pid %d: %s: %d replies", lt.t.PID, cmd, len(rs))
+	}
+	if !rs[0].OK {
+		return "", fmt.Errorf("pid %d: %s refused: %s", lt.t.PID, cmd, rs[0].Detail)
+	}
+	return rs[0].Detail, nil
+}
+
+// statusField reads one key=value of a status line.
+func statusField(status, key string) string {
+	for _, f := range strings.Fields(status) {
+		if v, ok := strings.CutPrefix(f, key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// checkEvent: the agent already in the JVM profiles what it was loaded
+// for, and nothing else.
+func checkEvent(ctx context.Context, lt *liveTarget, ev string) (string, error) {
+	st, err := lt.do(ctx, "status")
+	if err != nil {
+		return "", err
+	}
+	has := func(x *struct{ name, opts, source, kind, about string }) bool {
+		k, v, _ := strings.Cut(x.kind, "=")
+		return statusField(st, "source") == x.source && strings.HasPrefix(statusField(st, k), v)
+	}
+	e := lookupEvent(ev)
+	if e == nil || has(e) {
+		return st, nil
+	}
+	for i := range events {
+		if has(&events[i]) {
+			return "", fmt.Errorf("pid %d's agent, loaded earlier, profiles what -e %s does (%s, %s): it cannot change to -e %s; use -e %s, or restart the program",
+				lt.t.PID, events[i].name, events[i].source, events[i].kind, ev, events[i].name)
+		}
+	}
+	return "", fmt.Errorf("pid %d's agent, loaded earlier with other options (source=%s mode=%s), cannot profile -e %s; restart the program",
+		lt.t.PID, statusField(st, "source"), statusField(st, "mode"), ev)
+}
+
+// openLive parses a live command's flags (extra adds its own and
+// returns their check) and its one PID|MAIN, checks -e and -o before
+// anything is done to the JVM, and connects to the JVM's agent, loading
+// it first when load is set.
+func openLive(name string, args []string, withEvent, withOut, load bool,
+	extra func(*flag.FlagSet) func() error) (*liveTarget, liveFlags, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	check := func() error { return nil }
+	if extra != nil {
+		check = extra(fs)
+	}
+	lf := addLiveFlags(fs, withEvent, withOut)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return nil, lf, err
+	}
+	if len(pos) != 1 {
+		return nil, lf, usagef("%s needs one pid or main class name", name)
+	}
+	if withEvent && lookupEvent(*lf.event) == nil {
+		return nil, lf, usagef("-e %s: want one of %s", *lf.event, eventNames())
+	}
+	if err := check(); err != nil {
+		return nil, lf, err
+	}
+	if withOut {
+		if err := checkOut(*lf.out); err != nil {
+			return nil, lf, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *lf.timeout)
+	defer cancel()
+	lt, _, err := connect(ctx, pos[0], lf, load, warnings)
+	return lt, lf, err
+}
