@@ -326,16 +326,20 @@ func TestProfileContainer(t *testing.T) {
 
 func profileContainer(t *testing.T, java string) {
 	marker := fmt.Sprintf("ns%d", time.Now().UnixNano())
-	script := fmt.Sprintf("mount -t tmpfs tmpfs /tmp && exec %s -cp %s Service 120 %s", java,
-		filepath.Join(jvmtest.Root(), "build", "java"), marker)
+	// The classes are bound to /mnt first: the repository may itself be
+	// under /tmp (a fresh clone), which the tmpfs hides.
+	script := fmt.Sprintf("mount --bind %s /mnt && mount -t tmpfs tmpfs /tmp && exec %s -cp /mnt Service 120 %s",
+		filepath.Join(jvmtest.Root(), "build", "java"), java, marker)
 	cmd := exec.Command("unshare", "--pid", "--mount", "--fork", "--mount-proc", "sh", "-c", script)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	r := bufio.NewReader(stdout)
 	line, err := r.ReadString('\n')
-	require.NoError(t, err)
+	require.NoError(t, err, "the namespaced JVM: %s", stderr.String())
 	require.True(t, strings.HasPrefix(line, "ready "), line)
 	go io.Copy(io.Discard, r)
 	var hostPID int
