@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -331,15 +332,18 @@ func profileContainer(t *testing.T, java string) {
 	script := fmt.Sprintf("mount --bind %s /mnt && mount -t tmpfs tmpfs /tmp && exec %s -cp /mnt Service 120 %s",
 		filepath.Join(jvmtest.Root(), "build", "java"), java, marker)
 	cmd := exec.Command("unshare", "--pid", "--mount", "--fork", "--mount-proc", "sh", "-c", script)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	var nsErr strings.Builder
+	cmd.Stderr = &nsErr
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
+	// Its own process group: the JVM (the namespace's init) is killed
+	// with unshare, not left to run out its time.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
 	r := bufio.NewReader(stdout)
 	line, err := r.ReadString('\n')
-	require.NoError(t, err, "the namespaced JVM: %s", stderr.String())
+	require.NoError(t, err, "the namespaced JVM: %s", nsErr.String())
 	require.True(t, strings.HasPrefix(line, "ready "), line)
 	go io.Copy(io.Discard, r)
 	var hostPID int
