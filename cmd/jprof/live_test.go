@@ -80,7 +80,10 @@ func leafTotals(t *testing.T, path string) map[string]uint64 {
 // checkHot: Service.hot holds the most time of the program's methods.
 // Sampled after an attach, the code the JIT compiled before it tells its
 // inlined methods apart at safepoints only (DebugNonSafepoints was off):
-// Service.hot's samples may then land on Service.unit, which inlined it.
+// Service.hot's samples may then land on any caller it was inlined into
+// (unit, and the loops of work and main), so a sampled profile must show
+// hot for a large share and well above warm, the decoy, rather than on
+// top.
 func checkHot(t *testing.T, path string, sampled bool) {
 	t.Helper()
 	tot := leafTotals(t, path)
@@ -90,12 +93,20 @@ func checkHot(t *testing.T, path string, sampled bool) {
 	}
 	// The program's own methods (wall time also counts the JVM's
 	// waiting threads).
-	for f := range tot {
+	var all float64
+	for f, v := range tot {
 		if !strings.HasPrefix(f, "Service.") {
 			delete(tot, f)
+			continue
 		}
+		all += float64(v)
 	}
 	hot, warm := tot["Service.hot(long)"], tot["Service.warm(long)"]
+	if sampled {
+		assert.Greater(t, hot, 4*warm, "Service.hot must outweigh Service.warm: %v", tot)
+		assert.Greater(t, float64(hot), all/4, "Service.hot's share of the program's samples: %v", tot)
+		return
+	}
 	assert.Greater(t, hot, warm, "Service.hot must outweigh Service.warm: %v", tot)
 	var top string
 	for f, v := range tot {
