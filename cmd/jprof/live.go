@@ -185,8 +185,7 @@ func stopAndWrite(lt *liveTarget, since time.Time, out string, timeout time.Dura
 		return endErr
 	}
 	if !strings.HasPrefix(path, "/") {
-		// A Noop: nothing collected.
-		return fmt.Errorf("pid %d: %s", lt.t.PID, path)
+		return nothingWritten(lt, path)
 	}
 	return writeOutput(lt, path, out, stdout, stderr)
 }
@@ -235,7 +234,7 @@ func liveFlush(args []string, stdout io.Writer) error {
 		return err
 	}
 	if !strings.HasPrefix(path, "/") {
-		return fmt.Errorf("pid %d: %s", lt.t.PID, path)
+		return nothingWritten(lt, path)
 	}
 	return writeOutput(lt, path, *lf.out, stdout, warnings)
 }
@@ -254,4 +253,13 @@ func liveStatus(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintln(stdout, st)
 	return nil
+}
+
+// nothingWritten is the agent's answer when it had nothing to write (a
+// reply that is not a file), in jprof's words: its "send start" is
+// rtdriver's.
+func nothingWritten(lt *liveTarget, reply string) error {
+	reply = strings.ReplaceAll(reply, "(not collecting: send start)",
+		"(not collecting: jprof start begins, or another command ended the profile)")
+	return fmt.Errorf("pid %d: %s", lt.t.PID, reply)
 }
