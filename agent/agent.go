@@ -149,7 +149,14 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string, live bool) (*agent, 
 	}
 	cfg := jvmti.Config{Start: start, Calibrate: opts.Calibrate, LogGen: opts.genMode(),
 		JIT: opts.JitA2N || opts.PerfMap, MaxMethods: opts.MaxMethods, EagerThreads: opts.ThreadInfo,
-		VThreads: opts.VThreads, Sample: opts.Sample, Alloc: opts.Alloc, Lock: opts.Lock, Live: live}
+		VThreads: opts.VThreads, Sample: opts.Sample, Alloc: opts.Alloc, Lock: opts.Lock, Live: live,
+		Note: func(msg string) {
+			if m, ok := strings.CutPrefix(msg, "info: "); ok {
+				a.log.Info(m)
+				return
+			}
+			a.log.Warn(msg)
+		}}
 	a.source = jvmti.MethodEvents{}
 	if opts.Roots != "" && !opts.BCI && opts.Sample == nil {
 		cfg.Roots = opts.Roots
@@ -165,14 +172,7 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string, live bool) (*agent, 
 	case opts.BCI:
 		a.source = jvmti.BCI{}
 		cfg.BCI = &jvmti.BCIConfig{Include: opts.Include, Exclude: opts.Exclude, Roots: opts.Roots,
-			AllMethods: opts.AllMethods, Natives: true,
-			Note: func(msg string) {
-				if m, ok := strings.CutPrefix(msg, "info: "); ok {
-					a.log.Info(m)
-					return
-				}
-				a.log.Warn(msg)
-			}}
+			AllMethods: opts.AllMethods, Natives: true}
 	}
 	engine.SetLateRead(opts.LateRead)
 	if err := jvmti.Setup(vm, a, cfg); err != nil {

@@ -48,9 +48,12 @@ func (a *agent) lockHeader(p *reports.Profile) {
 	}
 	st := jvmti.ReadLockStats()
 	p.Notes = append(p.Notes,
-		fmt.Sprintf("Lock waits (LOCK=%s): threads blocked entering a contended monitor (leaf \"lock <class>\") or waiting in Object.wait (leaf \"wait <class>\") for at least %s, from JVMTI's monitor events, with the stack where the wait ended", a.opts.Lock.Threshold, a.opts.Lock.Threshold),
+		fmt.Sprintf("Lock waits (LOCK=%s): threads blocked entering a contended monitor (leaf \"lock <class>\"), waiting in Object.wait (leaf \"wait <class>\") or parked by java.util.concurrent (LockSupport.park, leaf \"park <blocker's class>\", e.g. a ReentrantLock's Sync) for at least %s, with the stack where the wait ended", a.opts.Lock.Threshold, a.opts.Lock.Threshold),
 		"CALLS = waits with this context on the stack; DELAY and CONTENTIONS = the time the waits with this context on top lasted (ns) and how many there were",
-		fmt.Sprintf("Lock waits since the start: entering %d (%d recorded, %s in all), Object.wait %d (%d recorded, %s in all)",
-			st.Events[0], st.Recorded[0], st.Delay[0].Round(time.Microsecond), st.Events[1], st.Recorded[1], st.Delay[1].Round(time.Microsecond)),
-		"java.util.concurrent's locks (ReentrantLock and the like) park their threads, which JVMTI does not report: their waits are not here")
+		fmt.Sprintf("Lock waits since the start: entering %d (%d recorded, %s in all), Object.wait %d (%d recorded, %s in all), parked %d (%d recorded, %s in all)",
+			st.Events[0], st.Recorded[0], st.Delay[0].Round(time.Microsecond), st.Events[1], st.Recorded[1], st.Delay[1].Round(time.Microsecond),
+			st.Events[2], st.Recorded[2], st.Delay[2].Round(time.Microsecond)))
+	if st.Park < 0 {
+		p.Notes = append(p.Notes, "LockSupport could not be rewritten (log-msg says why): java.util.concurrent's waits (ReentrantLock and the like) are not here")
+	}
 }

@@ -334,6 +334,12 @@ func (a *agent) Status() string {
 		// after a stop, not after a detach.
 		line += fmt.Sprintf(" instrumenting=%v idle-probe-calls=%d", b.Instrumenting(), b.Stats().IdleCalls)
 	}
+	if _, ok := a.source.(jvmti.Locks); ok {
+		// LockSupport rewritten (collecting or stopped) or as it was
+		// (before the first start, after a detach).
+		park := map[int]string{1: "rewritten", 0: "original", -1: "unavailable"}[jvmti.ReadLockStats().Park]
+		line += " locksupport=" + park
+	}
 	return line
 }
 

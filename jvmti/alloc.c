@@ -71,7 +71,7 @@ static void JNICALL cb_sampled_alloc(jvmtiEnv *jvmti, JNIEnv *jni, jthread threa
 	if (jp_estack_random(e) < objs - whole)
 		whole += 1;
 	uint64_t w[2] = { (uint64_t)llround(s / p), (uint64_t)whole };
-	jp_estack_record(jvmti, e, jp_estack_leaf(jvmti, klass, ""), w, 2);
+	jp_estack_record(jvmti, e, jp_estack_leaf(jvmti, klass, ""), 0, w, 2);
 	__atomic_add_fetch(&ja.st.samples, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&ja.st.sampled_bytes, (uint64_t)size, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&ja.st.weight_bytes, w[0], __ATOMIC_RELAXED);

@@ -48,7 +48,6 @@
 
 #include "bci.h"
 
-extern void jpGoBCINote(char *msg);
 struct jp_bci_state bci;
 __thread int bci_busy;
 pthread_mutex_t bci_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -310,7 +309,7 @@ static void JNICALL bci_note(JNIEnv *env, jclass c, jstring msg)
 	const char *s = (*env)->GetStringUTFChars(env, msg, NULL);
 	if (s == NULL)
 		return;
-	jpGoBCINote((char *)s);
+	jp_notef("%s", s);
 	(*env)->ReleaseStringUTFChars(env, msg, s);
 }
 
@@ -336,16 +335,6 @@ static void JNICALL bci_retransform_natives(JNIEnv *env, jclass c, jobjectArray 
 {
 	(void)c;
 	bci_retransform_named(env, names);
-}
-
-void bci_notef(const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	jpGoBCINote(buf);
 }
 
 /*
@@ -384,9 +373,9 @@ static void bci_keep_out_of_c2(JNIEnv *jni)
 		unlink(path);
 	}
 	if (why != NULL)
-		bci_notef("BCI: %s: the agent's transformer may be compiled by C2 (more JIT work while classes load)", why);
+		jp_notef("BCI: %s: the agent's transformer may be compiled by C2 (more JIT work while classes load)", why);
 	else
-		bci_notef("info: BCI: the agent's transformer classes are kept out of C2 (a compiler directive), so that rewriting classes costs the program little JIT time");
+		jp_notef("info: BCI: the agent's transformer classes are kept out of C2 (a compiler directive), so that rewriting classes costs the program little JIT time");
 }
 
 /* jp_bci_vm_init sets the Java side up (VM init, on the main thread) and,
@@ -419,7 +408,7 @@ static void bci_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 		(*jni)->ExceptionDescribe(jni);
 		(*jni)->ExceptionClear(jni);
 		bci_busy = 0;
-		bci_notef("BCI: the agent's Java classes could not be loaded: nothing is instrumented");
+		jp_notef("BCI: the agent's Java classes could not be loaded: nothing is instrumented");
 		fprintf(stderr, "libjprof: BCI: the agent's Java classes could not be loaded: nothing is instrumented\n");
 		return;
 	}
@@ -428,7 +417,7 @@ static void bci_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 	bci.f_rooted = bci.probe ? (*jni)->GetStaticFieldID(jni, p, "rooted", "I") : NULL;
 	if (bci.f_rooted == NULL) { /* a jar from another build */
 		(*jni)->ExceptionClear(jni);
-		bci_notef("BCI: Probe.rooted not found (jprof-bci.jar does not match libjprof.so): with ROOTS, only the roots are seen");
+		jp_notef("BCI: Probe.rooted not found (jprof-bci.jar does not match libjprof.so): with ROOTS, only the roots are seen");
 	}
 	bci.m_transform = (*jni)->GetStaticMethodID(jni, t, "transform", "(Ljava/lang/ClassLoader;Ljava/lang/String;Z[BI)[B");
 	bci.m_sizes = (*jni)->GetStaticMethodID(jni, t, "sizes", "()[J");
@@ -448,7 +437,7 @@ static void bci_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 		(*jni)->ExceptionDescribe(jni);
 		(*jni)->ExceptionClear(jni);
 		bci_busy = 0;
-		bci_notef("BCI: the transformer could not be set up: nothing is instrumented");
+		jp_notef("BCI: the transformer could not be set up: nothing is instrumented");
 		return;
 	}
 	bci_busy = 0;

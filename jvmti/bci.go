@@ -8,7 +8,6 @@ import "C"
 
 import (
 	"fmt"
-	"sync"
 	"time"
 	"unsafe"
 )
@@ -29,25 +28,13 @@ type BCIConfig struct {
 	// method prefix); classes loaded before collection starts and, with
 	// ROOTS, every class keep their natives unseen.
 	Natives bool
-	// Note receives what log-msg should say: classes or methods left as
-	// they were, and why (a warning), or, prefixed "info: ", what was
-	// done. Called from Java threads; must not block long.
-	Note func(string)
 }
-
-var (
-	bciNoteMu sync.Mutex
-	bciNote   func(string)
-)
 
 func configureBCI(c *BCIConfig) error {
 	ci, ce, cr := C.CString(c.Include), C.CString(c.Exclude), C.CString(c.Roots)
 	defer C.free(unsafe.Pointer(cr))
 	defer C.free(unsafe.Pointer(ci))
 	defer C.free(unsafe.Pointer(ce))
-	bciNoteMu.Lock()
-	bciNote = c.Note
-	bciNoteMu.Unlock()
 	var errbuf [256]C.char
 	var flags C.int
 	if c.AllMethods {
@@ -60,17 +47,6 @@ func configureBCI(c *BCIConfig) error {
 		return fmt.Errorf("%s", C.GoString(&errbuf[0]))
 	}
 	return nil
-}
-
-//export jpGoBCINote
-func jpGoBCINote(msg *C.char) {
-	s := C.GoString(msg)
-	bciNoteMu.Lock()
-	f := bciNote
-	bciNoteMu.Unlock()
-	if f != nil {
-		f(s)
-	}
 }
 
 // BCI is the bytecode-instrumentation source. Start instruments (the

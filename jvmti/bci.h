@@ -62,8 +62,6 @@ extern __thread int bci_busy;
 /* Orders starting, retransformation and VM death. */
 extern pthread_mutex_t bci_lock;
 
-/* bci_notef says something in log-msg. */
-void bci_notef(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* bci_env is the calling thread's JNIEnv, NULL if it is not attached. */
 JNIEnv *bci_env(void);
 /* bci_retransform retransforms every loaded class the transformer wants

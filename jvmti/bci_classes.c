@@ -15,29 +15,39 @@
 
 #include "bci.h"
 
-/* jp_bci_configure is called by Go before jp_vm_setup: the source's jar
- * (found beside this library), package filters and roots. */
-int jp_bci_configure(const char *include, const char *exclude, const char *roots, int flags, char *err, int errlen)
+/* jp_agent_jar is the path of jprof-bci.jar beside libjprof.so (the
+ * agent's Java classes, for BCI and LOCK), malloc'd; NULL with err. */
+char *jp_agent_jar(const char *who, char *err, int errlen)
 {
 	Dl_info di;
-	if (dladdr((void *)jp_bci_configure, &di) == 0 || di.dli_fname == NULL) {
-		snprintf(err, errlen, "BCI: cannot tell where libjprof.so is");
-		return -1;
+	if (dladdr((void *)jp_agent_jar, &di) == 0 || di.dli_fname == NULL) {
+		snprintf(err, errlen, "%s: cannot tell where libjprof.so is", who);
+		return NULL;
 	}
 	char *so = strdup(di.dli_fname);
 	char *dir = so ? dirname(so) : NULL;
 	char *jar = NULL;
 	if (dir == NULL || asprintf(&jar, "%s/jprof-bci.jar", dir) < 0) {
 		free(so);
-		snprintf(err, errlen, "BCI: no memory");
-		return -1;
+		snprintf(err, errlen, "%s: no memory", who);
+		return NULL;
 	}
 	free(so);
 	if (access(jar, R_OK) != 0) {
-		snprintf(err, errlen, "BCI: %s not found (make agent builds it beside libjprof.so)", jar);
+		snprintf(err, errlen, "%s: %s not found (make agent builds it beside libjprof.so)", who, jar);
 		free(jar);
-		return -1;
+		return NULL;
 	}
+	return jar;
+}
+
+/* jp_bci_configure is called by Go before jp_vm_setup: the source's jar
+ * (found beside this library), package filters and roots. */
+int jp_bci_configure(const char *include, const char *exclude, const char *roots, int flags, char *err, int errlen)
+{
+	char *jar = jp_agent_jar("BCI", err, errlen);
+	if (jar == NULL)
+		return -1;
 	bci.jar = jar;
 	bci.include = strdup(include);
 	bci.exclude = strdup(exclude);
@@ -145,7 +155,7 @@ void JNICALL jp_bci_class_file_load(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefin
 		(*jni)->ExceptionClear(jni);
 		out = NULL;
 		__atomic_add_fetch(&bci.failed, 1, __ATOMIC_RELAXED);
-		bci_notef("BCI: class %s left as it was: the transformer threw", name);
+		jp_notef("BCI: class %s left as it was: the transformer threw", name);
 	}
 	if (out != NULL) {
 		jint n = (*jni)->GetArrayLength(jni, out);
@@ -192,7 +202,7 @@ static void bci_retransform_list(JNIEnv *jni, jclass *want, jint nw)
 			if (e != JVMTI_ERROR_NONE) {
 				char *sig = NULL;
 				(*jvmti)->GetClassSignature(jvmti, want[j], &sig, NULL);
-				bci_notef("BCI: class %s left as it was: RetransformClasses: JVMTI error %d",
+				jp_notef("BCI: class %s left as it was: RetransformClasses: JVMTI error %d",
 					  sig ? sig : "?", (int)e);
 				__atomic_add_fetch(&bci.failed, 1, __ATOMIC_RELAXED);
 				if (sig)
@@ -270,7 +280,7 @@ void bci_retransform(JNIEnv *jni)
 	jint n = 0;
 	jclass *classes = NULL;
 	if ((*jvmti)->GetLoadedClasses(jvmti, &n, &classes) != JVMTI_ERROR_NONE) {
-		bci_notef("BCI: GetLoadedClasses failed: loaded classes not instrumented");
+		jp_notef("BCI: GetLoadedClasses failed: loaded classes not instrumented");
 		return;
 	}
 	jclass *want = calloc(n > 0 ? n : 1, sizeof(jclass));
@@ -332,7 +342,7 @@ int bci_detach(char *err, int errlen)
 		bci_retransform(jni);
 		uint64_t left = __atomic_load_n(&bci.failed, __ATOMIC_RELAXED) - failed;
 		if (left > 0)
-			bci_notef("BCI: detach: %llu classes keep their instrumentation (their probes return at once)",
+			jp_notef("BCI: detach: %llu classes keep their instrumentation (their probes return at once)",
 				  (unsigned long long)left);
 	}
 	bci.instrumenting = 0;

@@ -4,6 +4,7 @@
  * asks for (system properties, GC, attaching a thread).
  */
 #define _GNU_SOURCE
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@ jp_vm jpvm;
 
 extern void jpGoVMInit(uintptr_t h);
 extern void jpGoVMDeath(uintptr_t h);
+extern void jpGoNote(char *msg);
 
 /* With THREADINFO every thread gets its record at start, so that
  * log-jtnm lists threads that never ran a collected method. */
@@ -228,4 +230,14 @@ int jp_vm_detach(char *err, int errlen)
 		return -1;
 	}
 	return jpvm.src->detach != NULL ? jpvm.src->detach(err, errlen) : 0;
+}
+
+void jp_notef(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	jpGoNote(buf);
 }

@@ -175,7 +175,9 @@ uint32_t jp_estack_leaf(jvmtiEnv *jvmti, jclass klass, const char *prefix)
 	char *sig = NULL;
 	char name[600];
 	size_t pl = (size_t)snprintf(name, sizeof name, "%s", prefix);
-	if (klass != NULL && (*jvmti)->GetClassSignature(jvmti, klass, &sig, NULL) == JVMTI_ERROR_NONE && sig != NULL) {
+	if (klass == NULL) {
+		snprintf(name + pl, sizeof name - pl, "<none>");
+	} else if ((*jvmti)->GetClassSignature(jvmti, klass, &sig, NULL) == JVMTI_ERROR_NONE && sig != NULL) {
 		es_class_name(sig, name + pl, sizeof name - pl);
 		(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
 	} else {
@@ -184,10 +186,10 @@ uint32_t jp_estack_leaf(jvmtiEnv *jvmti, jclass klass, const char *prefix)
 	return es_leaf_handle(name);
 }
 
-void jp_estack_record(jvmtiEnv *jvmti, jp_estack *e, uint32_t leaf, const uint64_t *w, int nw)
+void jp_estack_record(jvmtiEnv *jvmti, jp_estack *e, uint32_t leaf, int skip, const uint64_t *w, int nw)
 {
 	jint n = 0;
-	if ((*jvmti)->GetStackTrace(jvmti, NULL, 0, (jint)es.depth, e->frames, &n) != JVMTI_ERROR_NONE)
+	if ((*jvmti)->GetStackTrace(jvmti, NULL, skip, (jint)es.depth, e->frames, &n) != JVMTI_ERROR_NONE)
 		n = 0;
 	e->path[0] = leaf;
 	for (jint i = 0; i < n; i++)

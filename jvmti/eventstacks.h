@@ -20,7 +20,7 @@ typedef struct jp_estack {
 	jvmtiFrameInfo *frames; /* [depth] */
 	uint32_t *path;         /* [depth + 1]: the leaf, then the frames, top first */
 	uint64_t rng;           /* xorshift state, for rounding at random */
-	uint64_t t0[2];         /* LOCK: when the thread began to wait (enter, wait) */
+	uint64_t t0[2];         /* LOCK: when the thread began to wait (enter, Object.wait) */
 	uint64_t events;        /* events recorded */
 	jp_pcct pcct;
 } jp_estack;
@@ -33,11 +33,12 @@ void jp_estacks_setup(void);
  * NULL without memory. */
 jp_estack *jp_estack_self(jvmtiEnv *jvmti, jthread thread);
 /* jp_estack_leaf is the handle of the leaf frame "<prefix><class>" for a
- * class signature (java.lang.String, int[]), registered at first use. */
+ * class signature (java.lang.String, int[]), registered at first use;
+ * klass NULL: "<prefix><none>". */
 uint32_t jp_estack_leaf(jvmtiEnv *jvmti, jclass klass, const char *prefix);
-/* jp_estack_record adds the calling thread's stack under leaf, with
- * weights w[0..nw). */
-void jp_estack_record(jvmtiEnv *jvmti, jp_estack *e, uint32_t leaf, const uint64_t *w, int nw);
+/* jp_estack_record adds the calling thread's stack, but for its top skip
+ * frames, under leaf, with weights w[0..nw). */
+void jp_estack_record(jvmtiEnv *jvmti, jp_estack *e, uint32_t leaf, int skip, const uint64_t *w, int nw);
 /* jp_estack_random is a uniform number in [0, 1). */
 double jp_estack_random(jp_estack *e);
 /* A source's JVMTI events, switched with collection (jp_collect) under

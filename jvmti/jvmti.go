@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/cgo"
+	"sync"
 	"unsafe"
 
 	_ "github.com/libjprof/libjprof/engine" // the C engine the sources feed
@@ -67,6 +68,27 @@ type Config struct {
 	// one of these root methods, in the normalized form of agent/roots.go
 	// ("a.B.m+c.D.*").
 	Roots string
+	// Note receives what log-msg should say from the sources: classes or
+	// methods left as they were, and why (a warning), or, prefixed
+	// "info: ", what was done. Called from Java threads; must not block
+	// long.
+	Note func(string)
+}
+
+var (
+	noteMu sync.Mutex
+	note   func(string)
+)
+
+//export jpGoNote
+func jpGoNote(msg *C.char) {
+	s := C.GoString(msg)
+	noteMu.Lock()
+	f := note
+	noteMu.Unlock()
+	if f != nil {
+		f(s)
+	}
 }
 
 // Setup attaches the agent to the JVM: JVMTI environment, capabilities,
@@ -80,6 +102,9 @@ func Setup(vm unsafe.Pointer, h Handler, c Config) error {
 		return fmt.Errorf("jvmti setup: method limit %d out of range", c.MaxMethods)
 	}
 	C.jp_vt_track = cbool(c.VThreads)
+	noteMu.Lock()
+	note = c.Note
+	noteMu.Unlock()
 	if c.Sample != nil && c.BCI != nil {
 		handle.Delete()
 		return fmt.Errorf("jvmti setup: one event source at a time: sampling or bytecode instrumentation")

@@ -86,8 +86,10 @@ int jp_alloc_set(int on);
 /* The lock source (lock.c): [0] entering contended monitors, [1]
  * Object.wait; events seen, recorded (at or above the threshold) and
  * their delays. */
+/* [0] entering contended monitors, [1] Object.wait, [2] LockSupport.park. */
 typedef struct jp_lock_stats {
-	uint64_t events[2], recorded[2], delay_ns[2];
+	uint64_t events[3], recorded[3], delay_ns[3];
+	int park; /* 1: LockSupport is rewritten; 0 not (yet); < 0 it cannot be */
 } jp_lock_stats;
 extern const jp_source jp_lock;
 int jp_lock_configure(uint64_t threshold_ns, uint32_t max_nodes, uint32_t depth, char *err, int errlen);
@@ -215,6 +217,12 @@ extern const jp_source jp_bci;
  * methods too; wrap native methods. */
 #define JP_BCI_ALL_METHODS 1
 #define JP_BCI_NATIVES 2
+/* jp_notef says something in log-msg: a warning, or with the prefix
+ * "info: " what was done (Config.Note). */
+void jp_notef(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* jp_agent_jar is jprof-bci.jar's path beside libjprof.so (malloc'd), or
+ * NULL with err (who names the option that needs it). */
+char *jp_agent_jar(const char *who, char *err, int errlen);
 int jp_bci_configure(const char *include, const char *exclude, const char *roots, int flags, char *err, int errlen);
 int jp_bci_roots(const char *roots, char *err, int errlen);
 int jp_bci_set(int on);

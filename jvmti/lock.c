@@ -9,29 +9,29 @@
  * base[0] is the delay (ns), base[1] the contentions.
  *
  * java.util.concurrent's locks park their threads (LockSupport.park), of
- * which JVMTI says nothing: they are not seen here.
+ * which JVMTI says nothing. So LockSupport is rewritten (park.c, with the
+ * agent's Java class libjprof.bci.Park) to report each park's duration
+ * and blocker, recorded as the waits above with the leaf "park <class>"
+ * (for a ReentrantLock, its Sync).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
 #include <time.h>
 
-#include "eventstacks.h"
+#include "lock.h"
 
-static struct {
-	uint64_t threshold_ns;
-	jp_lock_stats st;
-} jl;
+struct jp_lock_state jl = { .park_mu = PTHREAD_MUTEX_INITIALIZER };
 
-static jp_estack_events jl_events; /* defined below, with its events */
+jp_estack_events jl_events; /* defined below, with its events */
 
 const jp_source jp_lock = { "lock-events", jp_mid_resolve };
-
-enum { JL_ENTER = 0, JL_WAIT = 1 };
 
 int jp_lock_configure(uint64_t threshold_ns, uint32_t max_nodes, uint32_t depth, char *err, int errlen)
 {
 	if (jp_estacks_configure(max_nodes, depth, err, errlen) != 0)
+		return -1;
+	if ((jl.jar = jp_agent_jar("LOCK", err, errlen)) == NULL)
 		return -1;
 	jl.threshold_ns = threshold_ns;
 	jpvm.lock = 1;
@@ -47,6 +47,25 @@ static void jl_begin(jvmtiEnv *jvmti, jthread thread, int what)
 		e->t0[what] = jp_mono_ns();
 }
 
+/* jl_record counts a wait of d ns and records it with the thread's stack
+ * (but its top skip frames) if it reached the threshold. */
+void jl_record(jvmtiEnv *jvmti, JNIEnv *jni, jp_estack *e, jobject object, int what, uint64_t d, int skip)
+{
+	static const char *const leaf[] = { "lock ", "wait ", "park " };
+	__atomic_add_fetch(&jl.st.events[what], 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&jl.st.delay_ns[what], d, __ATOMIC_RELAXED);
+	if (d < jl.threshold_ns)
+		return;
+	if (e == NULL && (e = jp_estack_self(jvmti, NULL)) == NULL)
+		return;
+	jclass k = object != NULL ? (*jni)->GetObjectClass(jni, object) : NULL;
+	uint64_t w[2] = { d, 1 };
+	jp_estack_record(jvmti, e, jp_estack_leaf(jvmti, k, leaf[what]), skip, w, 2);
+	if (k != NULL)
+		(*jni)->DeleteLocalRef(jni, k);
+	__atomic_add_fetch(&jl.st.recorded[what], 1, __ATOMIC_RELAXED);
+}
+
 static void jl_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jobject object, int what)
 {
 	jp_estack *e = jp_estack_self(jvmti, thread);
@@ -54,18 +73,8 @@ static void jl_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jobject object,
 		return;
 	uint64_t d = jp_mono_ns() - e->t0[what];
 	e->t0[what] = 0;
-	if (!jl_events.on)
-		return;
-	__atomic_add_fetch(&jl.st.events[what], 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&jl.st.delay_ns[what], d, __ATOMIC_RELAXED);
-	if (d < jl.threshold_ns)
-		return;
-	jclass k = object != NULL ? (*jni)->GetObjectClass(jni, object) : NULL;
-	uint64_t w[2] = { d, 1 };
-	jp_estack_record(jvmti, e, jp_estack_leaf(jvmti, k, what == JL_ENTER ? "lock " : "wait "), w, 2);
-	if (k != NULL)
-		(*jni)->DeleteLocalRef(jni, k);
-	__atomic_add_fetch(&jl.st.recorded[what], 1, __ATOMIC_RELAXED);
+	if (jl_events.on)
+		jl_record(jvmti, jni, e, object, what, d, 0);
 }
 
 static void JNICALL cb_contended_enter(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jobject object)
@@ -106,17 +115,23 @@ static int jl_setup(jvmtiEnv *jvmti, jvmtiCapabilities *caps, jvmtiEventCallback
 	cb->MonitorContendedEntered = cb_contended_entered;
 	cb->MonitorWait = cb_wait;
 	cb->MonitorWaited = cb_waited;
+	jl_park_setup(caps, cb);
 	jp_estacks_setup();
 	return 0;
 }
 
 static const jvmtiEvent jl_evs[] = { JVMTI_EVENT_MONITOR_CONTENDED_ENTER, JVMTI_EVENT_MONITOR_CONTENDED_ENTERED,
 				     JVMTI_EVENT_MONITOR_WAIT, JVMTI_EVENT_MONITOR_WAITED };
-static jp_estack_events jl_events = { .lock = PTHREAD_MUTEX_INITIALIZER, .evs = jl_evs, .n = 4 };
+jp_estack_events jl_events = { .lock = PTHREAD_MUTEX_INITIALIZER, .evs = jl_evs, .n = 4 };
 
+/* LockSupport is rewritten when collection first starts and stays so
+ * (off, its calls return at once) until a detach. */
 int jp_lock_set(int on)
 {
-	return jp_estack_switch(&jl_events, on);
+	int rc = jp_estack_switch(&jl_events, on);
+	if (rc == 0 && on)
+		jl_park_install();
+	return rc;
 }
 
 static void jl_die(void)
@@ -126,17 +141,21 @@ static void jl_die(void)
 
 void jp_lock_stats_read(jp_lock_stats *out)
 {
-	for (int i = 0; i < 2; i++) {
+	out->park = __atomic_load_n(&jl.park_state, __ATOMIC_RELAXED);
+	for (int i = 0; i < 3; i++) {
 		out->events[i] = __atomic_load_n(&jl.st.events[i], __ATOMIC_RELAXED);
 		out->recorded[i] = __atomic_load_n(&jl.st.recorded[i], __ATOMIC_RELAXED);
 		out->delay_ns[i] = __atomic_load_n(&jl.st.delay_ns[i], __ATOMIC_RELAXED);
 	}
 }
 
-/* Events off at stop: nothing is left in the program to take out. */
+/* Events off at stop; LockSupport gets its own bytes back at a detach. */
 const jp_source_ops jp_lock_ops = {
 	.engine = &jp_lock,
 	.setup = jl_setup,
+	.enable = jl_park_enable,
+	.vm_init = jl_park_vm_init,
+	.detach = jl_park_detach,
 	.set = jp_lock_set,
 	.thread_start = jp_thread_start_record,
 	.thread_end = jp_estack_thread_end,

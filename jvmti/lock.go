@@ -40,7 +40,7 @@ func (Locks) Start() error { return setLock(true) }
 // Stop turns them off.
 func (Locks) Stop() error { return setLock(false) }
 
-// Detach is Stop: the events are off, nothing else is in the program.
+// Detach stops and gives LockSupport its own bytes back.
 func (Locks) Detach() error { return detach() }
 
 func setLock(on bool) error {
@@ -54,10 +54,12 @@ func setLock(on bool) error {
 }
 
 // LockStats are the lock source's counters: [0] entering contended
-// monitors, [1] Object.wait.
+// monitors, [1] Object.wait, [2] LockSupport.park. Park is 1 while
+// LockSupport is rewritten, 0 before, -1 if it cannot be.
 type LockStats struct {
-	Events, Recorded [2]uint64
-	Delay            [2]time.Duration
+	Events, Recorded [3]uint64
+	Delay            [3]time.Duration
+	Park             int
 }
 
 // ReadLockStats reads them.
@@ -65,7 +67,8 @@ func ReadLockStats() LockStats {
 	var st C.jp_lock_stats
 	C.jp_lock_stats_read(&st)
 	var s LockStats
-	for i := range 2 {
+	s.Park = int(st.park)
+	for i := range 3 {
 		s.Events[i], s.Recorded[i], s.Delay[i] = uint64(st.events[i]), uint64(st.recorded[i]), time.Duration(st.delay_ns[i])
 	}
 	return s

@@ -412,8 +412,9 @@ func TestProfileAlloc(t *testing.T) {
 	}
 }
 
-// TestProfileLock: -e lock on a running JVM finds the contended monitor
-// and the Object.wait where the program waits.
+// TestProfileLock: -e lock on a running JVM finds the contended monitor,
+// the contended ReentrantLock and the Object.wait where the program
+// waits.
 func TestProfileLock(t *testing.T) {
 	for _, jdk := range jvmtest.JDKs() {
 		t.Run(jdk.Name, func(t *testing.T) {
@@ -426,6 +427,9 @@ func TestProfileLock(t *testing.T) {
 			require.NoError(t, err)
 			assert.Regexp(t, `(?m);LockSites\.contend\(\);O:lock java\.lang\.Object [1-9][0-9]*$`, string(b))
 			assert.Regexp(t, `(?m);LockSites\.await\(\);.*O:wait java\.lang\.Object [1-9][0-9]*$`, string(b))
+			assert.Regexp(t, `(?m);LockSites\.contendLock\(\);java\.util\.concurrent\.locks\.ReentrantLock\.lock\(\);.*O:park java\.util\.concurrent\.locks\.ReentrantLock\$NonfairSync [1-9][0-9]*$`, string(b))
+			// The detach gave LockSupport its own bytes back.
+			assert.Equal(t, "original", statusField(status(t, p.Result().PID), "locksupport"))
 		})
 	}
 }

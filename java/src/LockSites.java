@@ -1,15 +1,20 @@
-// LockSites: a known contended monitor and a known Object.wait, for the
-// lock profile's tests. Three threads take turns on one monitor in
-// contend(), each holding it 2 ms at a time, 40 times; one thread waits
-// in await() on another object 20 times, notified every 10 ms. Each
-// measures its own time to get the monitor, and in wait(), with
-// System.nanoTime, and the program prints the sums at the end:
-// "enter_ns=N wait_ns=N". With an argument it prints "ready <pid>" and
-// does it again and again until killed.
+import java.util.concurrent.locks.ReentrantLock;
+
+// LockSites: a known contended monitor, a known contended ReentrantLock
+// and a known Object.wait, for the lock profile's tests. Three threads
+// take turns on one monitor in contend(), each holding it 2 ms at a
+// time, 40 times; three others do the same with a ReentrantLock in
+// contendLock(); one thread waits in await() on another object 20 times,
+// notified every 10 ms. Each measures its own time to get the monitor or
+// the lock, and in wait(), with System.nanoTime, and the program prints
+// the sums at the end: "enter_ns=N wait_ns=N park_ns=N". With an
+// argument it prints "ready <pid>" and does it again and again until
+// killed.
 public class LockSites {
     static final Object MONITOR = new Object();
     static final Object SIGNAL = new Object();
-    static long enterNs, waitNs;
+    static final ReentrantLock LOCK = new ReentrantLock();
+    static long enterNs, waitNs, parkNs;
     static volatile boolean waiting;
 
     static void contend() throws InterruptedException {
@@ -19,6 +24,20 @@ public class LockSites {
                 long d = System.nanoTime() - t0;
                 enterNs += d;
                 Thread.sleep(2);
+            }
+            Thread.yield();
+        }
+    }
+
+    static void contendLock() throws InterruptedException {
+        for (int i = 0; i < 40; i++) {
+            long t0 = System.nanoTime();
+            LOCK.lock();
+            try {
+                parkNs += System.nanoTime() - t0;
+                Thread.sleep(2);
+            } finally {
+                LOCK.unlock();
             }
             Thread.yield();
         }
@@ -47,15 +66,19 @@ public class LockSites {
     }
 
     static void round() throws Exception {
-        Thread[] ts = new Thread[3];
+        Thread[] ts = new Thread[6];
         for (int i = 0; i < ts.length; i++) {
+            boolean monitor = i < 3;
             ts[i] = new Thread(() -> {
                 try {
-                    contend();
+                    if (monitor)
+                        contend();
+                    else
+                        contendLock();
                 } catch (InterruptedException e) {
                     throw new RuntimeException(e);
                 }
-            }, "contender-" + i);
+            }, (monitor ? "contender-" : "locker-") + i);
             ts[i].start();
         }
         Thread w = new Thread(() -> {
@@ -77,6 +100,6 @@ public class LockSites {
         }
         for (Thread t : ts)
             t.join();
-        System.out.println("enter_ns=" + enterNs + " wait_ns=" + waitNs);
+        System.out.println("enter_ns=" + enterNs + " wait_ns=" + waitNs + " park_ns=" + parkNs);
     }
 }

@@ -242,14 +242,14 @@ public final class Transformer {
     /** The newest class file version ASM 9.4 reads (Java 20). */
     private static final int ASM_MAX_MAJOR = 64;
 
-    private static int major(byte[] bytes) {
+    static int major(byte[] bytes) {
         return ((bytes[6] & 0xff) << 8) | (bytes[7] & 0xff);
     }
 
     /** asmReadable: newer class files (JDK 21+) use nothing ASM 9.4 cannot
      *  carry through (no new constant kinds; unknown attributes are
      *  copied): they are read as the newest version it knows. */
-    private static byte[] asmReadable(byte[] bytes) {
+    static byte[] asmReadable(byte[] bytes) {
         if (major(bytes) <= ASM_MAX_MAJOR)
             return bytes;
         bytes = bytes.clone();
@@ -265,7 +265,12 @@ public final class Transformer {
     private static byte[] rewrite(byte[] bytes, Set<String> skip, ClassLoader loader, int how, boolean wanted, boolean wrap) {
         // The result gets its own version back.
         int major = major(bytes);
-        byte[] out = rewrite0(asmReadable(bytes), skip, loader, how, wanted, wrap);
+        return ownVersion(rewrite0(asmReadable(bytes), skip, loader, how, wanted, wrap), major);
+    }
+
+    /** ownVersion gives a class rewritten from asmReadable's bytes its
+     *  own version (major) back; null stays null. */
+    static byte[] ownVersion(byte[] out, int major) {
         if (out != null && major > ASM_MAX_MAJOR) {
             out[6] = (byte) (major >> 8);
             out[7] = (byte) major;
