@@ -172,7 +172,7 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string, live bool) (*agent, 
 	case opts.BCI:
 		a.source = jvmti.BCI{}
 		cfg.BCI = &jvmti.BCIConfig{Include: opts.Include, Exclude: opts.Exclude, Roots: opts.Roots,
-			AllMethods: opts.AllMethods, Natives: true}
+			AllMethods: opts.AllMethods, Natives: true, JLM: opts.JLM}
 	}
 	engine.SetLateRead(opts.LateRead)
 	if err := jvmti.Setup(vm, a, cfg); err != nil {

@@ -105,6 +105,9 @@ type Options struct {
 	Include, Exclude, Roots string
 	// AllMethods instruments trivial methods too (ALLMETHODS).
 	AllMethods bool
+	// JLM counts, with BCI, every monitor instrumented code takes
+	// (log-jlm): JProf's Java Lock Monitor.
+	JLM bool
 	// LateRead takes a second PTT read at the end of each event
 	// (LATEREAD: JProf's Early/Late Read split) instead of one.
 	LateRead bool
@@ -174,6 +177,7 @@ var optionSpecs = []optionSpec{
 		}
 		return nil
 	}},
+	{name: "JLM", help: "with BCI: also the exact lock monitor, as JProf's JLM: per monitor class and site, takes, recursive and contended ones, hold time, contended and Object.wait time, in log-jlm beside each log-rt (jprof report jlm)", set: boolOpt(func(o *Options) *bool { return &o.JLM })},
 	{name: "ALLMETHODS", help: "with BCI: instrument trivial methods too (default: methods that call nothing, have no loop and at most 35 bytes of bytecode, such as getters and setters, are left out and their time counts in their callers)", set: boolOpt(func(o *Options) *bool { return &o.AllMethods })},
 	{name: "INCLUDE", hasValue: true, help: "with BCI: instrument only classes under these package or class name prefixes, a+b+... (default: all outside java.base)",
 		set: stringOpt(func(o *Options) *string { return &o.Include }, "", "prefixes a+b+...", nil)},
@@ -438,7 +442,7 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 		for _, f := range []struct {
 			name string
 			set  bool
-		}{{"INCLUDE", o.Include != ""}, {"EXCLUDE", o.Exclude != ""}, {"ALLMETHODS", o.AllMethods}} {
+		}{{"INCLUDE", o.Include != ""}, {"EXCLUDE", o.Exclude != ""}, {"ALLMETHODS", o.AllMethods}, {"JLM", o.JLM}} {
 			if f.set {
 				return nil, &OptionError{Option: f.name, Reason: "selects what bytecode instrumentation (BCI, the default source) instruments: not with " + o.sourceName()}
 			}

@@ -11,6 +11,8 @@ import (
 	"github.com/libjprof/libjprof/internal/atomicfile"
 	"github.com/libjprof/libjprof/jvmti"
 	"github.com/libjprof/libjprof/reports"
+
+	"go.uber.org/zap"
 )
 
 // Reports are written straight from the C trees, thread by thread, never
@@ -357,6 +359,18 @@ func (a *agent) writeLogRT(interval bool) (string, *threadSummary, error) {
 	})
 	if err != nil {
 		return "", nil, fmt.Errorf("writing log-rt: %w", err)
+	}
+	if a.opts.JLM {
+		// Over the same span as the log-rt; an interval flush starts the
+		// next span.
+		if jp, err := a.writeJLM(seq, a.interval(end)); err != nil {
+			a.log.Error("log-jlm not written", zap.Error(err))
+		} else {
+			a.log.Info("log-jlm written", zap.String("file", jp))
+			if interval && cut == nil {
+				jvmti.ResetJLM()
+			}
+		}
 	}
 	a.seq = seq
 	a.written = events

@@ -266,6 +266,9 @@ func (a *agent) resetLocked() {
 		a.base = newBaseline(ts, len(a.metrics))
 	})
 	a.written = 0
+	if a.opts.JLM {
+		jvmti.ResetJLM()
+	}
 	a.resetAt = time.Now()
 	a.baseAt, a.baseKind = a.resetAt, reports.CumulativeSinceReset
 	// Threads that have ended can add nothing to a later report.
@@ -332,7 +335,7 @@ func (a *agent) Status() string {
 	if b, ok := a.source.(jvmti.BCI); ok {
 		// Instrumented code that runs while not collecting: it grows
 		// after a stop, not after a detach.
-		line += fmt.Sprintf(" instrumenting=%v idle-probe-calls=%d", b.Instrumenting(), b.Stats().IdleCalls)
+		line += fmt.Sprintf(" instrumenting=%v idle-probe-calls=%d jlm=%s", b.Instrumenting(), b.Stats().IdleCalls, onOff(a.opts.JLM))
 	}
 	if _, ok := a.source.(jvmti.Locks); ok {
 		// LockSupport rewritten (collecting or stopped) or as it was
@@ -465,4 +468,11 @@ func (o *Options) checkControl() *OptionError {
 		return &OptionError{Option: "HOST", Reason: fmt.Sprintf("%s is not loopback: listening beyond this machine needs TOKEN= (only a peer on this machine can be told by its user)", o.Host)}
 	}
 	return nil
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }

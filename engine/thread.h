@@ -45,6 +45,10 @@ typedef struct jp_thread {
 	 * thread takes it along from carrier to carrier. */
 	uint32_t src_frames;
 	uint32_t src_epoch;
+	/* A source's own state of the thread (JLM: the monitors it holds),
+	 * in the record for the same reason; freed by jp.src_state_free with
+	 * the rest of the owner's state. */
+	void *src_state;
 	jp_ptt_thread ptt;
 	jp_ptt_reading last; /* Late Read of the previous event */
 	jp_genbuf *gen;      /* current log-gen buffer, NULL until needed */

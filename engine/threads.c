@@ -63,6 +63,9 @@ static void jp_thread_owned_free(jp_thread *t)
 	t->children.slots = NULL;
 	free(t->seqmap.slots);
 	t->seqmap.slots = NULL;
+	if (t->src_state != NULL && jp.src_state_free != NULL)
+		jp.src_state_free(t->src_state);
+	t->src_state = NULL;
 }
 
 static void jp_thread_free(jp_thread *t)

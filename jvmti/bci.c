@@ -412,6 +412,8 @@ static void bci_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 		fprintf(stderr, "libjprof: BCI: the agent's Java classes could not be loaded: nothing is instrumented\n");
 		return;
 	}
+	if (jp_jlm_vm_init(jni, p) != 0)
+		jp_notef("JLM: the agent's lock probes could not be registered (jprof-bci.jar from another build?): monitors are not counted");
 	bci.transformer = (*jni)->NewGlobalRef(jni, t);
 	bci.probe = (*jni)->NewGlobalRef(jni, p);
 	bci.f_rooted = bci.probe ? (*jni)->GetStaticFieldID(jni, p, "rooted", "I") : NULL;
@@ -505,11 +507,11 @@ static int bci_setup(jvmtiEnv *jvmti, jvmtiCapabilities *caps, jvmtiEventCallbac
 		     int errlen)
 {
 	(void)jvmti;
-	(void)caps;
 	(void)live;
 	(void)err;
 	(void)errlen;
 	cb->ClassFileLoadHook = jp_bci_class_file_load;
+	jp_jlm_setup(caps, cb);
 	return 0;
 }
 

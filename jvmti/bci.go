@@ -8,6 +8,7 @@ import "C"
 
 import (
 	"fmt"
+	"runtime/cgo"
 	"time"
 	"unsafe"
 )
@@ -28,6 +29,8 @@ type BCIConfig struct {
 	// method prefix); classes loaded before collection starts and, with
 	// ROOTS, every class keep their natives unseen.
 	Natives bool
+	// JLM counts the monitors instrumented code takes (jlm.c).
+	JLM bool
 }
 
 func configureBCI(c *BCIConfig) error {
@@ -42,6 +45,9 @@ func configureBCI(c *BCIConfig) error {
 	}
 	if c.Natives {
 		flags |= C.JP_BCI_NATIVES
+	}
+	if c.JLM {
+		flags |= C.JP_BCI_JLM
 	}
 	if C.jp_bci_configure(ci, ce, cr, flags, &errbuf[0], C.int(len(errbuf))) != 0 {
 		return fmt.Errorf("%s", C.GoString(&errbuf[0]))
@@ -161,3 +167,34 @@ func (BCI) Sizes() (BCISizes, bool) {
 	return BCISizes{MethodNames: uint64(v[0]), Classes: uint64(v[1]), Declared: uint64(v[2]), Reached: uint64(v[3]),
 		ClassesForgot: uint64(v[4]), TrivialLeft: uint64(v[5]), NativesWrapped: uint64(v[6])}, true
 }
+
+// JLMRow is one row of the exact lock monitor (JLM): a site where
+// monitors are taken and the class of the monitors' objects.
+type JLMRow struct {
+	Site, Class           string // Class as a JVM signature (Ljava/lang/Object;)
+	Gets, Recursive, Slow uint64
+	Wait, Hold            time.Duration
+	ObjectWaits           uint64
+	ObjectWait            time.Duration
+}
+
+//export jpGoJLMRow
+func jpGoJLMRow(h C.uintptr_t, site, cls *C.char, v *C.uint64_t) {
+	rows := cgo.Handle(h).Value().(*[]JLMRow)
+	x := unsafe.Slice(v, 7)
+	*rows = append(*rows, JLMRow{Site: C.GoString(site), Class: C.GoString(cls),
+		Gets: uint64(x[0]), Recursive: uint64(x[1]), Slow: uint64(x[2]), Wait: time.Duration(x[3]),
+		Hold: time.Duration(x[4]), ObjectWaits: uint64(x[5]), ObjectWait: time.Duration(x[6])})
+}
+
+// ReadJLM reads the exact lock monitor's rows, in the order their sites
+// were first instrumented, and the takes it could not count.
+func ReadJLM() (rows []JLMRow, lost uint64) {
+	h := cgo.NewHandle(&rows)
+	defer h.Delete()
+	C.jp_jlm_read_go(C.uintptr_t(h))
+	return rows, uint64(C.jp_jlm_overflow())
+}
+
+// ResetJLM zeroes the exact lock monitor's counts.
+func ResetJLM() { C.jp_jlm_reset() }

@@ -62,6 +62,11 @@ extern __thread int bci_busy;
 /* Orders starting, retransformation and VM death. */
 extern pthread_mutex_t bci_lock;
 
+/* JLM's parts that BCI calls (jlm.c). */
+int jp_jlm_configure(void);
+void jp_jlm_setup(jvmtiCapabilities *caps, jvmtiEventCallbacks *cb);
+int jp_jlm_vm_init(JNIEnv *jni, jclass probe);
+
 /* bci_env is the calling thread's JNIEnv, NULL if it is not attached. */
 JNIEnv *bci_env(void);
 /* bci_retransform retransforms every loaded class the transformer wants

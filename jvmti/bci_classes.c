@@ -48,6 +48,11 @@ int jp_bci_configure(const char *include, const char *exclude, const char *roots
 	char *jar = jp_agent_jar("BCI", err, errlen);
 	if (jar == NULL)
 		return -1;
+	if ((flags & JP_BCI_JLM) && jp_jlm_configure() != 0) {
+		free(jar);
+		snprintf(err, errlen, "JLM: no memory for its sites");
+		return -1;
+	}
 	bci.jar = jar;
 	bci.include = strdup(include);
 	bci.exclude = strdup(exclude);

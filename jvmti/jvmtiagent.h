@@ -217,6 +217,16 @@ extern const jp_source jp_bci;
  * methods too; wrap native methods. */
 #define JP_BCI_ALL_METHODS 1
 #define JP_BCI_NATIVES 2
+#define JP_BCI_JLM 4
+/* JLM (jlm.c), the exact lock monitor of BCI: jp_jlm_read calls f for
+ * each row (site, class signature, v: gets, recursive, slow, wait ns,
+ * hold ns, Object.waits, Object.wait ns); jp_jlm_reset zeroes them;
+ * jp_jlm_overflow counts takes not counted (sites past the limit). */
+void jp_jlm_read(void (*f)(void *arg, const char *site, const char *cls, const uint64_t *v), void *arg);
+void jp_jlm_read_go(uintptr_t h);
+void jp_jlm_reset(void);
+uint64_t jp_jlm_overflow(void);
+
 /* jp_notef says something in log-msg: a warning, or with the prefix
  * "info: " what was done (Config.Note). */
 void jp_notef(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -31,7 +31,8 @@ var events = []struct {
 	{"wall", "SAMPLE=wall", "asgct-sampling", "sample=wall", "wall-clock time, sampled, running or not (where threads wait)"},
 	{"bci", "BCI,RTARCF", "bci", "mode=RTARCF", "exact calls and calibrated per-method times from bytecode instrumentation (slows\n       call-heavy code several times, tiny recursive methods far more: BENCHMARKS.md)"},
 	{"calls", "BCI,CALLTREE", "bci", "mode=CALLTREE", "exact calls only, from bytecode instrumentation (cheaper than bci)"},
-	{"lock", "LOCK", "lock-events", "mode=LOCK", "time threads wait entering contended monitors (synchronized) and in Object.wait,\n       per calling context, the monitor's class as the leaf"},
+	{"jlm", "BCI,CALLTREE,JLM", "bci", "jlm=on", "exact counts of every monitor instrumented code takes, per site and class: takes,\n       recursive and contended ones, hold and wait times (JProf's JLM), with the exact calls"},
+	{"lock", "LOCK", "lock-events", "mode=LOCK", "time threads wait entering contended monitors (synchronized), in Object.wait and\n       parked by java.util.concurrent, per calling context, the lock's class as the leaf"},
 	{"alloc", "ALLOC", "alloc-sampling", "mode=ALLOC", "allocations, sampled about every 512 KiB a thread allocates: bytes and objects\n       per calling context, the allocated class as the leaf"},
 }
 

@@ -433,3 +433,25 @@ func TestProfileLock(t *testing.T) {
 		})
 	}
 }
+
+// TestProfileJLM: -e jlm on a running JVM writes the lock monitor's
+// report beside the call tree, with the contended monitor's takes, and
+// the detach takes the probes out.
+func TestProfileJLM(t *testing.T) {
+	for _, jdk := range jvmtest.JDKs() {
+		t.Run(jdk.Name, func(t *testing.T) {
+			p := jvmtest.Launch(t, jvmtest.Run{Class: "LockSites", Args: []string{"forever"}, Options: "-", Java: jdk.Java})
+			p.Expect(fmt.Sprintf("ready %d", p.Result().PID))
+			dir := t.TempDir()
+			code, stdout, stderr := jprofBin(t, "profile", "-d", "2s", "-e", "jlm", "-o", filepath.Join(dir, "p.html"), strconv.Itoa(p.Result().PID))
+			require.Equal(t, 0, code, stderr)
+			assert.Contains(t, stdout, "p.jlm.txt (the lock monitor")
+			b, err := os.ReadFile(filepath.Join(dir, "p.jlm.txt"))
+			require.NoError(t, err)
+			// %MISS GETS NONREC SLOW REC ...: three threads take turns on
+			// the monitor, so most takes block.
+			assert.Regexp(t, `(?m)^ +[0-9.]+ +[1-9][0-9]* +[1-9][0-9]* +[1-9][0-9]* +0 .*java\.lang\.Object  LockSites\.contend \(block 1, line [0-9]+\)$`, string(b))
+			assert.Equal(t, "0", statusField(status(t, p.Result().PID), "idle-probe-calls"))
+		})
+	}
+}

@@ -45,10 +45,51 @@ func writeOutput(lt *liveTarget, path, out string, stdout, stderr io.Writer) err
 		out = fmt.Sprintf("jprof-%d.html", lt.t.PID)
 	}
 	err := convert(lt, path, host, out, stdout, stderr)
+	if err == nil {
+		err = writeJLMOutput(host, out, stdout)
+	}
 	if err == nil && filepath.Dir(path) == jprofDir(lt.t) {
 		os.Remove(host)
+		os.Remove(jlmPath(host))
 	}
 	return err
+}
+
+// jlmPath is the log-jlm written beside a log-rt (JLM).
+func jlmPath(logrt string) string {
+	dir, base := filepath.Split(logrt)
+	return filepath.Join(dir, strings.Replace(base, "log-rt.", "log-jlm.", 1))
+}
+
+// writeJLMOutput writes the lock monitor's report beside out
+// (jprof-1234.html: jprof-1234.jlm.txt) when the agent wrote a log-jlm
+// with the log-rt; a directory gets the log-jlm itself.
+func writeJLMOutput(logrt, out string, stdout io.Writer) error {
+	src := jlmPath(logrt)
+	if _, err := os.Stat(src); err != nil {
+		return nil
+	}
+	if isDirOut(out) {
+		dst := filepath.Join(out, filepath.Base(src))
+		if err := copyFile(src, dst); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "jprof: wrote %s\n", dst)
+		return nil
+	}
+	base := out
+	for _, ext := range []string{".pb.gz", ".pprof", ".html", ".collapsed", ".txt"} {
+		if b, ok := strings.CutSuffix(base, ext); ok {
+			base = b
+			break
+		}
+	}
+	dst := base + ".jlm.txt"
+	if err := reportJLM(src, "gets", dst, stdout); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "jprof: wrote %s (the lock monitor, from %s)\n", dst, src)
+	return nil
 }
 
 func convert(lt *liveTarget, path, host, out string, stdout, stderr io.Writer) error {

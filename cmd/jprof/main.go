@@ -68,11 +68,14 @@ are jprof heap or rtdriver heap files (or jmap -histo output).`, heapDiff},
 	{"status", "PID|MAIN", "the agent's state in one line",
 		`The JVM's agent's state in one line: collecting or not, source,
 mode, threads, events, files written.`, liveStatus},
-	{"report", "xtree|xarc|xprof [-names FORM] [-prune PCT] [-o OUT] FILE",
-		"the arcflow reports: call tree, callers and callees, flat profile",
+	{"report", "xtree|xarc|xprof [-names FORM] [-prune PCT] [-o OUT] FILE | jlm [-sort KEY] [-o OUT] FILE",
+		"the arcflow reports: call tree, callers and callees, flat profile; the lock monitor",
 		`The arcflow reports: xtree (the call tree), xarc (each method with
 its callers and callees), xprof (flat, by base). -prune folds subtrees
-below PCT percent of the total into <pruned>.`, report},
+below PCT percent of the total into <pruned>. jlm prints a log-jlm file
+(BCI with JLM): per monitor site and class, takes, contended and
+recursive ones, hold and wait times, sorted by -sort gets (the default),
+slow, miss, hold or wait.`, report},
 	{"flame", "[-value V] [-merge] [-names FORM] [-title T] [-o OUT.html] FILE",
 		"an interactive HTML flame graph, one self-contained file",
 		`One self-contained interactive HTML flame graph (nothing is fetched
@@ -278,6 +281,7 @@ func report(args []string, stdout io.Writer) error {
 	names := namesFlag(fs)
 	prune := pruneFlag(fs)
 	out := fs.String("o", "", "output `file`")
+	sortBy := fs.String("sort", "gets", "jlm: the rows' `order`: gets, slow, miss, hold or wait")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -285,13 +289,16 @@ func report(args []string, stdout io.Writer) error {
 	if len(pos) != 2 {
 		return usagef("report needs a report name and a file")
 	}
+	if pos[0] == "jlm" {
+		return reportJLM(pos[1], *sortBy, *out, stdout)
+	}
 	write := map[string]func(io.Writer, *reports.Profile) error{
 		"xtree": reports.WriteXTree,
 		"xarc":  reports.WriteXArc,
 		"xprof": reports.WriteXProf,
 	}[pos[0]]
 	if write == nil {
-		return usagef("unknown report %q: want xtree, xarc or xprof", pos[0])
+		return usagef("unknown report %q: want xtree, xarc, xprof or jlm", pos[0])
 	}
 	if err := checkPrune(*prune); err != nil {
 		return err
@@ -302,6 +309,23 @@ func report(args []string, stdout io.Writer) error {
 	}
 	p = pruned(reports.Rename(p, *names), *prune)
 	return output(*out, stdout, func(w io.Writer) error { return write(w, p) })
+}
+
+// reportJLM prints a log-jlm file as JProf's JLM report did.
+func reportJLM(path, sortBy, out string, stdout io.Writer) error {
+	if _, ok := reports.JLMSorts[sortBy]; !ok {
+		return usagef("-sort %q: want gets, slow, miss, hold or wait", sortBy)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	j, err := reports.ReadJLM(f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return output(out, stdout, func(w io.Writer) error { return reports.WriteJLMReport(w, j, sortBy) })
 }
 
 // namesFlag is -names FORM, the form of method names of every command

@@ -62,6 +62,17 @@ public final class Probe {
     /** A method is being left by an exception (its catch-all handler). */
     public static native void unwind(int id);
 
+    /** JLM: the monitor of o (whose identity hash is hash) was taken at
+     *  site; its hash was read before it was taken, while unlocked, so
+     *  that reading it never inflates a held monitor. */
+    public static native void locked(Object o, int hash, int site);
+
+    /** JLM: the monitor taken last is about to be released. */
+    public static native void unlocking();
+
+    /** JLM: registers a site where monitors are taken; returns its id. */
+    static native int lockSite(String name);
+
     /** Registers a method with the engine; returns its handle. */
     static native int register(String name, int type);
 

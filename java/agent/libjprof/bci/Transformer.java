@@ -57,7 +57,7 @@ public final class Transformer {
 
     /** init's flags: instrument trivial methods too (ALLMETHODS); wrap
      *  native methods (see NATIVE_PREFIX). */
-    static final int ALL_METHODS = 1, NATIVES = 2;
+    static final int ALL_METHODS = 1, NATIVES = 2, JLM = 4;
     /** transform's: the class is being retransformed; it is, and its
      *  native methods were wrapped at its first load. */
     static final int RETRANSFORMING = 1, WRAPPED = 2;
@@ -337,6 +337,20 @@ public final class Transformer {
         return h;
     }
 
+    private static final ConcurrentHashMap<String, Integer> lockSites = new ConcurrentHashMap<>();
+
+    /**
+     * lockSite is the id of a site where monitors are taken (JLM): the
+     * k-th synchronized block of a method (k from 1, with the line where
+     * it is taken) or, for k 0, the synchronized method itself. Once per
+     * site: a retransformation gets the same id.
+     */
+    static int lockSite(String cls, String name, int k, int line) {
+        String site = cls.replace('/', '.') + "." + name
+                + (k == 0 ? " (synchronized method)" : " (block " + k + (line > 0 ? ", line " + line : "") + ")");
+        return lockSites.computeIfAbsent(site, Probe::lockSite);
+    }
+
     /** sizes is what log-msg's BCI summary says of the transformer's
      *  maps: method names registered, then Selective.sizes, then the
      *  trivial methods left out and the native methods wrapped. */
@@ -392,7 +406,8 @@ public final class Transformer {
             }
             changed = true;
             int h = id(cls, name, desc, (access & Opcodes.ACC_STATIC) != 0 ? TYPE_STATIC : TYPE_INSTANCE);
-            return new MethodProbes(mv, access, name, desc, h, version >= V1_6 + 1, probes(h, name));
+            return new MethodProbes(mv, access, name, desc, h, version >= V1_6 + 1, probes(h, name))
+                    .monitors((flags & JLM) != 0 ? cls : null, version >= 49);
         }
 
         /** The probes of a method: every method's, or under ROOTS a root's
@@ -426,7 +441,8 @@ public final class Transformer {
             // Generated code goes through MethodProbes as a method's own
             // would: the entry probe, the exit probe before the return and
             // the catch-all around the call.
-            MethodVisitor w = new MethodProbes(mv, access & ~Opcodes.ACC_NATIVE, name, desc, h, version >= V1_6 + 1, probes(h, name));
+            MethodVisitor w = new MethodProbes(mv, access & ~Opcodes.ACC_NATIVE, name, desc, h, version >= V1_6 + 1, probes(h, name))
+                    .monitors((flags & JLM) != 0 ? cls : null, version >= 49);
             w.visitCode();
             int slot = 0;
             if (!isStatic)

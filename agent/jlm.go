@@ -1,0 +1,31 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/libjprof/libjprof/internal/atomicfile"
+	"github.com/libjprof/libjprof/jvmti"
+	"github.com/libjprof/libjprof/reports"
+)
+
+// writeJLM writes log-jlm.<seq> beside log-rt.<seq>: the exact lock
+// monitor's counts (JLM, with BCI) over the same span as the log-rt.
+func (a *agent) writeJLM(seq int, iv *reports.Interval) (string, error) {
+	rows, lost := jvmti.ReadJLM()
+	j := &reports.JLM{Lost: lost,
+		Header: []string{
+			fmt.Sprintf("Process_Number_ID=%d", a.pid),
+			"Main=" + a.mainClass,
+			"Time=" + time.Now().UTC().Format(time.RFC3339Nano),
+			"Counts=" + string(iv.Counts),
+			"Note: every monitor taken by instrumented code (synchronized blocks and methods; not java.base's own), by site and class of the monitor's object; GETS takes, REC of a monitor the thread held already, SLOW after blocking; HOLD from the acquisition to the release, less Object.wait; WAIT blocked entering (JVMTI's contended-monitor events), OBJWAIT in Object.wait",
+		}}
+	for _, r := range rows {
+		j.Rows = append(j.Rows, reports.JLMRow{Gets: r.Gets, Recursive: r.Recursive, Slow: r.Slow, Wait: r.Wait,
+			Hold: r.Hold, ObjectWaits: r.ObjectWaits, ObjectWait: r.ObjectWait, Class: reports.JLMClass(r.Class), Site: r.Site})
+	}
+	path := a.fileName("jlm", seq)
+	return path, atomicfile.Write(path, func(w io.Writer) error { return reports.WriteJLM(w, j) })
+}
