@@ -25,6 +25,8 @@ func TestJLM(t *testing.T) {
 		t.Run(jdk.Name, func(t *testing.T) {
 			r := jvmtest.Start(t, jvmtest.Run{Class: "JLMSites", Options: "JLM,START", Java: jdk.Java})
 			require.Equal(t, 0, r.ExitCode, r.Stderr)
+			// Every method with a monitor keeps its JIT (no "stays interpreted").
+			assert.NotContains(t, r.ReadFile(t, "msg"), "JLM:")
 			var held, objwait float64
 			_, err := fmt.Sscanf(strings.TrimSpace(r.Stdout), "held_ns=%g objwait_ns=%g", &held, &objwait)
 			require.NoError(t, err, r.Stdout)

@@ -80,8 +80,11 @@ func TestSmoke(t *testing.T) {
 	assert.Contains(t, sections["Sampling overhead and stress"], "| ParJavac | libjprof SAMPLE (cpu, 1 ms) |")
 	assert.Contains(t, sections["Sampling overhead and stress"], "**Stress.**")
 	assert.Contains(t, sections["Sampling overhead and stress"], "**2 of 2 passed**")
-	assert.Len(t, s.Targets(), 35)
-	assert.Regexp(t, `\| libjprof LOCK \(threshold 10 µs\) \| [0-9.]+ \| [0-9.]+× \|`, sections["Lock profile cost: LOCK on a contended monitor"])
+	assert.Len(t, s.Targets(), 36)
+	lk := sections["Lock profile cost: LOCK and JLM on contended locks"]
+	assert.Regexp(t, `\| libjprof LOCK \(threshold 10 µs\) \| [0-9.]+ \| [0-9.]+× \|`, lk)
+	assert.Regexp(t, `\| libjprof BCI CALLTREE JLM \| [0-9.]+ \| [0-9.]+× \| .* \| [1-9][0-9]* monitor takes \|`, lk)
+	assert.Contains(t, lk, "JLM's own cost")
 	assert.Regexp(t, `\| libjprof ALLOC \(512 KiB\) \| [0-9.]+ \| [0-9.]+× \|`, sections["Allocation profile cost: ALLOC against JFR"])
 	at := sections["Profiling a running JVM (jprof profile)"]
 	assert.Regexp(t, `\| bci \| [0-9.]+ \|`, at)

@@ -9,7 +9,6 @@ import java.util.Set;
 import org.objectweb.asm.Label;
 import org.objectweb.asm.MethodVisitor;
 import org.objectweb.asm.Opcodes;
-import org.objectweb.asm.Type;
 import org.objectweb.asm.commons.AdviceAdapter;
 
 /**
@@ -45,13 +44,6 @@ import org.objectweb.asm.commons.AdviceAdapter;
  * without frames, at a label a jump reached while it was. The entry
  * probe stays the first instruction, so it runs once per call whatever
  * the path.
- *
- * With JLM (monitors()), the monitors the method takes are reported too:
- * Probe.locked(o, identityHashCode(o), site) right after each
- * monitorenter and, for a synchronized method, after the entry probe;
- * Probe.unlocking() right before each monitorexit and, for a synchronized
- * method, before the exit and unwind probes. The sequences leave the
- * stack as it was and add no branch, so the frames stay valid.
  */
 final class MethodProbes extends AdviceAdapter {
     private final int id;
@@ -79,89 +71,12 @@ final class MethodProbes extends AdviceAdapter {
     private final String[] probes;
     private static final int ENTER = 0, EXIT = 1, UNWIND = 2;
 
-    // JLM: the class (null: monitors not reported), whether the method
-    // is synchronized (and its monitor reportable: a static one's class
-    // is loaded with ldc, which needs class files of version 49 or later),
-    // the blocks seen so far and the current line.
-    private String owner;
-    private boolean sync;
-    private int blocks, line;
-    private final int access;
-    private final String name;
-
     MethodProbes(MethodVisitor mv, int access, String name, String desc, int id, boolean frames, String[] probes) {
         super(Opcodes.ASM9, mv, access, name, desc);
         this.id = id;
         this.probes = probes;
         this.frames = frames;
         this.ctor = name.equals("<init>");
-        this.access = access;
-        this.name = name;
-    }
-
-    /** monitors has the method's monitors reported (JLM) if owner, its
-     *  class, is not null; ldcClass: the class file may ldc a class. */
-    MethodProbes monitors(String owner, boolean ldcClass) {
-        this.owner = owner;
-        boolean isStatic = (access & Opcodes.ACC_STATIC) != 0;
-        sync = owner != null && (access & Opcodes.ACC_SYNCHRONIZED) != 0 && (!isStatic || ldcClass);
-        return this;
-    }
-
-    /** locked reports the monitor of the object on top of the stack, and
-     *  pops it. */
-    private void locked(int site) {
-        mv.visitInsn(Opcodes.DUP);
-        mv.visitMethodInsn(Opcodes.INVOKESTATIC, "java/lang/System", "identityHashCode", "(Ljava/lang/Object;)I", false);
-        pushInt(site);
-        mv.visitMethodInsn(Opcodes.INVOKESTATIC, Transformer.PROBE, "locked", "(Ljava/lang/Object;II)V", false);
-    }
-
-    private void unlocking() {
-        mv.visitMethodInsn(Opcodes.INVOKESTATIC, Transformer.PROBE, "unlocking", "()V", false);
-    }
-
-    /** syncLocked reports a synchronized method's monitor, taken. */
-    private void syncLocked() {
-        if ((access & Opcodes.ACC_STATIC) != 0)
-            mv.visitLdcInsn(Type.getObjectType(owner));
-        else
-            mv.visitVarInsn(Opcodes.ALOAD, 0);
-        locked(Transformer.lockSite(owner, name, 0, 0));
-    }
-
-    @Override
-    public void visitLineNumber(int l, Label start) {
-        line = l;
-        super.visitLineNumber(l, start);
-    }
-
-    @Override
-    public void visitInsn(int op) {
-        if (owner != null && op == Opcodes.MONITORENTER) {
-            // [o] -> [o h o] -> monitorenter -> [o h] -> locked(o, h, site)
-            int site = Transformer.lockSite(owner, name, ++blocks, line);
-            mv.visitInsn(Opcodes.DUP);
-            mv.visitMethodInsn(Opcodes.INVOKESTATIC, "java/lang/System", "identityHashCode", "(Ljava/lang/Object;)I", false);
-            mv.visitInsn(Opcodes.SWAP);
-            mv.visitInsn(Opcodes.DUP_X1);
-            super.visitInsn(op);
-            pushInt(site);
-            mv.visitMethodInsn(Opcodes.INVOKESTATIC, Transformer.PROBE, "locked", "(Ljava/lang/Object;II)V", false);
-            return;
-        }
-        if (owner != null && op == Opcodes.MONITOREXIT)
-            unlocking();
-        super.visitInsn(op);
-    }
-
-    private void pushInt(int v) {
-        if (v >= Byte.MIN_VALUE && v <= Byte.MAX_VALUE)
-            mv.visitIntInsn(Opcodes.BIPUSH, v);
-        else if (v >= Short.MIN_VALUE && v <= Short.MAX_VALUE)
-            mv.visitIntInsn(Opcodes.SIPUSH, v);
-        else
-            mv.visitLdcInsn(v);
     }
 
     private void call(int what) {
@@ -170,8 +85,18 @@ final class MethodProbes extends AdviceAdapter {
         // An immediate where it fits: an ldc adds a constant per method,
         // and HotSpot matches each new constant of a retransformed class
         // against the whole old pool (the cost grows with methods x pool).
-        pushInt(id);
+        pushInt(mv, id);
         mv.visitMethodInsn(Opcodes.INVOKESTATIC, Transformer.PROBE, probes[what], "(I)V", false);
+    }
+
+    /** pushInt pushes an int constant, as an immediate where it fits. */
+    static void pushInt(MethodVisitor mv, int v) {
+        if (v >= Byte.MIN_VALUE && v <= Byte.MAX_VALUE)
+            mv.visitIntInsn(Opcodes.BIPUSH, v);
+        else if (v >= Short.MIN_VALUE && v <= Short.MAX_VALUE)
+            mv.visitIntInsn(Opcodes.SIPUSH, v);
+        else
+            mv.visitLdcInsn(v);
     }
 
     @Override
@@ -205,8 +130,6 @@ final class MethodProbes extends AdviceAdapter {
     protected void onMethodEnter() {
         if (!ctor) {
             call(ENTER);
-            if (sync)
-                syncLocked();
             mv.visitLabel(body);
         } else if (uninit) {
             // After the call that initialized this; the call itself is
@@ -290,11 +213,8 @@ final class MethodProbes extends AdviceAdapter {
 
     @Override
     protected void onMethodExit(int opcode) {
-        if (opcode != Opcodes.ATHROW) {
-            if (sync)
-                unlocking();
+        if (opcode != Opcodes.ATHROW)
             call(EXIT);
-        }
     }
 
     @Override
@@ -316,17 +236,14 @@ final class MethodProbes extends AdviceAdapter {
         if (handler(mainRanges)) {
             if (frames)
                 mv.visitFrame(Opcodes.F_NEW, 0, new Object[0], 1, new Object[] {"java/lang/Throwable"});
-            if (sync)
-                unlocking();
             call(UNWIND);
             mv.visitInsn(Opcodes.ATHROW);
         }
         // The probes push one int where the stack holds at most
         // maxStack (entry, returns), or on a lone Throwable (handlers);
         // they add no local. So the maxima are known without ASM's
-        // control-flow analysis (COMPUTE_MAXS), the costly part. JLM's
-        // push up to three (a monitor's object, its hash, the site).
-        super.visitMaxs(Math.max(maxStack + (owner != null ? 3 : 1), 3), maxLocals);
+        // control-flow analysis (COMPUTE_MAXS), the costly part.
+        super.visitMaxs(Math.max(maxStack + 1, 2), maxLocals);
     }
 
     /** handler adds a catch-all of these ranges (empty ones left out) and

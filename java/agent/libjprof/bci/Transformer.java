@@ -406,8 +406,12 @@ public final class Transformer {
             }
             changed = true;
             int h = id(cls, name, desc, (access & Opcodes.ACC_STATIC) != 0 ? TYPE_STATIC : TYPE_INSTANCE);
-            return new MethodProbes(mv, access, name, desc, h, version >= V1_6 + 1, probes(h, name))
-                    .monitors((flags & JLM) != 0 ? cls : null, version >= 49);
+            return new MethodProbes(monitors(mv, access, name), access, name, desc, h, version >= V1_6 + 1, probes(h, name));
+        }
+
+        /** monitors puts MonitorProbes before the writer with JLM. */
+        private MethodVisitor monitors(MethodVisitor mv, int access, String name) {
+            return (flags & JLM) == 0 ? mv : new MonitorProbes(mv, cls, access, name, version >= 49);
         }
 
         /** The probes of a method: every method's, or under ROOTS a root's
@@ -441,8 +445,8 @@ public final class Transformer {
             // Generated code goes through MethodProbes as a method's own
             // would: the entry probe, the exit probe before the return and
             // the catch-all around the call.
-            MethodVisitor w = new MethodProbes(mv, access & ~Opcodes.ACC_NATIVE, name, desc, h, version >= V1_6 + 1, probes(h, name))
-                    .monitors((flags & JLM) != 0 ? cls : null, version >= 49);
+            MethodVisitor w = new MethodProbes(monitors(mv, access & ~Opcodes.ACC_NATIVE, name), access & ~Opcodes.ACC_NATIVE,
+                    name, desc, h, version >= V1_6 + 1, probes(h, name));
             w.visitCode();
             int slot = 0;
             if (!isStatic)
