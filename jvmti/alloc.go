@@ -62,7 +62,7 @@ type AllocStats struct {
 	WeightBytes  uint64 // the bytes they stand for (the tree's total)
 	Threads      uint64 // threads that had a sample
 	Lost         uint64 // samples not recorded (no memory for a thread's tree)
-	// Callback is the CPU time spent in the sampling callback (stack
+	// Callback is the time spent in the sampling callback (stack
 	// walk, names, tree): the agent's own cost, HotSpot's sampler aside.
 	Callback time.Duration
 }

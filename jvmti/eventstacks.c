@@ -134,6 +134,12 @@ static uint32_t es_leaf_handle(const char *name)
 
 static void es_free(jp_estack *a)
 {
+	JNIEnv *jni = NULL;
+	if (jpvm.vm != NULL && (*jpvm.vm)->GetEnv(jpvm.vm, (void **)&jni, JNI_VERSION_1_8) != JNI_OK)
+		jni = NULL;
+	for (int i = 0; i < JP_ESTACK_LEAVES && jni != NULL; i++)
+		if (a->leaves[i].cls != NULL)
+			(*jni)->DeleteWeakGlobalRef(jni, a->leaves[i].cls);
 	jp_pcct_free(&a->pcct);
 	free(a->frames);
 	free(a->path);
@@ -170,7 +176,8 @@ jp_estack *jp_estack_self(jvmtiEnv *jvmti, jthread thread)
 	return a;
 }
 
-uint32_t jp_estack_leaf(jvmtiEnv *jvmti, jclass klass, const char *prefix)
+/* es_leaf_named is jp_estack_leaf without the thread's cache. */
+static uint32_t es_leaf_named(jvmtiEnv *jvmti, jclass klass, const char *prefix)
 {
 	char *sig = NULL;
 	char name[600];
@@ -184,6 +191,28 @@ uint32_t jp_estack_leaf(jvmtiEnv *jvmti, jclass klass, const char *prefix)
 		snprintf(name + pl, sizeof name - pl, "<unknown class>");
 	}
 	return es_leaf_handle(name);
+}
+
+/* The class name costs a JVMTI call, a string and a locked lookup; a
+ * thread allocating or waiting mostly sees a few classes again and again,
+ * whose handles it keeps (weak references: no class is kept loaded). */
+uint32_t jp_estack_leaf(jvmtiEnv *jvmti, JNIEnv *jni, jp_estack *e, jclass klass, const char *prefix)
+{
+	if (klass == NULL || jni == NULL)
+		return es_leaf_named(jvmti, klass, prefix);
+	for (int i = 0; i < JP_ESTACK_LEAVES; i++) {
+		jp_estack_leafc *c = &e->leaves[i];
+		if (c->cls != NULL && c->prefix == prefix && (*jni)->IsSameObject(jni, c->cls, klass))
+			return c->handle;
+	}
+	uint32_t h = es_leaf_named(jvmti, klass, prefix);
+	jp_estack_leafc *c = &e->leaves[e->next_leaf++ % JP_ESTACK_LEAVES];
+	if (c->cls != NULL)
+		(*jni)->DeleteWeakGlobalRef(jni, c->cls);
+	c->cls = (*jni)->NewWeakGlobalRef(jni, klass);
+	c->prefix = prefix;
+	c->handle = h;
+	return h;
 }
 
 void jp_estack_record(jvmtiEnv *jvmti, jp_estack *e, uint32_t leaf, int skip, const uint64_t *w, int nw)

@@ -13,6 +13,14 @@
 
 #include "jvmtiagent.h"
 
+/* Leaves of classes this thread saw last (weak global refs). */
+#define JP_ESTACK_LEAVES 8
+typedef struct jp_estack_leafc {
+	jweak cls;
+	const char *prefix; /* the caller's constant, compared by address */
+	uint32_t handle;
+} jp_estack_leafc;
+
 /* One thread's state, made at its first event. */
 typedef struct jp_estack {
 	struct jp_estack *next, *prev;
@@ -22,6 +30,8 @@ typedef struct jp_estack {
 	uint64_t rng;           /* xorshift state, for rounding at random */
 	uint64_t t0[2];         /* LOCK: when the thread began to wait (enter, Object.wait) */
 	uint64_t events;        /* events recorded */
+	jp_estack_leafc leaves[JP_ESTACK_LEAVES];
+	uint32_t next_leaf;     /* the cache entry replaced next */
 	jp_pcct pcct;
 } jp_estack;
 
@@ -34,8 +44,9 @@ void jp_estacks_setup(void);
 jp_estack *jp_estack_self(jvmtiEnv *jvmti, jthread thread);
 /* jp_estack_leaf is the handle of the leaf frame "<prefix><class>" for a
  * class signature (java.lang.String, int[]), registered at first use;
- * klass NULL: "<prefix><none>". */
-uint32_t jp_estack_leaf(jvmtiEnv *jvmti, jclass klass, const char *prefix);
+ * klass NULL: "<prefix><none>". prefix must be a string constant: the
+ * thread's cache of its last classes tells prefixes apart by address. */
+uint32_t jp_estack_leaf(jvmtiEnv *jvmti, JNIEnv *jni, jp_estack *e, jclass klass, const char *prefix);
 /* jp_estack_record adds the calling thread's stack, but for its top skip
  * frames, under leaf, with weights w[0..nw). */
 void jp_estack_record(jvmtiEnv *jvmti, jp_estack *e, uint32_t leaf, int skip, const uint64_t *w, int nw);

@@ -60,7 +60,7 @@ void jl_record(jvmtiEnv *jvmti, JNIEnv *jni, jp_estack *e, jobject object, int w
 		return;
 	jclass k = object != NULL ? (*jni)->GetObjectClass(jni, object) : NULL;
 	uint64_t w[2] = { d, 1 };
-	jp_estack_record(jvmti, e, jp_estack_leaf(jvmti, k, leaf[what]), skip, w, 2);
+	jp_estack_record(jvmti, e, jp_estack_leaf(jvmti, jni, e, k, leaf[what]), skip, w, 2);
 	if (k != NULL)
 		(*jni)->DeleteLocalRef(jni, k);
 	__atomic_add_fetch(&jl.st.recorded[what], 1, __ATOMIC_RELAXED);

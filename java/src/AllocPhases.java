@@ -1,0 +1,76 @@
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.Channels;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+// AllocPhases: the allocation profile's cost measured inside one JVM, for
+// the benchmark. It allocates as AllocSites does, in phases of args[0]
+// MiB, and between phases turns the agent's collection on or off through
+// the agent's own control socket (rtdriver's protocol: "start", and
+// "detach", which for ALLOC turns the sampler off),
+// so that phases with ALLOC collecting and phases without compare in the
+// same JVM, JIT and heap. After args[2] warm-up phases (off) come args[1]
+// pairs, in the order off-on, on-off, off-on, ... to cancel drift. Each
+// phase prints "phase on|off ms=T" (the allocations alone, not the
+// command). -Don=status -Doff=status sends commands that change nothing:
+// the harness's own bias, which should be none.
+public class AllocPhases {
+    static volatile Object sink;
+
+    static void big() {
+        sink = new byte[4080];
+    }
+
+    static void medium() {
+        sink = new long[126];
+    }
+
+    static void small() {
+        sink = new int[12];
+    }
+
+    static double phase(long bytes) {
+        long t0 = System.nanoTime();
+        for (long done = 0; done < bytes; done += 40960) {
+            for (int i = 0; i < 5; i++)
+                big();
+            for (int i = 0; i < 12; i++)
+                medium();
+            for (int i = 0; i < 128; i++)
+                small();
+        }
+        return (System.nanoTime() - t0) / 1e6;
+    }
+
+    public static void main(String[] args) throws Exception {
+        long bytes = Long.parseLong(args[0]) << 20;
+        int pairs = Integer.parseInt(args[1]), warm = Integer.parseInt(args[2]);
+        String uid = null;
+        for (String l : Files.readAllLines(Path.of("/proc/self/status")))
+            if (l.startsWith("Uid:"))
+                uid = l.split("\\s+")[1];
+        Path sock = Path.of("/tmp/.libjprof-" + uid, ProcessHandle.current().pid() + ".sock");
+        try (SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX)) {
+            ch.connect(UnixDomainSocketAddress.of(sock));
+            BufferedReader in = new BufferedReader(new InputStreamReader(Channels.newInputStream(ch), StandardCharsets.UTF_8));
+            for (int i = 0; i < warm; i++)
+                phase(bytes);
+            for (int p = 0; p < pairs; p++) {
+                boolean[] order = p % 2 == 0 ? new boolean[] {false, true} : new boolean[] {true, false};
+                for (boolean on : order) {
+                    ch.write(ByteBuffer.wrap((on ? System.getProperty("on", "start") + "\n" : System.getProperty("off", "detach") + "\n").getBytes(StandardCharsets.UTF_8)));
+                    String reply = in.readLine();
+                    if (reply == null || !reply.startsWith("OK"))
+                        throw new IllegalStateException("the agent refused: " + reply);
+                    System.out.println("phase " + (on ? "on" : "off") + " ms=" + phase(bytes));
+                }
+            }
+        }
+    }
+}
