@@ -32,7 +32,7 @@ type AllocInProc struct {
 const (
 	allocPhaseMiB   = 1024
 	allocPhasePairs = 40
-	allocPhaseWarm  = 5
+	allocPhaseWarm  = 3
 	allocPhaseRuns  = 3
 )
 

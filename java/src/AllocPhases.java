@@ -15,11 +15,12 @@ import java.nio.file.Path;
 // the agent's own control socket (rtdriver's protocol: "start", and
 // "detach", which for ALLOC turns the sampler off),
 // so that phases with ALLOC collecting and phases without compare in the
-// same JVM, JIT and heap. After args[2] warm-up phases (off) come args[1]
+// same JVM, JIT and heap. After args[2] warm-up pairs (not printed: the
+// first start and stop of collection do one-time work) come args[1]
 // pairs, in the order off-on, on-off, off-on, ... to cancel drift. Each
 // phase prints "phase on|off ms=T" (the allocations alone, not the
-// command). -Don=status -Doff=status sends commands that change nothing:
-// the harness's own bias, which should be none.
+// command). -Don=status -Doff=status sends commands that change nothing: the
+// harness's own bias, which should be none.
 public class AllocPhases {
     static volatile Object sink;
 
@@ -59,16 +60,16 @@ public class AllocPhases {
         try (SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX)) {
             ch.connect(UnixDomainSocketAddress.of(sock));
             BufferedReader in = new BufferedReader(new InputStreamReader(Channels.newInputStream(ch), StandardCharsets.UTF_8));
-            for (int i = 0; i < warm; i++)
-                phase(bytes);
-            for (int p = 0; p < pairs; p++) {
-                boolean[] order = p % 2 == 0 ? new boolean[] {false, true} : new boolean[] {true, false};
+            for (int p = -warm; p < pairs; p++) {
+                boolean[] order = (p & 1) == 0 ? new boolean[] {false, true} : new boolean[] {true, false};
                 for (boolean on : order) {
                     ch.write(ByteBuffer.wrap((on ? System.getProperty("on", "start") + "\n" : System.getProperty("off", "detach") + "\n").getBytes(StandardCharsets.UTF_8)));
                     String reply = in.readLine();
                     if (reply == null || !reply.startsWith("OK"))
                         throw new IllegalStateException("the agent refused: " + reply);
-                    System.out.println("phase " + (on ? "on" : "off") + " ms=" + phase(bytes));
+                    double ms = phase(bytes);
+                    if (p >= 0)
+                        System.out.println("phase " + (on ? "on" : "off") + " ms=" + ms);
                 }
             }
         }
