@@ -412,8 +412,11 @@ static void bci_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 		fprintf(stderr, "libjprof: BCI: the agent's Java classes could not be loaded: nothing is instrumented\n");
 		return;
 	}
-	if (jp_jlm_vm_init(jni, p) != 0)
+	if (jp_jlm_vm_init(jni, p) != 0) {
+		/* The transformer then adds no monitor probe (they would throw). */
+		bci.flags &= ~JP_BCI_JLM;
 		jp_notef("JLM: the agent's lock probes could not be registered (jprof-bci.jar from another build?): monitors are not counted");
+	}
 	bci.transformer = (*jni)->NewGlobalRef(jni, t);
 	bci.probe = (*jni)->NewGlobalRef(jni, p);
 	bci.f_rooted = bci.probe ? (*jni)->GetStaticFieldID(jni, p, "rooted", "I") : NULL;
@@ -445,8 +448,10 @@ static void bci_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 	bci_busy = 0;
 	pthread_mutex_lock(&bci_lock);
 	bci.ready = 1;
-	if (bci.instrumenting)
+	if (bci.instrumenting) {
+		jp_jlm_events(1);
 		bci_retransform(jni);
+	}
 	pthread_mutex_unlock(&bci_lock);
 	/* After the retransformation, and busy: the management classes it
 	 * loads are the agent's business, not rewritten as they load, nor
@@ -471,8 +476,10 @@ int jp_bci_set(int on)
 		if (!bci.instrumenting) {
 			bci.instrumenting = 1;
 			JNIEnv *jni = bci.ready ? bci_env() : NULL;
-			if (jni != NULL)
+			if (jni != NULL) {
+				jp_jlm_events(1);
 				bci_retransform(jni);
+			}
 		}
 	} else {
 		jp_collect(0);

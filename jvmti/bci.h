@@ -66,6 +66,7 @@ extern pthread_mutex_t bci_lock;
 int jp_jlm_configure(void);
 void jp_jlm_setup(jvmtiCapabilities *caps, jvmtiEventCallbacks *cb);
 int jp_jlm_vm_init(JNIEnv *jni, jclass probe);
+void jp_jlm_events(int on);
 
 /* bci_env is the calling thread's JNIEnv, NULL if it is not attached. */
 JNIEnv *bci_env(void);

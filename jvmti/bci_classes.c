@@ -351,6 +351,7 @@ int bci_detach(char *err, int errlen)
 				  (unsigned long long)left);
 	}
 	bci.instrumenting = 0;
+	jp_jlm_events(0);
 	pthread_mutex_unlock(&bci_lock);
 	return 0;
 }

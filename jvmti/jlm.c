@@ -7,7 +7,7 @@
  * long threads blocked to get them (WAIT) or waited in Object.wait on
  * them (OBJWAIT).
  *
- * The transformer (MethodProbes) reports each monitor right after it is
+ * The transformer (MonitorProbes) reports each monitor right after it is
  * taken (Probe.locked, with the object, its identity hash and the site)
  * and right before it is released (Probe.unlocking). Each thread keeps
  * the monitors it holds as a stack in its record (src_state; javac's monitors are
@@ -32,7 +32,7 @@
 #define JLM_CLASSES 4
 
 typedef struct jlm_row {
-	jclass cls; /* global ref; NULL: unused */
+	jweak cls; /* NULL: unused */
 	char *cname;
 	uint64_t gets, rec, slow, wait_ns, hold_ns, objwaits, objwait_ns;
 } jlm_row;
@@ -53,6 +53,7 @@ typedef struct jlm_held {
 typedef struct jlm_thread {
 	jlm_held *held;
 	uint32_t n, cap;
+	uint32_t dropped;  /* takes not pushed (no memory): the next releases pop nothing */
 	int pending;       /* a contended entry whose monitor is not yet reported */
 	jint pend_hash;
 	uint64_t pend_wait;
@@ -62,6 +63,7 @@ typedef struct jlm_thread {
 
 static struct {
 	int on;
+	int ready;          /* Probe's natives registered */
 	jlm_site **sites;
 	uint32_t nsites;
 	pthread_mutex_t mu; /* sites and rows claimed */
@@ -131,7 +133,7 @@ static uint32_t jlm_row_of(JNIEnv *env, jlm_site *st, jobject obj)
 	jclass k = (*env)->GetObjectClass(env, obj);
 	uint32_t r = JLM_CLASSES - 1;
 	for (uint32_t i = 0; i < JLM_CLASSES; i++) {
-		jclass c = __atomic_load_n(&st->row[i].cls, __ATOMIC_ACQUIRE);
+		jweak c = __atomic_load_n(&st->row[i].cls, __ATOMIC_ACQUIRE);
 		if (c == NULL) {
 			pthread_mutex_lock(&jlm.mu);
 			if (st->row[i].cls == NULL) {
@@ -140,7 +142,8 @@ static uint32_t jlm_row_of(JNIEnv *env, jlm_site *st, jobject obj)
 					st->row[i].cname = strdup(i == JLM_CLASSES - 1 ? "(other)" : sig);
 					(*jpvm.jvmti)->Deallocate(jpvm.jvmti, (unsigned char *)sig);
 				}
-				__atomic_store_n(&st->row[i].cls, (*env)->NewGlobalRef(env, k), __ATOMIC_RELEASE);
+				/* Weak: counting a class's monitors keeps no class loaded. */
+				__atomic_store_n(&st->row[i].cls, (*env)->NewWeakGlobalRef(env, k), __ATOMIC_RELEASE);
 			}
 			c = st->row[i].cls;
 			pthread_mutex_unlock(&jlm.mu);
@@ -165,6 +168,7 @@ static void JNICALL jlm_locked(JNIEnv *env, jclass c, jobject obj, jint hash, ji
 		jlm_held *h = realloc(jt->held, cap * sizeof *h);
 		if (h == NULL) {
 			__atomic_add_fetch(&jlm.overflow, 1, __ATOMIC_RELAXED);
+			jt->dropped++;
 			return;
 		}
 		jt->held = h;
@@ -178,9 +182,11 @@ static void JNICALL jlm_locked(JNIEnv *env, jclass c, jobject obj, jint hash, ji
 	e->rec = 0;
 	for (uint32_t i = 0; i + 1 < jt->n && !e->rec; i++)
 		e->rec = jt->held[i].hash == hash;
+	/* A contended entry counts for the take that follows it, if it is
+	 * of the same monitor; one taken by code that is not instrumented
+	 * (java.base, JNI MonitorEnter) leaves nothing behind. */
 	int slow = jt->pending && jt->pend_hash == hash;
-	if (slow)
-		jt->pending = 0;
+	jt->pending = 0;
 	if (!__atomic_load_n(&jp.collecting, __ATOMIC_RELAXED))
 		return;
 	jlm_site *st = site >= 0 && (uint32_t)site < __atomic_load_n(&jlm.nsites, __ATOMIC_ACQUIRE)
@@ -208,7 +214,13 @@ static void JNICALL jlm_unlocking(JNIEnv *env, jclass c)
 	(void)c;
 	jp_thread *t = jp_thread_self();
 	jlm_thread *jt = t != NULL ? t->src_state : NULL;
-	if (jt == NULL || jt->n == 0)
+	if (jt == NULL)
+		return;
+	if (jt->dropped > 0) {
+		jt->dropped--;
+		return;
+	}
+	if (jt->n == 0)
 		return;
 	jlm_held *e = &jt->held[--jt->n];
 	if (e->site == UINT32_MAX || e->rec || !__atomic_load_n(&jp.collecting, __ATOMIC_RELAXED))
@@ -229,13 +241,22 @@ static jint jlm_hash(JNIEnv *jni, jobject obj)
 	return h;
 }
 
+/* jlm_self_if_collecting: the monitor events do nothing while not
+ * collecting, and make no thread record. */
+static jlm_thread *jlm_self_if_collecting(void)
+{
+	if (!__atomic_load_n(&jp.collecting, __ATOMIC_RELAXED))
+		return NULL;
+	return jlm_self();
+}
+
 static void JNICALL jlm_contended_enter(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jobject object)
 {
 	(void)jvmti;
 	(void)jni;
 	(void)thread;
 	(void)object;
-	jlm_thread *jt = jlm_self();
+	jlm_thread *jt = jlm_self_if_collecting();
 	if (jt != NULL)
 		jt->enter_t0 = jp_mono_ns();
 }
@@ -244,12 +265,18 @@ static void JNICALL jlm_contended_entered(jvmtiEnv *jvmti, JNIEnv *jni, jthread 
 {
 	(void)jvmti;
 	(void)thread;
-	jlm_thread *jt = jlm_self();
+	jlm_thread *jt = jlm_self_if_collecting();
 	if (jt == NULL || jt->enter_t0 == 0)
 		return;
-	jt->pend_wait = jp_mono_ns() - jt->enter_t0;
+	uint64_t d = jp_mono_ns() - jt->enter_t0;
 	jt->enter_t0 = 0;
-	jt->pend_hash = jlm_hash(jni, object);
+	jint h = jlm_hash(jni, object);
+	/* Re-entering a monitor held already (after Object.wait) is no take. */
+	for (uint32_t i = 0; i < jt->n; i++)
+		if (jt->held[i].hash == h)
+			return;
+	jt->pend_wait = d;
+	jt->pend_hash = h;
 	jt->pending = 1;
 }
 
@@ -260,7 +287,7 @@ static void JNICALL jlm_wait(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jobje
 	(void)thread;
 	(void)object;
 	(void)timeout;
-	jlm_thread *jt = jlm_self();
+	jlm_thread *jt = jlm_self_if_collecting();
 	if (jt != NULL)
 		jt->wait_t0 = jp_mono_ns();
 }
@@ -270,7 +297,7 @@ static void JNICALL jlm_waited(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, job
 	(void)jvmti;
 	(void)thread;
 	(void)timed_out;
-	jlm_thread *jt = jlm_self();
+	jlm_thread *jt = jlm_self_if_collecting();
 	if (jt == NULL || jt->wait_t0 == 0)
 		return;
 	uint64_t d = jp_mono_ns() - jt->wait_t0;
@@ -326,13 +353,24 @@ int jp_jlm_vm_init(JNIEnv *jni, jclass probe)
 		(*jni)->ExceptionClear(jni);
 		return -1;
 	}
+	jlm.ready = 1;
+	return 0;
+}
+
+/* jp_jlm_events turns the monitor events on (while instrumenting) or off
+ * (at a detach): off, a contended entry costs the program nothing. */
+void jp_jlm_events(int on)
+{
 	static const jvmtiEvent evs[] = { JVMTI_EVENT_MONITOR_CONTENDED_ENTER, JVMTI_EVENT_MONITOR_CONTENDED_ENTERED,
 					  JVMTI_EVENT_MONITOR_WAIT, JVMTI_EVENT_MONITOR_WAITED };
+	if (!jlm.on || !jlm.ready)
+		return;
 	for (size_t i = 0; i < 4; i++)
-		if ((*jpvm.jvmti)->SetEventNotificationMode(jpvm.jvmti, JVMTI_ENABLE, evs[i], NULL) != JVMTI_ERROR_NONE)
+		if ((*jpvm.jvmti)->SetEventNotificationMode(jpvm.jvmti, on ? JVMTI_ENABLE : JVMTI_DISABLE, evs[i], NULL) !=
+			    JVMTI_ERROR_NONE &&
+		    on)
 			jp_notef("JLM: monitor event %d could not be enabled: contended entries or Object.wait not counted",
 				 (int)evs[i]);
-	return 0;
 }
 
 /* jp_jlm_read calls f for each row with takes, in site order. */
@@ -358,9 +396,10 @@ void jp_jlm_read(void (*f)(void *arg, const char *site, const char *cls, const u
 	}
 }
 
-/* jp_jlm_reset zeroes the counts (rtdriver reset). */
+/* jp_jlm_reset zeroes the counts (rtdriver reset, interval flush). */
 void jp_jlm_reset(void)
 {
+	__atomic_store_n(&jlm.overflow, 0, __ATOMIC_RELAXED);
 	uint32_t n = __atomic_load_n(&jlm.nsites, __ATOMIC_ACQUIRE);
 	for (uint32_t i = 0; i < n; i++) {
 		jlm_site *st = __atomic_load_n(&jlm.sites[i], __ATOMIC_ACQUIRE);

@@ -83,10 +83,9 @@ void jp_alloc_stats_read(jp_alloc_stats *out);
  * the VM is dying, else a JVMTI error or 0. */
 int jp_alloc_set(int on);
 
-/* The lock source (lock.c): [0] entering contended monitors, [1]
- * Object.wait; events seen, recorded (at or above the threshold) and
- * their delays. */
-/* [0] entering contended monitors, [1] Object.wait, [2] LockSupport.park. */
+/* The lock source (lock.c, park.c): [0] entering contended monitors, [1]
+ * Object.wait, [2] LockSupport.park; events seen, recorded (at or above
+ * the threshold) and their delays. */
 typedef struct jp_lock_stats {
 	uint64_t events[3], recorded[3], delay_ns[3];
 	int park; /* 1: LockSupport is rewritten; 0 not (yet); < 0 it cannot be */

@@ -119,6 +119,12 @@ static void jl_park_install_locked(JNIEnv *jni)
 		(*jvmti)->SetEventNotificationMode(jvmti, JVMTI_DISABLE, JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, NULL);
 		jl_park_fail(jni, why);
 	} else {
+		/* The rewriting stays until a retransformation: no need to see
+		 * every class that loads meanwhile (HotSpot would read archived
+		 * classes' bytes to show them). A detach's retransformation,
+		 * with no hook on, gives LockSupport its own bytes back. */
+		jl.park_want = 0;
+		(*jvmti)->SetEventNotificationMode(jvmti, JVMTI_DISABLE, JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, NULL);
 		jl.park_state = 1;
 		jp_notef("info: LOCK: LockSupport's park methods report their waits (java.util.concurrent's locks)");
 	}

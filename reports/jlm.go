@@ -160,7 +160,7 @@ func WriteJLMReport(w io.Writer, j *JLM, sortBy string) error {
 		fmt.Fprintf(bw, " %s\n", h)
 	}
 	if j.Lost > 0 {
-		fmt.Fprintf(bw, " Not counted: %d takes (sites past the limit)\n", j.Lost)
+		fmt.Fprintf(bw, " Not counted: %d takes (sites past the limit, or no memory)\n", j.Lost)
 	}
 	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 3, 64) }
 	fmt.Fprintf(bw, "\n %6s %10s %10s %8s %8s %12s %10s %12s %12s  %s\n", "%MISS", "GETS", "NONREC", "SLOW", "REC",

@@ -4,10 +4,15 @@
 // called 2000 times, stat() a static one called 300 times; two threads
 // take C in held() 20 times each and keep it 5 ms, so that they block
 // each other; waitOn() takes D 10 times and waits in it 20 ms each time.
+// Before all of them, throwing() takes E and throws out of the block 100
+// times, syncThrowing() (synchronized) throws 100 times, and
+// tryFinally() takes F around a try-finally 100 times: the counts after
+// them show that every release was seen.
 // It prints "held_ns=N" (the time C was held, as measured inside) and
 // "objwait_ns=N" (the time in D.wait).
 public class JLMSites {
-    static final Object A = new Object(), B = new Object(), C = new Object(), D = new Object();
+    static final Object A = new Object(), B = new Object(), C = new Object(), D = new Object(), E = new Object(),
+            F = new Object();
     static long sink, heldNs, objwaitNs;
     int n;
 
@@ -17,6 +22,28 @@ public class JLMSites {
 
     static synchronized void stat() {
         sink++;
+    }
+
+    static void throwing() {
+        synchronized (E) {
+            if (sink >= 0)
+                throw new IllegalStateException("out of the block");
+        }
+    }
+
+    static synchronized void syncThrowing() {
+        if (sink >= 0)
+            throw new IllegalStateException("out of the method");
+    }
+
+    static void tryFinally() {
+        synchronized (F) {
+            try {
+                sink++;
+            } finally {
+                sink--;
+            }
+        }
     }
 
     static void block() {
@@ -51,6 +78,17 @@ public class JLMSites {
 
     public static void main(String[] args) throws Exception {
         JLMSites s = new JLMSites();
+        for (int i = 0; i < 100; i++) {
+            try {
+                throwing();
+            } catch (IllegalStateException e) {
+            }
+            try {
+                syncThrowing();
+            } catch (IllegalStateException e) {
+            }
+            tryFinally();
+        }
         for (int i = 0; i < 1000; i++)
             block();
         for (int i = 0; i < 500; i++)

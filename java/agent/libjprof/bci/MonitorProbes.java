@@ -27,7 +27,10 @@ import org.objectweb.asm.TypePath;
  * after MethodProbes' entry probe and Probe.unlocking() before its exit
  * and unwind probes. The hash is read before monitorenter, while the
  * object is unlocked: reading it from a stack-locked object would make
- * HotSpot inflate the monitor.
+ * HotSpot inflate the monitor. A synchronized method's monitor is taken
+ * before its first instruction, so there the hash is read with the
+ * monitor held: with HotSpot's legacy stack locking (JDK 22 and before),
+ * an object hashed for the first time that way gets an inflated monitor.
  *
  * HotSpot's JIT compiles a method only if no instruction that can throw
  * runs with a monitor held outside a catch-all handler (GenerateOopMap's
@@ -68,7 +71,9 @@ final class MonitorProbes extends MethodVisitor {
      *  at once (an annotation goes with the entry before it). */
     private boolean passThrough;
     private Label selfEnd;
-    private boolean unlockAtEnd, unlockNext;
+    /** A monitorexit in such a handler was just visited; unlocking()
+     *  is due at the next instruction (the range ended right after). */
+    private boolean afterExit, unlockNext;
 
     MonitorProbes(MethodVisitor mv, String owner, int access, String name, boolean ldcClass) {
         super(Opcodes.ASM9, mv);
@@ -101,8 +106,10 @@ final class MonitorProbes extends MethodVisitor {
             coverStart = null;
             uncovered = true;
         }
-        if (unlockNext) {
-            unlockNext = false;
+        if (afterExit || unlockNext) {
+            // Right after the monitorexit (the range goes on: not javac's
+            // shape, C1 then declines the method) or past the range.
+            afterExit = unlockNext = false;
             unlocking();
         }
     }
@@ -110,9 +117,13 @@ final class MonitorProbes extends MethodVisitor {
     @Override
     public void visitTryCatchBlock(Label start, Label end, Label handler, String type) {
         if (type == null) {
-            catchAll.putIfAbsent(start, handler);
+            // javac's own handler of a synchronized block covers itself
+            // too; an inner try-finally's may start at the same label.
             if (start == handler)
                 selfCovered.put(handler, end);
+            Label h = catchAll.get(start);
+            if (h == null || !selfCovered.containsKey(h))
+                catchAll.put(start, handler);
         }
         if (passThrough)
             super.visitTryCatchBlock(start, end, handler, type);
@@ -139,6 +150,13 @@ final class MonitorProbes extends MethodVisitor {
 
     @Override
     public void visitLabel(Label label) {
+        if (afterExit) {
+            afterExit = false;
+            if (label == selfEnd)
+                unlockNext = true; // javac's: at the first instruction past it
+            else
+                unlocking(); // before another label, which may be a jump's target
+        }
         super.visitLabel(label);
         if (coverStart != null) {
             Label h = catchAll.get(label);
@@ -148,11 +166,8 @@ final class MonitorProbes extends MethodVisitor {
                 uncovered = true;
             coverStart = null;
         }
-        if (label == selfEnd) {
+        if (label == selfEnd)
             selfEnd = null;
-            unlockNext = unlockAtEnd;
-            unlockAtEnd = false;
-        }
         Label end = selfCovered.get(label);
         if (end != null)
             selfEnd = end;
@@ -179,13 +194,11 @@ final class MonitorProbes extends MethodVisitor {
             coverEnd = here();
             return;
         }
-        if (op == Opcodes.MONITOREXIT) {
-            if (selfEnd != null)
-                unlockAtEnd = true;
-            else
-                unlocking();
-        }
+        if (op == Opcodes.MONITOREXIT && selfEnd == null)
+            unlocking();
         super.visitInsn(op);
+        if (op == Opcodes.MONITOREXIT && selfEnd != null)
+            afterExit = true;
     }
 
     @Override
@@ -283,6 +296,9 @@ final class MonitorProbes extends MethodVisitor {
 
     @Override
     public void visitMaxs(int maxStack, int maxLocals) {
+        // Nothing after the last instruction: a call there would fall off
+        // the end of the code.
+        afterExit = unlockNext = false;
         instruction();
         if (uncovered)
             Probe.note("JLM: " + owner.replace('/', '.') + "." + name
