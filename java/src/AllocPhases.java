@@ -10,7 +10,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 // AllocPhases: the allocation profile's cost measured inside one JVM, for
-// the benchmark. It allocates as AllocSites does, in phases of args[0]
+// the benchmark. It allocates with AllocSites' sites, in phases of args[0]
 // MiB, and between phases turns the agent's collection on or off through
 // the agent's own control socket (rtdriver's protocol: "start", and
 // "detach", which for ALLOC turns the sampler off),
@@ -22,30 +22,10 @@ import java.nio.file.Path;
 // command). -Don=status -Doff=status sends commands that change nothing: the
 // harness's own bias, which should be none.
 public class AllocPhases {
-    static volatile Object sink;
-
-    static void big() {
-        sink = new byte[4080];
-    }
-
-    static void medium() {
-        sink = new long[126];
-    }
-
-    static void small() {
-        sink = new int[12];
-    }
-
     static double phase(long bytes) {
         long t0 = System.nanoTime();
-        for (long done = 0; done < bytes; done += 40960) {
-            for (int i = 0; i < 5; i++)
-                big();
-            for (int i = 0; i < 12; i++)
-                medium();
-            for (int i = 0; i < 128; i++)
-                small();
-        }
+        for (long done = 0; done < bytes; done += 40960)
+            AllocSites.round();
         return (System.nanoTime() - t0) / 1e6;
     }
 

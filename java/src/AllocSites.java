@@ -25,6 +25,17 @@ public class AllocSites {
         sink = new int[12];
     }
 
+    /** round allocates 40960 bytes: 5 big (20480), 12 medium (12288),
+     *  128 small (8192). */
+    static void round() {
+        for (int i = 0; i < 5; i++)
+            big();
+        for (int i = 0; i < 12; i++)
+            medium();
+        for (int i = 0; i < 128; i++)
+            small();
+    }
+
     public static void main(String[] args) {
         long total = Long.parseLong(args[0]) << 20;
         boolean forever = args.length > 1;
@@ -33,15 +44,8 @@ public class AllocSites {
         do {
             long t0 = System.nanoTime();
             long big = 0, medium = 0, small = 0;
-            // Rounds of 40960 bytes: 5 big (20480), 12 medium (12288),
-            // 128 small (8192).
             for (long done = 0; done < total; done += 40960) {
-                for (int i = 0; i < 5; i++)
-                    big();
-                for (int i = 0; i < 12; i++)
-                    medium();
-                for (int i = 0; i < 128; i++)
-                    small();
+                round();
                 big += 20480;
                 medium += 12288;
                 small += 8192;
