@@ -53,7 +53,7 @@ func TestAlloc(t *testing.T) {
 			assert.Contains(t, r.Stderr, "mode=ALLOC metrics=ALLOC_SPACE+ALLOC_OBJECTS")
 			rt := r.ReadFile(t, "rt.1")
 			assert.Contains(t, rt, ": 1 = ALLOC_SPACE (bytes, uncalibrated)")
-			assert.Regexp(t, `(?m)^ +3 +[0-9]+ +0 +[0-9]+ +0 +[0-9]+ +0 +0 +0  O:byte\[\]$`, rt)
+			assert.Regexp(t, `(?m)^ +4 +[0-9]+ +0 +[0-9]+ +0 +[0-9]+ +0 +0 +0  O:byte\[\]$`, rt)
 			out := filepath.Join(t.TempDir(), "a.pb.gz")
 			o, err := exec.Command(jvmtest.Tool("jprof"), "pprof", "-o", out, r.File("rt.1")).CombinedOutput()
 			require.NoError(t, err, "%s", o)
