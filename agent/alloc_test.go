@@ -1,11 +1,9 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -84,29 +82,9 @@ func TestLock(t *testing.T) {
 		t.Run(jdk.Name, func(t *testing.T) {
 			r := jvmtest.Start(t, jvmtest.Run{Class: "LockSites", Options: "LOCK=0,START", Java: jdk.Java})
 			require.Equal(t, 0, r.ExitCode, r.Stderr)
-			var enter, wait, park float64
-			_, err := fmt.Sscanf(strings.TrimSpace(r.Stdout), "enter_ns=%g wait_ns=%g park_ns=%g", &enter, &wait, &park)
-			require.NoError(t, err, r.Stdout)
 			out, err := exec.Command(jvmtest.Tool("jprof"), "collapsed", r.File("rt.1")).CombinedOutput()
 			require.NoError(t, err, "%s", out)
-			var gotEnter, gotWait, gotPark float64
-			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-				i := strings.LastIndexByte(line, ' ')
-				v, err := strconv.ParseFloat(line[i+1:], 64)
-				require.NoError(t, err)
-				switch {
-				case strings.HasSuffix(line[:i], ";LockSites.contend();O:lock java.lang.Object"):
-					gotEnter += v
-				case strings.Contains(line, ";LockSites.await();") && strings.HasSuffix(line[:i], "O:wait java.lang.Object"):
-					gotWait += v
-				case strings.Contains(line, ";LockSites.contendLock();java.util.concurrent.locks.ReentrantLock.lock();") &&
-					strings.HasSuffix(line[:i], "O:park java.util.concurrent.locks.ReentrantLock$NonfairSync"):
-					gotPark += v
-				}
-			}
-			assert.InEpsilon(t, park, gotPark, 0.10, "ReentrantLock: the program measured %v ns, LOCK %v", park, gotPark)
-			assert.InEpsilon(t, enter, gotEnter, 0.10, "monitor enter: the program measured %v ns, LOCK %v", enter, gotEnter)
-			assert.InEpsilon(t, wait, gotWait, 0.10, "Object.wait: the program measured %v ns, LOCK %v", wait, gotWait)
+			jvmtest.CheckLockSites(t, r.Stdout, out)
 			pb := filepath.Join(t.TempDir(), "l.pb.gz")
 			o, err := exec.Command(jvmtest.Tool("jprof"), "pprof", "-o", pb, r.File("rt.1")).CombinedOutput()
 			require.NoError(t, err, "%s", o)

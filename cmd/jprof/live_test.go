@@ -435,6 +435,32 @@ func TestProfileLock(t *testing.T) {
 	}
 }
 
+// TestProfileLockTotals: attached before LockSites does its round, a
+// lock profile finds the waits the program measured itself at each site
+// (a contended monitor, a contended ReentrantLock, Object.wait) within
+// 10%, as TestLock does at start.
+func TestProfileLockTotals(t *testing.T) {
+	for _, jdk := range jvmtest.JDKs() {
+		t.Run(jdk.Name, func(t *testing.T) {
+			gate := filepath.Join(t.TempDir(), "go")
+			p := jvmtest.Launch(t, jvmtest.Run{Class: "LockSites", Args: []string{"gate", gate}, Options: "-", Java: jdk.Java})
+			pid := strconv.Itoa(p.Result().PID)
+			p.Expect("ready " + pid)
+			code, _, stderr := jprofBin(t, "start", "-e", "lock", "-opts", "LOCK=0", pid)
+			require.Equal(t, 0, code, stderr)
+			require.NoError(t, os.WriteFile(gate, nil, 0o644))
+			measured, ok := p.Line(60 * time.Second)
+			require.True(t, ok, "LockSites did not finish its round")
+			out := filepath.Join(t.TempDir(), "l.collapsed")
+			code, _, stderr = jprofBin(t, "stop", "-o", out, pid)
+			require.Equal(t, 0, code, stderr)
+			b, err := os.ReadFile(out)
+			require.NoError(t, err)
+			jvmtest.CheckLockSites(t, measured, b)
+		})
+	}
+}
+
 // TestProfileJLM: -e jlm on a running JVM writes the lock monitor's
 // report beside the call tree, with the contended monitor's takes, and
 // the detach takes the probes out.

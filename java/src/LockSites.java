@@ -9,7 +9,9 @@ import java.util.concurrent.locks.ReentrantLock;
 // the lock, and in wait(), with System.nanoTime, and the program prints
 // the sums at the end: "enter_ns=N wait_ns=N park_ns=N". With an
 // argument it prints "ready <pid>" and does it again and again until
-// killed.
+// killed; with "gate FILE" it prints "ready <pid>", waits for FILE to
+// exist, does it once and then idles until killed (a profile attached
+// before FILE appears sees the whole round).
 public class LockSites {
     static final Object MONITOR = new Object();
     static final Object SIGNAL = new Object();
@@ -60,6 +62,13 @@ public class LockSites {
     public static void main(String[] args) throws Exception {
         if (args.length > 0)
             System.out.println("ready " + ProcessHandle.current().pid());
+        if (args.length > 1 && args[0].equals("gate")) {
+            java.nio.file.Path gate = java.nio.file.Path.of(args[1]);
+            while (!java.nio.file.Files.exists(gate))
+                Thread.sleep(10);
+            round();
+            Thread.sleep(Long.MAX_VALUE);
+        }
         do {
             round();
         } while (args.length > 0);
