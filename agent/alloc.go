@@ -22,8 +22,8 @@ func (a *agent) allocHeader(p *reports.Profile) {
 	st := jvmti.ReadAllocStats()
 	p.Notes = append(p.Notes,
 		fmt.Sprintf("Sampled allocations (ALLOC=%d): HotSpot samples about one allocation every %d bytes a thread allocates (JVMTI SampledObjectAlloc); each sample's stack, with the allocated class as its leaf frame, is in the thread's tree", c.Interval, c.Interval),
-		"CALLS = samples with this context on the stack; ALLOC_SPACE and ALLOC_OBJECTS = the bytes and objects the samples with this context on top stand for: an object of s bytes is sampled with probability p = 1 - exp(-s/interval), so it stands for s/p bytes and 1/p objects (unbiased estimates; 1/p rounded at random to a whole count)",
-		fmt.Sprintf("Allocation sampling since the start: %d samples of %d bytes in all, standing for %d bytes; %d threads; %s in the agent's callback, %s a sample",
+		"CALLS = samples with this context on the stack; ALLOC_SPACE and ALLOC_OBJECTS = the bytes and objects the samples with this context on top stand for: an object of s bytes is sampled with probability p = 1 - exp(-s/interval), so it stands for s/p bytes and 1/p objects (unbiased estimates; 1/p rounded at random to a whole count). An estimate is as good as its samples: a small object stands for many (one of 24 bytes sampled at 512 KiB for about 22,000), so a class or context with few CALLS has a rough ALLOC_OBJECTS",
+		fmt.Sprintf("Allocation sampling since the start: %d samples of %d bytes in all, standing for %d bytes; threads with samples: %d; %s in the agent's callback, %s a sample",
 			st.Samples, st.SampledBytes, st.WeightBytes, st.Threads, st.Callback.Round(time.Microsecond), perSample(st.Callback, st.Samples)))
 	if st.Lost > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("Warning: allocation sampling: %d samples not recorded (no memory for a thread's tree)", st.Lost))

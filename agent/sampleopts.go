@@ -88,8 +88,11 @@ func (o *Options) checkSample() error {
 
 // modeName is what the state line and status call the run: SAMPLE for a
 // sampled tree (whose Mode only says whether it carries the sampled time),
-// else the log-rt mode.
+// else the log-rt mode, with "+JLM" when the lock monitor counts too.
 func (o *Options) modeName() string {
+	if o.JLM {
+		return o.Mode.String() + "+JLM"
+	}
 	if o.Sample != nil {
 		return "SAMPLE"
 	}

@@ -140,6 +140,8 @@ static void es_free(jp_estack *a)
 	for (int i = 0; i < JP_ESTACK_LEAVES && jni != NULL; i++)
 		if (a->leaves[i].cls != NULL)
 			(*jni)->DeleteWeakGlobalRef(jni, a->leaves[i].cls);
+	if (a->park_blocker != NULL && jni != NULL)
+		(*jni)->DeleteWeakGlobalRef(jni, a->park_blocker);
 	jp_pcct_free(&a->pcct);
 	free(a->frames);
 	free(a->path);

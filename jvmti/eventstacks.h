@@ -29,6 +29,8 @@ typedef struct jp_estack {
 	uint32_t *path;         /* [depth + 1]: the leaf, then the frames, top first */
 	uint64_t rng;           /* xorshift state, for rounding at random */
 	uint64_t t0[2];         /* LOCK: when the thread began to wait (enter, Object.wait) */
+	jweak park_blocker;     /* LOCK: the blocker of the thread's last park, and its end */
+	uint64_t park_end;
 	uint64_t events;        /* events recorded */
 	jp_estack_leafc leaves[JP_ESTACK_LEAVES];
 	uint32_t next_leaf;     /* the cache entry replaced next */

@@ -6,7 +6,8 @@
  * the delay; a delay of at least the threshold is recorded with the
  * thread's stack at the end of the wait, whose leaf names the monitor's
  * class: "lock <class>" for entering, "wait <class>" for Object.wait.
- * base[0] is the delay (ns), base[1] the contentions.
+ * base[0] is the delay (ns), base[1] the contentions (park.c tells
+ * when several parks are one).
  *
  * java.util.concurrent's locks park their threads (LockSupport.park), of
  * which JVMTI says nothing. So LockSupport is rewritten (park.c, with the
@@ -49,7 +50,8 @@ static void jl_begin(jvmtiEnv *jvmti, jthread thread, int what)
 
 /* jl_record counts a wait of d ns and records it with the thread's stack
  * (but its top skip frames) if it reached the threshold. */
-void jl_record(jvmtiEnv *jvmti, JNIEnv *jni, jp_estack *e, jobject object, int what, uint64_t d, int skip)
+void jl_record(jvmtiEnv *jvmti, JNIEnv *jni, jp_estack *e, jobject object, int what, uint64_t d, int skip,
+	       uint64_t contentions)
 {
 	static const char *const leaf[] = { "lock ", "wait ", "park " };
 	__atomic_add_fetch(&jl.st.events[what], 1, __ATOMIC_RELAXED);
@@ -59,7 +61,7 @@ void jl_record(jvmtiEnv *jvmti, JNIEnv *jni, jp_estack *e, jobject object, int w
 	if (e == NULL && (e = jp_estack_self(jvmti, NULL)) == NULL)
 		return;
 	jclass k = object != NULL ? (*jni)->GetObjectClass(jni, object) : NULL;
-	uint64_t w[2] = { d, 1 };
+	uint64_t w[2] = { d, contentions };
 	jp_estack_record(jvmti, e, jp_estack_leaf(jvmti, jni, e, k, leaf[what]), skip, w, 2);
 	if (k != NULL)
 		(*jni)->DeleteLocalRef(jni, k);
@@ -74,7 +76,7 @@ static void jl_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jobject object,
 	uint64_t d = jp_mono_ns() - e->t0[what];
 	e->t0[what] = 0;
 	if (jl_events.on)
-		jl_record(jvmti, jni, e, object, what, d, 0);
+		jl_record(jvmti, jni, e, object, what, d, 0, 1);
 }
 
 static void JNICALL cb_contended_enter(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jobject object)

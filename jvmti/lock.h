@@ -25,7 +25,8 @@ struct jp_lock_state {
 extern struct jp_lock_state jl;
 extern jp_estack_events jl_events;
 
-void jl_record(jvmtiEnv *jvmti, JNIEnv *jni, jp_estack *e, jobject object, int what, uint64_t d, int skip);
+void jl_record(jvmtiEnv *jvmti, JNIEnv *jni, jp_estack *e, jobject object, int what, uint64_t d, int skip,
+	       uint64_t contentions);
 
 void jl_park_setup(jvmtiCapabilities *caps, jvmtiEventCallbacks *cb);
 int jl_park_enable(jvmtiEnv *jvmti, int live, char *err, int errlen);

@@ -22,6 +22,12 @@
 
 static const char park_class[] = "java/util/concurrent/locks/LockSupport";
 
+/* A thread that a lock's release wakes may lose the lock to another
+ * and park again at once: parks on the same blocker this close together
+ * are one contention (one blocked lock(), as Go's mutex profile counts),
+ * their delays summed. */
+#define JL_REPARK_NS 100000
+
 static void JNICALL jl_parked(JNIEnv *jni, jclass c, jobject blocker, jlong t0)
 {
 	(void)c;
@@ -29,8 +35,19 @@ static void JNICALL jl_parked(JNIEnv *jni, jclass c, jobject blocker, jlong t0)
 		return;
 	uint64_t now = jp_mono_ns();
 	/* System.nanoTime is CLOCK_MONOTONIC on Linux, as jp_mono_ns. */
-	uint64_t d = now > (uint64_t)t0 ? now - (uint64_t)t0 : 0;
-	jl_record(jpvm.jvmti, jni, NULL, blocker, JL_PARK, d, 1);
+	uint64_t start = (uint64_t)t0, d = now > start ? now - start : 0;
+	jp_estack *e = jp_estack_self(jpvm.jvmti, NULL);
+	if (e == NULL)
+		return;
+	int again = blocker != NULL && e->park_blocker != NULL && start >= e->park_end &&
+		    start - e->park_end < JL_REPARK_NS && (*jni)->IsSameObject(jni, e->park_blocker, blocker);
+	if (!again) {
+		if (e->park_blocker != NULL)
+			(*jni)->DeleteWeakGlobalRef(jni, e->park_blocker);
+		e->park_blocker = blocker != NULL ? (*jni)->NewWeakGlobalRef(jni, blocker) : NULL;
+	}
+	e->park_end = now;
+	jl_record(jpvm.jvmti, jni, e, blocker, JL_PARK, d, 1, again ? 0 : 1);
 }
 
 /* jl_class_file_load hands LockSupport's bytes to Park.rewrite while

@@ -271,6 +271,10 @@ func checkEvent(ctx context.Context, lt *liveTarget, ev string) (string, error) 
 	}
 	has := func(x *struct{ name, opts, source, kind, about string }) bool {
 		k, v, _ := strings.Cut(x.kind, "=")
+		// An agent with the lock monitor is jlm's, not calls'.
+		if (x.name == "jlm") != (statusField(st, "jlm") == "on") {
+			return false
+		}
 		return statusField(st, "source") == x.source && strings.HasPrefix(statusField(st, k), v)
 	}
 	e := lookupEvent(ev)

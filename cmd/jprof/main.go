@@ -141,7 +141,7 @@ func usage() string {
 		fmt.Fprintf(&b, "  %s\n", strings.TrimSpace("jprof "+c.name+" "+c.synopsis))
 	}
 	b.WriteString(`
-FILE is a log-rt or a log-gen (told apart by its first line).
+FILE is a log-rt or a log-gen (told apart by its first line); report jlm reads a log-jlm.
 `)
 	for _, c := range commands {
 		fmt.Fprintf(&b, "  %-10s %s\n", c.name, c.short)
@@ -292,6 +292,9 @@ func report(args []string, stdout io.Writer) error {
 	if pos[0] == "jlm" {
 		return reportJLM(pos[1], *sortBy, *out, stdout)
 	}
+	if *sortBy != "gets" {
+		return usagef("-sort is for report jlm")
+	}
 	write := map[string]func(io.Writer, *reports.Profile) error{
 		"xtree": reports.WriteXTree,
 		"xarc":  reports.WriteXArc,
@@ -313,8 +316,9 @@ func report(args []string, stdout io.Writer) error {
 
 // reportJLM prints a log-jlm file as JProf's JLM report did.
 func reportJLM(path, sortBy, out string, stdout io.Writer) error {
+	sortBy = strings.ToLower(sortBy)
 	if _, ok := reports.JLMSorts[sortBy]; !ok {
-		return usagef("-sort %q: want gets, slow, miss, hold or wait", sortBy)
+		return fmt.Errorf("report jlm: -sort %q: want gets, slow, miss, hold or wait", sortBy)
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -323,7 +327,13 @@ func reportJLM(path, sortBy, out string, stdout io.Writer) error {
 	defer f.Close()
 	j, err := reports.ReadJLM(f)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		dir, base := filepath.Split(path)
+		if sib := filepath.Join(dir, strings.Replace(base, "log-rt.", "log-jlm.", 1)); sib != path {
+			if _, serr := os.Stat(sib); serr == nil {
+				return fmt.Errorf("%s: %w; the lock monitor's counts are beside it: %s", path, err, sib)
+			}
+		}
+		return fmt.Errorf("%s: %w (report jlm reads the log-jlm.N_<pid> an agent with JLM writes beside each log-rt)", path, err)
 	}
 	return output(out, stdout, func(w io.Writer) error { return reports.WriteJLMReport(w, j, sortBy) })
 }
