@@ -250,11 +250,11 @@ func (a *agent) setupPTT() error {
 	a.metrics = plan.want
 	// A sampled tree's time is read by the signal handler, not the
 	// PTT: the PTT's notes would describe what is not used.
-	if len(plan.want) > 0 && a.opts.Sample == nil && a.opts.Alloc == nil && a.opts.Lock == nil {
+	if len(plan.want) > 0 && !a.opts.sampledTree() {
 		a.notes = append(a.notes, st.Notes...)
 	}
 	a.log.Info("PTT ready", zap.Stringer("backend", st.Backend), zap.Strings("notes", st.Notes),
-		zap.Stringers("metrics", plan.want))
+		zap.Stringers("ptt", plan.want), zap.String("metrics", a.metricNames()))
 	return nil
 }
 
@@ -543,8 +543,15 @@ func (a *agent) logThreadSummary(s *threadSummary) {
 			zap.Int("nodes", t.nodes), zap.Uint64("unmatchedExits", t.counters.UnmatchedExits),
 			zap.Uint64("missedExits", t.counters.MissedExits), zap.Uint64("allocFailures", t.counters.AllocFailures)}, extra...)
 		if len(a.metrics) > 0 {
+			// The sampled sources' trees hold their own metrics in the
+			// PTT's slots: named as the report names them.
+			names := strings.Split(a.metricNames(), "+")
 			for k, m := range a.metrics {
-				fields = append(fields, zap.Uint64(m.String(), t.metrics[k]))
+				name := m.String()
+				if k < len(names) && a.opts.sampledTree() {
+					name = names[k]
+				}
+				fields = append(fields, zap.Uint64(name, t.metrics[k]))
 			}
 			if a.ptt.HasDispatches {
 				fields = append(fields, zap.Uint64("dispatches", t.ds))

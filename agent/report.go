@@ -74,7 +74,7 @@ func (r *report) header(ts []engine.Thread, seq int) *reports.Profile {
 	}
 	if r.cal != nil {
 		p.Notes = append(p.Notes, "Calibration: final minima (every event calibrated with the minimum over the whole run, per type/transition sequence)")
-	} else if r.nm > 0 && a.opts.Sample == nil && a.opts.Alloc == nil && a.opts.Lock == nil {
+	} else if r.nm > 0 && !a.opts.sampledTree() {
 		p.Notes = append(p.Notes, "Calibration: off (NOCALIBRATE): BASE is the raw metric between events")
 	}
 	if over := engine.MethodsOver(); over > 0 {

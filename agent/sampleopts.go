@@ -86,6 +86,10 @@ func (o *Options) checkSample() error {
 	return nil
 }
 
+// sampledTree: the source records stacks with metrics of its own
+// (SAMPLE, ALLOC, LOCK), not method events with PTT metrics.
+func (o *Options) sampledTree() bool { return o.Sample != nil || o.Alloc != nil || o.Lock != nil }
+
 // modeName is what the state line and status call the run: SAMPLE for a
 // sampled tree (whose Mode only says whether it carries the sampled time),
 // else the log-rt mode, with "+JLM" when the lock monitor counts too.
