@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -261,6 +262,23 @@ func TestAttachRefused(t *testing.T) {
 	code, _, stderr = jprofBin(t, "profile", "-d", "1s", "-e", "bci", "-o", out, pid)
 	require.Equal(t, 0, code, stderr)
 	checkHot(t, out, false)
+}
+
+// TestProfileStaleSocket: a socket left by a killed JVM of the same pid
+// (pids are reused) is no agent: jprof loads one, which replaces it.
+func TestProfileStaleSocket(t *testing.T) {
+	p := service(t, "")
+	dir := control.SocketDir(control.SocketBase, os.Geteuid())
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	path := control.SocketPath(control.SocketBase, os.Geteuid(), p.Result().PID)
+	ln, err := net.Listen("unix", path)
+	require.NoError(t, err)
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close() // the file stays, nobody listens: as a SIGKILLed JVM leaves it
+	out := filepath.Join(t.TempDir(), "p.collapsed")
+	code, _, stderr := jprofBin(t, "profile", "-d", "1s", "-e", "cpu", "-o", out, strconv.Itoa(p.Result().PID))
+	require.Equal(t, 0, code, stderr)
+	checkHot(t, out, true)
 }
 
 // TestProfileTargetExits: the JVM ending in the middle of a profile is

@@ -90,6 +90,11 @@ func dialAgent(ctx context.Context, t *attach.Target) (*control.Client, error) {
 		if err == nil {
 			return c, nil
 		}
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			// Nobody listens: a socket left by an earlier JVM of the
+			// same pid (killed), which the agent replaces as it loads.
+			continue
+		}
 		errs = append(errs, err.Error())
 	}
 	if len(errs) > 0 {
