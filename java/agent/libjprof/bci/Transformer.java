@@ -208,7 +208,7 @@ public final class Transformer {
                     : (how & WRAPPED) != 0;
             if (!wanted && !wrap) {
                 if (selective != null)
-                    Selective.record(reader(bytes), cls, Set.of(), null, loader);
+                    Hierarchy.record(reader(bytes), cls, Set.of(), null, loader);
                 return null;
             }
             Set<String> skip = new HashSet<>();
@@ -289,7 +289,7 @@ public final class Transformer {
         if (!wanted) {
             only = Set.of(); // only the wrappers a retransformation must keep
             if (sel != null)
-                Selective.record(cr, cr.getClassName(), Set.of(), null, loader);
+                Hierarchy.record(cr, cr.getClassName(), Set.of(), null, loader);
         } else if (sel != null) {
             only = sel.select(cr, cr.getClassName(), bytes, loader);
             if (only.isEmpty() && !wrap)
