@@ -248,7 +248,7 @@ func TestBadOptionStopsJVM(t *testing.T) {
 		{"METRICS=PTT_FOO", "", `invalid option "METRICS=PTT_FOO"`},
 		{"METHODEVENTS,CALLTREE", "PORT=http", `invalid option "PORT=http" (from JPROFOPTS)`},
 		{"METRICS=PTT_INSTS", "", "PTT_INSTS"},
-		{"METHODEVENTS,CALLTREE,PORT=8890,HOST=0.0.0.0", "", `invalid option "HOST": 0.0.0.0 is not loopback: listening beyond this machine needs TOKEN=`},
+		{"METHODEVENTS,CALLTREE,PORT=8890,HOST=0.0.0.0", "", `invalid option "HOST": 0.0.0.0 is not loopback: listening beyond this host needs TOKEN=`},
 	} {
 		var env []string
 		if c.env != "" {

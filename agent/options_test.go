@@ -82,7 +82,7 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"PORT=http", "PORT=http", "1-65535"},
 		{"HOST=", "HOST=", "needs an address"},
 		{"TOKEN=", "TOKEN=", "without blanks"},
-		{"PORT=9000,HOST=0.0.0.0", "HOST", "not loopback: listening beyond this machine needs TOKEN="},
+		{"PORT=9000,HOST=0.0.0.0", "HOST", "not loopback: listening beyond this host needs TOKEN="},
 		{"PORT=9000,HOST=::", "HOST", "needs TOKEN="},
 		{"PORT=9000,HOST=example.com", "HOST", "needs TOKEN="},
 		{"HOST=127.0.0.1", "HOST", "needs PORT="},

@@ -465,7 +465,7 @@ func (o *Options) checkControl() *OptionError {
 	case o.Host != "" && o.Port == 0:
 		return &OptionError{Option: "HOST", Reason: "says where the rtdriver TCP port listens: needs PORT= (without PORT= rtdriver uses the JVM's UNIX socket only)"}
 	case o.Port != 0 && o.Token == "" && o.Host != "" && !control.IsLoopback(o.Host):
-		return &OptionError{Option: "HOST", Reason: fmt.Sprintf("%s is not loopback: listening beyond this machine needs TOKEN= (only a peer on this machine can be told by its user)", o.Host)}
+		return &OptionError{Option: "HOST", Reason: fmt.Sprintf("%s is not loopback: listening beyond this host needs TOKEN= (only a peer on this host can be told by its user)", o.Host)}
 	}
 	return nil
 }

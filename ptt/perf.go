@@ -30,7 +30,7 @@ func probePerf(m Metric, excludeKernel bool) error {
 	}
 	err := syscall.Errno(-r)
 	if err == syscall.ENOENT && m.hardware() {
-		return fmt.Errorf("ptt: metric %s: perf_event_open(%s) returned ENOENT: %w on this machine",
+		return fmt.Errorf("ptt: metric %s: perf_event_open(%s) returned ENOENT: %w on this host",
 			m, perfEventName(m), ErrNoPMU)
 	}
 	return fmt.Errorf("ptt: metric %s: perf_event_open(%s): %w", m, perfEventName(m), err)
