@@ -85,6 +85,7 @@ func TestSmoke(t *testing.T) {
 	assert.Regexp(t, `\| libjprof LOCK \(threshold 10 µs\) \| [0-9.]+ \| [0-9.]+× \|`, lk)
 	assert.Regexp(t, `\| libjprof BCI CALLTREE JLM \| [0-9.]+ \| [0-9.]+× \| .* \| [1-9][0-9]* monitor takes \|`, lk)
 	assert.Contains(t, lk, "JLM's own cost")
+	assert.Contains(t, lk, "Without contention")
 	assert.Regexp(t, `\| libjprof ALLOC \(512 KiB\) \| [0-9.]+ \| [0-9.]+× \|`, sections["Allocation profile cost: ALLOC against JFR"])
 	assert.Regexp(t, `\*\*In one JVM\*\* .* \*\*[0-9.]+×\*\* median`, sections["Allocation profile cost: ALLOC against JFR"])
 	at := sections["Profiling a running JVM (jprof profile)"]
