@@ -150,6 +150,19 @@ func (t *Target) request(ctx context.Context, cmd string, args ...string) (int, 
 		return 0, "", fmt.Errorf("JVM %s: %w", t, err)
 	}
 	conn, err := t.dial(ctx, sock)
+	if errors.Is(err, unix.ECONNREFUSED) {
+		// Nobody listens: the socket of an earlier process of this pid
+		// (a JVM killed before it could remove it). This JVM, once
+		// triggered, makes its own.
+		if rerr := os.Remove(sock); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			return 0, "", fmt.Errorf("JVM %s: %s was left by an earlier process (nobody listens on it) and cannot be removed: %w",
+				t, sock, rerr)
+		}
+		if err := t.startListener(ctx, sock); err != nil {
+			return 0, "", err
+		}
+		conn, err = t.dial(ctx, sock)
+	}
 	if err != nil {
 		return 0, "", err
 	}

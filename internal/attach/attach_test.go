@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -520,4 +521,27 @@ func TestHelperProcessRefused(t *testing.T) {
 			t.Errorf("List() as uid %d holds root's JVM %d", os.Geteuid(), pid)
 		}
 	}
+}
+
+// TestStaleSocket: an attach socket left by an earlier process of the
+// same pid (a JVM killed before it removed it; pids come back), on which
+// nobody listens, is replaced by the JVM's own: Execute works.
+func TestStaleSocket(t *testing.T) {
+	forEachJDK(t, func(t *testing.T, j jdk) {
+		cmd := exec.Command(jvmArgs(j)[0], jvmArgs(j)[1:]...)
+		cmd.Dir = jvmDir(t, j)
+		tg := mustOpen(t, runJVM(t, cmd))
+		sock := fmt.Sprintf("/tmp/.java_pid%d", tg.NSPid)
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln.(*net.UnixListener).SetUnlinkOnClose(false)
+		ln.Close()
+		out, err := tg.Execute(ctxFor(t, 10*time.Second), "properties")
+		if err != nil || !strings.Contains(out, "java.vm.name") {
+			t.Errorf("Execute with a stale socket: err %v, reply %.80q", err, out)
+		}
+		noTriggerLeft(t, tg)
+	})
 }
