@@ -13,12 +13,7 @@ import (
 // and Pyroscope's alloc_space and alloc_objects).
 func (a *agent) allocHeader(p *reports.Profile) {
 	c := a.opts.Alloc
-	names := []reports.Metric{{Name: "ALLOC_SPACE", Unit: "bytes"}, {Name: "ALLOC_OBJECTS", Unit: "count"}}
-	for i := range p.Metrics {
-		if i < len(names) {
-			p.Metrics[i] = names[i]
-		}
-	}
+	nameMetrics(p, reports.Metric{Name: "ALLOC_SPACE", Unit: "bytes"}, reports.Metric{Name: "ALLOC_OBJECTS", Unit: "count"})
 	st := jvmti.ReadAllocStats()
 	p.Notes = append(p.Notes,
 		fmt.Sprintf("Sampled allocations (ALLOC=%d): HotSpot samples about one allocation every %d bytes a thread allocates (JVMTI SampledObjectAlloc); each sample's stack, with the allocated class as its leaf frame, is in the thread's tree", c.Interval, c.Interval),
@@ -27,6 +22,16 @@ func (a *agent) allocHeader(p *reports.Profile) {
 			st.Samples, st.SampledBytes, st.WeightBytes, st.Threads, st.Callback.Round(time.Microsecond), perSample(st.Callback, st.Samples)))
 	if st.Lost > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("Warning: allocation sampling: %d samples not recorded (no memory for a thread's tree)", st.Lost))
+	}
+}
+
+// nameMetrics gives an event-driven source's tree its own metrics'
+// names in place of the PTT slots that carry them.
+func nameMetrics(p *reports.Profile, names ...reports.Metric) {
+	for i := range p.Metrics {
+		if i < len(names) {
+			p.Metrics[i] = names[i]
+		}
 	}
 }
 
@@ -40,12 +45,7 @@ func perSample(d time.Duration, n uint64) time.Duration {
 // lockHeader says in a log-rt header that the tree holds lock waits, and
 // names its metrics as Go's mutex profile does (delay, contentions).
 func (a *agent) lockHeader(p *reports.Profile) {
-	names := []reports.Metric{{Name: "DELAY", Unit: "nanoseconds"}, {Name: "CONTENTIONS", Unit: "count"}}
-	for i := range p.Metrics {
-		if i < len(names) {
-			p.Metrics[i] = names[i]
-		}
-	}
+	nameMetrics(p, reports.Metric{Name: "DELAY", Unit: "nanoseconds"}, reports.Metric{Name: "CONTENTIONS", Unit: "count"})
 	st := jvmti.ReadLockStats()
 	p.Notes = append(p.Notes,
 		fmt.Sprintf("Lock waits (LOCK=%s): threads blocked entering a contended monitor (leaf \"lock <class>\"), waiting in Object.wait (leaf \"wait <class>\") or parked by java.util.concurrent (LockSupport.park, leaf \"park <blocker's class>\", e.g. a ReentrantLock's Sync) for at least %s, with the stack where the wait ended", a.opts.Lock.Threshold, a.opts.Lock.Threshold),

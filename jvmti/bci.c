@@ -475,7 +475,7 @@ int jp_bci_set(int on)
 		jp_collect(1);
 		if (!bci.instrumenting) {
 			bci.instrumenting = 1;
-			JNIEnv *jni = bci.ready ? bci_env() : NULL;
+			JNIEnv *jni = bci.ready ? jp_env() : NULL;
 			if (jni != NULL) {
 				jp_jlm_events(1);
 				bci_retransform(jni);

@@ -68,8 +68,6 @@ void jp_jlm_setup(jvmtiCapabilities *caps, jvmtiEventCallbacks *cb);
 int jp_jlm_vm_init(JNIEnv *jni, jclass probe);
 void jp_jlm_events(int on);
 
-/* bci_env is the calling thread's JNIEnv, NULL if it is not attached. */
-JNIEnv *bci_env(void);
 /* bci_retransform retransforms every loaded class the transformer wants
  * (bci_lock held); bci_retransform_named those named (Java strings). */
 void bci_retransform(JNIEnv *jni);

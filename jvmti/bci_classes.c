@@ -178,14 +178,6 @@ void JNICALL jp_bci_class_file_load(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefin
 	bci_busy = 0;
 }
 
-JNIEnv *bci_env(void)
-{
-	JNIEnv *env = NULL;
-	if ((*jpvm.vm)->GetEnv(jpvm.vm, (void **)&env, JNI_VERSION_1_8) != JNI_OK)
-		return NULL;
-	return env;
-}
-
 /* bci_retransform_list retransforms classes (local refs, deleted here);
  * classes that cannot be are named in log-msg and stay as they are. */
 static void bci_retransform_list(JNIEnv *jni, jclass *want, jint nw)
@@ -335,7 +327,7 @@ void bci_retransform(JNIEnv *jni)
  * once with collection off. A later start instruments again. */
 int bci_detach(char *err, int errlen)
 {
-	JNIEnv *jni = bci_env();
+	JNIEnv *jni = jp_env();
 	if (jni == NULL) {
 		snprintf(err, errlen, "BCI: the calling thread is not attached to the VM");
 		return -1;
@@ -361,7 +353,7 @@ int bci_detach(char *err, int errlen)
  * collection epoch starts if collecting. Returns 0, or -1 with err. */
 int jp_bci_roots(const char *roots, char *err, int errlen)
 {
-	JNIEnv *jni = bci_env();
+	JNIEnv *jni = jp_env();
 	if (!bci.ready || jni == NULL) {
 		snprintf(err, errlen, "BCI is not set up (yet)");
 		return -1;
@@ -415,7 +407,7 @@ int jp_bci_instrumenting(void)
  * attached to the VM. */
 int jp_bci_sizes(uint64_t *out)
 {
-	JNIEnv *jni = bci_env();
+	JNIEnv *jni = jp_env();
 	if (!bci.ready || jni == NULL || bci.m_sizes == NULL)
 		return -1;
 	if ((*jni)->PushLocalFrame(jni, 4) != 0) {

@@ -241,3 +241,11 @@ void jp_notef(const char *fmt, ...)
 	va_end(ap);
 	jpGoNote(buf);
 }
+
+JNIEnv *jp_env(void)
+{
+	JNIEnv *env = NULL;
+	if ((*jpvm.vm)->GetEnv(jpvm.vm, (void **)&env, JNI_VERSION_1_8) != JNI_OK)
+		return NULL;
+	return env;
+}

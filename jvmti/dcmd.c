@@ -80,7 +80,7 @@ out:
 
 char *jp_dcmd_current(const char *cmd, const char **why)
 {
-	JNIEnv *jni = bci_env();
+	JNIEnv *jni = jp_env();
 	if (jni == NULL) {
 		*why = "the calling thread is not attached to the VM";
 		return NULL;
@@ -93,7 +93,7 @@ char *jp_dcmd_current(const char *cmd, const char **why)
  * reached as DiagnosticCommandImpl is; the file must end in .hprof. */
 int jp_heap_dump(const char *path, int live, const char **why)
 {
-	JNIEnv *jni = bci_env();
+	JNIEnv *jni = jp_env();
 	*why = NULL;
 	if (jni == NULL) {
 		*why = "the calling thread is not attached to the VM";

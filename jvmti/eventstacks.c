@@ -134,9 +134,7 @@ static uint32_t es_leaf_handle(const char *name)
 
 static void es_free(jp_estack *a)
 {
-	JNIEnv *jni = NULL;
-	if (jpvm.vm != NULL && (*jpvm.vm)->GetEnv(jpvm.vm, (void **)&jni, JNI_VERSION_1_8) != JNI_OK)
-		jni = NULL;
+	JNIEnv *jni = jpvm.vm != NULL ? jp_env() : NULL;
 	for (int i = 0; i < JP_ESTACK_LEAVES && jni != NULL; i++)
 		if (a->leaves[i].cls != NULL)
 			(*jni)->DeleteWeakGlobalRef(jni, a->leaves[i].cls);

@@ -226,6 +226,8 @@ void jp_jlm_read_go(uintptr_t h);
 void jp_jlm_reset(void);
 uint64_t jp_jlm_overflow(void);
 
+/* jp_env is the calling thread's JNIEnv, NULL if it is not attached. */
+JNIEnv *jp_env(void);
 /* jp_notef says something in log-msg: a warning, or with the prefix
  * "info: " what was done (Config.Note). */
 void jp_notef(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -149,20 +149,12 @@ static void jl_park_install_locked(JNIEnv *jni)
 		(*jni)->DeleteLocalRef(jni, c);
 }
 
-static JNIEnv *jl_env(void)
-{
-	JNIEnv *env = NULL;
-	if ((*jpvm.vm)->GetEnv(jpvm.vm, (void **)&env, JNI_VERSION_1_8) != JNI_OK)
-		return NULL;
-	return env;
-}
-
 /* jl_park_install rewrites LockSupport once collection is on (set). */
 void jl_park_install(void)
 {
 	pthread_mutex_lock(&jl.park_mu);
 	jl.park_on = 1;
-	jl_park_install_locked(jl_env());
+	jl_park_install_locked(jp_env());
 	pthread_mutex_unlock(&jl.park_mu);
 }
 
@@ -209,7 +201,7 @@ int jl_park_detach(char *err, int errlen)
 {
 	pthread_mutex_lock(&jl.park_mu);
 	jl.park_on = 0;
-	JNIEnv *jni = jl_env();
+	JNIEnv *jni = jp_env();
 	if (jl.park_state == 1 && jni != NULL) {
 		jvmtiEnv *jvmti = jpvm.jvmti;
 		jl.park_want = 0;
