@@ -123,16 +123,17 @@ demo: deps all
 # SOURCE=bci trains the bytecode-instrumentation source (its own table,
 # without the interpreter's environmental overhead, which it does not have);
 # READS=2 the agent's path with two PTT reads per event (LATEREAD; its
-# tables end in -2reads.cal).
+# tables end in -2reads.cal); CLOCK=vdso reads the vDSO clock each time
+# (NOTSC; tables end in -vdso.cal) where the agent would scale the TSC.
 TRAIN_PTT ?= $(or $(PTT),bpf)
 comma := ,
 empty :=
 space := $(empty) $(empty)
 TRAIN_BCI := $(filter bci,$(SOURCE))
 # (ALLMETHODS: the trainer's known-cost methods are as small as trivial ones.)
-TRAIN_AGENT_OPTS := $(subst $(space),$(comma),$(strip $(if $(TRAIN_BCI),BCI ALLMETHODS) $(if $(filter 2,$(READS)),LATEREAD)))
+TRAIN_AGENT_OPTS := $(subst $(space),$(comma),$(strip $(if $(TRAIN_BCI),BCI ALLMETHODS) $(if $(filter 2,$(READS)),LATEREAD) $(if $(filter vdso,$(CLOCK)),NOTSC)))
 TRAIN_SOURCE_OPTS := $(if $(TRAIN_AGENT_OPTS),-agent-options $(TRAIN_AGENT_OPTS)) $(if $(TRAIN_BCI),-no-env)
-TRAIN_SUFFIX := $(if $(TRAIN_BCI),-bci)$(if $(filter 2,$(READS)),-2reads)
+TRAIN_SUFFIX := $(if $(TRAIN_BCI),-bci)$(if $(filter 2,$(READS)),-2reads)$(if $(filter vdso,$(CLOCK)),-vdso)
 train: deps all
 	$(GO) run ./trainer/cmd/train -java $(JAVA) -backend $(TRAIN_PTT) $(TRAIN_SOURCE_OPTS) \
 	  -o calibration/tables/openjdk-$$($(JAVA) -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')-$$(uname -m)-PTT_TIME-$(TRAIN_PTT)$(TRAIN_SUFFIX).cal

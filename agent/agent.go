@@ -30,6 +30,8 @@ type agent struct {
 	log      *zap.Logger
 	closeLog func()
 	ptt      ptt.Status
+	pttTSC   bool // the PTT reads scaled the TSC when calibration chose its tables
+	tscWarn  sync.Once
 	pttLease *ptthelper.Lease // jprof pttd's work area: held open for the life of the process
 	metrics  []ptt.Metric
 	jvm      jvmIdentity
@@ -247,6 +249,7 @@ func (a *agent) setupPTT() error {
 		a.log.Warn(w)
 	}
 	a.ptt = st
+	a.pttTSC = ptt.ClockTSC()
 	a.metrics = plan.want
 	// A sampled tree's time is read by the signal handler, not the
 	// PTT: the PTT's notes would describe what is not used.
@@ -577,7 +580,7 @@ func (a *agent) logThreadSummary(s *threadSummary) {
 	if len(a.metrics) > 0 {
 		c := ptt.ReadCounters()
 		a.log.Info("PTT summary", zap.Stringer("backend", a.ptt.Backend), zap.Uint64("fallbackThreads", c.Fallbacks), zap.Uint64("perfFallbackThreads", c.PerfFallbacks),
-			zap.Uint64("noSlot", c.NoSlot), zap.Uint64("unresolved", c.Unresolved), zap.Uint64("slotsInUse", c.SlotsInUse), zap.Uint64("slots", c.Slots),
+			zap.Bool("tscReads", ptt.ClockTSC()), zap.Uint64("tscRateMoved", c.TSCDrifts), zap.Uint64("noSlot", c.NoSlot), zap.Uint64("unresolved", c.Unresolved), zap.Uint64("slotsInUse", c.SlotsInUse), zap.Uint64("slots", c.Slots),
 			zap.Any("bpfCounters", c.BPF))
 	}
 	a.log.Info("method registry", zap.Int("methods", engine.Methods()), zap.Int("limit", engine.MaxMethods()),

@@ -70,7 +70,7 @@ func (a *agent) fallbackCalibrator(ts []engine.Thread) *calibrator {
 		kept = make([][]int64, len(a.metrics))
 		for k, m := range a.metrics {
 			kept[k] = a.kept[k]
-			if tab, ok := calibration.DefaultFor(a.source.Name(), pttReads(), a.jvm.name, a.jvm.version, m.String(), "perf"); ok {
+			if tab, ok := calibration.DefaultFor(a.calPath(), a.jvm.name, a.jvm.version, m.String(), "perf"); ok {
 				tables[k], kept[k] = tab, tab.Kept()
 			}
 		}

@@ -69,10 +69,7 @@ func (a *agent) loadCalibration() error {
 			for _, t := range given {
 				err := t.Matches(a.jvm.name, a.jvm.version, m.String(), a.ptt.Backend.String())
 				if err == nil {
-					err = t.MatchesSource(a.source.Name())
-				}
-				if err == nil {
-					err = t.MatchesReads(pttReads())
+					err = t.MatchesPath(a.calPath())
 				}
 				if err == nil {
 					tab = t
@@ -81,11 +78,11 @@ func (a *agent) loadCalibration() error {
 				errs = append(errs, err.Error())
 			}
 			if tab == nil {
-				return fmt.Errorf("CALTABLE %s has no table for this run (JVM %q %s, metric %s, backend %s, event source %s, %s PTT reads per event): %s",
-					a.opts.CalTable, a.jvm.name, a.jvm.version, m, a.ptt.Backend, a.source.Name(), pttReads(), strings.Join(errs, "; "))
+				return fmt.Errorf("CALTABLE %s has no table for this run (JVM %q %s, metric %s, backend %s, event source %s, %s PTT reads per event, %s clock): %s",
+					a.opts.CalTable, a.jvm.name, a.jvm.version, m, a.ptt.Backend, a.source.Name(), pttReads(), a.calPath().Clock, strings.Join(errs, "; "))
 			}
 			source, from = "table "+a.opts.CalTable, calibration.FromCALTABLE
-		} else if t, ok := calibration.DefaultFor(a.source.Name(), pttReads(), a.jvm.name, a.jvm.version, m.String(), a.ptt.Backend.String()); ok {
+		} else if t, ok := calibration.DefaultFor(a.calPath(), a.jvm.name, a.jvm.version, m.String(), a.ptt.Backend.String()); ok {
 			tab, source, from = t, "built-in table", calibration.FromBuiltIn
 		}
 		// The table by its identity, for the reader and for jprof
@@ -98,7 +95,9 @@ func (a *agent) loadCalibration() error {
 			}
 		}
 		if tab == nil {
-			note := fmt.Sprintf("Calibration %s: no table for JVM %q %s, backend %s and event source %s; minima found online in this run", m, a.jvm.name, a.jvm.version, a.ptt.Backend, a.source.Name())
+			p := a.calPath()
+			note := fmt.Sprintf("Calibration %s: no table for JVM %q %s, backend %s, event source %s, %s PTT reads per event and the %s clock; minima found online in this run",
+				m, a.jvm.name, a.jvm.version, a.ptt.Backend, p.Source, p.Reads, p.Clock)
 			if a.opts.CalTable == "none" {
 				note = fmt.Sprintf("Calibration %s: CALTABLE=none: minima found online in this run", m)
 			}
@@ -159,7 +158,7 @@ func (a *agent) writeCalOut() {
 			JVM: a.jvm.name, JVMVersion: a.jvm.version, Arch: a.jvm.arch,
 			Metric: m.String(), Backend: a.ptt.Backend.String(), CPU: cpuModel(),
 			Date: time.Now().UTC(), Runs: 1, Tool: "libjprof agent", EnvSource: calibration.EnvDefault, Source: a.source.Name(),
-			Reads: pttReads(),
+			Reads: pttReads(), Clock: a.calPath().Clock,
 		})
 		for key, mn := range mins[k] {
 			if mn == calibration.Unseen {
@@ -190,6 +189,15 @@ func cpuModel() string {
 		}
 	}
 	return runtime.GOARCH
+}
+
+// calPath is the run's per-event path as calibration tables name it.
+func (a *agent) calPath() calibration.Path {
+	clock := calibration.ClockVDSO
+	if a.pttTSC {
+		clock = calibration.ClockTSC
+	}
+	return calibration.Path{Source: a.source.Name(), Reads: pttReads(), Clock: clock}
 }
 
 // pttReads is the run's PTT reads per event as calibration tables name

@@ -325,3 +325,53 @@ func TestSampleInlined(t *testing.T) {
 	}
 	assert.True(t, strings.HasSuffix(top, ";Service.unit(long);Service.hot(long)"), "main's hottest stack: %s", top)
 }
+
+// TestSampleWalkedFromCaller: javac's stacks often have their top frame in
+// a stub or a frame being built, where AsyncGetCallTrace gives up
+// (<unknown_Java>); the handler walks those from the caller instead, so
+// they keep their calling context under <top_frame_not_walkable> (a leaf
+// under a Java method, never at a thread's root), and more of them are
+// recovered than stay unwalked.
+func TestSampleWalkedFromCaller(t *testing.T) {
+	srcs, err := filepath.Glob(filepath.Join(jvmtest.Root(), "java", "src", "*.java"))
+	require.NoError(t, err)
+	args := append([]string{"1", t.TempDir()}, srcs...)
+	// Room for every context, so that no sample goes to <sample-node-limit>.
+	r := jvmtest.Start(t, jvmtest.Run{Class: "ParJavac", Args: args, Options: "SAMPLE=500us,SAMPLENODES=1000000,START,NORTDRIVER"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	msg := r.ReadFile(t, "msg")
+	count := func(name string) int {
+		m := regexp.MustCompile(`"` + regexp.QuoteMeta(name) + `":\s*(\d+)`).FindStringSubmatch(msg)
+		if m == nil {
+			return 0
+		}
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	recovered := count("walkedFromCaller")
+	unwalked := count("<unknown_Java>") + count("<not_walkable_Java>")
+	t.Logf("samples %d, walked from the caller %d, unwalked in Java %d", count("samples"), recovered, unwalked)
+	require.NotZero(t, recovered, "no stack walked from the caller")
+	assert.Less(t, unwalked, recovered, "more stacks stayed unwalked in Java than were recovered")
+
+	p := r.LogRT(t, 1)
+	var found uint64
+	var walk func(n *reports.Node, depth int)
+	walk = func(n *reports.Node, depth int) {
+		if strings.HasSuffix(n.Name, "<top_frame_not_walkable>") {
+			found += n.Calls
+			assert.Empty(t, n.Children, "the pseudo-frame is the top of its stack")
+			assert.Greater(t, depth, 1, "the pseudo-frame hangs under a Java frame, not under the thread")
+		}
+		for _, c := range n.Children {
+			walk(c, depth+1)
+		}
+	}
+	for _, th := range p.Threads {
+		for _, c := range th.Children {
+			walk(c, 1)
+		}
+	}
+	assert.Equal(t, uint64(recovered), found, "every recovered sample is in the tree")
+	assert.Contains(t, strings.Join(p.Notes, "\n"), "stacks walked from the caller of a top frame")
+}

@@ -80,7 +80,7 @@ func TestSmoke(t *testing.T) {
 	assert.Contains(t, sections["Sampling overhead and stress"], "| ParJavac | libjprof SAMPLE (cpu, 1 ms) |")
 	assert.Contains(t, sections["Sampling overhead and stress"], "**Stress.**")
 	assert.Contains(t, sections["Sampling overhead and stress"], "**2 of 2 passed**")
-	assert.Len(t, s.Targets(), 36)
+	assert.Len(t, s.Targets(), 37)
 	lk := sections["Lock profile cost: LOCK and JLM on contended locks"]
 	assert.Regexp(t, `\| libjprof LOCK \(threshold 10 µs\) \| [0-9.]+ \| [0-9.]+× \|`, lk)
 	assert.Regexp(t, `\| libjprof BCI CALLTREE JLM \| [0-9.]+ \| [0-9.]+× \| .* \| [1-9][0-9]* monitor takes \|`, lk)

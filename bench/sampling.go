@@ -52,6 +52,39 @@ type SamplingRow struct {
 	// Coverage is, per run, the time the samples stand for as a share
 	// of the process's CPU time while sampling (the header's note), %.
 	Coverage []float64
+	// Unwalked and Recovered are, per run, the Java threads' samples
+	// whose stack could not be walked (any pseudo-frame of
+	// AsyncGetCallTrace's failures but <no_Java_frame>), and those walked
+	// from the caller of a top frame it could not place, % (log-msg).
+	Unwalked, Recovered []float64
+}
+
+var summaryRe = regexp.MustCompile(`sampling summary\s.*"samples": (\d+).*"notWalkable": \{([^}]*)\}, "walkedFromCaller": (\d+).*"jvmSamples": (\d+)`)
+
+// walkShares reads log-msg's sampling summary: the shares of the Java
+// threads' samples not walked and walked from the caller, %.
+func walkShares(msg string) (unwalked, recovered float64, ok bool) {
+	m := summaryRe.FindStringSubmatch(msg)
+	if m == nil {
+		return 0, 0, false
+	}
+	samples, _ := strconv.ParseFloat(m[1], 64)
+	rec, _ := strconv.ParseFloat(m[3], 64)
+	jvm, _ := strconv.ParseFloat(m[4], 64)
+	var failed float64
+	for _, kv := range strings.Split(m[2], ",") {
+		k, v, found := strings.Cut(kv, ":")
+		if !found || strings.Contains(k, "<no_Java_frame>") {
+			continue
+		}
+		n, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		failed += n
+	}
+	java := samples - jvm
+	if java <= 0 {
+		return 0, 0, false
+	}
+	return 100 * failed / java, 100 * rec / java, true
 }
 
 var coverageRe = regexp.MustCompile(`Process CPU time while sampling: \d+ ms; the samples stand for \d+ ms \(([\d.]+)%\)`)
@@ -133,6 +166,12 @@ func (p *Sampling) Run(ctx context.Context, s *Suite, tmp string) error {
 							v, _ := strconv.ParseFloat(m[1], 64)
 							row.Coverage = append(row.Coverage, v)
 						}
+					}
+				}
+				if b, err := os.ReadFile(res.file("msg")); err == nil {
+					if u, r, ok := walkShares(string(b)); ok {
+						row.Unwalked = append(row.Unwalked, u)
+						row.Recovered = append(row.Recovered, r)
 					}
 				}
 			}
@@ -290,13 +329,24 @@ func (p *Sampling) Markdown(out io.Writer, s *Suite) error {
 	}
 	fmt.Fprintf(out, "\n**The whole process.** The samples stand for this share of the process's CPU time while sampling "+
 		"(the header's note: Java threads, and the JVM's own threads under pseudo-frames of their kind), median and range over the runs:\n\n"+
-		"| program | configuration | samples / process CPU | min–max |\n|---|---|--:|--:|\n")
+		"| program | configuration | samples / process CPU | min–max | Java samples not walked | min–max | walked from the caller of the top frame |\n|---|---|--:|--:|--:|--:|--:|\n")
 	for _, r := range p.Rows {
 		if len(r.Coverage) > 0 {
 			c := Summarize(r.Coverage)
-			fmt.Fprintf(out, "| %s | %s | %.1f%% | %s |\n", r.Program, r.Name, c.Median, c.Range("%.1f"))
+			u, rec := "–", "–"
+			ur := "–"
+			if len(r.Unwalked) > 0 {
+				s := Summarize(r.Unwalked)
+				u, ur = fmt.Sprintf("%.1f%%", s.Median), s.Range("%.1f")
+				rec = fmt.Sprintf("%.1f%%", Summarize(r.Recovered).Median)
+			}
+			fmt.Fprintf(out, "| %s | %s | %.1f%% | %s | %s | %s | %s |\n", r.Program, r.Name, c.Median, c.Range("%.1f"), u, ur, rec)
 		}
 	}
+	fmt.Fprintf(out, "\n*Not walked*: the Java threads' samples that AsyncGetCallTrace could not walk (pseudo-frames such as `<unknown_Java>`, "+
+		"`<unknown_not_Java>`: a thread in the VM without a walkable last Java frame), median over the runs; *walked from the caller*: "+
+		"those that failed at a top frame in a stub or a frame being built and were walked from its caller (`<top_frame_not_walkable>`), "+
+		"which before counted as not walked.\n")
 	seen := map[string]bool{}
 	for _, r := range p.Rows {
 		for _, n := range r.Samples {
@@ -352,5 +402,16 @@ func coverageTargets(p *Sampling) []Target {
 		}
 		ts = append(ts, tg)
 	}
-	return ts
+	tg := Target{What: "SAMPLE (1 ms) on javac: the Java threads' samples whose stack is not walked ≤ 2%", Measured: "not measured", Met: "n/a"}
+	if p != nil {
+		for _, r := range p.Rows {
+			if r.Key == sampleJavac+"-1ms" && len(r.Unwalked) > 0 {
+				u := Summarize(r.Unwalked)
+				tg.Measured = fmt.Sprintf("%.1f%% (%s over %d runs); %.1f%% more walked from the caller of their top frame", u.Median, u.Range("%.1f"), u.N,
+					Summarize(r.Recovered).Median)
+				tg.Met = yesNo(u.Median <= 2)
+			}
+		}
+	}
+	return append(ts, tg)
 }

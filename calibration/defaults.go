@@ -47,12 +47,11 @@ func loadFS(fsys fs.FS, dir string) ([]*Table, error) {
 // feature release). Among several, it prefers the exact JVM version, then
 // the most runs, then the newest. It returns a copy the caller may change.
 func Default(jvm, version, metric, backend string) (*Table, bool) {
-	return DefaultFor(SourceJVMTI, "2", jvm, version, metric, backend)
+	return DefaultFor(Path{Source: SourceJVMTI, Reads: "2", Clock: ClockVDSO}, jvm, version, metric, backend)
 }
 
-// DefaultFor is Default for an event source's tables (Provenance.Source)
-// taken with reads PTT reads per event ("1" or "2").
-func DefaultFor(source, reads, jvm, version, metric, backend string) (*Table, bool) {
+// DefaultFor is Default for the tables taken on path p.
+func DefaultFor(p Path, jvm, version, metric, backend string) (*Table, bool) {
 	ts, err := Embedded()
 	if err != nil {
 		// The embedded tables are checked by the package's tests; a bad
@@ -61,7 +60,7 @@ func DefaultFor(source, reads, jvm, version, metric, backend string) (*Table, bo
 	}
 	var same []*Table
 	for _, t := range ts {
-		if t.MatchesSource(source) == nil && t.MatchesReads(reads) == nil {
+		if t.MatchesPath(p) == nil {
 			same = append(same, t)
 		}
 	}

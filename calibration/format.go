@@ -58,6 +58,7 @@ const (
 	fEnv     = "env"
 	fSource  = "source"
 	fReads   = "reads"
+	fClock   = "clock"
 	fNote    = "note"
 )
 
@@ -165,6 +166,8 @@ func (p *parser) header(s string) error {
 		dst = &pr.Source
 	case fReads:
 		dst = &pr.Reads
+	case fClock:
+		dst = &pr.Clock
 	case fNote:
 		pr.Notes = append(pr.Notes, value)
 		return nil
@@ -269,6 +272,7 @@ func (t *Table) write(bw *bufio.Writer) error {
 		{fCPU, t.CPU},
 		{fSource, t.Source},
 		{fReads, t.Reads},
+		{fClock, t.Clock},
 	}
 	if !t.Date.IsZero() {
 		fields = append(fields, struct{ name, value string }{fDate, t.Date.UTC().Format(time.RFC3339)})

@@ -22,6 +22,9 @@ func (p Provenance) ID() string {
 		// Tables before the field keep the IDs their reports name.
 		id += " reads=" + p.Reads
 	}
+	if p.Clock != "" {
+		id += " clock=" + p.Clock
+	}
 	return id
 }
 

@@ -74,6 +74,21 @@ func (t *Table) MatchesReads(reads string) error {
 	return nil
 }
 
+// MatchesPath reports whether the table's minima were taken on the given
+// path (a *MismatchError naming the first field that differs if not).
+func (t *Table) MatchesPath(p Path) error {
+	if err := t.MatchesSource(p.Source); err != nil {
+		return err
+	}
+	if err := t.MatchesReads(p.Reads); err != nil {
+		return err
+	}
+	if t.PTTClock() != p.Clock {
+		return &MismatchError{Field: fClock, Table: t.PTTClock(), Want: p.Clock}
+	}
+	return nil
+}
+
 // Matches checks that the table fits a run on the given JVM (java.vm.name),
 // JVM version (java.vm.version; the Java feature release must be the same),
 // metric and PTT backend. An empty argument is not checked. The error, a
@@ -131,13 +146,10 @@ func Merge(tables ...*Table) (*Table, error) {
 	out := NewTable(Provenance{})
 	measuredEnv := map[Key]bool{}
 	for i, t := range tables {
-		if err := t.MatchesSource(tables[0].EventSource()); err != nil {
+		if err := t.MatchesPath(tables[0].Path()); err != nil {
 			return nil, fmt.Errorf("calibration: merge: table %d: %w", i, err)
 		}
-		if err := t.MatchesReads(tables[0].PTTReads()); err != nil {
-			return nil, fmt.Errorf("calibration: merge: table %d: %w", i, err)
-		}
-		out.Source, out.Reads = tables[0].Source, tables[0].Reads
+		out.Source, out.Reads, out.Clock = tables[0].Source, tables[0].Reads, tables[0].Clock
 		if err := mergeProvenance(&out.Provenance, &t.Provenance); err != nil {
 			return nil, fmt.Errorf("calibration: merge: table %d: %w", i, err)
 		}

@@ -88,7 +88,37 @@ type Provenance struct {
 	// Reads is the PTT reads per event the minima were taken with, "1"
 	// or "2" (the agent's LATEREAD); "" is "2" (tables before the field).
 	Reads string
+	// Clock is how the reads took the time, ClockTSC or ClockVDSO; ""
+	// is ClockVDSO (tables before the field).
+	Clock string
 	Notes []string // free text, one line each
+}
+
+// Clocks, for Provenance.Clock: a TSC-scaled read costs a fraction of a
+// vDSO clock read, so the two paths have different minima.
+const (
+	ClockTSC  = "tsc"
+	ClockVDSO = "vdso"
+)
+
+// PTTClock is the table's clock (Provenance.Clock).
+func (p *Provenance) PTTClock() string {
+	if p.Clock == "" {
+		return ClockVDSO
+	}
+	return p.Clock
+}
+
+// Path is the agent's per-event path that minima are taken on: its event
+// source, PTT reads per event and the clock the reads take. A table serves
+// only runs on its own path.
+type Path struct {
+	Source, Reads, Clock string
+}
+
+// Path is the table's Path.
+func (p *Provenance) Path() Path {
+	return Path{Source: p.EventSource(), Reads: p.PTTReads(), Clock: p.PTTClock()}
 }
 
 // PTTReads is the table's reads per event (Provenance.Reads).

@@ -70,6 +70,9 @@ int jp_attach_current(char *name);
  * VM's exported structure table (vmflags.c): 0, -1 if the table cannot
  * be read, -2 if there is no such flag. */
 int jp_vm_set_bool_flag(const char *name, int value);
+/* jp_vm_static is the address of a HotSpot static field named in the
+ * same table (e.g. CodeCache::_low_bound), or NULL. */
+void *jp_vm_static(const char *type, const char *field);
 /* The allocation source (alloc.c): jp_alloc_configure before
  * jp_vm_setup; counters since the start. */
 typedef struct jp_alloc_stats {

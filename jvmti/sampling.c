@@ -29,6 +29,12 @@
  * SA_ONSTACK: while a Java thread runs Go code (a cgo callback) the Go
  * runtime gives it an alternate signal stack, and the handler must not
  * push onto a small goroutine stack.
+ *
+ * A walk that fails at the top frame (the pc in a stub, an adapter, or a
+ * frame being built or torn down: ticks_unknown_Java, ticks_not_walkable_
+ * Java) is tried again from that frame's caller (jp_agct_retry), and the
+ * sample hangs under "<top_frame_not_walkable>" beneath the caller's
+ * stack instead of landing at the thread's root.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -45,6 +51,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "jvmtiagent.h"
@@ -71,6 +78,96 @@ static uint64_t jp_clock_ns(clockid_t c)
 	struct timespec ts;
 	clock_gettime(c, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* jp_path_of turns the n frames of the walk in s->frames (top first) into
+ * handles at s->path[off..], top first, and returns the path's length; a
+ * walk of depth frames (the most it was allowed) was cut, and hangs under
+ * a pseudo-frame that says so. */
+static uint32_t jp_path_of(jp_sthread *s, uint32_t n, uint32_t off, uint32_t depth)
+{
+	uint32_t *path = s->path + off;
+	/* Root first: the outer frames mostly repeat the previous walk's,
+	 * whose handles are known. */
+	uint32_t d = 0, known = n;
+	for (; d < n && d < s->prev_n && s->prev_mid[d] == s->frames[n - 1 - d].method_id; d++)
+		path[n - 1 - d] = s->prev_h[d];
+	for (; d < n; d++) {
+		jmethodID mid = s->frames[n - 1 - d].method_id;
+		uint32_t h = mid != NULL ? jp_mid_find(mid) : UINT32_MAX;
+		if (h == UINT32_MAX) {
+			h = jps.unknown_h;
+			JP_COUNT(misses);
+			if (known > d)
+				known = d; /* not reused: it may be registered by the next walk */
+		}
+		path[n - 1 - d] = h;
+		s->prev_mid[d] = mid;
+		s->prev_h[d] = h;
+	}
+	s->prev_n = known;
+	if (n >= depth) {
+		path[n++] = jps.deep_h;
+		JP_COUNT(deep);
+	}
+	return off + n;
+}
+
+static int jp_in_code(uintptr_t pc)
+{
+	uintptr_t lo = *jps.code_lo, hi = *jps.code_hi;
+	return lo != 0 && pc >= lo && pc < hi;
+}
+
+/*
+ * jp_agct_retry walks the stack again from the caller of a top frame that
+ * AsyncGetCallTrace could not place (ticks_unknown_Java: the pc is in a
+ * stub, an adapter or a frame being built or torn down; ticks_not_walkable
+ * _Java). It pops that frame the two ways x86-64 code leaves one, in the
+ * signal's own context (restored before it returns): the return address on
+ * top of the stack (before the frame pushed rbp, or after it popped it),
+ * then the frame-pointer link. A popped pc must lie in the code cache, and
+ * every word read must lie in the thread's stack, so that a wrong guess
+ * costs a failed walk, never a fault.
+ */
+static int jp_agct_retry(jp_sthread *s, jp_agct_trace *tr, void *uc)
+{
+#if defined(__x86_64__)
+	if (jps.code_lo == NULL || jps.code_hi == NULL || s->stack_hi == 0 || jps.depth < 2)
+		return 0;
+	greg_t *g = ((ucontext_t *)uc)->uc_mcontext.gregs;
+	const greg_t pc = g[REG_RIP], sp = g[REG_RSP], fp = g[REG_RBP];
+	const uintptr_t usp = (uintptr_t)sp, ufp = (uintptr_t)fp;
+	int ok = 0;
+	if (usp < s->stack_lo || usp + 8 > s->stack_hi || (usp & 7) != 0)
+		return 0;
+	uintptr_t ra = *(const uintptr_t *)usp;
+	if (jp_in_code(ra)) {
+		g[REG_RIP] = (greg_t)ra;
+		g[REG_RSP] = (greg_t)(usp + 8);
+		jps.agct(tr, (jint)jps.depth - 1, uc);
+		ok = tr->num_frames > 0;
+	}
+	if (!ok && ufp > usp && ufp + 16 <= s->stack_hi && (ufp & 7) == 0) {
+		ra = ((const uintptr_t *)ufp)[1];
+		if (jp_in_code(ra)) {
+			g[REG_RIP] = (greg_t)ra;
+			g[REG_RSP] = (greg_t)(ufp + 16);
+			g[REG_RBP] = (greg_t)((const uintptr_t *)ufp)[0];
+			jps.agct(tr, (jint)jps.depth - 1, uc);
+			ok = tr->num_frames > 0;
+		}
+	}
+	g[REG_RIP] = pc;
+	g[REG_RSP] = sp;
+	g[REG_RBP] = fp;
+	return ok;
+#else
+	(void)s;
+	(void)tr;
+	(void)uc;
+	return 0;
+#endif
 }
 
 static void jp_sample_handler(int sig, siginfo_t *si, void *uc)
@@ -125,7 +222,15 @@ static void jp_sample_handler(int sig, siginfo_t *si, void *uc)
 		n = 1;
 		JP_COUNT(jvm_samples);
 		__atomic_fetch_add(&jps.st.jvm_weight_ns, w, __ATOMIC_RELAXED);
-	} else if (jps.agct(&tr, (jint)jps.depth, uc), tr.num_frames <= 0) {
+	} else if (jps.agct(&tr, (jint)jps.depth, uc), tr.num_frames > 0) {
+		n = jp_path_of(s, (uint32_t)tr.num_frames, 0, jps.depth);
+	} else if ((tr.num_frames == -5 || tr.num_frames == -6) && jp_agct_retry(s, &tr, uc)) {
+		/* Walked from the caller: the top frame, which nothing
+		 * named, is a pseudo-frame under it. */
+		s->path[0] = jps.top_h;
+		n = jp_path_of(s, (uint32_t)tr.num_frames, 1, jps.depth - 1);
+		JP_COUNT(recovered);
+	} else {
 		int r = -tr.num_frames;
 		if (r >= JP_NREASONS)
 			r = 7; /* unknown_state */
@@ -134,34 +239,6 @@ static void jp_sample_handler(int sig, siginfo_t *si, void *uc)
 		n = 1;
 		/* The previous walk's handles stay true (a jmethodID keeps
 		 * its handle): the next walk still reuses them. */
-	} else {
-		n = (uint32_t)tr.num_frames;
-		/* Root first: the outer frames mostly repeat the previous
-		 * walk's, whose handles are known. */
-		uint32_t d = 0, known = n;
-		for (; d < n && d < s->prev_n && s->prev_mid[d] == s->frames[n - 1 - d].method_id; d++)
-			s->path[n - 1 - d] = s->prev_h[d];
-		for (; d < n; d++) {
-			jmethodID mid = s->frames[n - 1 - d].method_id;
-			uint32_t h = mid != NULL ? jp_mid_find(mid) : UINT32_MAX;
-			if (h == UINT32_MAX) {
-				h = jps.unknown_h;
-				JP_COUNT(misses);
-				if (known > d)
-					known = d; /* not reused: it may be registered by the next walk */
-			}
-			s->path[n - 1 - d] = h;
-			s->prev_mid[d] = mid;
-			s->prev_h[d] = h;
-		}
-		s->prev_n = known;
-		if (n >= jps.depth) {
-			/* The walk stopped at the depth: the outer frames are
-			 * missing, and the path hangs under a pseudo-frame
-			 * that says so rather than under the root. */
-			s->path[n++] = jps.deep_h;
-			JP_COUNT(deep);
-		}
 	}
 	if (jp_pcct_add(s->t, &s->pcct, s->path, n, w))
 		JP_COUNT(limited);
@@ -231,6 +308,9 @@ static int jp_sampling_setup(jvmtiEnv *jvmti, jvmtiCapabilities *caps, jvmtiEven
 	jps.unknown_h = jp_method_register("<unknown-method>", JP_T_OTHER);
 	jps.limit_h = jp_method_register("<sample-node-limit>", JP_T_OTHER);
 	jps.deep_h = jp_method_register("<deeper-frames>", JP_T_OTHER);
+	jps.top_h = jp_method_register("<top_frame_not_walkable>", JP_T_OTHER);
+	jps.code_lo = (const volatile uintptr_t *)jp_vm_static("CodeCache", "_low_bound");
+	jps.code_hi = (const volatile uintptr_t *)jp_vm_static("CodeCache", "_high_bound");
 
 	struct sigaction old;
 	if (sigaction(jps.signo, NULL, &old) != 0) {
@@ -295,6 +375,16 @@ static void jp_sampling_thread_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread threa
 	s->perf_fd = -1;
 	s->t = t;
 	s->env = jni;
+	pthread_attr_t attr;
+	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+		void *base = NULL;
+		size_t size = 0;
+		if (pthread_attr_getstack(&attr, &base, &size) == 0 && base != NULL) {
+			s->stack_lo = (uintptr_t)base;
+			s->stack_hi = (uintptr_t)base + size;
+		}
+		pthread_attr_destroy(&attr);
+	}
 	s->tid = t->tid;
 	/* Visible to the handler before any timer can fire. */
 	jp_sself = s;

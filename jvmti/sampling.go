@@ -130,6 +130,9 @@ type SampleStats struct {
 	// those stand for.
 	JVMThreads, JVMEnded, JVMSamples uint64
 	JVMWeight                        time.Duration
+	// Recovered counts walks that failed at the top frame and were
+	// walked from its caller (<top_frame_not_walkable>).
+	Recovered uint64
 }
 
 // DebugNonSafepoints is what turning HotSpot's DebugNonSafepoints on at
@@ -147,7 +150,7 @@ func SamplingStats() SampleStats {
 		Weight: time.Duration(st.weight_ns), PerfArmed: uint64(st.perf_armed), TimerArmed: uint64(st.timer_armed),
 		Handler: time.Duration(st.handler_ns), Prepare: time.Duration(st.prepare_ns), Prepared: uint64(st.prepared),
 		JVMThreads: uint64(st.jvm_threads), JVMEnded: uint64(st.jvm_ended), JVMSamples: uint64(st.jvm_samples),
-		JVMWeight: time.Duration(st.jvm_weight_ns)}
+		JVMWeight: time.Duration(st.jvm_weight_ns), Recovered: uint64(st.recovered)}
 	for r := 0; r < C.JP_NREASONS; r++ {
 		if n := uint64(st.reasons[r]); n > 0 {
 			s.Failed[C.GoString(C.jp_sampling_reason(C.int(r)))] = n

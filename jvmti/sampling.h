@@ -39,6 +39,7 @@ typedef struct jp_sample_stats {
 	uint64_t jvm_samples;    /* samples on them */
 	uint64_t jvm_weight_ns;  /* time those samples stand for */
 	uint64_t jvm_ended;      /* JVM threads seen to end */
+	uint64_t recovered;      /* walks that failed at the top frame and succeeded from its caller */
 } jp_sample_stats;
 
 void jp_sampling_stats(jp_sample_stats *out);

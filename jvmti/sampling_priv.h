@@ -48,6 +48,9 @@ typedef struct jp_sthread {
 	jmethodID *prev_mid;     /* [jps.depth] */
 	uint32_t *prev_h;        /* [jps.depth] */
 	uint32_t prev_n;
+	/* The thread's stack, [stack_lo, stack_hi): where the handler may
+	 * read a frame's words (0 when unknown: no recovery). */
+	uintptr_t stack_lo, stack_hi;
 	jp_pcct pcct;
 	/* JVM threads: the pseudo-frame of the thread's kind, its start
 	 * time (/proc stat field 22: a reused tid is a new thread) and
@@ -72,7 +75,10 @@ struct jp_sampling_state {
 	int signo;
 	jp_agct_fn agct;
 	uint32_t reason_h[JP_NREASONS];
-	uint32_t unknown_h, limit_h, deep_h;
+	uint32_t unknown_h, limit_h, deep_h, top_h;
+	/* CodeCache::_low_bound and _high_bound (their addresses: the cache
+	 * is laid out after the agent loads), or NULL. */
+	const volatile uintptr_t *code_lo, *code_hi;
 	volatile int on;
 	int debug_nonsafepoints; /* jp_vm_set_bool_flag's result: 0 when on */
 	int perf_refused;   /* cpu: perf events refused, POSIX timers instead */

@@ -1,12 +1,15 @@
 /*
- * vmflags.c: setting a HotSpot flag from inside the process. HotSpot
+ * vmflags.c: setting a HotSpot flag, and finding a static field, from
+ * inside the process. HotSpot
  * exports a description of its own data structures (gHotSpotVMStructs,
  * the table the serviceability agent reads): where the table of -XX
  * flags is, how large an entry is, and where an entry keeps the flag's
  * name and value. SAMPLE uses it to turn DebugNonSafepoints on, which no
  * JVMTI call does: without it, compiled code describes its inlining only
  * at safepoints, and AsyncGetCallTrace charges a sample taken inside an
- * inlined method's loop to the method it was inlined into.
+ * inlined method's loop to the method it was inlined into. It also reads
+ * the code cache's bounds there, to tell a return address in compiled
+ * code from any other word on a stack.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -95,4 +98,12 @@ int jp_vm_set_bool_flag(const char *name, int value)
 		}
 	}
 	return -2;
+}
+
+void *jp_vm_static(const char *type, const char *field)
+{
+	void *at = NULL;
+	if (vm_field(type, field, NULL, &at) != 0)
+		return NULL;
+	return at;
 }

@@ -79,13 +79,18 @@
 // Both bpf and perf add CLOCK_MONOTONIC elapsed since the thread's
 // switch-in to what the kernel recorded then, so every read takes the
 // clock. A vDSO clock_gettime orders the TSC read and takes a seqlock;
-// where the kernel itself keeps time with the TSC (clocksource tsc, which
-// it only chooses when the TSC is invariant and synchronized across CPUs),
+// where the kernel's clock is computed from an invariant TSC (clocksource
+// tsc, or kvm-clock in a KVM guest, with constant_tsc and nonstop_tsc),
 // the read instead scales a bare RDTSC from a per-thread anchor, a (TSC,
 // vDSO clock) pair the thread takes at its first read of each dispatch
-// (jp_ptt_now). Setup measures the TSC's rate against the clock and its
-// step (some CPUs and hypervisors advance it in 10 ns steps, sometimes a
-// short one): a time delta below one step sets no calibration minimum.
+// (jp_ptt_now). A dispatch runs on one CPU, so TSCs of different CPUs are
+// never compared (kvm-clock's guests are not promised synchronized ones)
+// and only the TSC's rate matters: Setup measures it twice against the
+// clock and each new anchor checks it again; if it moved by more than
+// 0.1% (a VM moved to another host), every read goes back to the vDSO
+// clock and Counters say so. Setup also measures the TSC's step (some
+// CPUs and hypervisors advance it in 10 ns steps, sometimes a short one):
+// a time delta below one step sets no calibration minimum.
 // Config.NoTSC (option NOTSC) keeps the vDSO read.
 //
 // # Measuring

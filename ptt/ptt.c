@@ -85,14 +85,63 @@ uint64_t jp_ptt_perf_fallbacks_load(void)
 	return __atomic_load_n(&jp_ptt_perf_fallbacks, __ATOMIC_RELAXED);
 }
 
+uint64_t jp_ptt_tsc_drifts;
+uint64_t jp_ptt_tsc_drift_ppm;
+
+void jp_ptt_tsc_check(const jp_ptt_anchor *a, uint64_t tsc, uint64_t mono, uint64_t mult)
+{
+	uint64_t dm = mono - a->mono;
+	uint64_t pred = (uint64_t)(((unsigned __int128)(tsc - a->tsc) * mult) >> 32);
+	uint64_t err = pred > dm ? pred - dm : dm - pred;
+	if (err * 1000 <= dm)
+		return;
+	uint64_t ppm = (uint64_t)(((unsigned __int128)err * 1000000) / dm);
+	if (__atomic_fetch_add(&jp_ptt_tsc_drifts, 1, __ATOMIC_RELAXED) == 0)
+		__atomic_store_n(&jp_ptt_tsc_drift_ppm, ppm, __ATOMIC_RELAXED);
+	__atomic_store_n(&jp_ptt.tsc_mult, 0, __ATOMIC_RELAXED);
+}
+
+uint64_t jp_ptt_tsc_mult_load(void)
+{
+	return __atomic_load_n(&jp_ptt.tsc_mult, __ATOMIC_RELAXED);
+}
+
+uint64_t jp_ptt_tsc_drifts_load(void)
+{
+	return __atomic_load_n(&jp_ptt_tsc_drifts, __ATOMIC_RELAXED);
+}
+
+uint64_t jp_ptt_tsc_drift_ppm_load(void)
+{
+	return __atomic_load_n(&jp_ptt_tsc_drift_ppm, __ATOMIC_RELAXED);
+}
+
+#ifdef JP_PTT_TSC
+/* jp_ptt_tsc_pair takes a (TSC, clock) pair: of 8 tries, the one whose
+ * two TSC reads around the clock read are closest, so that an interrupt
+ * or a preemption inside one try does not skew the pair. */
+static void jp_ptt_tsc_pair(uint64_t *tsc, uint64_t *mono)
+{
+	uint64_t best = UINT64_MAX;
+	for (int i = 0; i < 8; i++) {
+		uint64_t a = __builtin_ia32_rdtsc(), m = jp_ptt_mono_ns(), b = __builtin_ia32_rdtsc();
+		if (b > a && b - a < best) {
+			best = b - a;
+			*tsc = a + (b - a) / 2;
+			*mono = m;
+		}
+	}
+}
+#endif
+
 uint64_t jp_ptt_tsc_rate(int ms)
 {
 #ifdef JP_PTT_TSC
 	struct timespec nap = { ms / 1000, (long)(ms % 1000) * 1000000L };
-	uint64_t a0 = __builtin_ia32_rdtsc(), m0 = jp_ptt_mono_ns(), b0 = __builtin_ia32_rdtsc();
+	uint64_t c0 = 0, m0 = 0, c1 = 0, m1 = 0;
+	jp_ptt_tsc_pair(&c0, &m0);
 	nanosleep(&nap, NULL);
-	uint64_t a1 = __builtin_ia32_rdtsc(), m1 = jp_ptt_mono_ns(), b1 = __builtin_ia32_rdtsc();
-	uint64_t c0 = a0 + (b0 - a0) / 2, c1 = a1 + (b1 - a1) / 2;
+	jp_ptt_tsc_pair(&c1, &m1);
 	if (c1 <= c0 || m1 <= m0)
 		return 0;
 	uint64_t mult = (uint64_t)(((unsigned __int128)(m1 - m0) << 32) / (c1 - c0));

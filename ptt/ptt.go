@@ -10,6 +10,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -245,35 +246,53 @@ func publish(b Backend, cfg Config, dispatches, interrupts bool) string {
 }
 
 // readClock chooses how the bpf and perf reads take CLOCK_MONOTONIC, the
-// clock their kernel-side stamps use: by scaling the TSC (jp_ptt_now),
-// when the kernel itself keeps time with it (clocksource tsc: the kernel
-// found it invariant and synchronized across CPUs) and the CPU says it
-// is invariant; else by a vDSO clock read each time. The TSC's rate is
-// measured against the clock once, here (over 2 ms: the few-ns skew of
-// each (TSC, clock) pair is then a few ppm), and so is its step (tick, in
-// ns): a time delta shorter than one step is not trusted to set a
-// calibration minimum (the engine's "did not tick" rule).
+// clock their kernel-side stamps use: by scaling the TSC (jp_ptt_now) when
+// the CPU says its TSC is invariant (constant_tsc, nonstop_tsc) and the
+// kernel's own clock is the TSC's (clocksource tsc, or kvm-clock, which a
+// KVM guest's kernel computes from the TSC); else by a vDSO clock read
+// each time. A thread re-anchors at each dispatch, so TSCs of different
+// CPUs are never compared and only the rate must hold: it is measured
+// against the clock twice (over 2 ms each: the few-ns skew of a (TSC,
+// clock) pair is then a few ppm) and the two must agree, and each later
+// anchor checks it again (jp_ptt_tsc_check), going back to the vDSO read
+// if it moved. The TSC's step (tick, in ns) is measured too: a time delta
+// shorter than one step is not trusted to set a calibration minimum (the
+// engine's "did not tick" rule).
 func readClock(cfg Config) (mult, tick uint64, note string) {
 	vdso := "PTT clock: each read takes CLOCK_MONOTONIC from the vDSO"
 	if cfg.NoTSC {
 		return 0, 0, vdso + " (NOTSC)."
 	}
-	cs, err := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource")
-	if err != nil || strings.TrimSpace(string(cs)) != "tsc" {
-		return 0, 0, fmt.Sprintf("%s: the kernel's clocksource is %q, not tsc, so the TSC is not known to be invariant and synchronized.", vdso, strings.TrimSpace(string(cs)))
+	b, _ := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+	cs := strings.TrimSpace(string(b))
+	if cs != "tsc" && cs != "kvm-clock" {
+		return 0, 0, fmt.Sprintf("%s: the kernel's clocksource is %q, not one computed from the TSC (tsc, kvm-clock).", vdso, cs)
 	}
 	if !cpuFlags("constant_tsc", "nonstop_tsc") {
 		return 0, 0, vdso + ": the CPU does not report an invariant TSC (constant_tsc, nonstop_tsc)."
 	}
 	mult = uint64(C.jp_ptt_tsc_rate(2))
-	if mult == 0 {
+	again := uint64(C.jp_ptt_tsc_rate(2))
+	if mult == 0 || again == 0 {
 		return 0, 0, vdso + ": the TSC could not be measured against it."
 	}
+	if d := math.Abs(float64(again)-float64(mult)) / float64(mult); d > 200e-6 {
+		return 0, 0, fmt.Sprintf("%s: two measures of the TSC's rate against it differ by %.0f ppm.", vdso, d*1e6)
+	}
+	mult = (mult + again) / 2
+	C.jp_ptt_tsc_drifts = 0
+	C.jp_ptt_tsc_drift_ppm = 0
 	step := uint64(C.jp_ptt_tsc_step())
 	tick = (step*mult + 1<<31) >> 32
-	return mult, tick, fmt.Sprintf("PTT clock: reads scale the TSC to CLOCK_MONOTONIC (%.3f GHz measured), anchored on a vDSO clock read "+
-		"once per dispatch; the kernel keeps time with the TSC here (NOTSC: a vDSO read every time). Two back-to-back TSC reads "+
-		"differ by %d ticks (%d ns): shorter time deltas set no calibration minimum.", float64(1<<32)/float64(mult), step, tick)
+	return mult, tick, fmt.Sprintf("PTT clock: reads scale the TSC to CLOCK_MONOTONIC (%.3f GHz measured; clocksource %s), anchored on a vDSO clock read "+
+		"once per dispatch, the rate checked again at each anchor (NOTSC: a vDSO read every time). Two back-to-back TSC reads "+
+		"differ by %d ticks (%d ns): shorter time deltas set no calibration minimum.", float64(1<<32)/float64(mult), cs, step, tick)
+}
+
+// ClockTSC says whether the bpf and perf reads scale the TSC now (false:
+// a vDSO clock read each, from the start or since the rate moved).
+func ClockTSC() bool {
+	return state.backend != Clock && state.backend != None && C.jp_ptt_tsc_mult_load() != 0
 }
 
 // cpuFlags says whether /proc/cpuinfo lists every one of flags.
@@ -367,6 +386,10 @@ type Counters struct {
 	// whose global tid the BPF side never resolved (no context switch
 	// seen; included in Fallbacks).
 	Unresolved uint64
+	// TSCDrifts counts anchors that found the TSC's rate moved by more
+	// than 0.1% against the clock; the first turned the TSC path off
+	// (ClockTSC), by TSCDriftPPM.
+	TSCDrifts, TSCDriftPPM uint64
 	// SlotsInUse (held by this process) and Slots describe the bpf
 	// work area.
 	SlotsInUse, Slots uint64
@@ -380,6 +403,8 @@ func ReadCounters() Counters {
 	c := Counters{
 		Fallbacks:     uint64(C.jp_ptt_fallbacks_load()),
 		PerfFallbacks: uint64(C.jp_ptt_perf_fallbacks_load()),
+		TSCDrifts:     uint64(C.jp_ptt_tsc_drifts_load()),
+		TSCDriftPPM:   uint64(C.jp_ptt_tsc_drift_ppm_load()),
 		NoSlot:        uint64(C.jp_ptt_bpf_no_slot()),
 		Unresolved:    uint64(C.jp_ptt_bpf_unresolved()),
 		SlotsInUse:    uint64(C.jp_ptt_bpf_in_use()),

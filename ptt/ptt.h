@@ -179,6 +179,19 @@ static inline uint64_t jp_ptt_mono_ns(void)
  * CLOCK_MONOTONIC (slewed by NTP) cannot drift it by more than a few ns. */
 #define JP_PTT_TSC_SPAN (1ull << 31)
 
+/* A new anchor at least this long after the thread's previous one checks
+ * the TSC's rate: over 10 ms, a skew of microseconds between CPUs' TSCs
+ * stays below the threshold (jp_ptt_tsc_check). */
+#define JP_PTT_TSC_CHECK_NS 10000000ull
+
+/* jp_ptt_tsc_check compares the clock's advance since the anchor a with
+ * the TSC's scaled by mult; where they part by more than 0.1% (the TSC's
+ * rate changed: a VM moved to another host, a TSC that is not invariant
+ * after all), it turns the TSC path off for every thread (jp_ptt.tsc_mult
+ * = 0: each read takes the vDSO clock from then on) and counts it. Cold:
+ * at most once per dispatch of 10 ms or more. */
+void jp_ptt_tsc_check(const jp_ptt_anchor *a, uint64_t tsc, uint64_t mono, uint64_t mult);
+
 /*
  * jp_ptt_now is CLOCK_MONOTONIC for a read in the dispatch marked in.
  *
@@ -195,7 +208,7 @@ static inline uint64_t jp_ptt_mono_ns(void)
 static inline uint64_t jp_ptt_now(jp_ptt_anchor *a, uint64_t in)
 {
 #ifdef JP_PTT_TSC
-	uint64_t mult = jp_ptt.tsc_mult;
+	uint64_t mult = __atomic_load_n(&jp_ptt.tsc_mult, __ATOMIC_RELAXED);
 	if (mult != 0 && a != NULL) {
 		uint64_t c = __builtin_ia32_rdtsc();
 		uint64_t dc = c - a->tsc;
@@ -203,6 +216,8 @@ static inline uint64_t jp_ptt_now(jp_ptt_anchor *a, uint64_t in)
 			return a->mono + ((dc * mult) >> 32);
 		uint64_t m = jp_ptt_mono_ns();
 		uint64_t c2 = __builtin_ia32_rdtsc();
+		if (a->mono != 0 && m - a->mono >= JP_PTT_TSC_CHECK_NS)
+			jp_ptt_tsc_check(a, c, m, mult);
 		a->in = in;
 		a->tsc = c + (c2 - c) / 2;
 		a->mono = m;

@@ -12,6 +12,10 @@ extern uint64_t jp_ptt_fallbacks;
 extern uint64_t jp_ptt_perf_fallbacks; /* bpf threads without a slot reading perf */
 uint64_t jp_ptt_fallbacks_load(void);
 uint64_t jp_ptt_perf_fallbacks_load(void);
+extern uint64_t jp_ptt_tsc_drifts, jp_ptt_tsc_drift_ppm;
+uint64_t jp_ptt_tsc_drifts_load(void);
+uint64_t jp_ptt_tsc_mult_load(void);
+uint64_t jp_ptt_tsc_drift_ppm_load(void);
 
 /* bpf backend (ptt_bpf.c) */
 extern uint32_t jp_ptt_bpf_force_pidns;

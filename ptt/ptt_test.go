@@ -126,8 +126,9 @@ func testSetupForced(t *testing.T, b ptt.Backend, noTSC, dispatches, interrupts 
 				require.NotEmpty(t, n, "a note on the reads' clock")
 				if noTSC {
 					assert.Contains(t, n, "(NOTSC)")
-				} else if cs, _ := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource"); strings.TrimSpace(string(cs)) == "tsc" {
-					assert.Contains(t, n, "scale the TSC", "the kernel keeps time with the TSC here")
+				} else if tscClock() {
+					assert.Contains(t, n, "scale the TSC", "the kernel's clock is computed from the TSC here")
+					assert.True(t, ptt.ClockTSC())
 				}
 			}
 			assert.Equal(t, tc.b, st.Backend)
@@ -158,6 +159,7 @@ func testSetupForced(t *testing.T, b ptt.Backend, noTSC, dispatches, interrupts 
 			} else {
 				assert.Zero(t, r.Dispatches)
 			}
+			assert.Zero(t, ptt.ReadCounters().TSCDrifts, "the TSC's rate held")
 			t.Logf("%s: %d reads, ptt %d ns, cputime %d ns, %d dispatches", tc.b, r.Reads, r.PTT, r.CPU, r.Dispatches)
 		})
 	}
@@ -378,4 +380,45 @@ func diffStats(a, b pttbpf.Stats) pttbpf.Stats {
 		UnbalancedIRQExits: a.UnbalancedIRQExits - b.UnbalancedIRQExits,
 		StrayIRQs:          a.StrayIRQs - b.StrayIRQs,
 	}
+}
+
+// tscClock says whether Setup should scale the TSC here: the kernel's
+// clock is computed from it and the CPU says it is invariant.
+func tscClock() bool {
+	cs, _ := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+	info, _ := os.ReadFile("/proc/cpuinfo")
+	c := strings.TrimSpace(string(cs))
+	return (c == "tsc" || c == "kvm-clock") && strings.Contains(string(info), " constant_tsc") && strings.Contains(string(info), " nonstop_tsc")
+}
+
+// A TSC whose rate moves by more than 0.1% against the clock (a VM moved
+// to another host) turns the TSC path off: every read takes the vDSO
+// clock from then on, still monotone, and the counters say by how much.
+func TestTSCDrift(t *testing.T) {
+	if !tscClock() {
+		t.Skip("the reads do not scale the TSC here")
+	}
+	setupOrSkip(t, ptt.Config{Force: ptt.BPF})
+	require.True(t, ptt.ClockTSC())
+
+	ptttest.TSCDrift(500)
+	ptttest.TSCDrift(-500)
+	assert.True(t, ptt.ClockTSC(), "0.05% is within the check's bound")
+	assert.Zero(t, ptt.ReadCounters().TSCDrifts)
+
+	ptttest.TSCDrift(-3000)
+	assert.False(t, ptt.ClockTSC(), "0.3% turns the TSC path off")
+	c := ptt.ReadCounters()
+	assert.EqualValues(t, 1, c.TSCDrifts)
+	assert.InDelta(t, 3000, float64(c.TSCDriftPPM), 50)
+
+	r := onThread(func() ptttest.ThreadResult { return ptttest.MonotoneThread(20000) })
+	require.Zero(t, r.Err)
+	assert.Zero(t, r.Backwards, "vDSO reads after the switch go on from the TSC's")
+	assert.Greater(t, r.PTT, uint64(0))
+
+	// A new Setup measures again.
+	setupOrSkip(t, ptt.Config{Force: ptt.BPF})
+	assert.True(t, ptt.ClockTSC())
+	assert.Zero(t, ptt.ReadCounters().TSCDrifts)
 }

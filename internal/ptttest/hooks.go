@@ -206,6 +206,19 @@ static int th_pool_round(int n, int *distinct, int *fallbacks, int *perfs, int *
 }
 
 static void th_force_pidns(uint32_t ino) { jp_ptt_bpf_force_pidns = ino; }
+// th_tsc_drift runs the anchor's rate check on a pair 20 ms after an
+// anchor, whose TSC advanced ppm parts per million more than the clock.
+static void th_tsc_drift(long ppm)
+{
+	uint64_t mult = jp_ptt.tsc_mult;
+	if (mult == 0)
+		return;
+	jp_ptt_anchor a = { .in = 1, .tsc = 1000, .mono = 1000000000 };
+	uint64_t dm = 20000000;
+	uint64_t ticks = (uint64_t)(((unsigned __int128)dm << 32) / mult);
+	ticks += (uint64_t)((__int128)ticks * ppm / 1000000);
+	jp_ptt_tsc_check(&a, a.tsc + ticks, a.mono + dm, mult);
+}
 */
 import "C"
 
@@ -306,3 +319,7 @@ func PoolRound(n int) (distinct, fallbacks, perfs, clocks int, inUse uint64) {
 	C.th_pool_round(C.int(n), &d, &f, &pf, &c, &u)
 	return int(d), int(f), int(pf), int(c), uint64(u)
 }
+
+// TSCDrift runs the TSC path's rate check as a new anchor would after
+// 20 ms in which the TSC ran ppm parts per million fast (negative: slow).
+func TSCDrift(ppm int) { C.th_tsc_drift(C.long(ppm)) }
