@@ -326,13 +326,15 @@ func TestSampleInlined(t *testing.T) {
 	assert.True(t, strings.HasSuffix(top, ";Service.unit(long);Service.hot(long)"), "main's hottest stack: %s", top)
 }
 
-// TestSampleWalkedFromCaller: javac's stacks often have their top frame in
-// a stub or a frame being built, where AsyncGetCallTrace gives up
-// (<unknown_Java>); the handler walks those from the caller instead, so
-// they keep their calling context under <top_frame_not_walkable> (a leaf
-// under a Java method, never at a thread's root), and more of them are
+// TestSampleRecoversWalks: javac's stacks often have their top frame in a
+// stub or a frame being built, where AsyncGetCallTrace gives up
+// (<unknown_Java>), or are in the VM with their last Java frame recorded
+// without its pc (<unknown_not_Java>). The handler walks the first from
+// the caller, so they keep their calling context under
+// <top_frame_not_walkable> (a leaf under a Java method, never at a thread's
+// root), and the second once the pc is filled in; more of each are
 // recovered than stay unwalked.
-func TestSampleWalkedFromCaller(t *testing.T) {
+func TestSampleRecoversWalks(t *testing.T) {
 	srcs, err := filepath.Glob(filepath.Join(jvmtest.Root(), "java", "src", "*.java"))
 	require.NoError(t, err)
 	args := append([]string{"1", t.TempDir()}, srcs...)
@@ -348,13 +350,20 @@ func TestSampleWalkedFromCaller(t *testing.T) {
 		n, _ := strconv.Atoi(m[1])
 		return n
 	}
-	recovered := count("walkedFromCaller")
-	unwalked := count("<unknown_Java>") + count("<not_walkable_Java>")
-	t.Logf("samples %d, walked from the caller %d, unwalked in Java %d", count("samples"), recovered, unwalked)
-	require.NotZero(t, recovered, "no stack walked from the caller")
-	assert.Less(t, unwalked, recovered, "more stacks stayed unwalked in Java than were recovered")
+	fromCaller, fromAnchor := count("walkedFromCaller"), count("walkedFromAnchor")
+	inJava := count("<unknown_Java>") + count("<not_walkable_Java>")
+	inVM := count("<unknown_not_Java>")
+	t.Logf("samples %d (JVM threads %d); walked from the caller %d, from the anchor %d; unwalked in Java %d, in the VM without a pc %d",
+		count("samples"), count("jvmSamples"), fromCaller, fromAnchor, inJava, inVM)
+	require.NotZero(t, fromCaller, "no stack walked from the caller")
+	assert.Less(t, inJava, fromCaller, "more stacks stayed unwalked in Java than were recovered")
+	require.NotZero(t, fromAnchor, "no stack walked from a filled-in anchor")
+	assert.Less(t, inVM, fromAnchor, "more stacks in the VM stayed unwalked than were recovered")
 
 	p := r.LogRT(t, 1)
+	notes := strings.Join(p.Notes, "\n")
+	assert.NotContains(t, notes, "did not give what recovering failed walks needs")
+	assert.Contains(t, notes, "stacks walked from the caller of a top frame")
 	var found uint64
 	var walk func(n *reports.Node, depth int)
 	walk = func(n *reports.Node, depth int) {
@@ -372,6 +381,5 @@ func TestSampleWalkedFromCaller(t *testing.T) {
 			walk(c, 1)
 		}
 	}
-	assert.Equal(t, uint64(recovered), found, "every recovered sample is in the tree")
-	assert.Contains(t, strings.Join(p.Notes, "\n"), "stacks walked from the caller of a top frame")
+	assert.Equal(t, uint64(fromCaller), found, "every sample walked from the caller is in the tree")
 }

@@ -73,6 +73,9 @@ int jp_vm_set_bool_flag(const char *name, int value);
 /* jp_vm_static is the address of a HotSpot static field named in the
  * same table (e.g. CodeCache::_low_bound), or NULL. */
 void *jp_vm_static(const char *type, const char *field);
+/* jp_vm_offset is the offset of a HotSpot instance field named there, or
+ * -1. */
+long jp_vm_offset(const char *type, const char *field);
 /* The allocation source (alloc.c): jp_alloc_configure before
  * jp_vm_setup; counters since the start. */
 typedef struct jp_alloc_stats {

@@ -34,7 +34,9 @@
  * frame being built or torn down: ticks_unknown_Java, ticks_not_walkable_
  * Java) is tried again from that frame's caller (jp_agct_retry), and the
  * sample hangs under "<top_frame_not_walkable>" beneath the caller's
- * stack instead of landing at the thread's root.
+ * stack instead of landing at the thread's root. A thread in the VM whose
+ * last Java frame is recorded without its pc (ticks_unknown_not_Java) is
+ * walked once that pc is filled in from its stack (jp_anchor_retry).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -50,6 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -126,6 +129,7 @@ static int jp_in_code(uintptr_t pc)
  * _Java). It pops that frame the two ways x86-64 code leaves one, in the
  * signal's own context (restored before it returns): the return address on
  * top of the stack (before the frame pushed rbp, or after it popped it),
+ * the one under the saved rbp (just after that push, or before that pop),
  * then the frame-pointer link. A popped pc must lie in the code cache, and
  * every word read must lie in the thread's stack, so that a wrong guess
  * costs a failed walk, never a fault.
@@ -145,6 +149,15 @@ static int jp_agct_retry(jp_sthread *s, jp_agct_trace *tr, void *uc)
 	if (jp_in_code(ra)) {
 		g[REG_RIP] = (greg_t)ra;
 		g[REG_RSP] = (greg_t)(usp + 8);
+		jps.agct(tr, (jint)jps.depth - 1, uc);
+		ok = tr->num_frames > 0;
+	}
+	if (!ok && usp + 16 <= s->stack_hi && jp_in_code(ra = ((const uintptr_t *)usp)[1])) {
+		/* Between a frame's pop of its locals and its pop of rbp (or
+		 * its push of rbp and its allocation of locals). */
+		g[REG_RIP] = (greg_t)ra;
+		g[REG_RSP] = (greg_t)(usp + 16);
+		g[REG_RBP] = (greg_t)((const uintptr_t *)usp)[0];
 		jps.agct(tr, (jint)jps.depth - 1, uc);
 		ok = tr->num_frames > 0;
 	}
@@ -168,6 +181,38 @@ static int jp_agct_retry(jp_sthread *s, jp_agct_trace *tr, void *uc)
 	(void)uc;
 	return 0;
 #endif
+}
+
+/*
+ * jp_anchor_retry walks a thread that is in the VM (a runtime call from
+ * the interpreter or compiled code) and whose last Java frame is recorded
+ * without its pc, which AsyncGetCallTrace needs (ticks_unknown_not_Java):
+ * the pc is the return address just below the recorded sp, where the call
+ * into the VM pushed it, which is also what HotSpot itself fills in when it
+ * walks such a thread. It is filled in for the walk and cleared again. The
+ * thread is stopped in the handler and only it changes its own anchor;
+ * the word read must lie in its stack and the pc in the code cache.
+ */
+static int jp_anchor_retry(jp_sthread *s, jp_agct_trace *tr, void *uc)
+{
+	if (jps.env_off < 0 || jps.last_sp_off < 0 || jps.last_pc_off < 0 || jps.code_lo == NULL || s->stack_hi == 0 ||
+	    s->env == NULL)
+		return 0;
+	char *thread = (char *)s->env - jps.env_off;
+	volatile uintptr_t *lsp = (volatile uintptr_t *)(thread + jps.last_sp_off);
+	volatile uintptr_t *lpc = (volatile uintptr_t *)(thread + jps.last_pc_off);
+	uintptr_t sp = *lsp;
+	if (sp == 0 || *lpc != 0 || (sp & 7) != 0 || sp < s->stack_lo + 8 || sp > s->stack_hi)
+		return 0;
+	uintptr_t pc = ((const uintptr_t *)sp)[-1];
+	if (!jp_in_code(pc))
+		return 0;
+	*lpc = pc;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	jps.agct(tr, (jint)jps.depth, uc);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	*lpc = 0;
+	return tr->num_frames > 0;
 }
 
 static void jp_sample_handler(int sig, siginfo_t *si, void *uc)
@@ -224,6 +269,9 @@ static void jp_sample_handler(int sig, siginfo_t *si, void *uc)
 		__atomic_fetch_add(&jps.st.jvm_weight_ns, w, __ATOMIC_RELAXED);
 	} else if (jps.agct(&tr, (jint)jps.depth, uc), tr.num_frames > 0) {
 		n = jp_path_of(s, (uint32_t)tr.num_frames, 0, jps.depth);
+	} else if (tr.num_frames == -3 && jp_anchor_retry(s, &tr, uc)) {
+		n = jp_path_of(s, (uint32_t)tr.num_frames, 0, jps.depth);
+		JP_COUNT(anchored);
 	} else if ((tr.num_frames == -5 || tr.num_frames == -6) && jp_agct_retry(s, &tr, uc)) {
 		/* Walked from the caller: the top frame, which nothing
 		 * named, is a pseudo-frame under it. */
@@ -311,6 +359,13 @@ static int jp_sampling_setup(jvmtiEnv *jvmti, jvmtiCapabilities *caps, jvmtiEven
 	jps.top_h = jp_method_register("<top_frame_not_walkable>", JP_T_OTHER);
 	jps.code_lo = (const volatile uintptr_t *)jp_vm_static("CodeCache", "_low_bound");
 	jps.code_hi = (const volatile uintptr_t *)jp_vm_static("CodeCache", "_high_bound");
+	long anchor = jp_vm_offset("JavaThread", "_anchor");
+	long sp = jp_vm_offset("JavaFrameAnchor", "_last_Java_sp"), pc = jp_vm_offset("JavaFrameAnchor", "_last_Java_pc");
+	/* HotSpot's table does not list where a JavaThread keeps its
+	 * JNIEnv: the first sampled thread finds it (jp_find_env_off). */
+	jps.env_off = jp_vm_offset("JavaThread", "_jni_environment");
+	jps.last_sp_off = anchor < 0 || sp < 0 ? -1 : anchor + sp;
+	jps.last_pc_off = anchor < 0 || pc < 0 ? -1 : anchor + pc;
 
 	struct sigaction old;
 	if (sigaction(jps.signo, NULL, &old) != 0) {
@@ -348,10 +403,52 @@ static void jp_sthread_free(jp_sthread *s)
 	free(s);
 }
 
+/* jp_peek reads n bytes at addr without faulting where nothing is mapped
+ * (process_vm_readv on this process); 0 when it read them all. */
+static int jp_peek(uintptr_t addr, void *out, size_t n)
+{
+	struct iovec local = { out, n }, remote = { (void *)addr, n };
+	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
+}
+
+/*
+ * jp_find_env_off finds where a JavaThread keeps its JNIEnv, on a Java
+ * thread whose env is env: the one distance d back from env at which a
+ * JavaThread's OSThread (whose offsets the table does list) names this
+ * thread's tid. Memory is probed with jp_peek, so a wrong guess faults
+ * nothing; two distances that fit, or none, leave it unknown (-1).
+ */
+static long jp_find_env_off(JNIEnv *env)
+{
+	long os_off = jp_vm_offset("JavaThread", "_osthread");
+	if (os_off < 0)
+		os_off = jp_vm_offset("Thread", "_osthread");
+	long tid_off = jp_vm_offset("OSThread", "_thread_id");
+	if (os_off < 0 || tid_off < 0)
+		return -1;
+	pid_t me = (pid_t)syscall(SYS_gettid);
+	long found = -1;
+	for (long d = 8; d <= 8192; d += 8) {
+		uintptr_t os = 0;
+		pid_t tid = 0;
+		if (jp_peek((uintptr_t)env - (uintptr_t)d + (uintptr_t)os_off, &os, sizeof os) != 0 || os == 0 || (os & 7) != 0)
+			continue;
+		if (jp_peek(os + (uintptr_t)tid_off, &tid, sizeof tid) != 0 || tid != me)
+			continue;
+		if (found >= 0)
+			return -1;
+		found = d;
+	}
+	return found;
+}
+
 static void jp_sampling_thread_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 {
 	if (jp_sself != NULL)
 		return;
+	static int env_off_tried;
+	if (jps.env_off < 0 && jps.last_sp_off >= 0 && !__atomic_exchange_n(&env_off_tried, 1, __ATOMIC_RELAXED))
+		__atomic_store_n(&jps.env_off, jp_find_env_off(jni), __ATOMIC_RELEASE);
 	jp_thread *t = jp_thread_self();
 	if (t == NULL && (t = jp_vm_thread(jvmti, thread)) == NULL) {
 		JP_COUNT(setup_failures);
@@ -562,4 +659,15 @@ const jp_source_ops jp_sampling_ops = {
 int jp_sampling_debuginfo(void)
 {
 	return jps.debug_nonsafepoints;
+}
+
+int jp_sampling_recovery(void)
+{
+	int r = 0;
+	if (jps.code_lo != NULL && jps.code_hi != NULL) {
+		r |= 1;
+		if (jps.env_off >= 0 && jps.last_sp_off >= 0 && jps.last_pc_off >= 0)
+			r |= 2;
+	}
+	return r;
 }

@@ -133,12 +133,23 @@ type SampleStats struct {
 	// Recovered counts walks that failed at the top frame and were
 	// walked from its caller (<top_frame_not_walkable>).
 	Recovered uint64
+	// Anchored counts walks of a thread in the VM that succeeded once
+	// its last Java frame's pc was filled in.
+	Anchored uint64
 }
 
 // DebugNonSafepoints is what turning HotSpot's DebugNonSafepoints on at
 // set-up gave: 0 on, -1 the VM's structure table not readable, -2 no such
 // flag.
 func DebugNonSafepoints() int { return int(C.jp_sampling_debuginfo()) }
+
+// SampleRecovery says which recoveries of walks AsyncGetCallTrace fails
+// HotSpot's structure table allowed: from the caller of the top frame,
+// and from a thread's last Java frame.
+func SampleRecovery() (fromCaller, fromAnchor bool) {
+	r := C.jp_sampling_recovery()
+	return r&1 != 0, r&2 != 0
+}
 
 // SamplingStats reads the counters.
 func SamplingStats() SampleStats {
@@ -150,7 +161,7 @@ func SamplingStats() SampleStats {
 		Weight: time.Duration(st.weight_ns), PerfArmed: uint64(st.perf_armed), TimerArmed: uint64(st.timer_armed),
 		Handler: time.Duration(st.handler_ns), Prepare: time.Duration(st.prepare_ns), Prepared: uint64(st.prepared),
 		JVMThreads: uint64(st.jvm_threads), JVMEnded: uint64(st.jvm_ended), JVMSamples: uint64(st.jvm_samples),
-		JVMWeight: time.Duration(st.jvm_weight_ns), Recovered: uint64(st.recovered)}
+		JVMWeight: time.Duration(st.jvm_weight_ns), Recovered: uint64(st.recovered), Anchored: uint64(st.anchored)}
 	for r := 0; r < C.JP_NREASONS; r++ {
 		if n := uint64(st.reasons[r]); n > 0 {
 			s.Failed[C.GoString(C.jp_sampling_reason(C.int(r)))] = n

@@ -40,6 +40,7 @@ typedef struct jp_sample_stats {
 	uint64_t jvm_weight_ns;  /* time those samples stand for */
 	uint64_t jvm_ended;      /* JVM threads seen to end */
 	uint64_t recovered;      /* walks that failed at the top frame and succeeded from its caller */
+	uint64_t anchored;       /* walks of a thread in the VM that succeeded once its last Java pc was filled in */
 } jp_sample_stats;
 
 void jp_sampling_stats(jp_sample_stats *out);
@@ -50,5 +51,10 @@ const char *jp_sampling_reason(int r);
 /* jp_sampling_debuginfo: turning DebugNonSafepoints on gave this
  * (jp_vm_set_bool_flag). */
 int jp_sampling_debuginfo(void);
+/* jp_sampling_recovery says which recoveries of failed walks HotSpot's
+ * structure table allows: 1 from the caller of the top frame (the code
+ * cache's bounds known), 2 from a thread's last Java frame (its anchor
+ * known). */
+int jp_sampling_recovery(void);
 
 #endif /* JP_SAMPLING_H */

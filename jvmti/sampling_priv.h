@@ -79,6 +79,9 @@ struct jp_sampling_state {
 	/* CodeCache::_low_bound and _high_bound (their addresses: the cache
 	 * is laid out after the agent loads), or NULL. */
 	const volatile uintptr_t *code_lo, *code_hi;
+	/* Where a JavaThread keeps its JNIEnv (the env is inside it) and
+	 * its last Java frame's sp and pc (JavaFrameAnchor); -1 unknown. */
+	long env_off, last_sp_off, last_pc_off;
 	volatile int on;
 	int debug_nonsafepoints; /* jp_vm_set_bool_flag's result: 0 when on */
 	int perf_refused;   /* cpu: perf events refused, POSIX timers instead */

@@ -7,9 +7,10 @@
  * name and value. SAMPLE uses it to turn DebugNonSafepoints on, which no
  * JVMTI call does: without it, compiled code describes its inlining only
  * at safepoints, and AsyncGetCallTrace charges a sample taken inside an
- * inlined method's loop to the method it was inlined into. It also reads
- * the code cache's bounds there, to tell a return address in compiled
- * code from any other word on a stack.
+ * inlined method's loop to the method it was inlined into. SAMPLE also
+ * reads the code cache's bounds there, to tell a return address in
+ * compiled code from any other word on a stack, and where a Java thread
+ * keeps its last Java frame.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -106,4 +107,12 @@ void *jp_vm_static(const char *type, const char *field)
 	if (vm_field(type, field, NULL, &at) != 0)
 		return NULL;
 	return at;
+}
+
+long jp_vm_offset(const char *type, const char *field)
+{
+	uint64_t off = 0;
+	if (vm_field(type, field, &off, NULL) != 0 || off > (1u << 20))
+		return -1;
+	return (long)off;
 }
