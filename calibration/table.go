@@ -103,10 +103,7 @@ const (
 
 // PTTClock is the table's clock (Provenance.Clock).
 func (p *Provenance) PTTClock() string {
-	if p.Clock == "" {
-		return ClockVDSO
-	}
-	return p.Clock
+	return orDefault(p.Clock, ClockVDSO)
 }
 
 // Path is the agent's per-event path that minima are taken on: its event
@@ -123,10 +120,7 @@ func (p *Provenance) Path() Path {
 
 // PTTReads is the table's reads per event (Provenance.Reads).
 func (p *Provenance) PTTReads() string {
-	if p.Reads == "" {
-		return "2"
-	}
-	return p.Reads
+	return orDefault(p.Reads, "2")
 }
 
 // Event sources, for Provenance.Source: each has its own injected path,
@@ -139,10 +133,15 @@ const (
 // EventSource is the table's event source, SourceJVMTI for tables that
 // predate the field.
 func (p *Provenance) EventSource() string {
-	if p.Source == "" {
-		return SourceJVMTI
+	return orDefault(p.Source, SourceJVMTI)
+}
+
+// orDefault is s, or def for a field a table predates ("").
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
 	}
-	return p.Source
+	return s
 }
 
 // Table holds the calibration data of one metric: provenance, and an Entry
