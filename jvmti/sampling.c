@@ -556,8 +556,10 @@ static uint64_t jp_process_cpu_ns(void)
  * held. */
 static void jp_cpu_mark(int on)
 {
-	if (on && !jps.on)
+	if (on && !jps.on) {
 		jps.cpu_at = jp_process_cpu_ns();
+		jps.on_ticks = jp_clock_ns(CLOCK_BOOTTIME) / (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
+	}
 	else if (!on && jps.on)
 		jps.cpu_before += jp_process_cpu_ns() - jps.cpu_at;
 }

@@ -95,6 +95,9 @@ struct jp_sampling_state {
 	/* The process's CPU time while sampling was on: earlier periods,
 	 * and where the current one started (ns). */
 	uint64_t cpu_before, cpu_at;
+	/* When sampling last turned on, in clock ticks since boot (the unit
+	 * of a thread's start time in /proc). */
+	unsigned long long on_ticks;
 };
 extern struct jp_sampling_state jps;
 

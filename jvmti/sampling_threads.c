@@ -213,6 +213,16 @@ static void jp_jvm_adopt(const jp_seen *c)
 	if (jps.jvm != NULL)
 		jps.jvm->prev = s;
 	jps.jvm = s;
+	/* A JVM thread that started while sampling was on: its first sample
+	 * stands for all of its CPU time so far, not one period, since a
+	 * scan finds it up to JP_SCAN_MS late (or, for a kind not known by
+	 * name, a scan later still). Its samples all go to its kind's
+	 * pseudo-frame, so that time is charged where they would have put
+	 * it. */
+	if (jps.on && !s->maybe_java && c->starttime >= jps.on_ticks) {
+		s->seen_gen = s->arm_gen + 1;
+		s->last = 0;
+	}
 	if (jps.on)
 		jp_jvm_arm(s);
 	JP_COUNT(jvm_threads);
