@@ -125,8 +125,8 @@ func processCoverage(st jvmti.SampleStats, cpu time.Duration) string {
 	if cpu > 0 {
 		line += fmt.Sprintf(" (%.1f%%)", float64(st.Weight)/float64(cpu)*100)
 	}
-	line += fmt.Sprintf(": Java threads %s, the JVM's own threads %s (%d threads: GC, JIT compilers, the VM thread and others, each under a root of its name and a pseudo-frame of its kind, no frames). "+
-		"Not sampled: the agent's threads, the launcher's, threads younger than one scan (100 ms), and each thread's time after its last sample",
+	line += fmt.Sprintf(": Java threads %s, the JVM's own threads and the profiler's %s (%d threads: GC, JIT compilers, the VM thread, the profiler's (<profiler_thread>) and others, each under a root of its name and a pseudo-frame of its kind, no frames). "+
+		"Not sampled: threads that ended before a scan (every 100 ms) saw them, and each thread's time after its last sample",
 		ms(st.Weight-st.JVMWeight), ms(st.JVMWeight), st.JVMThreads)
 	return line
 }

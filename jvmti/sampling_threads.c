@@ -10,13 +10,13 @@
  * covers the process, and the header compares it with the process's CPU
  * time.
  *
- * Left out: the agent's own threads (named libjprof-*, and the Go
- * runtime's, which keep the launcher's name, as does the launcher's
- * primordial thread, blocked in the JVM's creation for the whole run).
+ * The agent's own threads (named libjprof-*, and the Go runtime's, which
+ * keep the launcher's name) are sampled too, under "<profiler_thread>":
+ * their time is the profiler's cost, part of the process's.
  * A thread of another name is adopted at the second scan that sees it
  * (it may be a Java thread whose ThreadStart has not run yet), except
  * at the first scan after sampling starts, and except the GC, JIT
- * compiler and VM threads, known by their names: the compilers are
+ * compiler and VM threads and libjprof-*, known by their names: the compilers are
  * busiest at start-up, and HotSpot adds GC and compiler threads as the
  * load grows. The handler finds a JVM thread's state
  * from the signal itself: the perf event's file descriptor (si_fd) or
@@ -40,9 +40,9 @@
 /* Threads one scan looks at (the JVM's own number a few dozen). */
 #define JP_SCAN_MAX 4096
 
-enum { JP_K_JIT, JP_K_GC, JP_K_VM, JP_K_OTHER, JP_NKINDS };
+enum { JP_K_JIT, JP_K_GC, JP_K_VM, JP_K_OTHER, JP_K_AGENT, JP_NKINDS };
 static const char *const jp_kind_names[JP_NKINDS] = {
-	"<JIT_compiler_thread>", "<GC_thread>", "<VM_thread>", "<other_JVM_thread>",
+	"<JIT_compiler_thread>", "<GC_thread>", "<VM_thread>", "<other_JVM_thread>", "<profiler_thread>",
 };
 static uint32_t jp_kind_h[JP_NKINDS];
 static jp_sthread *jp_by_fd[JP_NFD];
@@ -73,9 +73,15 @@ void jp_jvm_threads_setup(void)
 	}
 }
 
-/* jp_kind_of classifies a thread by the name HotSpot gives it. */
+/* jp_kind_of classifies a thread by the name HotSpot gives it; the
+ * agent's own are named libjprof-*, or keep the launcher's name (the Go
+ * runtime's; and the launcher's primordial thread, blocked in the JVM's
+ * creation for the whole run, whose timer never fires), except when
+ * attached, where the Java threads that ran before may be named so too. */
 static int jp_kind_of(const char *comm)
 {
+	if (strncmp(comm, "libjprof", 8) == 0 || (!jpvm.live && strcmp(comm, jp_self_comm) == 0))
+		return JP_K_AGENT;
 	static const char *const jit[] = { "C1 Compiler", "C2 Compiler", "JVMCI", "Compiler" };
 	static const char *const gc[] = { "GC ", "G1 ", "ZGC", "Z ", "Shenandoah", "Conc", "Par", "PS " };
 	for (size_t i = 0; i < sizeof jit / sizeof jit[0]; i++)
@@ -268,10 +274,6 @@ static void jp_scan(void)
 		jp_seen *c = &cur[ncur];
 		if (jp_read_task(tid, c->comm, sizeof c->comm, &c->starttime) != 0)
 			continue;
-		/* Attached, the main thread is among those named like the
-		 * process: the handler keeps it if it is a Java thread. */
-		if ((strcmp(c->comm, jp_self_comm) == 0 && !jpvm.live) || strncmp(c->comm, "libjprof", 8) == 0)
-			continue;
 		c->tid = tid;
 		ncur++;
 	}
@@ -298,7 +300,11 @@ static void jp_scan(void)
 		 * attach are taken. */
 		if (jps.kind == JP_SAMPLE_WALL && kind != JP_K_OTHER)
 			continue;
-		int adopt = jp_adopt_all || kind != JP_K_OTHER;
+		/* Named like the process: a Java thread's ThreadStart may not
+		 * have run yet (the main thread's, at the start), as for an
+		 * unknown name. */
+		int named_late = kind == JP_K_OTHER || (kind == JP_K_AGENT && strcmp(c->comm, jp_self_comm) == 0);
+		int adopt = jp_adopt_all ? kind != JP_K_AGENT || !named_late : !named_late;
 		for (int j = 0; j < jp_nprev && !adopt; j++)
 			adopt = jp_prev[j].tid == c->tid && jp_prev[j].starttime == c->starttime;
 		if (adopt)
