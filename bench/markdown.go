@@ -94,25 +94,26 @@ func ratio(r, base *WorkloadRow) string {
 // but each configuration adds one piece of work to the one before it.
 func (w *Workload) breakdown(out io.Writer, s *Suite) {
 	rc := part[*ReadCost](s)
-	twice := func(name string) string {
+	// One PTT read per event (LATEREAD's second is a row of its own).
+	once := func(name string) string {
 		if v, ok := rc.Best(name); ok {
-			return fmt.Sprintf("2 reads × %.1f ns = %.1f", v, 2*v)
+			return fmt.Sprintf("1 read: %.1f", v)
 		}
 		return ""
 	}
 	perfMinusBPF := ""
 	if p, ok := rc.Best(ReadPerf); ok {
 		if b, ok := rc.Best(ReadBPF); ok {
-			perfMinusBPF = fmt.Sprintf("2 × (%.1f − %.1f) ns = %.1f", p, b, 2*(p-b))
+			perfMinusBPF = fmt.Sprintf("%.1f − %.1f ns = %.1f", p, b, p-b)
 		}
 	}
 	lines := []struct{ what, a, b, expect string }{
 		{"JVMTI event path in interpreter-only mode (empty agent − -Xint)", KeyEmpty, KeyXint, "SPEC §2: ~90"},
 		{"call tree: thread lookup, child hash probe, counts, shadow stack (CALLTREE − empty)", KeyCallTree, KeyEmpty, "target ≤ 25"},
-		{"two PTT reads (Early, Late) + metric deltas, DS/IN (RTARCF bpf NOCALIBRATE − CALLTREE)", KeyBPFNoCal, KeyCallTree, twice(ReadBPF)},
+		{"one PTT read + metric deltas, DS/IN (RTARCF bpf NOCALIBRATE − CALLTREE)", KeyBPFNoCal, KeyCallTree, once(ReadBPF)},
 		{"calibration: sequence key, shared minima, per-node sequence counts (RTARCF bpf − NOCALIBRATE)", KeyBPF, KeyBPFNoCal, ""},
 		{"perf reads instead of bpf reads (RTARCF perf − RTARCF bpf)", KeyPerf, KeyBPF, perfMinusBPF},
-		{"clock reads, a syscall each, + metric work (RTARCF clock − CALLTREE)", KeyClock, KeyCallTree, twice(ReadCPU)},
+		{"clock reads, a syscall each, + metric work (RTARCF clock − CALLTREE)", KeyClock, KeyCallTree, once(ReadCPU)},
 		{"log-gen records into per-thread buffers (GENERIC − CALLTREE; a Go thread writes them out off the Java thread)", KeyGeneric, KeyCallTree, ""},
 		{"naive agent: a thread-CPU-time syscall per event (naive − empty)", KeyNaive, KeyEmpty, "SPEC §8: ~305"},
 		{"BCI CALLTREE, the JIT on (BCI CALLTREE − no agent JIT)", KeyBCITree, KeyJIT, ""},
@@ -145,7 +146,7 @@ func (w *Workload) breakdown(out io.Writer, s *Suite) {
 		total, ok4 := w.Diff(KeyBPF, KeyEmpty, m)
 		if ok1 && ok2 && ok3 && ok4 {
 			fmt.Fprintf(out, "By %s, RTARCF with the eBPF PTT costs %.1f ns/event above the floor: %.1f for the call tree, "+
-				"%.1f for the two PTT reads and metric bookkeeping, %.1f for calibration (medians of differences do not add up exactly).\n\n",
+				"%.1f for the PTT read and metric bookkeeping, %.1f for calibration (medians of differences do not add up exactly).\n\n",
 				[]string{"wall time", "thread CPU time"}[m], total.Median, tree.Median, reads.Median, cal.Median)
 		}
 	}
