@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -79,6 +80,34 @@ func parseEnvLine(f []string) (EnvPattern, error) {
 	}
 	p.NS = ns
 	return p, nil
+}
+
+// MedianEnv is each pattern's median over runs (the lower middle of an
+// even count), in the order of the first run; a pattern some run lacks
+// takes the median of the runs that have it.
+func MedianEnv(runs [][]EnvPattern) []EnvPattern {
+	type key struct {
+		caller, callee calibration.Type
+		exit           calibration.Transition
+	}
+	all := map[key][]float64{}
+	var order []key
+	for _, r := range runs {
+		for _, p := range r {
+			k := key{p.Caller, p.Callee, p.Exit}
+			if _, ok := all[k]; !ok {
+				order = append(order, k)
+			}
+			all[k] = append(all[k], p.NS)
+		}
+	}
+	out := make([]EnvPattern, 0, len(order))
+	for _, k := range order {
+		v := all[k]
+		sort.Float64s(v)
+		out = append(out, EnvPattern{Caller: k.caller, Callee: k.callee, Exit: k.exit, NS: v[(len(v)-1)/2]})
+	}
+	return out
 }
 
 // ApplyEnv sets the table's Env values from measured call patterns, and

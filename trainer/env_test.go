@@ -74,3 +74,21 @@ func TestApplyEnv(t *testing.T) {
 	assert.Equal(t, uint64(0), tab.Entries[k].Env)
 	assert.Empty(t, tab.Invalid(), "only valid keys get values")
 }
+
+func TestMedianEnv(t *testing.T) {
+	p := func(callee calibration.Type, exit calibration.Transition, ns float64) EnvPattern {
+		return EnvPattern{Caller: calibration.Interp, Callee: callee, Exit: exit, NS: ns}
+	}
+	ex, xx := calibration.Ex, calibration.Xx
+	runs := [][]EnvPattern{
+		{p(calibration.Interp, ex, 79), p(calibration.Interp, xx, 900)},
+		{p(calibration.Interp, ex, 123), p(calibration.Interp, xx, 950), p(calibration.Native, ex, 10)},
+		{p(calibration.Interp, ex, 81), p(calibration.Interp, xx, 1200)},
+	}
+	assert.Equal(t, []EnvPattern{
+		p(calibration.Interp, ex, 81),  // one JVM's drift does not move it
+		p(calibration.Interp, xx, 950), //
+		p(calibration.Native, ex, 10),  // seen by one run only
+	}, MedianEnv(runs))
+	assert.Empty(t, MedianEnv(nil))
+}

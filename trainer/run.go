@@ -37,6 +37,10 @@ type Config struct {
 	AgentOptions string
 	// SkipEnv leaves Env at the metric's defaults instead of measuring.
 	SkipEnv bool
+	// EnvRuns is how many JVMs measure the environmental overhead, each
+	// pattern taking the median of theirs; 3 if 0. One JVM's figures can
+	// sit tens of ns off when the machine's speed drifts during it.
+	EnvRuns int
 	// WorkDir keeps each run's files (CALOUT table, logs) in
 	// WorkDir/run-N; a temporary directory, removed afterwards, if empty.
 	WorkDir string
@@ -49,6 +53,9 @@ type Config struct {
 }
 
 func (c *Config) defaults() error {
+	if c.EnvRuns <= 0 {
+		c.EnvRuns = 3
+	}
 	if c.Java == "" {
 		c.Java = "java"
 	}
@@ -134,8 +141,8 @@ func Run(ctx context.Context, cfg Config) (*calibration.Table, error) {
 		n := ApplyEnv(tab, pats)
 		tab.EnvSource = calibration.EnvTrainer
 		tab.Notes = append(tab.Notes, fmt.Sprintf(
-			"env: %d call patterns measured without the agent (-Xint), on %d keys: call y->x on (*,*,y,En,x), exception extra on (*,*,x,Xx,y)",
-			len(pats), n))
+			"env: %d call patterns measured without the agent (-Xint), the median of %d JVMs, on %d keys: call y->x on (*,*,y,En,x), exception extra on (*,*,x,Xx,y)",
+			len(pats), cfg.EnvRuns, n))
 		fmt.Fprintf(cfg.Log, "trainer: env: %d patterns, %d keys\n", len(pats), n)
 		// The excess is taken out of what Env keeps: measured with it.
 		med, events, err := excessRun(ctx, &cfg, filepath.Join(work, "excess"))
@@ -227,19 +234,24 @@ func agentRun(ctx context.Context, cfg *Config, dir string) (*calibration.Table,
 	return nil, fmt.Errorf("%s: no table for metric %s", calout, cfg.Metric)
 }
 
-// envRun measures the call patterns without the agent.
+// envRun measures the call patterns without the agent, in cfg.EnvRuns
+// JVMs, and returns each pattern's median.
 func envRun(ctx context.Context, cfg *Config) ([]EnvPattern, error) {
 	args := append([]string{"-Xint"}, javaArgs(cfg)...)
 	args = append(args, "--env")
-	out, err := runJava(ctx, cfg.Java, args)
-	if err != nil {
-		return nil, fmt.Errorf("trainer: env: %w", err)
+	var runs [][]EnvPattern
+	for range max(cfg.EnvRuns, 1) {
+		out, err := runJava(ctx, cfg.Java, args)
+		if err != nil {
+			return nil, fmt.Errorf("trainer: env: %w", err)
+		}
+		pats, err := ParseEnv(strings.NewReader(out))
+		if err != nil {
+			return nil, fmt.Errorf("trainer: env: %w", err)
+		}
+		runs = append(runs, pats)
 	}
-	pats, err := ParseEnv(strings.NewReader(out))
-	if err != nil {
-		return nil, fmt.Errorf("trainer: env: %w", err)
-	}
-	return pats, nil
+	return MedianEnv(runs), nil
 }
 
 // javaArgs are the JVM arguments and main class shared by both modes.
