@@ -126,7 +126,7 @@ static int jp_in_code(uintptr_t pc)
  * jp_agct_retry walks the stack again from the caller of a top frame that
  * AsyncGetCallTrace could not place (ticks_unknown_Java: the pc is in a
  * stub, an adapter or a frame being built or torn down; ticks_not_walkable
- * _Java). It pops that frame the two ways x86-64 code leaves one, in the
+ * _Java). It pops that frame the three ways x86-64 code leaves one, in the
  * signal's own context (restored before it returns): the return address on
  * top of the stack (before the frame pushed rbp, or after it popped it),
  * the one under the saved rbp (just after that push, or before that pop),
@@ -195,10 +195,18 @@ static int jp_agct_retry(jp_sthread *s, jp_agct_trace *tr, void *uc)
  */
 static int jp_anchor_retry(jp_sthread *s, jp_agct_trace *tr, void *uc)
 {
-	if (jps.env_off < 0 || jps.last_sp_off < 0 || jps.last_pc_off < 0 || jps.code_lo == NULL || s->stack_hi == 0 ||
-	    s->env == NULL)
+#if !defined(__x86_64__)
+	/* Elsewhere a call leaves its return address in a register. */
+	(void)s;
+	(void)tr;
+	(void)uc;
+	return 0;
+#else
+	long env_off = __atomic_load_n(&jps.env_off, __ATOMIC_ACQUIRE);
+	if (env_off < 0 || jps.last_sp_off < 0 || jps.last_pc_off < 0 || jps.code_lo == NULL || jps.code_hi == NULL ||
+	    s->stack_hi == 0 || s->env == NULL)
 		return 0;
-	char *thread = (char *)s->env - jps.env_off;
+	char *thread = (char *)s->env - env_off;
 	volatile uintptr_t *lsp = (volatile uintptr_t *)(thread + jps.last_sp_off);
 	volatile uintptr_t *lpc = (volatile uintptr_t *)(thread + jps.last_pc_off);
 	uintptr_t sp = *lsp;
@@ -213,6 +221,7 @@ static int jp_anchor_retry(jp_sthread *s, jp_agct_trace *tr, void *uc)
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	*lpc = 0;
 	return tr->num_frames > 0;
+#endif
 }
 
 static void jp_sample_handler(int sig, siginfo_t *si, void *uc)

@@ -101,6 +101,38 @@ void jp_ptt_tsc_check(const jp_ptt_anchor *a, uint64_t tsc, uint64_t mono, uint6
 	__atomic_store_n(&jp_ptt.tsc_mult, 0, __ATOMIC_RELAXED);
 }
 
+/* Ticks between the two TSC reads around a pair's clock read above which
+ * the pair was interrupted (on a VM the host can also deschedule the vCPU
+ * there, unseen by the guest): the clock read then lies anywhere between
+ * them. A clean pair takes tens of ticks. */
+#define JP_PTT_PAIR_MAX 2048
+
+uint64_t jp_ptt_anchor_renew(jp_ptt_anchor *a, uint64_t in, uint64_t mult, uint64_t c)
+{
+#ifndef JP_PTT_TSC
+	(void)a;
+	(void)in;
+	(void)mult;
+	(void)c;
+	return jp_ptt_mono_ns();
+#else
+	uint64_t m = jp_ptt_mono_ns();
+	uint64_t c2 = __builtin_ia32_rdtsc();
+	for (int i = 0; i < 3 && c2 - c > JP_PTT_PAIR_MAX; i++) {
+		c = __builtin_ia32_rdtsc();
+		m = jp_ptt_mono_ns();
+		c2 = __builtin_ia32_rdtsc();
+	}
+	uint64_t mid = c + (c2 - c) / 2;
+	if (c2 - c <= JP_PTT_PAIR_MAX && a->mono != 0 && m - a->mono >= JP_PTT_TSC_CHECK_NS)
+		jp_ptt_tsc_check(a, mid, m, mult);
+	a->in = in;
+	a->tsc = mid;
+	a->mono = m;
+	return m;
+#endif
+}
+
 uint64_t jp_ptt_tsc_mult_load(void)
 {
 	return __atomic_load_n(&jp_ptt.tsc_mult, __ATOMIC_RELAXED);

@@ -192,6 +192,10 @@ static inline uint64_t jp_ptt_mono_ns(void)
  * at most once per dispatch of 10 ms or more. */
 void jp_ptt_tsc_check(const jp_ptt_anchor *a, uint64_t tsc, uint64_t mono, uint64_t mult);
 
+/* jp_ptt_anchor_renew takes a new anchor for the dispatch marked in (c: a
+ * TSC read just before) and returns its clock value; cold, out of line. */
+uint64_t jp_ptt_anchor_renew(jp_ptt_anchor *a, uint64_t in, uint64_t mult, uint64_t c);
+
 /*
  * jp_ptt_now is CLOCK_MONOTONIC for a read in the dispatch marked in.
  *
@@ -214,14 +218,7 @@ static inline uint64_t jp_ptt_now(jp_ptt_anchor *a, uint64_t in)
 		uint64_t dc = c - a->tsc;
 		if (__builtin_expect(a->in == in && dc < JP_PTT_TSC_SPAN, 1))
 			return a->mono + ((dc * mult) >> 32);
-		uint64_t m = jp_ptt_mono_ns();
-		uint64_t c2 = __builtin_ia32_rdtsc();
-		if (a->mono != 0 && m - a->mono >= JP_PTT_TSC_CHECK_NS)
-			jp_ptt_tsc_check(a, c, m, mult);
-		a->in = in;
-		a->tsc = c + (c2 - c) / 2;
-		a->mono = m;
-		return m;
+		return jp_ptt_anchor_renew(a, in, mult, c);
 	}
 #else
 	(void)a;
