@@ -116,6 +116,16 @@ int jp_jvm_threads_start(void);
 jp_sthread *jp_jvm_thread_of(const siginfo_t *si);
 void jp_jvm_threads_set(int on);
 
+/* sampling_walk.c: recovering failed walks. jp_walk_setup reads what
+ * they need from HotSpot's structure table (at set-up);
+ * jp_walk_thread_start notes a Java thread's stack (s->env set, on the
+ * thread itself); the retries walk again into tr and say whether that
+ * worked, leaving the signal's context as they found it. */
+void jp_walk_setup(void);
+void jp_walk_thread_start(jp_sthread *s);
+int jp_agct_retry(jp_sthread *s, jp_agct_trace *tr, void *uc);
+int jp_anchor_retry(jp_sthread *s, jp_agct_trace *tr, void *uc);
+
 /* jp_wall_main is the wall-clock thread (sampling_timers.c). */
 void *jp_wall_main(void *arg);
 

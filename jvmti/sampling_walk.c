@@ -1,0 +1,208 @@
+/*
+ * sampling_walk.c: recovering the walks AsyncGetCallTrace fails, as
+ * async-profiler does. Two failures are common and have a cause the
+ * handler can undo for one more walk: a top frame the walker cannot place
+ * (its pc in a stub, an adapter, or a frame being built or torn down),
+ * walked again from its caller (jp_agct_retry); and a thread in the VM
+ * whose last Java frame was recorded without its pc, walked once the pc
+ * is filled in (jp_anchor_retry). Both read HotSpot's structure table
+ * (vmflags.c): the code cache's bounds, to tell a return address from any
+ * other word on a stack, and where a JavaThread keeps its frame anchor; and
+ * each thread's stack bounds, so that no guess reads outside its stack.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "sampling_priv.h"
+
+/* jp_peek reads n bytes at addr without faulting where nothing is mapped
+ * (process_vm_readv on this process); 0 when it read them all. */
+static int jp_peek(uintptr_t addr, void *out, size_t n)
+{
+	struct iovec local = { out, n }, remote = { (void *)addr, n };
+	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
+}
+
+/*
+ * jp_find_env_off finds where a JavaThread keeps its JNIEnv, on a Java
+ * thread whose env is env: the one distance d back from env at which a
+ * JavaThread's OSThread (whose offsets the table does list) names this
+ * thread's tid. Memory is probed with jp_peek, so a wrong guess faults
+ * nothing; two distances that fit, or none, leave it unknown (-1).
+ */
+static long jp_find_env_off(JNIEnv *env)
+{
+	long os_off = jp_vm_offset("JavaThread", "_osthread");
+	if (os_off < 0)
+		os_off = jp_vm_offset("Thread", "_osthread");
+	long tid_off = jp_vm_offset("OSThread", "_thread_id");
+	if (os_off < 0 || tid_off < 0)
+		return -1;
+	pid_t me = (pid_t)syscall(SYS_gettid);
+	long found = -1;
+	for (long d = 8; d <= 8192; d += 8) {
+		uintptr_t os = 0;
+		pid_t tid = 0;
+		if (jp_peek((uintptr_t)env - (uintptr_t)d + (uintptr_t)os_off, &os, sizeof os) != 0 || os == 0 || (os & 7) != 0)
+			continue;
+		if (jp_peek(os + (uintptr_t)tid_off, &tid, sizeof tid) != 0 || tid != me)
+			continue;
+		if (found >= 0)
+			return -1;
+		found = d;
+	}
+	return found;
+}
+
+void jp_walk_setup(void)
+{
+	jps.code_lo = (const volatile uintptr_t *)jp_vm_static("CodeCache", "_low_bound");
+	jps.code_hi = (const volatile uintptr_t *)jp_vm_static("CodeCache", "_high_bound");
+	long anchor = jp_vm_offset("JavaThread", "_anchor");
+	long sp = jp_vm_offset("JavaFrameAnchor", "_last_Java_sp"), pc = jp_vm_offset("JavaFrameAnchor", "_last_Java_pc");
+	/* HotSpot's table does not list where a JavaThread keeps its
+	 * JNIEnv: the first sampled thread finds it (jp_find_env_off). */
+	jps.env_off = jp_vm_offset("JavaThread", "_jni_environment");
+	jps.last_sp_off = anchor < 0 || sp < 0 ? -1 : anchor + sp;
+	jps.last_pc_off = anchor < 0 || pc < 0 ? -1 : anchor + pc;
+}
+
+void jp_walk_thread_start(jp_sthread *s)
+{
+	static int env_off_tried;
+	if (jps.env_off < 0 && jps.last_sp_off >= 0 && !__atomic_exchange_n(&env_off_tried, 1, __ATOMIC_RELAXED))
+		__atomic_store_n(&jps.env_off, jp_find_env_off(s->env), __ATOMIC_RELEASE);
+	pthread_attr_t attr;
+	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+		void *base = NULL;
+		size_t size = 0;
+		if (pthread_attr_getstack(&attr, &base, &size) == 0 && base != NULL) {
+			s->stack_lo = (uintptr_t)base;
+			s->stack_hi = (uintptr_t)base + size;
+		}
+		pthread_attr_destroy(&attr);
+	}
+}
+
+static int jp_in_code(uintptr_t pc)
+{
+	uintptr_t lo = *jps.code_lo, hi = *jps.code_hi;
+	return lo != 0 && pc >= lo && pc < hi;
+}
+
+/*
+ * jp_agct_retry walks the stack again from the caller of a top frame that
+ * AsyncGetCallTrace could not place (ticks_unknown_Java: the pc is in a
+ * stub, an adapter or a frame being built or torn down; ticks_not_walkable
+ * _Java). It pops that frame the three ways x86-64 code leaves one, in the
+ * signal's own context (restored before it returns): the return address on
+ * top of the stack (before the frame pushed rbp, or after it popped it),
+ * the one under the saved rbp (just after that push, or before that pop),
+ * then the frame-pointer link. A popped pc must lie in the code cache, and
+ * every word read must lie in the thread's stack, so that a wrong guess
+ * costs a failed walk, never a fault.
+ */
+int jp_agct_retry(jp_sthread *s, jp_agct_trace *tr, void *uc)
+{
+#if defined(__x86_64__)
+	if (jps.code_lo == NULL || jps.code_hi == NULL || s->stack_hi == 0 || jps.depth < 2)
+		return 0;
+	greg_t *g = ((ucontext_t *)uc)->uc_mcontext.gregs;
+	const greg_t pc = g[REG_RIP], sp = g[REG_RSP], fp = g[REG_RBP];
+	const uintptr_t usp = (uintptr_t)sp, ufp = (uintptr_t)fp;
+	int ok = 0;
+	if (usp < s->stack_lo || usp + 8 > s->stack_hi || (usp & 7) != 0)
+		return 0;
+	uintptr_t ra = *(const uintptr_t *)usp;
+	if (jp_in_code(ra)) {
+		g[REG_RIP] = (greg_t)ra;
+		g[REG_RSP] = (greg_t)(usp + 8);
+		jps.agct(tr, (jint)jps.depth - 1, uc);
+		ok = tr->num_frames > 0;
+	}
+	if (!ok && usp + 16 <= s->stack_hi && jp_in_code(ra = ((const uintptr_t *)usp)[1])) {
+		/* Between a frame's pop of its locals and its pop of rbp (or
+		 * its push of rbp and its allocation of locals). */
+		g[REG_RIP] = (greg_t)ra;
+		g[REG_RSP] = (greg_t)(usp + 16);
+		g[REG_RBP] = (greg_t)((const uintptr_t *)usp)[0];
+		jps.agct(tr, (jint)jps.depth - 1, uc);
+		ok = tr->num_frames > 0;
+	}
+	if (!ok && ufp > usp && ufp + 16 <= s->stack_hi && (ufp & 7) == 0) {
+		ra = ((const uintptr_t *)ufp)[1];
+		if (jp_in_code(ra)) {
+			g[REG_RIP] = (greg_t)ra;
+			g[REG_RSP] = (greg_t)(ufp + 16);
+			g[REG_RBP] = (greg_t)((const uintptr_t *)ufp)[0];
+			jps.agct(tr, (jint)jps.depth - 1, uc);
+			ok = tr->num_frames > 0;
+		}
+	}
+	g[REG_RIP] = pc;
+	g[REG_RSP] = sp;
+	g[REG_RBP] = fp;
+	return ok;
+#else
+	(void)s;
+	(void)tr;
+	(void)uc;
+	return 0;
+#endif
+}
+
+/*
+ * jp_anchor_retry walks a thread that is in the VM (a runtime call from
+ * the interpreter or compiled code) and whose last Java frame is recorded
+ * without its pc, which AsyncGetCallTrace needs (ticks_unknown_not_Java):
+ * the pc is the return address just below the recorded sp, where the call
+ * into the VM pushed it, which is also what HotSpot itself fills in when it
+ * walks such a thread. It is filled in for the walk and cleared again. The
+ * thread is stopped in the handler and only it changes its own anchor;
+ * the word read must lie in its stack and the pc in the code cache.
+ */
+int jp_anchor_retry(jp_sthread *s, jp_agct_trace *tr, void *uc)
+{
+#if !defined(__x86_64__)
+	/* Elsewhere a call leaves its return address in a register. */
+	(void)s;
+	(void)tr;
+	(void)uc;
+	return 0;
+#else
+	long env_off = __atomic_load_n(&jps.env_off, __ATOMIC_ACQUIRE);
+	if (env_off < 0 || jps.last_sp_off < 0 || jps.last_pc_off < 0 || jps.code_lo == NULL || jps.code_hi == NULL ||
+	    s->stack_hi == 0 || s->env == NULL)
+		return 0;
+	char *thread = (char *)s->env - env_off;
+	volatile uintptr_t *lsp = (volatile uintptr_t *)(thread + jps.last_sp_off);
+	volatile uintptr_t *lpc = (volatile uintptr_t *)(thread + jps.last_pc_off);
+	uintptr_t sp = *lsp;
+	if (sp == 0 || *lpc != 0 || (sp & 7) != 0 || sp < s->stack_lo + 8 || sp > s->stack_hi)
+		return 0;
+	uintptr_t pc = ((const uintptr_t *)sp)[-1];
+	if (!jp_in_code(pc))
+		return 0;
+	*lpc = pc;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	jps.agct(tr, (jint)jps.depth, uc);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	*lpc = 0;
+	return tr->num_frames > 0;
+#endif
+}
+int jp_sampling_recovery(void)
+{
+	int r = 0;
+	if (jps.code_lo != NULL && jps.code_hi != NULL) {
+		r |= 1;
+		if (jps.env_off >= 0 && jps.last_sp_off >= 0 && jps.last_pc_off >= 0)
+			r |= 2;
+	}
+	return r;
+}
