@@ -10,7 +10,6 @@ import (
 	"github.com/libjprof/libjprof/engine"
 	"github.com/libjprof/libjprof/internal/atomicfile"
 	"github.com/libjprof/libjprof/jvmti"
-	"github.com/libjprof/libjprof/ptt"
 	"github.com/libjprof/libjprof/reports"
 
 	"go.uber.org/zap"
@@ -95,25 +94,6 @@ func (r *report) header(ts []engine.Thread, seq int) *reports.Profile {
 		}
 	}
 	return p
-}
-
-// tscDriftNote says, once the TSC path turned itself off, when reads went
-// to the vDSO clock; the first time also on stderr and in log-msg.
-func (a *agent) tscDriftNote() string {
-	if !a.pttTSC {
-		return ""
-	}
-	c := ptt.ReadCounters()
-	if c.TSCDrifts == 0 {
-		return ""
-	}
-	n := fmt.Sprintf("Warning: PTT: the TSC's rate moved by %d ppm against CLOCK_MONOTONIC during the run (a VM moved to another host?): "+
-		"reads took the vDSO clock from then on, which costs more than the calibration tables of TSC reads remove: later events' times read high", c.TSCDriftPPM)
-	a.tscWarn.Do(func() {
-		fmt.Fprintf(os.Stderr, "libjprof: %s\n", n)
-		a.log.Warn(n)
-	})
-	return n
 }
 
 // fallbackNotes say which threads' PTT reads did not use the process's

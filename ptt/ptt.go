@@ -292,6 +292,8 @@ func readClock(cfg Config) (mult, tick uint64, note string) {
 // ClockTSC says whether the bpf and perf reads scale the TSC now (false:
 // a vDSO clock read each, from the start or since the rate moved).
 func ClockTSC() bool {
+	state.Lock()
+	defer state.Unlock()
 	return state.backend != Clock && state.backend != None && C.jp_ptt_tsc_mult_load() != 0
 }
 
