@@ -238,7 +238,10 @@ func testBPFBusyThread(t *testing.T, noTSC bool) {
 	assert.Greater(t, r.Interrupts, uint64(0), "300 ms busy without a timer tick")
 	assert.Greater(t, r.IrqNs, uint64(0))
 	assert.Less(t, r.IrqNs, r.CPU/10, "interrupt time is a small share")
-	assert.InDelta(t, float64(r.Pcount), float64(r.Dispatches), 1, "dispatches vs schedstat")
+	// schedstat's window is wider than the PTT reads': it also spans the
+	// file reads of the interrupt time on either side, in which a loaded
+	// machine can dispatch the thread again (seen: 2 of 1067).
+	assert.InDelta(t, float64(r.Pcount), float64(r.Dispatches), 3, "dispatches vs schedstat")
 }
 
 // busyTracking runs a busy thread for ms of CPU time, up to three
