@@ -174,10 +174,14 @@ func AgentsOfPID(base string, pid int) []Agent {
 			}
 		}
 	}
-	look(base, pid)
-	if nspid := namespacePID(pid); nspid > 0 && len(found) == 0 {
+	// In another PID namespace the agent named its socket by its PID
+	// there: a socket here named by pid is another process's (a dead
+	// JVM's whose PID came back), never its.
+	if nspid := namespacePID(pid); nspid > 0 && nspid != pid {
 		look(filepath.Join("/proc", strconv.Itoa(pid), "root", base), nspid)
+		return found
 	}
+	look(base, pid)
 	return found
 }
 
