@@ -174,7 +174,7 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string, live bool) (*agent, 
 	case opts.BCI:
 		a.source = jvmti.BCI{}
 		cfg.BCI = &jvmti.BCIConfig{Include: opts.Include, Exclude: opts.Exclude, Roots: opts.Roots,
-			AllMethods: opts.AllMethods, Natives: true, JLM: opts.JLM}
+			AllMethods: opts.AllMethods, Natives: true, JLM: opts.JLM, FFMProbes: opts.FFMProbes}
 	}
 	engine.SetLateRead(opts.LateRead)
 	if err := jvmti.Setup(vm, a, cfg); err != nil {
@@ -226,6 +226,10 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string, live bool) (*agent, 
 // VMInit implements jvmti.Handler.
 func (a *agent) VMInit() {
 	a.log.Info("VM initialised", zap.Bool("collecting", engine.Collecting()), zap.String("source", a.source.Name()))
+	if b, ok := a.source.(jvmti.BCI); ok {
+		// Known once the agent's Java side is set up (bci.c, at VM init).
+		a.notes = append(a.notes, "BCI: probes: "+b.Probes())
+	}
 	if a.opts.RTDriver {
 		a.startServer()
 	}

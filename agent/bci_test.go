@@ -116,15 +116,84 @@ func TestBCIExactCounts(t *testing.T) {
 	}
 }
 
-// By default BCI leaves out exactly the trivial methods (no call, loop,
-// throw or lock, at most 35 bytes of bytecode), their time in their
+// jdkFeature is the feature release (17, 25) of the JDK the tests run,
+// from its release file; 0 if unknown.
+func jdkFeature(t *testing.T) int {
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(filepath.Dir(jvmtest.Java())), "release"))
+	if err != nil {
+		return 0
+	}
+	m := regexp.MustCompile(`JAVA_VERSION="(\d+)`).FindSubmatch(b)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(string(m[1]))
+	return n
+}
+
+// With FFMPROBES the probes are FFM critical downcalls on JDK 22 and
+// later, with the counts of the JNI probes (an independent JVMTI counting
+// agent's), a thread's first event and exception exits included, and no
+// restricted-method warning from the JDK; before 22 the header says why
+// they stay JNI calls.
+func TestBCIFFMProbes(t *testing.T) {
+	ffm := jdkFeature(t) >= 22
+	for _, c := range []struct {
+		class string
+		jvm   []string
+	}{
+		{class: "Exceptions"},
+		{class: "Threads"},
+		{class: "BCICases", jvm: []string{"-Xss16m"}},
+	} {
+		t.Run(c.class, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "counts")
+			ref := jvmtest.Start(t, jvmtest.Run{Class: c.class, Options: "-",
+				JVMArgs: append(append([]string{}, c.jvm...), "-agentpath:"+jvmtest.CountAgent(t)+"="+out)})
+			require.Equal(t, 0, ref.ExitCode, ref.Stderr)
+			counts := jvmtest.Counts(t, out)
+			r := jvmtest.Start(t, jvmtest.Run{Class: c.class, JVMArgs: c.jvm, Options: "FFMPROBES,RTARCF,START,NORTDRIVER"})
+			require.Equal(t, 0, r.ExitCode, r.Stderr)
+			assert.NotContains(t, r.Stderr, "restricted method")
+			p := asInterpreted(r.LogRT(t, 1))
+			checkBalanced(t, p)
+			notes := strings.Join(p.Notes, "\n")
+			if ffm {
+				assert.Contains(t, notes, "BCI: probes: FFM critical downcalls (FFMPROBES)")
+			} else {
+				assert.Contains(t, notes, "BCI: probes: JNI natives (this JDK has no FFM critical downcalls")
+			}
+			assert.Equal(t, ref.Stdout, r.Stdout, "the agent changed the program's output")
+			own := methodCalls(p)
+			seen := 0
+			for name, n := range counts {
+				if jdkName(name) || own[name] == 0 {
+					continue // java.base, or trivial (TestBCITrivialMethods)
+				}
+				seen++
+				assert.Equal(t, n, own[name], "calls of %s", name)
+			}
+			assert.NotZero(t, seen)
+			for name := range own {
+				if !jdkName(name) {
+					assert.Contains(t, counts, name, "BCI saw a call that did not happen")
+				}
+			}
+		})
+	}
+}
+
+// By default BCI leaves out exactly the trivial methods (no call but into
+// java.base, no loop, throw or lock, at most 35 bytes of bytecode; main
+// always instrumented, however small), their time in their
 // callers', says so in the header and counts them in log-msg; ALLMETHODS
 // instruments them.
 func TestBCITrivialMethods(t *testing.T) {
 	trivial := []string{"TrivialCases.getField()I", "TrivialCases.setField(I)V", "TrivialCases.empty()V",
-		"TrivialCases.constant()I", "TrivialCases.arith(II)I", "TrivialCases.branchy(I)I"}
+		"TrivialCases.constant()I", "TrivialCases.arith(II)I", "TrivialCases.branchy(I)I", "TrivialCases.callsJdk(I)I",
+		"TrivialCases.<init>()V"} // Object's constructor is java.base's
 	kept := []string{"TrivialCases.loops(I)I", "TrivialCases.calls(I)I", "TrivialCases.locked(I)I",
-		"TrivialCases.throwsSome(I)I", "TrivialCases.big(JJJJ)J", "TrivialCases.<init>()V"}
+		"TrivialCases.throwsSome(I)I", "TrivialCases.big(JJJJ)J", "TrivialCases.main([Ljava/lang/String;)V"}
 	for _, all := range []bool{false, true} {
 		opts := "CALLTREE,START,NORTDRIVER"
 		if all {

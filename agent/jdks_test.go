@@ -20,6 +20,7 @@ func TestKeyTestsOnOtherJDKs(t *testing.T) {
 		"state":           TestStateLineAtStart,
 		"roots":           TestRootsMethodEventsExact,
 		"bci-roots":       TestBCIRootsDispatchExact,
+		"bci-ffm":         TestBCIFFMProbes,
 		"thread-end":      TestThreadEndRace,
 		"fallback":        TestFallbackThreads,
 		"other-user":      TestRTDriverOtherUserRefused,

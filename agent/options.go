@@ -105,6 +105,9 @@ type Options struct {
 	Include, Exclude, Roots string
 	// AllMethods instruments trivial methods too (ALLMETHODS).
 	AllMethods bool
+	// FFMProbes makes BCI's probes FFM critical downcalls on JDK 22+
+	// (FFMPROBES).
+	FFMProbes bool
 	// JLM counts, with BCI, every monitor instrumented code takes
 	// (log-jlm): JProf's Java Lock Monitor.
 	JLM bool
@@ -178,7 +181,8 @@ var optionSpecs = []optionSpec{
 		return nil
 	}},
 	{name: "JLM", help: "with BCI: also the exact lock monitor, as JProf's JLM: per monitor class and site, takes, recursive and contended ones, hold time, contended and Object.wait time, in log-jlm beside each log-rt (jprof report jlm)", set: boolOpt(func(o *Options) *bool { return &o.JLM })},
-	{name: "ALLMETHODS", help: "with BCI: instrument trivial methods too (default: methods that call nothing, have no loop and at most 35 bytes of bytecode, such as getters and setters, are left out and their time counts in their callers)", set: boolOpt(func(o *Options) *bool { return &o.AllMethods })},
+	{name: "ALLMETHODS", help: "with BCI: instrument trivial methods too (default: methods that call nothing but java.base, have no loop and at most 35 bytes of bytecode, such as getters, setters and one-line delegates to the JDK, are left out and their time counts in their callers)", set: boolOpt(func(o *Options) *bool { return &o.AllMethods })},
+	{name: "FFMPROBES", help: "with BCI on JDK 22 and later: the injected probes are FFM critical downcalls instead of JNI calls: about a tenth less per event once the program's code is compiled, but more JIT work while it is (see BENCHMARKS.md); for long-running programs", set: boolOpt(func(o *Options) *bool { return &o.FFMProbes })},
 	{name: "INCLUDE", hasValue: true, help: "with BCI: instrument only classes under these package or class name prefixes, a+b+... (default: all outside java.base)",
 		set: stringOpt(func(o *Options) *string { return &o.Include }, "", "prefixes a+b+...", nil)},
 	{name: "EXCLUDE", hasValue: true, help: "with BCI: never instrument classes under these package or class name prefixes, a+b+...",
@@ -442,7 +446,7 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 		for _, f := range []struct {
 			name string
 			set  bool
-		}{{"INCLUDE", o.Include != ""}, {"EXCLUDE", o.Exclude != ""}, {"ALLMETHODS", o.AllMethods}, {"JLM", o.JLM}} {
+		}{{"INCLUDE", o.Include != ""}, {"EXCLUDE", o.Exclude != ""}, {"ALLMETHODS", o.AllMethods}, {"JLM", o.JLM}, {"FFMPROBES", o.FFMProbes}} {
 			if f.set {
 				return nil, &OptionError{Option: f.name, Reason: "selects what bytecode instrumentation (BCI, the default source) instruments: not with " + o.sourceName()}
 			}

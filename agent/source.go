@@ -41,8 +41,9 @@ func (a *agent) sourceNotes() []string {
 		if a.opts.AllMethods {
 			notes = append(notes, "BCI: every method with code instrumented (ALLMETHODS)")
 		} else {
-			notes = append(notes, "BCI: trivial methods not instrumented, their time counted in their callers: methods that call nothing, "+
-				"have no loop, throw nothing, take no lock and have at most 35 bytes of bytecode (getters, setters, empty methods: what HotSpot always inlines; a ROOTS root always is); ALLMETHODS instruments them")
+			notes = append(notes, "BCI: trivial methods not instrumented, their time counted in their callers: methods that call nothing but java.base, "+
+				"have no loop, throw nothing, take no lock and have at most 35 bytes of bytecode (getters, setters, empty methods, one-line delegates to the JDK: "+
+				"what HotSpot always inlines; main, run() and a ROOTS root always are); ALLMETHODS instruments them")
 		}
 		if e := (jvmti.BCI{}).NativesRefused(); e == -1 {
 			notes = append(notes, "BCI: native methods are not seen: attached to a running JVM, libjprof leaves them as they are (their wrappers could not be taken out at detach)")

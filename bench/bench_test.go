@@ -94,7 +94,7 @@ func TestSmoke(t *testing.T) {
 	assert.Contains(t, at, "| bci | 3 |")
 	assert.Contains(t, at, "| cpu | 3 |")
 	assert.Contains(t, sections["Repeatability of the default mode"], "**hellop**: 2 runs")
-	for _, c := range RealConfigs() {
+	for _, c := range append(RealConfigs(), realConfigs25()...) {
 		for _, prog := range []string{"**H2**", "**groovy**"} {
 			assert.Contains(t, sections["Real programs: H2 and groovy"], prog)
 		}

@@ -33,6 +33,9 @@ type RealProgram struct {
 // RealRow is one configuration's runs of a program.
 type RealRow struct {
 	Config
+	// JDK25 runs it on JDK 25 (jdk25Home), its ratio to the no-agent
+	// run on JDK 25; else on the suite's Java.
+	JDK25   bool
 	Wall    []float64 // seconds, by round
 	Events  []int64   // 2 × the calls in log-rt (libjprof)
 	Skipped string
@@ -45,7 +48,22 @@ const (
 	KeyRealTree    = "bci-calltree"
 	KeyRealAll     = "bci-allmethods"
 	KeyRealSample  = "sample"
+	// On JDK 25: the default mode's probes as JNI calls and as FFM
+	// critical downcalls (FFMPROBES), beside JDK 25's own no-agent run.
+	KeyRealNone25 = "none-25"
+	KeyRealJNI25  = "default-25"
+	KeyRealFFM25  = "ffm-25"
 )
+
+// realConfigs25 are the configurations each real program also runs
+// under on JDK 25, where the probes can be FFM downcalls.
+func realConfigs25() []Config {
+	return []Config{
+		{Key: KeyRealNone25, Name: "JDK 25: no agent", Agent: NoAgent},
+		{Key: KeyRealJNI25, Name: "JDK 25: libjprof default (JNI probes)", Agent: LibJProf, Options: rtarcf},
+		{Key: KeyRealFFM25, Name: "JDK 25: libjprof default, FFMPROBES (FFM critical downcalls)", Agent: LibJProf, Options: "FFMPROBES," + rtarcf},
+	}
+}
 
 // RealConfigs are the configurations each real program runs under.
 func RealConfigs() []Config {
@@ -83,6 +101,14 @@ func (r *Real) Run(ctx context.Context, s *Suite, tmp string) error {
 		for _, c := range RealConfigs() {
 			p.Rows = append(p.Rows, &RealRow{Config: c})
 		}
+		_, err := os.Stat(filepath.Join(jdk25Home, "bin", "java"))
+		for _, c := range realConfigs25() {
+			row := &RealRow{Config: c, JDK25: true}
+			if err != nil {
+				row.Skipped = "no JDK 25 at " + jdk25Home
+			}
+			p.Rows = append(p.Rows, row)
+		}
 	}
 	var errs []error
 	for round := range max(o.RealRounds, 0) {
@@ -118,7 +144,11 @@ func (r *Real) runOne(ctx context.Context, s *Suite, tmp string, p *RealProgram,
 		return 0, 0, err
 	}
 	defer os.RemoveAll(dir)
-	res, err := runJVM(ctx, s.Opts.Java, row.run(&s.Opts, dir, p.Main...), s.Opts.Timeout)
+	java := s.Opts.Java
+	if row.JDK25 {
+		java = filepath.Join(jdk25Home, "bin", "java")
+	}
+	res, err := runJVM(ctx, java, row.run(&s.Opts, dir, p.Main...), s.Opts.Timeout)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -142,15 +172,25 @@ func (r *Real) runOne(ctx context.Context, s *Suite, tmp string, p *RealProgram,
 }
 
 // Ratio is the median over rounds of a configuration's wall time over
-// the no-agent run's of the same round.
+// the no-agent run's of the same round on the same JDK.
 func (p *RealProgram) Ratio(key string) (Summary, bool) {
-	var none, row *RealRow
+	var row *RealRow
 	for _, r := range p.Rows {
-		switch r.Key {
-		case KeyRealNone:
-			none = r
-		case key:
+		if r.Key == key {
 			row = r
+		}
+	}
+	if row == nil {
+		return Summary{}, false
+	}
+	base := KeyRealNone
+	if row.JDK25 {
+		base = KeyRealNone25
+	}
+	var none *RealRow
+	for _, r := range p.Rows {
+		if r.Key == base {
+			none = r
 		}
 	}
 	if none == nil || row == nil || row.Skipped != "" || none.Skipped != "" {
@@ -170,7 +210,8 @@ func (r *Real) Markdown(out io.Writer, s *Suite) error {
 	fmt.Fprintf(out, "Two programs nobody here tuned, made of many small methods (accessors, short leaves the JIT inlines), "+
 		"from Debian packages `make deps` installs. Each configuration runs once per round, the rounds interleaved "+
 		"(%d rounds); the ratio is to the no-agent run of the same round (median, and range over rounds). Events: "+
-		"2 × the calls in log-rt, median over rounds.\n\n", s.Opts.RealRounds)
+		"2 × the calls in log-rt, median over rounds. The JDK 25 rows compare the probes as JNI calls (the default) "+
+		"and as FFM critical downcalls (`FFMPROBES`), each against JDK 25's own no-agent run.\n\n", s.Opts.RealRounds)
 	for _, p := range r.Programs {
 		fmt.Fprintf(out, "**%s**: `%s` (%s).\n\n", p.Name, p.Command, p.Desc)
 		if p.Skipped != "" {
@@ -185,7 +226,7 @@ func (r *Real) Markdown(out io.Writer, s *Suite) error {
 			}
 			w := Summarize(row.Wall)
 			ratio, rng := "1", ""
-			if row.Key != KeyRealNone {
+			if row.Key != KeyRealNone && row.Key != KeyRealNone25 {
 				if sum, ok := p.Ratio(row.Key); ok {
 					ratio, rng = fmt.Sprintf("%.2f×", sum.Median), sum.Range("%.2f")
 				}

@@ -273,7 +273,15 @@ void jp_event(jp_thread *t, uintptr_t key, int tr)
 		if (top->ckey == key) {
 			evnode = top->cnode;
 		} else {
-			evnode = jp_child(t, cur, key, 0);
+			if (curp->ckey == key) {
+				evnode = curp->cnode;
+			} else {
+				evnode = jp_child(t, cur, key, 0);
+				if (evnode != UINT32_MAX) {
+					curp->ckey = key;
+					curp->cnode = evnode;
+				}
+			}
 			top->ckey = evnode != UINT32_MAX ? key : 0;
 			top->cnode = evnode;
 		}

@@ -14,15 +14,36 @@
  * thread's arenas and sampled-tree map are reserved whole at its start
  * (up to megabytes) and mostly never touched, and glibc serves a large
  * calloc from its heap, zeroing all of it, once a freed mapping has
- * raised its mmap threshold. Threads come and go by the thousands. */
+ * raised its mmap threshold. Threads come and go by the thousands.
+ *
+ * Blocks of a huge page or more ask for transparent huge pages: a big
+ * tree's arenas and child map grow by tens of thousands of 4 KiB pages,
+ * and each first touch is a page fault, which a virtual machine pays
+ * dearly for (on javac the faults were a fifth of the agent's time on
+ * the program's thread). With THP off (or "never") the advice is
+ * ignored and nothing else changes; RSS grows by at most one huge page
+ * more per block than it would, and only for blocks that large. */
 #define JP_ZALLOC_MAP (64u << 10)
+#define JP_HUGE_PAGE (2u << 20)
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+static inline void *jp_map_block(size_t n)
+{
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	if (n >= JP_HUGE_PAGE)
+		(void)madvise(p, n, MADV_HUGEPAGE);
+	return p;
+}
 
 static inline void *jp_zalloc(size_t n)
 {
 	if (n < JP_ZALLOC_MAP)
 		return calloc(1, n);
-	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
+	return jp_map_block(n);
 }
 
 static inline void jp_zfree(void *p, size_t n)
@@ -33,6 +54,28 @@ static inline void jp_zfree(void *p, size_t n)
 		free(p);
 	else
 		munmap(p, n);
+}
+
+/* jp_walloc is jp_zalloc for storage that is read before it is written
+ * (hash maps): a read of an untouched page of a fresh mapping maps the
+ * shared zero page, so the write after it is a copy-on-write fault that
+ * flushes the TLB of every CPU the process runs on (an IPI each). The
+ * pages are faulted in for writing at once instead: by the kernel in one
+ * call (MADV_POPULATE_WRITE, Linux 5.14), else by zeroing them here
+ * (through a volatile pointer: compilers turn malloc+memset into
+ * calloc). Freed with jp_zfree. */
+static inline void *jp_walloc(size_t n)
+{
+	static void *(*volatile const zero)(void *, int, size_t) = memset;
+	void *p;
+	if (n < JP_ZALLOC_MAP) {
+		if ((p = malloc(n)) != NULL)
+			zero(p, 0, n);
+		return p;
+	}
+	if ((p = jp_map_block(n)) != NULL && madvise(p, n, MADV_POPULATE_WRITE) != 0)
+		zero(p, 0, n);
+	return p;
 }
 
 /* jp_arena_chunk_bytes is the size of chunk k. */
@@ -139,20 +182,16 @@ static inline jp_slot *jp_map_find(const jp_map *m, uintptr_t k1, uint32_t k2)
 
 static inline int jp_map_init(jp_map *m, uint32_t cap)
 {
-	/* Written, not calloc'd: a probe reads a slot before it writes it,
-	 * and a read of an untouched page of a fresh mapping maps the shared
-	 * zero page, so the write after it is a copy-on-write fault that
-	 * flushes the TLB of every CPU the process runs on (an IPI each);
-	 * memset faults the pages in for writing at once. (Through a
-	 * volatile pointer: compilers turn malloc+memset into calloc.) */
-	static void *(*volatile const zero)(void *, int, size_t) = memset;
-	size_t size = (size_t)cap * sizeof(jp_slot);
-	m->slots = malloc(size);
-	if (m->slots != NULL)
-		zero(m->slots, 0, size);
+	m->slots = jp_walloc((size_t)cap * sizeof(jp_slot));
 	m->mask = cap - 1;
 	m->used = 0;
 	return m->slots ? 0 : -1;
+}
+
+static inline void jp_map_free(jp_map *m)
+{
+	jp_zfree(m->slots, ((size_t)m->mask + 1) * sizeof(jp_slot));
+	m->slots = NULL;
 }
 
 /* jp_map_put stores (k1, k2) -> val in the empty slot s found by
@@ -170,7 +209,7 @@ static inline int jp_map_put(jp_map *m, jp_slot *s, uintptr_t k1, uint32_t k2, u
 					*jp_map_find(&bigger, o->k1, o->k2) = *o;
 			}
 			bigger.used = m->used;
-			free(m->slots);
+			jp_map_free(m);
 			*m = bigger;
 			s = jp_map_find(m, k1, k2);
 		} else if ((uint64_t)(m->used + 1) * 4 > ((uint64_t)m->mask + 1) * 3) {

@@ -109,6 +109,17 @@ static inline jp_thread *jp_thread_self(void)
 {
 	return jp_self;
 }
+/* jp_event_grows says whether t's next event may grow one of its hash
+ * maps, a rehash of up to millions of slots (jp_map_put grows at half
+ * load; an event adds at most one entry to each): a caller that must be
+ * quick, such as an FFM critical downcall, which holds off safepoints
+ * while it runs, takes its slow path then. */
+static inline int jp_event_grows(const jp_thread *t)
+{
+	return (uint64_t)(t->children.used + 1) * 2 > (uint64_t)t->children.mask + 1 ||
+	       (uint64_t)(t->seqmap.used + 1) * 2 > (uint64_t)t->seqmap.mask + 1;
+}
+
 /* jp_thread_attach makes the calling thread's record (name copied);
  * jp_thread_detach ends it: what only the owner used is freed, the tree
  * stays for the reports until Go retires it. */

@@ -59,10 +59,8 @@ static void jp_thread_owned_free(jp_thread *t)
 {
 	free(t->stack);
 	t->stack = NULL;
-	free(t->children.slots);
-	t->children.slots = NULL;
-	free(t->seqmap.slots);
-	t->seqmap.slots = NULL;
+	jp_map_free(&t->children);
+	jp_map_free(&t->seqmap);
 	if (t->src_state != NULL && jp.src_state_free != NULL)
 		jp.src_state_free(t->src_state);
 	t->src_state = NULL;

@@ -22,6 +22,13 @@ typedef struct jp_node {
 	uint32_t method; /* registry handle; unused for the root */
 	uint32_t seqs;   /* 1 + index of the node's own group of JP_SEQ_GROUP counts, 0 if none yet */
 	struct jp_seqcount *seq; /* owner-only cache: most events of a node repeat its last key */
+	/* Owner-only cache: the child last found in the thread's child map
+	 * from this context (ckey 0: none). Most activations of a context
+	 * call what the last one called, and the node is in the cache when
+	 * its method calls, while the map's slot is a cache miss. */
+	uintptr_t ckey;
+	uint32_t cnode;
+	uint32_t spare;
 	uint64_t calls;  /* entries into this context */
 	uint64_t excs;   /* exits from it by exception */
 	uint64_t ds;     /* dispatches while this was the running method */

@@ -177,6 +177,69 @@ static inline void bci_event(JNIEnv *env, jint id, int tr)
 	}
 }
 
+/*
+ * FFM critical downcalls (FFMPROBES, JDK 22 and later): the probes of
+ * every method call these through java.lang.foreign instead of the JNI
+ * natives. A critical downcall passes no JNIEnv and makes no thread-state
+ * transition, which are most of a JNI call's cost, and the JIT compiles
+ * it as a plain C call. Not the default: a method handle call in every
+ * instrumented method is more work for the JIT (C1 most, which inlines
+ * it through its lambda forms everywhere until the directive of
+ * bci_keep_out_of_c2 stops it), and on javac and groovy that took back
+ * the ten percent or so an event costs less once compiled (BENCHMARKS.md). The thread stays "in Java" while it
+ * runs, so the VM's safepoints wait for it: these take no lock, never
+ * block, never call the VM and do nothing long. What might (a thread's
+ * first event, which makes its record through JVMTI; a hash map that
+ * must grow; ROOTS, whose first runs retransform; log-gen, whose writer
+ * can make it wait) returns 1 without recording anything, and
+ * Probe.fenter and the others then make the same event through JNI.
+ */
+static inline jint bci_fast(jint id, int tr)
+{
+	if (!__atomic_load_n(&jp.collecting, __ATOMIC_RELAXED)) {
+		if (__builtin_expect(++bci_idle == JP_BCI_IDLE_STEP, 0)) {
+			bci_idle = 0;
+			__atomic_add_fetch(&bci.idle_calls, JP_BCI_IDLE_STEP, __ATOMIC_RELAXED);
+		}
+		return 0;
+	}
+	jp_thread *t = jp_thread_self();
+	if (__builtin_expect(t == NULL || bci.selective || jp.loggen || jp_event_grows(t), 0))
+		return 1;
+	jp_event(t, bci_key(id), tr);
+	return 0;
+}
+
+static jint bci_fast_enter(jint id)
+{
+	return bci_fast(id, JP_TR_ENTRY);
+}
+
+static jint bci_fast_exit(jint id)
+{
+	return bci_fast(id, JP_TR_EXIT);
+}
+
+static jint bci_fast_unwind(jint id)
+{
+	return bci_fast(id, JP_TR_EXCEPTION);
+}
+
+/* Probe.downcalls: the entry points for Probe's FFM handles, or null for
+ * JNI probes (no FFMPROBES). */
+static jlongArray JNICALL bci_downcalls(JNIEnv *env, jclass c)
+{
+	(void)c;
+	if (!(bci.flags & JP_BCI_FFM))
+		return NULL;
+	jlong a[3] = { (jlong)(uintptr_t)bci_fast_enter, (jlong)(uintptr_t)bci_fast_exit,
+		       (jlong)(uintptr_t)bci_fast_unwind };
+	jlongArray r = (*env)->NewLongArray(env, 3);
+	if (r != NULL)
+		(*env)->SetLongArrayRegion(env, r, 0, 3, a);
+	return r;
+}
+
 /* bci_rooted counts a root frame in (+1) or out (-1). When the count
  * leaves or reaches 0, Probe.rooted is set from it under a lock: the last
  * thread to set it reads the count after every change before its own, so
@@ -354,17 +417,28 @@ static void JNICALL bci_retransform_natives(JNIEnv *env, jclass c, jobjectArray 
  */
 static void bci_keep_out_of_c2(JNIEnv *jni)
 {
-	static const char directive[] = "[{ match: [\"libjprof/bci/*.*\"], c2: { Exclude: true } }]\n";
+	/* Probe first, with no option: its FFM probes are Java methods that
+	 * C2 compiles and inlines into the program's code. C1 calls them
+	 * instead: inlined, each drags a method handle's lambda forms into
+	 * every instrumented method it compiles. */
+	static const char directive[] = "[{ match: [\"libjprof/bci/Probe.*\"] },\n"
+					" { match: [\"libjprof/bci/*.*\"], c2: { Exclude: true } }]\n";
+	static const char directive_ffm[] = "[{ match: [\"libjprof/bci/Probe.*\"] },\n"
+					    " { match: [\"libjprof/bci/*.*\"], c2: { Exclude: true } },\n"
+					    " { match: [\"*.*\"], c1: { inline: [\"-libjprof/bci/Probe.*\"] } }]\n";
+	int ffm = (bci.flags & JP_BCI_FFM) != 0;
+	const char *d = ffm ? directive_ffm : directive;
+	size_t dn = strlen(d);
 	char path[] = "/tmp/libjprof-directive-XXXXXX";
 	const char *why = NULL;
 	int fd = mkstemp(path);
-	if (fd < 0 || write(fd, directive, sizeof directive - 1) != (ssize_t)(sizeof directive - 1)) {
+	if (fd < 0 || write(fd, d, dn) != (ssize_t)dn) {
 		why = "cannot write the directive file";
 	} else {
 		char cmd[128];
 		snprintf(cmd, sizeof cmd, "Compiler.directives_add %s", path);
 		char *r = jp_dcmd(jni, cmd, &why);
-		if (r != NULL && strstr(r, "1 compiler directives added") == NULL)
+		if (r != NULL && strstr(r, ffm ? "3 compiler directives added" : "2 compiler directives added") == NULL)
 			why = "Compiler.directives_add did not add it";
 		free(r);
 	}
@@ -376,6 +450,71 @@ static void bci_keep_out_of_c2(JNIEnv *jni)
 		jp_notef("BCI: %s: the agent's transformer may be compiled by C2 (more JIT work while classes load)", why);
 	else
 		jp_notef("info: BCI: the agent's transformer classes are kept out of C2 (a compiler directive), so that rewriting classes costs the program little JIT time");
+}
+
+/* What the probes are, for the header: set at VM init. */
+static char bci_probes[256] = "JNI natives";
+
+const char *jp_bci_probes(void)
+{
+	return bci_probes;
+}
+
+/*
+ * bci_ffm_setup initializes Probe.Fast, whose static initializer makes
+ * the handles of the FFM downcalls (Downcall.java), and keeps JP_BCI_FFM
+ * only if it did. Linker.downcallHandle is a restricted method: the JDK warns
+ * on stderr the first time code in a module without native access calls
+ * it, and the agent's classes, on the boot class path, are in an unnamed
+ * module. The JDK keeps one native-access flag for every unnamed module
+ * (what --enable-native-access=ALL-UNNAMED sets); it is set only while
+ * the handles are made, on this thread at VM init, and put back.
+ */
+static void bci_ffm_setup(JNIEnv *jni)
+{
+	jclass m = NULL;
+	jfieldID en = NULL;
+	jobject unnamed = NULL;
+	jboolean was = JNI_FALSE;
+	if (bci.flags & JP_BCI_FFM) {
+		m = (*jni)->FindClass(jni, "java/lang/Module");
+		jfieldID all = m ? (*jni)->GetStaticFieldID(jni, m, "ALL_UNNAMED_MODULE", "Ljava/lang/Module;") : NULL;
+		en = all ? (*jni)->GetFieldID(jni, m, "enableNativeAccess", "Z") : NULL;
+		unnamed = en ? (*jni)->GetStaticObjectField(jni, m, all) : NULL;
+		(*jni)->ExceptionClear(jni);
+		if (unnamed != NULL) {
+			was = (*jni)->GetBooleanField(jni, unnamed, en);
+			(*jni)->SetBooleanField(jni, unnamed, en, JNI_TRUE);
+		} else {
+			bci.flags &= ~JP_BCI_FFM; /* Probe.downcalls says no */
+			snprintf(bci_probes, sizeof bci_probes, "JNI natives (this JDK has no FFM critical downcalls: JDK 22 and later)");
+		}
+	} else {
+		snprintf(bci_probes, sizeof bci_probes, "JNI natives (FFMPROBES: FFM critical downcalls on JDK 22 and later)");
+	}
+	/* Initializes Probe.Fast (FindClass does), which makes the handles. */
+	jclass fast = (*jni)->FindClass(jni, "libjprof/bci/Probe$Fast");
+	jfieldID f = fast ? (*jni)->GetStaticFieldID(jni, fast, "ENTER", "Ljava/lang/invoke/MethodHandle;") : NULL;
+	jobject h = f ? (*jni)->GetStaticObjectField(jni, fast, f) : NULL;
+	(*jni)->ExceptionClear(jni);
+	if (unnamed != NULL)
+		(*jni)->SetBooleanField(jni, unnamed, en, was);
+	if (!(bci.flags & JP_BCI_FFM))
+		return;
+	if (h != NULL) {
+		snprintf(bci_probes, sizeof bci_probes, "FFM critical downcalls (FFMPROBES)");
+		return;
+	}
+	bci.flags &= ~JP_BCI_FFM;
+	jclass d = (*jni)->FindClass(jni, "libjprof/bci/Downcall");
+	jfieldID wf = d ? (*jni)->GetStaticFieldID(jni, d, "why", "Ljava/lang/String;") : NULL;
+	jstring why = wf ? (*jni)->GetStaticObjectField(jni, d, wf) : NULL;
+	(*jni)->ExceptionClear(jni);
+	const char *w = why ? (*jni)->GetStringUTFChars(jni, why, NULL) : NULL;
+	snprintf(bci_probes, sizeof bci_probes, "JNI natives (%s)", w ? w : "Probe's downcall handles were not made");
+	if (w != NULL)
+		(*jni)->ReleaseStringUTFChars(jni, why, w);
+	jp_notef("BCI: probes: %s", bci_probes);
 }
 
 /* jp_bci_vm_init sets the Java side up (VM init, on the main thread) and,
@@ -396,6 +535,7 @@ static void bci_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 		{ "markRoot", "(I)V", (void *)bci_mark_root },
 		{ "pending", "()V", (void *)bci_pending },
 		{ "retransform", "([Ljava/lang/String;)V", (void *)bci_retransform_natives },
+		{ "downcalls", "()[J", (void *)bci_downcalls },
 	};
 	bci.root_nbits = jp.max_methods;
 	bci.root_bits = calloc(jp.max_methods / 8 + 1, 1);
@@ -417,6 +557,7 @@ static void bci_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 		bci.flags &= ~JP_BCI_JLM;
 		jp_notef("JLM: the agent's lock probes could not be registered (jprof-bci.jar from another build?): monitors are not counted");
 	}
+	bci_ffm_setup(jni);
 	bci.transformer = (*jni)->NewGlobalRef(jni, t);
 	bci.probe = (*jni)->NewGlobalRef(jni, p);
 	bci.f_rooted = bci.probe ? (*jni)->GetStaticFieldID(jni, p, "rooted", "I") : NULL;

@@ -23,8 +23,12 @@ type BCIConfig struct {
 	// root methods, in the normalized form of agent/roots.go ("a.B.m+c.D.*").
 	Roots string
 	// AllMethods instruments trivial methods too (see Trivial.java:
-	// call-free, loop-free methods of at most 35 bytes of bytecode).
+	// loop-free methods of at most 35 bytes of bytecode that call
+	// nothing but java.base).
 	AllMethods bool
+	// FFMProbes makes the probes FFM critical downcalls on JDK 22 and
+	// later instead of JNI natives (bci.c).
+	FFMProbes bool
 	// Natives wraps native methods so that they are seen (JVMTI's native
 	// method prefix); classes loaded before collection starts and, with
 	// ROOTS, every class keep their natives unseen.
@@ -48,6 +52,9 @@ func configureBCI(c *BCIConfig) error {
 	}
 	if c.JLM {
 		flags |= C.JP_BCI_JLM
+	}
+	if c.FFMProbes {
+		flags |= C.JP_BCI_FFM
 	}
 	if C.jp_bci_configure(ci, ce, cr, flags, &errbuf[0], C.int(len(errbuf))) != 0 {
 		return fmt.Errorf("%s", C.GoString(&errbuf[0]))
@@ -156,6 +163,10 @@ type BCISizes struct {
 // wrapped (the VM refused a native method prefix), -1 when the agent was
 // attached to a running JVM (natives are then left alone), 0 if none.
 func (BCI) NativesRefused() int { return int(C.jp_bci_natives_refused()) }
+
+// Probes says what the injected probes call: FFM critical downcalls or
+// JNI natives, and why. Known once the VM is initialized.
+func (BCI) Probes() string { return C.GoString(C.jp_bci_probes()) }
 
 // Sizes reads them; false if the transformer cannot be asked. The caller
 // must be a thread attached to the VM.

@@ -223,6 +223,7 @@ extern const jp_source jp_bci;
 #define JP_BCI_ALL_METHODS 1
 #define JP_BCI_NATIVES 2
 #define JP_BCI_JLM 4
+#define JP_BCI_FFM 8 /* the probes are FFM critical downcalls where the JDK has them (22+) */
 /* JLM (jlm.c), the exact lock monitor of BCI: jp_jlm_read calls f for
  * each row (site, class signature, v: gets, recursive, slow, wait ns,
  * hold ns, Object.waits, Object.wait ns); jp_jlm_reset zeroes them;
@@ -259,6 +260,9 @@ int jp_bci_natives_refused(void);
 /* jp_mid_name_of is a method's name as the registry writes it,
  * "pkg/Class.name(desc)" (malloc'd; NULL without memory), asking the VM. */
 char *jp_mid_name_of(jmethodID mid);
+/* jp_bci_probes says what the injected probes call (FFM downcalls or
+ * JNI natives, and why), once the VM is initialized. */
+const char *jp_bci_probes(void);
 /* jp_bci_handle is the handle of the instrumented method of this name
  * ("pkg/Class.name(desc)"), UINT32_MAX if the transformer registered none. */
 uint32_t jp_bci_handle(const char *name);

@@ -1,6 +1,6 @@
-/** Methods BCI leaves out by default (trivial: no call, no loop, no throw,
- *  no lock, at most 35 bytes of bytecode) and methods just past each of
- *  those lines, called a known number of times. */
+/** Methods BCI leaves out by default (trivial: no call but into java.base,
+ *  no loop, no throw, no lock, at most 35 bytes of bytecode) and methods
+ *  just past each of those lines, called a known number of times. */
 public class TrivialCases {
     static final int N = 1000;
     private int field;
@@ -13,10 +13,11 @@ public class TrivialCases {
     static int constant() { return 42; }
     static int arith(int a, int b) { return a * 31 + b; }
     static int branchy(int a) { return a > 0 ? a : -a; }
+    static int callsJdk(int a) { return Math.abs(a) + Integer.hashCode(a); }
 
     // Not trivial: each crosses one line.
     static int loops(int n) { int s = 0; for (int i = 0; i < n; i++) s += i; return s; }
-    static int calls(int a) { return Math.abs(a); }
+    static int calls(int a) { return branchy(a) + 1; }
     static synchronized int locked(int a) { return a + 1; }
     static int throwsSome(int a) { if (a < 0) throw new IllegalArgumentException(); return a; }
     static long big(long a, long b, long c, long d) {
@@ -34,7 +35,7 @@ public class TrivialCases {
             s += t.getField();
             t.empty();
             s += constant() + arith(i, 3) + branchy(-i);
-            s += loops(10) + calls(-i) + locked(i) + throwsSome(i) + big(i, 2, 3, 4);
+            s += callsJdk(-i) + loops(10) + calls(-i) + locked(i) + throwsSome(i) + big(i, 2, 3, 4);
         }
         total = s;
         System.out.println("trivialcases: " + total);

@@ -64,9 +64,10 @@ final class MethodProbes extends AdviceAdapter {
     // (uninitializedThis in local 0) would not match; no such handler then.
     private boolean thisStored;
 
-    /** Probe's methods called: enter, exit, unwind (for every method, the
-     *  roots of selective instrumentation, or the other methods there). */
-    static final String[] ALL = {"enter", "exit", "unwind"}, ROOT = {"rootEnter", "rootExit", "rootUnwind"},
+    /** Probe's methods called: enter, exit, unwind (for every method, as
+     *  JNI natives or FFM downcalls; the roots of selective
+     *  instrumentation, or the other methods there). */
+    static final String[] ALL = {"enter", "exit", "unwind"}, FFM = {"fenter", "fexit", "funwind"}, ROOT = {"rootEnter", "rootExit", "rootUnwind"},
             SUB = {"subEnter", "subExit", "subUnwind"};
     private final String[] probes;
     private static final int ENTER = 0, EXIT = 1, UNWIND = 2;

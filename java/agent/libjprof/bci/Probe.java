@@ -1,8 +1,11 @@
 package libjprof.bci;
 
+import java.lang.invoke.MethodHandle;
+
 /**
  * Probe is what instrumented code calls: static native methods that the
- * agent registers with RegisterNatives (jvmti/bci.c). The argument is
+ * agent registers with RegisterNatives (jvmti/bci.c), or on JDK 22 and
+ * later FFM critical downcalls (fenter, fexit, funwind). The argument is
  * the engine's method handle, fixed when the class was transformed.
  *
  * A static native call with an int constant is the cheapest way from
@@ -50,6 +53,52 @@ public final class Probe {
     /** A method that may run inside a root is being left by an exception. */
     public static void subUnwind(int id) {
         if (rooted != 0)
+            unwind(id);
+    }
+
+    /**
+     * With FFMPROBES, on JDK 22 and later, the probes of every method are
+     * fenter, fexit and funwind: FFM critical downcalls into the same C code, without
+     * the JNIEnv and thread-state transitions that are most of a JNI
+     * call's cost, compiled by the JIT as a plain C call (jvmti/bci.c).
+     * The C side returns 1 for an event it must not make there (a
+     * thread's first, one that grows a map); the JNI native makes it.
+     * Null without FFMPROBES and on older JDKs, where the transformer
+     * calls the natives directly. A class of their own, which the agent
+     * initializes once the natives are registered (JNI's FindClass
+     * initializes the class it finds, Probe before that).
+     */
+    static final class Fast {
+        private Fast() {}
+
+        static final MethodHandle ENTER, EXIT, UNWIND;
+
+        static {
+            MethodHandle[] h = Downcall.handles(downcalls());
+            ENTER = h != null ? h[0] : null;
+            EXIT = h != null ? h[1] : null;
+            UNWIND = h != null ? h[2] : null;
+        }
+    }
+
+    /** The C entry points of the downcalls, or null for JNI probes. */
+    private static native long[] downcalls();
+
+    /** A method was entered (FFM). */
+    public static void fenter(int id) throws Throwable {
+        if ((int) Fast.ENTER.invokeExact(id) != 0)
+            enter(id);
+    }
+
+    /** A method returned normally (FFM). */
+    public static void fexit(int id) throws Throwable {
+        if ((int) Fast.EXIT.invokeExact(id) != 0)
+            exit(id);
+    }
+
+    /** A method is being left by an exception (FFM). */
+    public static void funwind(int id) throws Throwable {
+        if ((int) Fast.UNWIND.invokeExact(id) != 0)
             unwind(id);
     }
 

@@ -56,8 +56,9 @@ public final class Transformer {
     static volatile Selective selective;
 
     /** init's flags: instrument trivial methods too (ALLMETHODS); wrap
-     *  native methods (see NATIVE_PREFIX). */
-    static final int ALL_METHODS = 1, NATIVES = 2, JLM = 4;
+     *  native methods (see NATIVE_PREFIX); count monitors (JLM); call
+     *  Probe's FFM downcalls instead of its natives. */
+    static final int ALL_METHODS = 1, NATIVES = 2, JLM = 4, FFM = 8;
     /** transform's: the class is being retransformed; it is, and its
      *  native methods were wrapped at its first load. */
     static final int RETRANSFORMING = 1, WRAPPED = 2;
@@ -143,6 +144,12 @@ public final class Transformer {
 
     static boolean inBase(String cls) {
         return basePackages.contains(pkg(cls));
+    }
+
+    /** neverInstrumented: cls is in java.base and java.base is not
+     *  instrumented (so calls into it make no event). */
+    static boolean neverInstrumented(String cls) {
+        return !BASE && inBase(cls);
     }
 
     private static String[] prefixes(String list) {
@@ -418,7 +425,7 @@ public final class Transformer {
          *  or a method's that may run inside one. */
         private String[] probes(int h, String name) {
             if (sel == null)
-                return MethodProbes.ALL;
+                return (flags & FFM) != 0 ? MethodProbes.FFM : MethodProbes.ALL;
             if (sel.isRoot(cls, name)) {
                 Probe.markRoot(h);
                 return MethodProbes.ROOT;

@@ -13,14 +13,20 @@ import org.objectweb.asm.Opcodes;
 /**
  * Trivial finds the methods of a class that cannot hold a profile's
  * answer, which the transformer leaves uninstrumented unless ALLMETHODS
- * is given: methods that call nothing, have no loop, throw nothing
- * themselves, take no monitor and have at most MAX_BYTES of bytecode.
- * That takes in empty methods, field getters and setters and constant
- * methods: leaves HotSpot always inlines (its MaxInlineSize is 35
+ * is given: methods that have no loop, throw nothing themselves, take no
+ * monitor, have at most MAX_BYTES of bytecode and call nothing but
+ * methods of java.base (which is not instrumented). That takes in empty
+ * methods, field getters and setters, constant methods and one-line
+ * delegates to the JDK (an AtomicInteger's get, a hashCode): leaves of
+ * the profile that HotSpot always inlines (its MaxInlineSize is 35
  * bytes), whose time, tens of nanoseconds, would be less than the
  * probes' own. Their time counts in their callers', as it does once the
- * JIT has inlined them. (The NetBeans profiler, JFluid's successor,
- * leaves out the same kind of methods by default.)
+ * JIT has inlined them; a JDK call that dispatches back into the
+ * program (an interface method the program implements) shows its
+ * methods under the caller. (The NetBeans profiler, JFluid's successor,
+ * leaves out getters, setters and empty methods by default.) A main
+ * method and a thread's run are always instrumented: the tree starts
+ * there.
  *
  * A scan is one pass of the class file with the debug information and
  * frames skipped.
@@ -42,9 +48,15 @@ final class Trivial extends ClassVisitor {
         return t.found;
     }
 
+    /** entryPoint: a program's main and a thread's run, where a profile's
+     *  tree starts, are always instrumented, however small. */
+    static boolean entryPoint(String name, String desc) {
+        return (name.equals("main") && desc.equals("([Ljava/lang/String;)V")) || (name.equals("run") && desc.equals("()V"));
+    }
+
     @Override
     public MethodVisitor visitMethod(int access, String name, String desc, String sig, String[] exc) {
-        if ((access & (Opcodes.ACC_ABSTRACT | Opcodes.ACC_NATIVE | Opcodes.ACC_SYNCHRONIZED)) != 0)
+        if ((access & (Opcodes.ACC_ABSTRACT | Opcodes.ACC_NATIVE | Opcodes.ACC_SYNCHRONIZED)) != 0 || entryPoint(name, desc))
             return null;
         final String key = name + desc;
         return new MethodVisitor(Opcodes.ASM9) {
@@ -90,7 +102,10 @@ final class Trivial extends ClassVisitor {
 
             @Override
             public void visitMethodInsn(int op, String owner, String n, String d, boolean itf) {
-                heavy = true;
+                // A call into a class that is never instrumented (java.base)
+                // adds no node: the method is still a leaf of the profile.
+                heavy |= !Transformer.neverInstrumented(owner);
+                add(op == Opcodes.INVOKEINTERFACE ? 5 : 3);
             }
 
             @Override
