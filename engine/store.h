@@ -16,34 +16,42 @@
  * calloc from its heap, zeroing all of it, once a freed mapping has
  * raised its mmap threshold. Threads come and go by the thousands.
  *
- * Blocks of a huge page or more ask for transparent huge pages: a big
- * tree's arenas and child map grow by tens of thousands of 4 KiB pages,
- * and each first touch is a page fault, which a virtual machine pays
- * dearly for (on javac the faults were a fifth of the agent's time on
- * the program's thread). With THP off (or "never") the advice is
- * ignored and nothing else changes; RSS grows by at most one huge page
- * more per block than it would, and only for blocks that large. */
+ * Arena chunks (jp_arena_push) and maps (jp_walloc) of a huge page or
+ * more ask for transparent huge pages: a big tree's arenas and child map
+ * grow by tens of thousands of 4 KiB pages, and each first touch is a
+ * page fault, which a virtual machine pays dearly for (on javac the
+ * faults were a fifth of the agent's time on the program's thread).
+ * Arenas fill in order and those maps are faulted in whole, so RSS grows
+ * by at most one huge page per block more than it would. Not for
+ * jp_zalloc's other blocks, such as a sampled tree's map, which is
+ * touched at random and mostly never. With THP off (or "never") the
+ * advice is ignored. */
 #define JP_ZALLOC_MAP (64u << 10)
 #define JP_HUGE_PAGE (2u << 20)
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
 
-static inline void *jp_map_block(size_t n)
+static inline void *jp_map_block(size_t n, int huge)
 {
 	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
-	if (n >= JP_HUGE_PAGE)
+	if (huge && n >= JP_HUGE_PAGE)
 		(void)madvise(p, n, MADV_HUGEPAGE);
 	return p;
 }
 
-static inline void *jp_zalloc(size_t n)
+static inline void *jp_zalloc_huge(size_t n, int huge)
 {
 	if (n < JP_ZALLOC_MAP)
 		return calloc(1, n);
-	return jp_map_block(n);
+	return jp_map_block(n, huge);
+}
+
+static inline void *jp_zalloc(size_t n)
+{
+	return jp_zalloc_huge(n, 0);
 }
 
 static inline void jp_zfree(void *p, size_t n)
@@ -73,7 +81,7 @@ static inline void *jp_walloc(size_t n)
 			zero(p, 0, n);
 		return p;
 	}
-	if ((p = jp_map_block(n)) != NULL && madvise(p, n, MADV_POPULATE_WRITE) != 0)
+	if ((p = jp_map_block(n, 1)) != NULL && madvise(p, n, MADV_POPULATE_WRITE) != 0)
 		zero(p, 0, n);
 	return p;
 }
@@ -108,7 +116,7 @@ static inline uint32_t jp_arena_push(jp_arena *a)
 	if (k >= JP_NCHUNKS)
 		return UINT32_MAX;
 	if (a->chunks[k] == NULL) {
-		char *c = jp_zalloc(jp_arena_chunk_bytes(a, k));
+		char *c = jp_zalloc_huge(jp_arena_chunk_bytes(a, k), 1);
 		if (c == NULL)
 			return UINT32_MAX;
 		a->chunks[k] = c;

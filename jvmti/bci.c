@@ -197,10 +197,11 @@ static inline void bci_event(JNIEnv *env, jint id, int tr)
  * bci_keep_out_of_c2 stops it), and on javac and groovy that took back
  * the ten percent or so an event costs less once compiled (BENCHMARKS.md). The thread stays "in Java" while it
  * runs, so the VM's safepoints wait for it: these take no lock, never
- * block, never call the VM and do nothing long. What might (a thread's
- * first event, which makes its record through JVMTI; a hash map that
- * must grow; ROOTS, whose first runs retransform; log-gen, whose writer
- * can make it wait) returns 1 without recording anything, and
+ * block, never call the VM, allocate nothing and do nothing long. What
+ * might (a thread's first event, which makes its record through JVMTI;
+ * one that must grow a hash map, the shadow stack or an arena: see
+ * jp_event_grows; ROOTS, whose first runs retransform; log-gen, whose
+ * writer can make it wait) returns 1 without recording anything, and
  * Probe.fenter and the others then make the same event through JNI.
  */
 static inline jint bci_fast(jint id, int tr)
@@ -472,46 +473,55 @@ const char *jp_bci_probes(void)
 /*
  * bci_ffm_setup initializes Probe.Fast, whose static initializer makes
  * the handles of the FFM downcalls (Downcall.java), and keeps JP_BCI_FFM
- * only if it did. Linker.downcallHandle is a restricted method: the JDK warns
- * on stderr the first time code in a module without native access calls
- * it, and the agent's classes, on the boot class path, are in an unnamed
- * module. The JDK keeps one native-access flag for every unnamed module
- * (what --enable-native-access=ALL-UNNAMED sets); it is set only while
- * the handles are made, on this thread at VM init, and put back.
+ * only if it did. Not with ROOTS or log-gen, whose events always take
+ * the JNI path (bci_fast): a downcall would only add to them.
+ *
+ * Linker.downcallHandle is a restricted method: the JDK warns on stderr
+ * the first time code in a module without native access calls it, and
+ * the agent's classes, on the boot class path, are in an unnamed module.
+ * The JDK keeps one native-access flag for every unnamed module, the one
+ * --enable-native-access=ALL-UNNAMED sets; FFMPROBES sets it, for the
+ * rest of the run (it is a @Stable field: compiled code may keep a value
+ * once set, so it is not put back), and the header says so.
  */
 static void bci_ffm_setup(JNIEnv *jni)
 {
-	jclass m = NULL;
-	jfieldID en = NULL;
-	jobject unnamed = NULL;
-	jboolean was = JNI_FALSE;
-	if (bci.flags & JP_BCI_FFM) {
-		m = (*jni)->FindClass(jni, "java/lang/Module");
-		jfieldID all = m ? (*jni)->GetStaticFieldID(jni, m, "ALL_UNNAMED_MODULE", "Ljava/lang/Module;") : NULL;
-		en = all ? (*jni)->GetFieldID(jni, m, "enableNativeAccess", "Z") : NULL;
-		unnamed = en ? (*jni)->GetStaticObjectField(jni, m, all) : NULL;
-		(*jni)->ExceptionClear(jni);
-		if (unnamed != NULL) {
-			was = (*jni)->GetBooleanField(jni, unnamed, en);
-			(*jni)->SetBooleanField(jni, unnamed, en, JNI_TRUE);
-		} else {
-			bci.flags &= ~JP_BCI_FFM; /* Probe.downcalls says no */
-			snprintf(bci_probes, sizeof bci_probes, "JNI natives (this JDK has no FFM critical downcalls: JDK 22 and later)");
-		}
-	} else {
+	if (!(bci.flags & JP_BCI_FFM)) {
 		snprintf(bci_probes, sizeof bci_probes, "JNI natives (FFMPROBES: FFM critical downcalls on JDK 22 and later)");
+		return;
 	}
+	if ((bci.roots[0] != 0 && strcmp(bci.roots, "all") != 0) || jp.loggen) {
+		bci.flags &= ~JP_BCI_FFM;
+		snprintf(bci_probes, sizeof bci_probes, "JNI natives (FFMPROBES is not used with %s, whose events need JNI)",
+			 jp.loggen ? "log-gen" : "ROOTS");
+		jp_notef("BCI: probes: %s", bci_probes);
+		return;
+	}
+	jclass m = (*jni)->FindClass(jni, "java/lang/Module");
+	jfieldID all = m ? (*jni)->GetStaticFieldID(jni, m, "ALL_UNNAMED_MODULE", "Ljava/lang/Module;") : NULL;
+	jfieldID en = all ? (*jni)->GetFieldID(jni, m, "enableNativeAccess", "Z") : NULL;
+	jobject unnamed = en ? (*jni)->GetStaticObjectField(jni, m, all) : NULL;
+	(*jni)->ExceptionClear(jni);
+	/* Critical downcalls came with JDK 22's final FFM API. */
+	jclass opt = (*jni)->FindClass(jni, "java/lang/foreign/Linker$Option");
+	jmethodID crit = opt ? (*jni)->GetStaticMethodID(jni, opt, "critical", "(Z)Ljava/lang/foreign/Linker$Option;") : NULL;
+	(*jni)->ExceptionClear(jni);
+	if (unnamed == NULL || crit == NULL) {
+		bci.flags &= ~JP_BCI_FFM; /* Probe.downcalls says no */
+		snprintf(bci_probes, sizeof bci_probes, "JNI natives (this JDK has no FFM critical downcalls, which JDK 22 and later have)");
+		jp_notef("BCI: probes: %s", bci_probes);
+		return;
+	}
+	int was = (*jni)->GetBooleanField(jni, unnamed, en);
+	(*jni)->SetBooleanField(jni, unnamed, en, JNI_TRUE);
 	/* Initializes Probe.Fast (FindClass does), which makes the handles. */
 	jclass fast = (*jni)->FindClass(jni, "libjprof/bci/Probe$Fast");
 	jfieldID f = fast ? (*jni)->GetStaticFieldID(jni, fast, "ENTER", "Ljava/lang/invoke/MethodHandle;") : NULL;
 	jobject h = f ? (*jni)->GetStaticObjectField(jni, fast, f) : NULL;
 	(*jni)->ExceptionClear(jni);
-	if (unnamed != NULL)
-		(*jni)->SetBooleanField(jni, unnamed, en, was);
-	if (!(bci.flags & JP_BCI_FFM))
-		return;
 	if (h != NULL) {
-		snprintf(bci_probes, sizeof bci_probes, "FFM critical downcalls (FFMPROBES)");
+		snprintf(bci_probes, sizeof bci_probes, "FFM critical downcalls (FFMPROBES)%s",
+			 was ? "" : "; native access is on for every unnamed module from then on, as with --enable-native-access=ALL-UNNAMED");
 		return;
 	}
 	bci.flags &= ~JP_BCI_FFM;

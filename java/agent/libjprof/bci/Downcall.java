@@ -44,6 +44,8 @@ final class Downcall {
             return h;
         } catch (ClassNotFoundException | NoSuchMethodException e) {
             why = "this JDK has no FFM critical downcalls, which JDK 22 and later have";
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            why = "FFM downcalls could not be made: " + e.getCause();
         } catch (Throwable e) {
             why = "FFM downcalls could not be made: " + e;
         }

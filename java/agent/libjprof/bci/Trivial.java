@@ -19,11 +19,11 @@ import org.objectweb.asm.Opcodes;
  * methods, field getters and setters, constant methods and one-line
  * delegates to the JDK (an AtomicInteger's get, a hashCode): leaves of
  * the profile that HotSpot always inlines (its MaxInlineSize is 35
- * bytes), whose time, tens of nanoseconds, would be less than the
- * probes' own. Their time counts in their callers', as it does once the
- * JIT has inlined them; a JDK call that dispatches back into the
- * program (an interface method the program implements) shows its
- * methods under the caller. (The NetBeans profiler, JFluid's successor,
+ * bytes), whose own work, a few instructions, would cost less than the
+ * probes. Their time, with that of the JDK calls they make, counts in
+ * their callers', as it does once the JIT has inlined them; a call
+ * declared on a JDK type that runs the program's code (hashCode,
+ * compareTo, Runnable.run) shows that code under the caller. (The NetBeans profiler, JFluid's successor,
  * leaves out getters, setters and empty methods by default.) A main
  * method and a thread's run are always instrumented: the tree starts
  * there.
@@ -51,7 +51,9 @@ final class Trivial extends ClassVisitor {
     /** entryPoint: a program's main and a thread's run, where a profile's
      *  tree starts, are always instrumented, however small. */
     static boolean entryPoint(String name, String desc) {
-        return (name.equals("main") && desc.equals("([Ljava/lang/String;)V")) || (name.equals("run") && desc.equals("()V"));
+        // main()V: JDK 25's launcher also runs a main without String[].
+        return (name.equals("main") && (desc.equals("([Ljava/lang/String;)V") || desc.equals("()V")))
+                || (name.equals("run") && desc.equals("()V"));
     }
 
     @Override
