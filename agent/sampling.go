@@ -55,6 +55,9 @@ func (a *agent) sampleHeader(p *reports.Profile) {
 	if st.Anchored > 0 {
 		line += fmt.Sprintf("; %d stacks of threads in the VM walked once their last Java frame's pc was filled in", st.Anchored)
 	}
+	if st.StubPopped > 0 {
+		line += fmt.Sprintf("; %d stacks of threads in the VM walked from the caller of the runtime stub that called into it (<top_frame_not_walkable> under it)", st.StubPopped)
+	}
 	if st.Recovered > 0 {
 		line += fmt.Sprintf("; %d stacks walked from the caller of a top frame AsyncGetCallTrace could not place (<top_frame_not_walkable> under it)", st.Recovered)
 	}
@@ -94,7 +97,7 @@ func (a *agent) logSampling() {
 	a.log.Info("sampling summary", zap.String("kind", a.opts.Sample.Kind.String()), zap.Duration("period", a.opts.Sample.Period),
 		zap.Uint64("samples", st.Samples), zap.Duration("weight", st.Weight), zap.Duration("inHandler", st.Handler),
 		zap.Uint64("methodsPrepared", st.Prepared), zap.Duration("preparing", st.Prepare), zap.Uint64("threads", st.Threads),
-		zap.Any("notWalkable", st.Failed), zap.Uint64("walkedFromCaller", st.Recovered), zap.Uint64("walkedFromAnchor", st.Anchored), zap.Uint64("unknownMethods", st.Misses), zap.Uint64("deepStacks", st.Deep),
+		zap.Any("notWalkable", st.Failed), zap.Uint64("walkedFromCaller", st.Recovered), zap.Uint64("walkedFromAnchor", st.Anchored), zap.Uint64("walkedPastStub", st.StubPopped), zap.Uint64("unknownMethods", st.Misses), zap.Uint64("deepStacks", st.Deep),
 		zap.Uint64("pastNodeLimit", st.Limited), zap.Uint64("signalsWithoutState", st.Unowned),
 		zap.Uint64("timerFailures", st.TimerFailures), zap.Uint64("perfArmed", st.PerfArmed), zap.Uint64("timerArmed", st.TimerArmed), zap.Uint64("threadsNotSampled", st.SetupFailures),
 		zap.Uint64("jvmThreads", st.JVMThreads), zap.Uint64("jvmThreadsEnded", st.JVMEnded), zap.Uint64("jvmSamples", st.JVMSamples), zap.Duration("jvmWeight", st.JVMWeight),

@@ -332,8 +332,9 @@ func TestSampleInlined(t *testing.T) {
 // without its pc (<unknown_not_Java>). The handler walks the first from
 // the caller, so they keep their calling context under
 // <top_frame_not_walkable> (a leaf under a Java method, never at a thread's
-// root), and the second once the pc is filled in; more of each are
-// recovered than stay unwalked.
+// root), and the second once the pc is filled in; a thread in the VM
+// called from a C1 runtime stub is walked from the stub's caller, under
+// the same pseudo-frame. More of each are recovered than stay unwalked.
 func TestSampleRecoversWalks(t *testing.T) {
 	srcs, err := filepath.Glob(filepath.Join(jvmtest.Root(), "java", "src", "*.java"))
 	require.NoError(t, err)
@@ -359,6 +360,11 @@ func TestSampleRecoversWalks(t *testing.T) {
 	assert.Less(t, inJava, fromCaller, "more stacks stayed unwalked in Java than were recovered")
 	require.NotZero(t, fromAnchor, "no stack walked from a filled-in anchor")
 	assert.Less(t, inVM, fromAnchor, "more stacks in the VM stayed unwalked than were recovered")
+	// A thread in the VM called from a C1 runtime stub (counters, allocation).
+	pastStub, inStub := count("walkedPastStub"), count("<not_walkable_not_Java>")
+	t.Logf("walked past a runtime stub %d; unwalked there %d", pastStub, inStub)
+	require.NotZero(t, pastStub, "no stack walked from a runtime stub's caller")
+	assert.Less(t, inStub, pastStub, "more stacks in runtime stubs stayed unwalked than were recovered")
 
 	p := r.LogRT(t, 1)
 	notes := strings.Join(p.Notes, "\n")
@@ -381,5 +387,5 @@ func TestSampleRecoversWalks(t *testing.T) {
 			walk(c, 1)
 		}
 	}
-	assert.Equal(t, uint64(fromCaller), found, "every sample walked from the caller is in the tree")
+	assert.Equal(t, uint64(fromCaller+pastStub), found, "every sample walked from a caller is in the tree")
 }

@@ -173,6 +173,12 @@ static void jp_sample_handler(int sig, siginfo_t *si, void *uc)
 	} else if (tr.num_frames == -3 && jp_anchor_retry(s, &tr, uc)) {
 		n = jp_path_of(s, (uint32_t)tr.num_frames, 0, jps.depth);
 		JP_COUNT(anchored);
+	} else if ((tr.num_frames == -3 || tr.num_frames == -4) && jp_stub_retry(s, &tr, uc)) {
+		/* Walked from the stub's caller: the stub is a pseudo-frame
+		 * under it, as a top frame walked from its caller is. */
+		s->path[0] = jps.top_h;
+		n = jp_path_of(s, (uint32_t)tr.num_frames, 1, jps.depth - 1);
+		JP_COUNT(stub_popped);
 	} else if ((tr.num_frames == -5 || tr.num_frames == -6) && jp_agct_retry(s, &tr, uc)) {
 		/* Walked from the caller: the top frame, which nothing
 		 * named, is a pseudo-frame under it. */

@@ -136,6 +136,9 @@ type SampleStats struct {
 	// Anchored counts walks of a thread in the VM that succeeded once
 	// its last Java frame's pc was filled in.
 	Anchored uint64
+	// StubPopped counts walks of a thread in the VM that succeeded from
+	// the caller of the runtime stub that called into it.
+	StubPopped uint64
 }
 
 // DebugNonSafepoints is what turning HotSpot's DebugNonSafepoints on at
@@ -161,7 +164,8 @@ func SamplingStats() SampleStats {
 		Weight: time.Duration(st.weight_ns), PerfArmed: uint64(st.perf_armed), TimerArmed: uint64(st.timer_armed),
 		Handler: time.Duration(st.handler_ns), Prepare: time.Duration(st.prepare_ns), Prepared: uint64(st.prepared),
 		JVMThreads: uint64(st.jvm_threads), JVMEnded: uint64(st.jvm_ended), JVMSamples: uint64(st.jvm_samples),
-		JVMWeight: time.Duration(st.jvm_weight_ns), Recovered: uint64(st.recovered), Anchored: uint64(st.anchored)}
+		JVMWeight: time.Duration(st.jvm_weight_ns), Recovered: uint64(st.recovered), Anchored: uint64(st.anchored),
+		StubPopped: uint64(st.stub_popped)}
 	for r := 0; r < C.JP_NREASONS; r++ {
 		if n := uint64(st.reasons[r]); n > 0 {
 			s.Failed[C.GoString(C.jp_sampling_reason(C.int(r)))] = n

@@ -41,6 +41,7 @@ typedef struct jp_sample_stats {
 	uint64_t jvm_ended;      /* JVM threads seen to end */
 	uint64_t recovered;      /* walks that failed at the top frame and succeeded from its caller */
 	uint64_t anchored;       /* walks of a thread in the VM that succeeded once its last Java pc was filled in */
+	uint64_t stub_popped;    /* walks of a thread in the VM that succeeded from the caller of the stub that called into it */
 } jp_sample_stats;
 
 void jp_sampling_stats(jp_sample_stats *out);

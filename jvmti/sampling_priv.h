@@ -79,9 +79,10 @@ struct jp_sampling_state {
 	/* CodeCache::_low_bound and _high_bound (their addresses: the cache
 	 * is laid out after the agent loads), or NULL. */
 	const volatile uintptr_t *code_lo, *code_hi;
-	/* Where a JavaThread keeps its JNIEnv (the env is inside it) and
-	 * its last Java frame's sp and pc (JavaFrameAnchor); -1 unknown. */
-	long env_off, last_sp_off, last_pc_off;
+	/* Where a JavaThread keeps its JNIEnv (the env is inside it), its
+	 * last Java frame's sp, pc and fp (JavaFrameAnchor) and its state;
+	 * -1 unknown. */
+	long env_off, last_sp_off, last_pc_off, last_fp_off, state_off;
 	volatile int on;
 	int debug_nonsafepoints; /* jp_vm_set_bool_flag's result: 0 when on */
 	int perf_refused;   /* cpu: perf events refused, POSIX timers instead */
@@ -125,6 +126,7 @@ void jp_walk_setup(void);
 void jp_walk_thread_start(jp_sthread *s);
 int jp_agct_retry(jp_sthread *s, jp_agct_trace *tr, void *uc);
 int jp_anchor_retry(jp_sthread *s, jp_agct_trace *tr, void *uc);
+int jp_stub_retry(jp_sthread *s, jp_agct_trace *tr, void *uc);
 
 /* jp_wall_main is the wall-clock thread (sampling_timers.c). */
 void *jp_wall_main(void *arg);

@@ -9,6 +9,10 @@
  * (vmflags.c): the code cache's bounds, to tell a return address from any
  * other word on a stack, and where a JavaThread keeps its frame anchor; and
  * each thread's stack bounds, so that no guess reads outside its stack.
+ * A third case is a thread in the VM called from a runtime stub (a
+ * compiled method's counters overflowed, an allocation's slow path):
+ * its last Java frame is the stub's, which the walker does not place, and
+ * it is walked from the stub's caller (jp_stub_retry).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -65,11 +69,14 @@ void jp_walk_setup(void)
 	jps.code_hi = (const volatile uintptr_t *)jp_vm_static("CodeCache", "_high_bound");
 	long anchor = jp_vm_offset("JavaThread", "_anchor");
 	long sp = jp_vm_offset("JavaFrameAnchor", "_last_Java_sp"), pc = jp_vm_offset("JavaFrameAnchor", "_last_Java_pc");
+	long fp = jp_vm_offset("JavaFrameAnchor", "_last_Java_fp");
 	/* HotSpot's table does not list where a JavaThread keeps its
 	 * JNIEnv: the first sampled thread finds it (jp_find_env_off). */
 	jps.env_off = jp_vm_offset("JavaThread", "_jni_environment");
 	jps.last_sp_off = anchor < 0 || sp < 0 ? -1 : anchor + sp;
 	jps.last_pc_off = anchor < 0 || pc < 0 ? -1 : anchor + pc;
+	jps.last_fp_off = anchor < 0 || fp < 0 ? -1 : anchor + fp;
+	jps.state_off = jp_vm_offset("JavaThread", "_thread_state");
 }
 
 void jp_walk_thread_start(jp_sthread *s)
@@ -196,6 +203,74 @@ int jp_anchor_retry(jp_sthread *s, jp_agct_trace *tr, void *uc)
 	return tr->num_frames > 0;
 #endif
 }
+/* HotSpot's JavaThreadState for a thread running VM code (_thread_in_vm),
+ * the same since JDK 1.4. */
+#define JP_THREAD_IN_VM 6
+
+/*
+ * jp_stub_retry walks a thread in the VM whose last Java frame is a
+ * runtime stub's (C1's counter_overflow and fast_new_instance, C2's
+ * _new_array_Java and the like: AsyncGetCallTrace gives
+ * ticks_not_walkable_not_Java) from the stub's caller. C1's stubs keep a
+ * frame pointer, which the anchor records: the caller's pc is at fp+8,
+ * its sp at fp+16 and its fp at fp. C2's allocation stubs have a frame of
+ * two words at the recorded sp: the same layout at sp. The anchor is set
+ * to the caller's frame for the walk and put back. Only while the thread is
+ * _thread_in_vm: then nothing else reads its anchor (a safepoint or a
+ * handshake waits for it to leave the VM), whereas a GC could walk a
+ * thread that is blocked, and must see the stub's frame, whose saved
+ * registers may hold oops. A frame pointer that is not the stub's (a
+ * stub of C2's keeps none) fails the checks or the walk, costing a
+ * failed walk: the words read must lie in the thread's stack, the pc in
+ * the code cache.
+ */
+int jp_stub_retry(jp_sthread *s, jp_agct_trace *tr, void *uc)
+{
+#if !defined(__x86_64__)
+	(void)s;
+	(void)tr;
+	(void)uc;
+	return 0;
+#else
+	long env_off = __atomic_load_n(&jps.env_off, __ATOMIC_ACQUIRE);
+	if (env_off < 0 || jps.last_sp_off < 0 || jps.last_pc_off < 0 || jps.last_fp_off < 0 || jps.state_off < 0 ||
+	    jps.code_lo == NULL || jps.code_hi == NULL || s->stack_hi == 0 || s->env == NULL || jps.depth < 2)
+		return 0;
+	char *thread = (char *)s->env - env_off;
+	if (*(volatile int *)(thread + jps.state_off) != JP_THREAD_IN_VM)
+		return 0;
+	volatile uintptr_t *lsp = (volatile uintptr_t *)(thread + jps.last_sp_off);
+	volatile uintptr_t *lpc = (volatile uintptr_t *)(thread + jps.last_pc_off);
+	volatile uintptr_t *lfp = (volatile uintptr_t *)(thread + jps.last_fp_off);
+	uintptr_t sp = *lsp, pc = *lpc, fp = *lfp;
+	if (sp == 0 || (sp & 7) != 0 || sp < s->stack_lo || sp + 16 > s->stack_hi)
+		return 0;
+	/* The frame to pop is the stub's: either C1's, linked by fp, or
+	 * C2's (OptoRuntime's _new_array_Java and the like), two words at sp:
+	 * the saved rbp, then the return address. */
+	uintptr_t at[2] = { 0, sp };
+	if (fp >= sp && (fp & 7) == 0 && fp + 16 <= s->stack_hi)
+		at[0] = fp;
+	int ok = 0;
+	for (int i = 0; i < 2 && !ok; i++) {
+		uintptr_t f = at[i], ra = f ? ((const uintptr_t *)f)[1] : 0;
+		if (f == 0 || !jp_in_code(ra))
+			continue;
+		*lsp = f + 16;
+		*lfp = ((const uintptr_t *)f)[0];
+		*lpc = ra;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		jps.agct(tr, (jint)jps.depth - 1, uc);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		ok = tr->num_frames > 0;
+	}
+	*lpc = pc;
+	*lfp = fp;
+	*lsp = sp;
+	return ok;
+#endif
+}
+
 int jp_sampling_recovery(void)
 {
 	int r = 0;
