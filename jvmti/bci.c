@@ -44,7 +44,7 @@
  * alone (every probe left out) was a third of BCI's cost.
  *
  * On JDK 22 and later the probes can be FFM critical downcalls instead
- * (FFMPROBES, below): no JNI transitions, but a method handle call to
+ * (FFMPROBES, bci_ffm.c): no JNI transitions, but a method handle call to
  * compile in every instrumented method.
  */
 #define _GNU_SOURCE
@@ -68,10 +68,6 @@ static uint32_t bci_resolve(uintptr_t key)
 
 const jp_source jp_bci = { "bci", bci_resolve };
 
-static inline uintptr_t bci_key(jint id)
-{
-	return ((uintptr_t)(uint32_t)id + 1) << 1;
-}
 
 static inline int bci_is_root(jint id)
 {
@@ -153,7 +149,7 @@ void bci_runs_reset(void)
 		memset(bci.run_bits, 0, bci.root_nbits / 8 + 1);
 }
 
-static __thread uint32_t bci_idle __attribute__((tls_model("initial-exec")));
+__thread uint32_t bci_idle __attribute__((tls_model("initial-exec")));
 
 static inline void bci_event(JNIEnv *env, jint id, int tr)
 {
@@ -184,70 +180,6 @@ static inline void bci_event(JNIEnv *env, jint id, int tr)
 		bci_expand(env, expand == 1 ? id : -1);
 		jp_event_skip(t); /* the agent's work, not the method's */
 	}
-}
-
-/*
- * FFM critical downcalls (FFMPROBES, JDK 22 and later): the probes of
- * every method call these through java.lang.foreign instead of the JNI
- * natives. A critical downcall passes no JNIEnv and makes no thread-state
- * transition, which are most of a JNI call's cost, and the JIT compiles
- * it as a plain C call. Not the default: a method handle call in every
- * instrumented method is more work for the JIT (C1 most, which inlines
- * it through its lambda forms everywhere until the directive of
- * bci_keep_out_of_c2 stops it), and on javac and groovy that took back
- * the ten percent or so an event costs less once compiled (BENCHMARKS.md). The thread stays "in Java" while it
- * runs, so the VM's safepoints wait for it: these take no lock, never
- * block, never call the VM, allocate nothing and do nothing long. What
- * might (a thread's first event, which makes its record through JVMTI;
- * one that must grow a hash map, the shadow stack or an arena: see
- * jp_event_grows; ROOTS, whose first runs retransform; log-gen, whose
- * writer can make it wait) returns 1 without recording anything, and
- * Probe.fenter and the others then make the same event through JNI.
- */
-static inline jint bci_fast(jint id, int tr)
-{
-	if (!__atomic_load_n(&jp.collecting, __ATOMIC_RELAXED)) {
-		if (__builtin_expect(++bci_idle == JP_BCI_IDLE_STEP, 0)) {
-			bci_idle = 0;
-			__atomic_add_fetch(&bci.idle_calls, JP_BCI_IDLE_STEP, __ATOMIC_RELAXED);
-		}
-		return 0;
-	}
-	jp_thread *t = jp_thread_self();
-	if (__builtin_expect(t == NULL || bci.selective || jp.loggen || jp_event_grows(t), 0))
-		return 1;
-	jp_event(t, bci_key(id), tr);
-	return 0;
-}
-
-static jint bci_fast_enter(jint id)
-{
-	return bci_fast(id, JP_TR_ENTRY);
-}
-
-static jint bci_fast_exit(jint id)
-{
-	return bci_fast(id, JP_TR_EXIT);
-}
-
-static jint bci_fast_unwind(jint id)
-{
-	return bci_fast(id, JP_TR_EXCEPTION);
-}
-
-/* Probe.downcalls: the entry points for Probe's FFM handles, or null for
- * JNI probes (no FFMPROBES). */
-static jlongArray JNICALL bci_downcalls(JNIEnv *env, jclass c)
-{
-	(void)c;
-	if (!(bci.flags & JP_BCI_FFM))
-		return NULL;
-	jlong a[3] = { (jlong)(uintptr_t)bci_fast_enter, (jlong)(uintptr_t)bci_fast_exit,
-		       (jlong)(uintptr_t)bci_fast_unwind };
-	jlongArray r = (*env)->NewLongArray(env, 3);
-	if (r != NULL)
-		(*env)->SetLongArrayRegion(env, r, 0, 3, a);
-	return r;
 }
 
 /* bci_rooted counts a root frame in (+1) or out (-1). When the count
@@ -460,80 +392,6 @@ static void bci_keep_out_of_c2(JNIEnv *jni)
 		jp_notef("BCI: %s: the agent's transformer may be compiled by C2 (more JIT work while classes load)", why);
 	else
 		jp_notef("info: BCI: the agent's transformer classes are kept out of C2 (a compiler directive), so that rewriting classes costs the program little JIT time");
-}
-
-/* What the probes are, for the header: set at VM init. */
-static char bci_probes[256] = "JNI natives";
-
-const char *jp_bci_probes(void)
-{
-	return bci_probes;
-}
-
-/*
- * bci_ffm_setup initializes Probe.Fast, whose static initializer makes
- * the handles of the FFM downcalls (Downcall.java), and keeps JP_BCI_FFM
- * only if it did. Not with ROOTS or log-gen, whose events always take
- * the JNI path (bci_fast): a downcall would only add to them.
- *
- * Linker.downcallHandle is a restricted method: the JDK warns on stderr
- * the first time code in a module without native access calls it, and
- * the agent's classes, on the boot class path, are in an unnamed module.
- * The JDK keeps one native-access flag for every unnamed module, the one
- * --enable-native-access=ALL-UNNAMED sets; FFMPROBES sets it, for the
- * rest of the run (it is a @Stable field: compiled code may keep a value
- * once set, so it is not put back), and the header says so.
- */
-static void bci_ffm_setup(JNIEnv *jni)
-{
-	if (!(bci.flags & JP_BCI_FFM)) {
-		snprintf(bci_probes, sizeof bci_probes, "JNI natives (FFMPROBES: FFM critical downcalls on JDK 22 and later)");
-		return;
-	}
-	if ((bci.roots[0] != 0 && strcmp(bci.roots, "all") != 0) || jp.loggen) {
-		bci.flags &= ~JP_BCI_FFM;
-		snprintf(bci_probes, sizeof bci_probes, "JNI natives (FFMPROBES is not used with %s, whose events need JNI)",
-			 jp.loggen ? "log-gen" : "ROOTS");
-		jp_notef("BCI: probes: %s", bci_probes);
-		return;
-	}
-	jclass m = (*jni)->FindClass(jni, "java/lang/Module");
-	jfieldID all = m ? (*jni)->GetStaticFieldID(jni, m, "ALL_UNNAMED_MODULE", "Ljava/lang/Module;") : NULL;
-	jfieldID en = all ? (*jni)->GetFieldID(jni, m, "enableNativeAccess", "Z") : NULL;
-	jobject unnamed = en ? (*jni)->GetStaticObjectField(jni, m, all) : NULL;
-	(*jni)->ExceptionClear(jni);
-	/* Critical downcalls came with JDK 22's final FFM API. */
-	jclass opt = (*jni)->FindClass(jni, "java/lang/foreign/Linker$Option");
-	jmethodID crit = opt ? (*jni)->GetStaticMethodID(jni, opt, "critical", "(Z)Ljava/lang/foreign/Linker$Option;") : NULL;
-	(*jni)->ExceptionClear(jni);
-	if (unnamed == NULL || crit == NULL) {
-		bci.flags &= ~JP_BCI_FFM; /* Probe.downcalls says no */
-		snprintf(bci_probes, sizeof bci_probes, "JNI natives (this JDK has no FFM critical downcalls, which JDK 22 and later have)");
-		jp_notef("BCI: probes: %s", bci_probes);
-		return;
-	}
-	int was = (*jni)->GetBooleanField(jni, unnamed, en);
-	(*jni)->SetBooleanField(jni, unnamed, en, JNI_TRUE);
-	/* Initializes Probe.Fast (FindClass does), which makes the handles. */
-	jclass fast = (*jni)->FindClass(jni, "libjprof/bci/Probe$Fast");
-	jfieldID f = fast ? (*jni)->GetStaticFieldID(jni, fast, "ENTER", "Ljava/lang/invoke/MethodHandle;") : NULL;
-	jobject h = f ? (*jni)->GetStaticObjectField(jni, fast, f) : NULL;
-	(*jni)->ExceptionClear(jni);
-	if (h != NULL) {
-		snprintf(bci_probes, sizeof bci_probes, "FFM critical downcalls (FFMPROBES)%s",
-			 was ? "" : "; native access is on for every unnamed module from then on, as with --enable-native-access=ALL-UNNAMED");
-		return;
-	}
-	bci.flags &= ~JP_BCI_FFM;
-	jclass d = (*jni)->FindClass(jni, "libjprof/bci/Downcall");
-	jfieldID wf = d ? (*jni)->GetStaticFieldID(jni, d, "why", "Ljava/lang/String;") : NULL;
-	jstring why = wf ? (*jni)->GetStaticObjectField(jni, d, wf) : NULL;
-	(*jni)->ExceptionClear(jni);
-	const char *w = why ? (*jni)->GetStringUTFChars(jni, why, NULL) : NULL;
-	snprintf(bci_probes, sizeof bci_probes, "JNI natives (%s)", w ? w : "Probe's downcall handles were not made");
-	if (w != NULL)
-		(*jni)->ReleaseStringUTFChars(jni, why, w);
-	jp_notef("BCI: probes: %s", bci_probes);
 }
 
 /* jp_bci_vm_init sets the Java side up (VM init, on the main thread) and,

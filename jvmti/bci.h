@@ -1,7 +1,7 @@
 /*
- * bci.h: what the bytecode-instrumentation source's two files share:
- * bci.c (the events and their control) and bci_classes.c (rewriting and
- * retransforming classes).
+ * bci.h: what the bytecode-instrumentation source's files share: bci.c
+ * (the events and their control), bci_classes.c (rewriting and
+ * retransforming classes) and bci_ffm.c (the FFMPROBES downcalls).
  */
 #ifndef JP_BCI_H
 #define JP_BCI_H
@@ -56,6 +56,19 @@ extern struct jp_bci_state bci;
 #define JP_BCI_WRAPPED 2
 /* Transformer.NATIVE_PREFIX */
 #define JP_BCI_NATIVE_PREFIX "$$jprof$$"
+
+/* The engine's key of the method with registry handle id (bci.c): its
+ * low bit free, never 0. */
+static inline uintptr_t bci_key(jint id)
+{
+	return ((uintptr_t)(uint32_t)id + 1) << 1;
+}
+/* Probe calls while not collecting, counted per thread (bci.c). */
+extern __thread uint32_t bci_idle __attribute__((tls_model("initial-exec")));
+/* FFMPROBES (bci_ffm.c): Probe.downcalls, and making Probe's handles at
+ * VM init (clears JP_BCI_FFM when they are not made). */
+jlongArray JNICALL bci_downcalls(JNIEnv *env, jclass c);
+void bci_ffm_setup(JNIEnv *jni);
 
 /* Inside the transformer: classes it loads itself are not rewritten. */
 extern __thread int bci_busy;

@@ -163,6 +163,20 @@ int jp_agct_retry(jp_sthread *s, jp_agct_trace *tr, void *uc)
 #endif
 }
 
+#if defined(__x86_64__)
+/* jp_walk_thread is the JavaThread of a sampled Java thread, whose frame
+ * anchor the retries below read and change, or NULL when HotSpot's table
+ * did not give where it keeps that anchor, the code cache or its JNIEnv. */
+static char *jp_walk_thread(const jp_sthread *s)
+{
+	long env_off = __atomic_load_n(&jps.env_off, __ATOMIC_ACQUIRE);
+	if (env_off < 0 || jps.last_sp_off < 0 || jps.last_pc_off < 0 || jps.code_lo == NULL || jps.code_hi == NULL ||
+	    s->stack_hi == 0 || s->env == NULL)
+		return NULL;
+	return (char *)s->env - env_off;
+}
+#endif
+
 /*
  * jp_anchor_retry walks a thread that is in the VM (a runtime call from
  * the interpreter or compiled code) and whose last Java frame is recorded
@@ -182,11 +196,9 @@ int jp_anchor_retry(jp_sthread *s, jp_agct_trace *tr, void *uc)
 	(void)uc;
 	return 0;
 #else
-	long env_off = __atomic_load_n(&jps.env_off, __ATOMIC_ACQUIRE);
-	if (env_off < 0 || jps.last_sp_off < 0 || jps.last_pc_off < 0 || jps.code_lo == NULL || jps.code_hi == NULL ||
-	    s->stack_hi == 0 || s->env == NULL)
+	char *thread = jp_walk_thread(s);
+	if (thread == NULL)
 		return 0;
-	char *thread = (char *)s->env - env_off;
 	volatile uintptr_t *lsp = (volatile uintptr_t *)(thread + jps.last_sp_off);
 	volatile uintptr_t *lpc = (volatile uintptr_t *)(thread + jps.last_pc_off);
 	uintptr_t sp = *lsp;
@@ -232,12 +244,9 @@ int jp_stub_retry(jp_sthread *s, jp_agct_trace *tr, void *uc)
 	(void)uc;
 	return 0;
 #else
-	long env_off = __atomic_load_n(&jps.env_off, __ATOMIC_ACQUIRE);
-	if (env_off < 0 || jps.last_sp_off < 0 || jps.last_pc_off < 0 || jps.last_fp_off < 0 || jps.state_off < 0 ||
-	    jps.code_lo == NULL || jps.code_hi == NULL || s->stack_hi == 0 || s->env == NULL || jps.depth < 2)
-		return 0;
-	char *thread = (char *)s->env - env_off;
-	if (*(volatile int *)(thread + jps.state_off) != JP_THREAD_IN_VM)
+	char *thread = jp_walk_thread(s);
+	if (thread == NULL || jps.last_fp_off < 0 || jps.state_off < 0 || jps.depth < 2 ||
+	    *(volatile int *)(thread + jps.state_off) != JP_THREAD_IN_VM)
 		return 0;
 	volatile uintptr_t *lsp = (volatile uintptr_t *)(thread + jps.last_sp_off);
 	volatile uintptr_t *lpc = (volatile uintptr_t *)(thread + jps.last_pc_off);
