@@ -330,8 +330,8 @@ static __always_inline int on_switch(__u32 prev_tid, struct task_struct *next, _
  * Switch-in healer, in the context of the task that has just been
  * switched in (sched_exit_tp fires at the end of __schedule when it
  * switched). sched_switch is not traced on some switches, e.g. from
- * tasks a kernel hides from tracing: this VM's kernel does that for
- * the sandbox's own agent. A thread switched in that way would look off
+ * tasks a kernel hides from tracing: some hosts' kernels do that for
+ * their sandbox's own agent. A thread switched in that way would look off
  * CPU for its whole time slice; here it is put back on CPU (a few
  * hundred ns late: the switch itself is not counted) and its dispatch
  * counted. When sched_switch saw the switch-in, last_in is set and
