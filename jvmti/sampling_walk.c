@@ -175,7 +175,6 @@ static char *jp_walk_thread(const jp_sthread *s)
 		return NULL;
 	return (char *)s->env - env_off;
 }
-#endif
 
 /*
  * jp_anchor_retry walks a thread that is in the VM (a runtime call from
@@ -189,13 +188,6 @@ static char *jp_walk_thread(const jp_sthread *s)
  */
 int jp_anchor_retry(jp_sthread *s, jp_agct_trace *tr, void *uc)
 {
-#if !defined(__x86_64__)
-	/* Elsewhere a call leaves its return address in a register. */
-	(void)s;
-	(void)tr;
-	(void)uc;
-	return 0;
-#else
 	char *thread = jp_walk_thread(s);
 	if (thread == NULL)
 		return 0;
@@ -213,7 +205,6 @@ int jp_anchor_retry(jp_sthread *s, jp_agct_trace *tr, void *uc)
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	*lpc = 0;
 	return tr->num_frames > 0;
-#endif
 }
 /* HotSpot's JavaThreadState for a thread running VM code (_thread_in_vm),
  * the same since JDK 1.4. */
@@ -238,12 +229,6 @@ int jp_anchor_retry(jp_sthread *s, jp_agct_trace *tr, void *uc)
  */
 int jp_stub_retry(jp_sthread *s, jp_agct_trace *tr, void *uc)
 {
-#if !defined(__x86_64__)
-	(void)s;
-	(void)tr;
-	(void)uc;
-	return 0;
-#else
 	char *thread = jp_walk_thread(s);
 	if (thread == NULL || jps.last_fp_off < 0 || jps.state_off < 0 || jps.depth < 2 ||
 	    *(volatile int *)(thread + jps.state_off) != JP_THREAD_IN_VM)
@@ -277,8 +262,23 @@ int jp_stub_retry(jp_sthread *s, jp_agct_trace *tr, void *uc)
 	*lfp = fp;
 	*lsp = sp;
 	return ok;
-#endif
 }
+#else
+/* Elsewhere a call leaves its return address in a register, and stubs'
+ * frames are laid out otherwise: no retry. */
+int jp_anchor_retry(jp_sthread *s, jp_agct_trace *tr, void *uc)
+{
+	(void)s;
+	(void)tr;
+	(void)uc;
+	return 0;
+}
+
+int jp_stub_retry(jp_sthread *s, jp_agct_trace *tr, void *uc)
+{
+	return jp_anchor_retry(s, tr, uc);
+}
+#endif
 
 int jp_sampling_recovery(void)
 {
