@@ -175,6 +175,7 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string, live bool) (*agent, 
 		a.source = jvmti.BCI{}
 		cfg.BCI = &jvmti.BCIConfig{Include: opts.Include, Exclude: opts.Exclude, Roots: opts.Roots,
 			AllMethods: opts.AllMethods, Natives: true, JLM: opts.JLM, FFMProbes: opts.FFMProbes}
+		a.bciCache(cfg.BCI, live)
 	}
 	engine.SetLateRead(opts.LateRead)
 	if err := jvmti.Setup(vm, a, cfg); err != nil {
@@ -383,6 +384,10 @@ func (a *agent) VMDeath() {
 				zap.Uint64("methodsDeclared", sz.Declared), zap.Uint64("methodsReached", sz.Reached),
 				zap.Uint64("classesForgotten", sz.ClassesForgot), zap.Uint64("trivialMethodsLeftOut", sz.TrivialLeft),
 				zap.Uint64("nativeMethodsWrapped", sz.NativesWrapped))
+			if a.opts.BCICache != "" {
+				a.log.Info("BCI cache", zap.String("dir", a.opts.BCICache), zap.Uint64("classesRead", sz.CacheHits),
+					zap.Uint64("classesNotHeld", sz.CacheMisses), zap.Uint64("classesAdded", sz.CacheStored))
+			}
 		}
 	}
 	if r, ok := a.source.(rootSource); ok && a.opts.Roots != "" {

@@ -108,6 +108,9 @@ type Options struct {
 	// FFMProbes makes BCI's probes FFM critical downcalls on JDK 22+
 	// (FFMPROBES).
 	FFMProbes bool
+	// BCICache is the directory of classes rewritten in earlier runs
+	// (BCICACHE[=dir]); "" for none.
+	BCICache string
 	// JLM counts, with BCI, every monitor instrumented code takes
 	// (log-jlm): JProf's Java Lock Monitor.
 	JLM bool
@@ -183,6 +186,18 @@ var optionSpecs = []optionSpec{
 	{name: "JLM", help: "with BCI: also the exact lock monitor, as JProf's JLM: per monitor class and site, takes, recursive and contended ones, hold time, contended and Object.wait time, in log-jlm beside each log-rt (jprof report jlm)", set: boolOpt(func(o *Options) *bool { return &o.JLM })},
 	{name: "ALLMETHODS", help: "with BCI: instrument trivial methods too (default: methods that call nothing but java.base, have no loop and at most 35 bytes of bytecode, such as getters, setters and one-line delegates to the JDK, are left out and their time counts in their callers)", set: boolOpt(func(o *Options) *bool { return &o.AllMethods })},
 	{name: "FFMPROBES", help: "with BCI on JDK 22 and later: the injected probes are FFM critical downcalls instead of JNI calls: about a tenth less per event once the program's code is compiled, but more JIT work while it is (see BENCHMARKS.md); for long-running programs. It turns native access on for unnamed modules (as --enable-native-access=ALL-UNNAMED) and adds a compiler directive for every method (C1 does not inline the probes) above any of the program's own; not with ROOTS or log-gen", set: boolOpt(func(o *Options) *bool { return &o.FFMProbes })},
+	{name: "BCICACHE", hasValue: true, optValue: true, help: "with BCI: keep rewritten classes in a directory between runs (default $XDG_CACHE_HOME/libjprof/bci, else ~/.cache/libjprof/bci), so that a later run reads a class rewritten before instead of rewriting it: a shorter start-up. The directory must be this user's and not writable by others (it is created so); it is read but not added to once it holds " + bciCacheCapText + "; not used with ROOTS or JLM",
+		set: func(o *Options, v string, on bool) error {
+			switch {
+			case !on:
+				o.BCICache = ""
+			case v == "":
+				o.BCICache = defaultBCICache()
+			default:
+				o.BCICache = v
+			}
+			return nil
+		}},
 	{name: "INCLUDE", hasValue: true, help: "with BCI: instrument only classes under these package or class name prefixes, a+b+... (default: all outside java.base)",
 		set: stringOpt(func(o *Options) *string { return &o.Include }, "", "prefixes a+b+...", nil)},
 	{name: "EXCLUDE", hasValue: true, help: "with BCI: never instrument classes under these package or class name prefixes, a+b+...",
@@ -446,7 +461,7 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 		for _, f := range []struct {
 			name string
 			set  bool
-		}{{"INCLUDE", o.Include != ""}, {"EXCLUDE", o.Exclude != ""}, {"ALLMETHODS", o.AllMethods}, {"JLM", o.JLM}, {"FFMPROBES", o.FFMProbes}} {
+		}{{"INCLUDE", o.Include != ""}, {"EXCLUDE", o.Exclude != ""}, {"ALLMETHODS", o.AllMethods}, {"JLM", o.JLM}, {"FFMPROBES", o.FFMProbes}, {"BCICACHE", o.BCICache != ""}} {
 			if f.set {
 				return nil, &OptionError{Option: f.name, Reason: "selects what bytecode instrumentation (BCI, the default source) instruments: not with " + o.sourceName()}
 			}

@@ -26,33 +26,38 @@ type Config struct {
 	Backend string
 	// Idle loads libjprof without START: not collecting.
 	Idle bool
+	// BCICache gives libjprof BCICACHE in the part's directory (beside
+	// the runs' own), which the part fills with a run before it times
+	// any (warmBCICache).
+	BCICache bool
 }
 
 // Keys of the workload configurations the breakdown and targets refer to.
 const (
-	KeyJIT          = "jit"
-	KeyXint         = "xint"
-	KeyEmpty        = "empty"
-	KeyNaive        = "naive"
-	KeyCallTree     = "calltree"
-	KeyBPF          = "rtarcf-bpf"
-	KeyBPFLate      = "rtarcf-bpf-lateread"
-	KeyJavacBCIAll  = "javac-bci-allmethods"
-	KeyBPFNoCal     = "rtarcf-bpf-nocal"
-	KeyPerf         = "rtarcf-perf"
-	KeyClock        = "rtarcf-clock"
-	KeyGeneric      = "generic"
-	KeyJavacNone    = "javac-none"
-	KeyJavacEmpty   = "javac-empty"
-	KeyJavacTree    = "javac-calltree"
-	KeyJavacRTArcf  = "javac-rtarcf"
-	KeyJavacGeneric = "javac-generic"
-	KeyBCITree      = "bci-calltree"
-	KeyBCIBPF       = "bci-rtarcf-bpf"
-	KeySample       = "sample-1ms"
-	KeyJavacBCITree = "javac-bci-calltree"
-	KeyJavacBCI     = "javac-bci-rtarcf"
-	KeyJavacBCIRoot = "javac-bci-roots"
+	KeyJIT           = "jit"
+	KeyXint          = "xint"
+	KeyEmpty         = "empty"
+	KeyNaive         = "naive"
+	KeyCallTree      = "calltree"
+	KeyBPF           = "rtarcf-bpf"
+	KeyBPFLate       = "rtarcf-bpf-lateread"
+	KeyJavacBCIAll   = "javac-bci-allmethods"
+	KeyJavacBCICache = "javac-bci-cache"
+	KeyBPFNoCal      = "rtarcf-bpf-nocal"
+	KeyPerf          = "rtarcf-perf"
+	KeyClock         = "rtarcf-clock"
+	KeyGeneric       = "generic"
+	KeyJavacNone     = "javac-none"
+	KeyJavacEmpty    = "javac-empty"
+	KeyJavacTree     = "javac-calltree"
+	KeyJavacRTArcf   = "javac-rtarcf"
+	KeyJavacGeneric  = "javac-generic"
+	KeyBCITree       = "bci-calltree"
+	KeyBCIBPF        = "bci-rtarcf-bpf"
+	KeySample        = "sample-1ms"
+	KeyJavacBCITree  = "javac-bci-calltree"
+	KeyJavacBCI      = "javac-bci-rtarcf"
+	KeyJavacBCIRoot  = "javac-bci-roots"
 	// KeyJavacBCIRootNarrow: a root whose subgraph is 2% of javac's calls
 	// (Attr.attribTree's is 43%).
 	KeyJavacBCIRootNarrow = "javac-bci-roots-narrow"
@@ -107,6 +112,8 @@ func JavacConfigs() []Config {
 		{Key: KeyJavacGeneric, Name: "libjprof CALLTREE GENERIC (binary log-gen)", Agent: LibJProf, Options: "METHODEVENTS,CALLTREE,GENERIC", JVMArgs: heap},
 		{Key: KeyJavacBCITree, Name: "libjprof BCI CALLTREE", Agent: LibJProf, Options: "BCI,CALLTREE", JVMArgs: heap},
 		{Key: KeyJavacBCI, Name: "libjprof BCI RTARCF (best PTT; the default mode)", Agent: LibJProf, Options: "BCI," + rtarcf, JVMArgs: heap},
+		{Key: KeyJavacBCICache, Name: "libjprof BCI RTARCF (the default mode), BCICACHE filled by an earlier run", Agent: LibJProf, Options: "BCI," + rtarcf,
+			BCICache: true, JVMArgs: heap},
 		{Key: KeyJavacBCIAll, Name: "libjprof BCI RTARCF ALLMETHODS (trivial methods too)", Agent: LibJProf, Options: "BCI,ALLMETHODS," + rtarcf, JVMArgs: heap},
 		{Key: KeyJavacBCIBase, Name: "libjprof BCI RTARCF, java.base instrumented too", Agent: LibJProf, Options: "BCI," + rtarcf,
 			JVMArgs: append([]string{"-Dlibjprof.bci.base=true"}, heap...)},
@@ -143,9 +150,13 @@ func (c Config) run(o *Options, dir string, main ...string) jvmRun {
 		r.Agent = filepath.Join(o.Root, "build", "libjprof.so")
 		// NORTDRIVER: no control socket, and no port contention between
 		// runs; START: collect from VM start like the C agents.
-		r.Options = c.Options + ",START,NORTDRIVER,LOGPATH=" + dir
+		opts := c.Options
+		if c.BCICache {
+			opts += ",BCICACHE=" + filepath.Join(filepath.Dir(dir), "bcicache")
+		}
+		r.Options = opts + ",START,NORTDRIVER,LOGPATH=" + dir
 		if c.Idle {
-			r.Options = c.Options + ",NORTDRIVER,LOGPATH=" + dir
+			r.Options = opts + ",NORTDRIVER,LOGPATH=" + dir
 		}
 	}
 	return r

@@ -103,6 +103,11 @@ func (j *Javac) Run(ctx context.Context, s *Suite, tmp string) error {
 		j.Args = args
 	}
 	main := append([]string{"-m", "jdk.compiler/com.sun.tools.javac.Main"}, args...)
+	for _, row := range j.Rows {
+		if err := warmBCICache(ctx, o, o.Java, tmp, row.Config, main...); err != nil {
+			row.Skipped = err.Error()
+		}
+	}
 	for round := range o.JavacRounds {
 		// Rounds are not shuffled: with a handful of long runs, the
 		// fixed order costs less than the risk of two agent runs

@@ -224,3 +224,21 @@ func (r *jvmResult) backend() (string, error) {
 	}
 	return string(m[1]), nil
 }
+
+// warmBCICache runs a configuration with BCICache once, untimed, so that
+// the part's timed runs read their classes from the cache it fills (in
+// tmp, where the runs' own directories are made).
+func warmBCICache(ctx context.Context, o *Options, java, tmp string, c Config, main ...string) error {
+	if !c.BCICache {
+		return nil
+	}
+	dir, err := os.MkdirTemp(tmp, c.Key+"-warm-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if _, err := runJVM(ctx, java, c.run(o, dir, main...), o.Timeout); err != nil {
+		return fmt.Errorf("filling its BCICACHE: %w", err)
+	}
+	return nil
+}

@@ -19,7 +19,11 @@ func agentLabel(c Config) string {
 		if c.Idle {
 			start = ""
 		}
-		parts = append(parts, "`libjprof.so="+c.Options+start+",NORTDRIVER,LOGPATH=…`")
+		cache := ""
+		if c.BCICache {
+			cache = ",BCICACHE=…"
+		}
+		parts = append(parts, "`libjprof.so="+c.Options+cache+start+",NORTDRIVER,LOGPATH=…`")
 	}
 	for _, a := range c.JVMArgs {
 		parts = append(parts, "`"+a+"`")

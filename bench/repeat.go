@@ -8,8 +8,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 
 	"github.com/libjprof/libjprof/reports"
 )
@@ -31,6 +33,14 @@ type RepeatProgram struct {
 	Self    []map[string]float64
 	Total   []float64 // per run, the sum over methods (thread roots excluded)
 	Skipped string
+	// Subtree names a method whose calibrated time with its callees'
+	// (summed over its contexts) is compared, per run (SubtreeNs), with
+	// the same work timed from inside the program without an agent
+	// (BareNs, one run of BareMain per profiled run): how much the
+	// program's own time moves between JVM runs.
+	Subtree           string
+	BareMain          []string
+	SubtreeNs, BareNs []float64
 }
 
 // RepeatSpread is one method's spread over the runs.
@@ -59,7 +69,8 @@ func (r *Repeat) Run(ctx context.Context, s *Suite, tmp string) error {
 		javac = append([]string{"-m", "jdk.compiler/com.sun.tools.javac.Main"}, o.JavacArgs...)
 	}
 	r.Programs = []*RepeatProgram{
-		{Name: "hellop", Options: rtarcf, Main: []string{"-cp", filepath.Join(o.Root, "build", "java"), "hellop"}},
+		{Name: "hellop", Options: rtarcf, Main: []string{"-cp", filepath.Join(o.Root, "build", "java"), "hellop"},
+			Subtree: "hellop.myA()V", BareMain: []string{"-cp", filepath.Join(o.Root, "build", "java"), "HellopTimed"}},
 		{Name: "javac", Options: rtarcf, Main: javac},
 	}
 	var errs []error
@@ -77,7 +88,14 @@ func (r *Repeat) Run(ctx context.Context, s *Suite, tmp string) error {
 			if err := os.MkdirAll(out, 0o755); err != nil {
 				return err
 			}
-			self, total, err := r.runOne(ctx, s, tmp, p)
+			self, total, sub, err := r.runOne(ctx, s, tmp, p)
+			if err == nil && p.BareMain != nil {
+				var bare float64
+				if bare, err = runBare(ctx, s, p.BareMain); err == nil {
+					p.BareNs = append(p.BareNs, bare)
+					p.SubtreeNs = append(p.SubtreeNs, sub)
+				}
+			}
 			if err != nil {
 				p.Skipped = err.Error()
 				errs = append(errs, fmt.Errorf("%s: %w", p.Name, err))
@@ -91,43 +109,79 @@ func (r *Repeat) Run(ctx context.Context, s *Suite, tmp string) error {
 	return errors.Join(errs...)
 }
 
-func (r *Repeat) runOne(ctx context.Context, s *Suite, tmp string, p *RepeatProgram) (map[string]float64, float64, error) {
+func (r *Repeat) runOne(ctx context.Context, s *Suite, tmp string, p *RepeatProgram) (self map[string]float64, total, subtree float64, err error) {
 	dir, err := os.MkdirTemp(tmp, p.Name+"-")
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	defer os.RemoveAll(dir)
 	c := Config{Agent: LibJProf, Options: p.Options}
 	res, err := runJVM(ctx, s.Opts.Java, c.run(&s.Opts, dir, p.Main...), s.Opts.Timeout)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	f, err := os.Open(res.file("rt.1"))
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	defer f.Close()
 	prof, err := reports.ParseLogRT(f)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
-	self := map[string]float64{}
-	var total float64
+	self = map[string]float64{}
+	// The type letter (i or j) may differ between runs.
+	bare := func(n *reports.Node) string {
+		if len(n.Name) > 2 && n.Name[1] == ':' {
+			return n.Name[2:]
+		}
+		return n.Name
+	}
 	for _, th := range prof.Threads {
 		th.Walk(func(n *reports.Node, d int) {
 			if d == 0 || len(n.Base) == 0 {
 				return
 			}
-			// The type letter (i or j) may differ between runs.
-			name := n.Name
-			if len(name) > 2 && name[1] == ':' {
-				name = name[2:]
-			}
-			self[name] += float64(n.Base[0])
+			self[bare(n)] += float64(n.Base[0])
 			total += float64(n.Base[0])
 		})
+		// The subtree's method does not recurse here (hellop's myA).
+		th.Walk(func(n *reports.Node, d int) {
+			if p.Subtree != "" && bare(n) == p.Subtree {
+				n.Walk(func(m *reports.Node, _ int) {
+					if len(m.Base) > 0 {
+						subtree += float64(m.Base[0])
+					}
+				})
+			}
+		})
 	}
-	return self, total, nil
+	return self, total, subtree, nil
+}
+
+var bareLoopRe = regexp.MustCompile(`loop_ns (\d+)`)
+
+// runBare runs a program without an agent that prints the time of its
+// measured work (HellopTimed), in ns.
+func runBare(ctx context.Context, s *Suite, main []string) (float64, error) {
+	res, err := runJVM(ctx, s.Opts.Java, Config{}.run(&s.Opts, "", main...), s.Opts.Timeout)
+	if err != nil {
+		return 0, err
+	}
+	m := bareLoopRe.FindStringSubmatch(res.Stdout)
+	if m == nil {
+		return 0, fmt.Errorf("%s printed no loop_ns: %q", short(main), tail(res.Stdout, 200))
+	}
+	return strconv.ParseFloat(m[1], 64)
+}
+
+// BareSpread is the spread (max/min) of the subtree's calibrated time
+// over the profiled runs and of the same work timed without an agent.
+func (p *RepeatProgram) BareSpread() (profiled, bare Summary, ok bool) {
+	if len(p.BareNs) < 2 || len(p.SubtreeNs) != len(p.BareNs) || slices.Min(p.BareNs) <= 0 || slices.Min(p.SubtreeNs) <= 0 {
+		return Summary{}, Summary{}, false
+	}
+	return Summarize(p.SubtreeNs), Summarize(p.BareNs), true
 }
 
 // Spreads are the spreads of the methods with at least repeatShare % of
@@ -200,6 +254,19 @@ func (r *Repeat) Markdown(out io.Writer, s *Suite) error {
 			fmt.Fprintf(out, "| `%s` | %.1f%% | %.1f | %.1f | %.2f× |\n", x.Method, x.Share, x.Min/1e3, x.Max/1e3, x.Spread)
 		}
 		fmt.Fprintln(out)
+		if prof, bare, ok := p.BareSpread(); ok {
+			fmt.Fprintf(out, "**The program's own spread.** Beside each profiled run, `%s` ran without an agent: hellop's program with "+
+				"main's loop timed from inside (`System.nanoTime`), the work of `%s` and its callees. Over the same %d rounds:\n\n"+
+				"| | median µs | min µs | max µs | spread |\n|---|--:|--:|--:|--:|\n"+
+				"| `%s` with its callees, calibrated, profiled | %.1f | %.1f | %.1f | %.2f× |\n"+
+				"| the same work, no agent, timed by the program | %.1f | %.1f | %.1f | %.2f× |\n\n",
+				p.BareMain[len(p.BareMain)-1], p.Subtree, len(p.BareNs), p.Subtree,
+				prof.Median/1e3, prof.Min/1e3, prof.Max/1e3, prof.Max/prof.Min, bare.Median/1e3, bare.Min/1e3, bare.Max/1e3, bare.Max/bare.Min)
+			fmt.Fprintf(out, "A 1 ms piece of work at the start of a JVM does not take the same time twice on this machine, agent or not: "+
+				"when the JIT compiles `myC` (on another thread, so after a different number of interpreted calls each run), "+
+				"the state of the caches and the other core's work all move it. A profile that showed a narrower spread than the "+
+				"program's own would be hiding that.\n\n")
+		}
 	}
 	return nil
 }
@@ -228,6 +295,10 @@ func repeatTargets(r *Repeat) []Target {
 				}
 				tg.Measured = fmt.Sprintf("%d of %d methods within 1.25× over %d runs; widest %.2f× (`%s`, %.1f%% of the total)",
 					within, len(sp), len(p.Self), sp[0].Spread, sp[0].Method, sp[0].Share)
+				if prof, bare, ok := p.BareSpread(); ok {
+					tg.Measured += fmt.Sprintf("; `%s` with its callees %.2f×, the same work without an agent %.2f×", p.Subtree,
+						prof.Max/prof.Min, bare.Max/bare.Min)
+				}
 				tg.Met = yesNo(within == len(sp) && len(p.Self) >= 5)
 			}
 		}

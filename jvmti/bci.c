@@ -48,11 +48,13 @@
  * compile in every instrumented method.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bci.h"
@@ -153,6 +155,7 @@ __thread uint32_t bci_idle __attribute__((tls_model("initial-exec")));
 
 static inline void bci_event(JNIEnv *env, jint id, int tr)
 {
+	id = bci_id(id);
 	if (!__atomic_load_n(&jp.collecting, __ATOMIC_RELAXED)) {
 		/* Counted coarsely, per thread: no shared line written per call. */
 		if (__builtin_expect(++bci_idle == JP_BCI_IDLE_STEP, 0)) {
@@ -296,14 +299,35 @@ uint32_t jp_bci_handle(const char *name)
 	return h != 0 ? h - 1 : UINT32_MAX;
 }
 
+uint32_t jp_bci_register_name(const char *name, int type)
+{
+	/* A class read from BCICACHE registers its methods here, and the
+	 * transformer may register them again (retransforming it). */
+	pthread_mutex_lock(&bci_names_mu);
+	uint32_t h = bci_names != NULL ? *bci_names_slot(bci_names, bci_names_cap, name) : 0;
+	pthread_mutex_unlock(&bci_names_mu);
+	if (h != 0)
+		return h - 1;
+	h = jp_method_register(name, type);
+	bci_names_add(name, h);
+	return h;
+}
+
+uint64_t jp_bci_names(void)
+{
+	pthread_mutex_lock(&bci_names_mu);
+	uint64_t n = bci_names_n;
+	pthread_mutex_unlock(&bci_names_mu);
+	return n;
+}
+
 static jint JNICALL bci_register(JNIEnv *env, jclass c, jstring name, jint type)
 {
 	(void)c;
 	const char *s = (*env)->GetStringUTFChars(env, name, NULL);
 	if (s == NULL)
 		return (jint)JP_METHOD_OVERFLOW(type);
-	uint32_t h = jp_method_register(s, type);
-	bci_names_add(s, h);
+	uint32_t h = jp_bci_register_name(s, type);
 	(*env)->ReleaseStringUTFChars(env, name, s);
 	return (jint)h;
 }
@@ -442,18 +466,39 @@ static void bci_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 		(*jni)->ExceptionClear(jni);
 		jp_notef("BCI: Probe.rooted not found (jprof-bci.jar does not match libjprof.so): with ROOTS, only the roots are seen");
 	}
-	bci.m_transform = (*jni)->GetStaticMethodID(jni, t, "transform", "(Ljava/lang/ClassLoader;Ljava/lang/String;Z[BI)[B");
+	bci.m_transform = (*jni)->GetStaticMethodID(jni, t, "transform", "(Ljava/lang/ClassLoader;Ljava/lang/String;Z[BILjava/lang/String;)[B");
 	bci.m_sizes = (*jni)->GetStaticMethodID(jni, t, "sizes", "()[J");
 	(*jni)->ExceptionClear(jni);
 	bci.m_wanted = (*jni)->GetStaticMethodID(jni, t, "wanted", "(Ljava/lang/String;Z)Z");
-	bci.m_init = (*jni)->GetStaticMethodID(jni, t, "init", "(Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;I)V");
+	bci.m_init = (*jni)->GetStaticMethodID(jni, t, "init",
+					       "(Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;ILjava/lang/String;)Ljava/lang/String;");
 	bci.m_roots = (*jni)->GetStaticMethodID(jni, t, "setRoots", "(Ljava/lang/String;)V");
 	bci.m_expand = (*jni)->GetStaticMethodID(jni, t, "expand", "(I)V");
 	if (bci.m_transform && bci.m_wanted && bci.m_init && bci.m_roots && bci.m_expand) {
 		jstring inc = (*jni)->NewStringUTF(jni, bci.include);
 		jstring exc = (*jni)->NewStringUTF(jni, bci.exclude);
 		jstring roots = (*jni)->NewStringUTF(jni, bci.roots);
-		(*jni)->CallStaticVoidMethod(jni, t, bci.m_init, inc, exc, roots, (jint)bci.flags);
+		/* BCICACHE's spec, then the jar, whose bytes name the cache's
+		 * context (TransformCache.init). */
+		char *spec = NULL;
+		if (bci.cache[0] != 0 && asprintf(&spec, "%s\n%s", bci.cache, bci.jar) < 0)
+			spec = NULL;
+		jstring cache = (*jni)->NewStringUTF(jni, spec ? spec : "");
+		free(spec);
+		jstring dir = (jstring)(*jni)->CallStaticObjectMethod(jni, t, bci.m_init, inc, exc, roots, (jint)bci.flags, cache);
+		const char *d = dir != NULL && !(*jni)->ExceptionCheck(jni) ? (*jni)->GetStringUTFChars(jni, dir, NULL) : NULL;
+		if (d != NULL) {
+			char *cd = strdup(d);
+			(*jni)->ReleaseStringUTFChars(jni, dir, d);
+			if (cd != NULL) {
+				/* The directory for this context is the user's alone, as
+				 * BCICACHE's is (the agent checked it). */
+				int w = strncmp(bci.cache, "w:", 2) == 0 && (mkdir(cd, 0700) == 0 || errno == EEXIST);
+				jp_bci_cache_open(cd, w);
+				bci.cache_writable = w;
+				__atomic_store_n(&bci.cache_dir, cd, __ATOMIC_RELEASE);
+			}
+		}
 		bci.selective = bci.roots[0] != 0 && strcmp(bci.roots, "all") != 0;
 	}
 	if ((*jni)->ExceptionCheck(jni) || !bci.m_transform || !bci.m_wanted || !bci.m_init || !bci.m_roots || !bci.m_expand) {
@@ -508,6 +553,8 @@ int jp_bci_set(int on)
 
 static void bci_die(void)
 {
+	if (bci.cache_dir != NULL)
+		jp_bci_cache_flush(1);
 	pthread_mutex_lock(&bci_lock);
 	jp.dead = 1;
 	jp_collect(0);

@@ -35,10 +35,27 @@ type BCIConfig struct {
 	Natives bool
 	// JLM counts the monitors instrumented code takes (jlm.c).
 	JLM bool
+	// Cache is the directory of classes rewritten in earlier runs
+	// (BCICACHE), "" for none; CacheReadOnly reads it without adding.
+	// The caller checked it (CheckCacheDir).
+	Cache         string
+	CacheReadOnly bool
+}
+
+// cacheSpec is Transformer.init's cache argument.
+func (c *BCIConfig) cacheSpec() string {
+	switch {
+	case c.Cache == "":
+		return ""
+	case c.CacheReadOnly:
+		return "r:" + c.Cache
+	}
+	return "w:" + c.Cache
 }
 
 func configureBCI(c *BCIConfig) error {
-	ci, ce, cr := C.CString(c.Include), C.CString(c.Exclude), C.CString(c.Roots)
+	ci, ce, cr, cc := C.CString(c.Include), C.CString(c.Exclude), C.CString(c.Roots), C.CString(c.cacheSpec())
+	defer C.free(unsafe.Pointer(cc))
 	defer C.free(unsafe.Pointer(cr))
 	defer C.free(unsafe.Pointer(ci))
 	defer C.free(unsafe.Pointer(ce))
@@ -56,7 +73,7 @@ func configureBCI(c *BCIConfig) error {
 	if c.FFMProbes {
 		flags |= C.JP_BCI_FFM
 	}
-	if C.jp_bci_configure(ci, ce, cr, flags, &errbuf[0], C.int(len(errbuf))) != 0 {
+	if C.jp_bci_configure(ci, ce, cr, cc, flags, &errbuf[0], C.int(len(errbuf))) != 0 {
 		return fmt.Errorf("%s", C.GoString(&errbuf[0]))
 	}
 	return nil
@@ -157,6 +174,9 @@ type BCISizes struct {
 	// NativesWrapped the native methods wrapped, at their classes' first
 	// loads.
 	TrivialLeft, NativesWrapped uint64
+	// CacheHits counts the classes read from BCICACHE, CacheMisses those
+	// it did not hold, CacheStored those added to it.
+	CacheHits, CacheMisses, CacheStored uint64
 }
 
 // NativesRefused is the JVMTI error that kept native methods from being
@@ -176,7 +196,8 @@ func (BCI) Sizes() (BCISizes, bool) {
 		return BCISizes{}, false
 	}
 	return BCISizes{MethodNames: uint64(v[0]), Classes: uint64(v[1]), Declared: uint64(v[2]), Reached: uint64(v[3]),
-		ClassesForgot: uint64(v[4]), TrivialLeft: uint64(v[5]), NativesWrapped: uint64(v[6])}, true
+		ClassesForgot: uint64(v[4]), TrivialLeft: uint64(v[5]), NativesWrapped: uint64(v[6]),
+		CacheHits: uint64(v[7]), CacheMisses: uint64(v[8]), CacheStored: uint64(v[9])}, true
 }
 
 // JLMRow is one row of the exact lock monitor (JLM): a site where

@@ -1,7 +1,8 @@
 /*
  * bci.h: what the bytecode-instrumentation source's files share: bci.c
  * (the events and their control), bci_classes.c (rewriting and
- * retransforming classes) and bci_ffm.c (the FFMPROBES downcalls).
+ * retransforming classes), bci_cache.c (BCICACHE's lookups) and
+ * bci_ffm.c (the FFMPROBES downcalls).
  */
 #ifndef JP_BCI_H
 #define JP_BCI_H
@@ -14,6 +15,12 @@ struct jp_bci_state {
 	char *include; /* package prefixes, may be "" */
 	char *exclude;
 	char *roots;   /* ROOTS patterns, "" for every method */
+	char *cache;   /* BCICACHE: "r:" or "w:" and its directory, "" for none */
+	char *cache_dir; /* BCICACHE's directory for this run's context, NULL: off (bci_cache.c) */
+	int cache_writable;            /* entries are added to it */
+	uint64_t cache_hits, cache_misses, cache_added; /* classes answered from it, not held, added */
+	uint64_t cache_pending;        /* entries made, not yet written (under bci_cache.c's lock) */
+	uint64_t cache_trivial, cache_wrapped; /* the counts of the classes it answered */
 	int flags;     /* JP_BCI_ALL_METHODS, JP_BCI_NATIVES */
 	int natives_refused; /* the JVMTI error that kept natives unwrapped, 0 */
 	volatile int ready;         /* Java side set up (after VM init) */
@@ -57,6 +64,16 @@ extern struct jp_bci_state bci;
 /* Transformer.NATIVE_PREFIX */
 #define JP_BCI_NATIVE_PREFIX "$$jprof$$"
 
+/* A handle in a class kept in BCICACHE has this bit set
+ * (TransformCache.CACHED_ID): its constant is then almost never one of the
+ * class's own. Overflow handles (both top bits set) keep theirs. */
+#define JP_BCI_CACHED_ID 0x40000000u
+static inline jint bci_id(jint id)
+{
+	uint32_t u = (uint32_t)id;
+	return (jint)(u & ~(JP_BCI_CACHED_ID & ~(u >> 1)));
+}
+
 /* The engine's key of the method with registry handle id (bci.c): its
  * low bit free, never 0. */
 static inline uintptr_t bci_key(jint id)
@@ -69,6 +86,21 @@ extern __thread uint32_t bci_idle __attribute__((tls_model("initial-exec")));
  * VM init (clears JP_BCI_FFM when they are not made). */
 jlongArray JNICALL bci_downcalls(JNIEnv *env, jclass c);
 void bci_ffm_setup(JNIEnv *jni);
+
+/* BCICACHE (bci_cache.c): an entry's file name, and the lookup. */
+#define JP_BCI_CACHE_NAME 192
+void jp_bci_cache_name(const char *cls, const unsigned char *data, jint len, char *out);
+int jp_bci_cache_hit(jvmtiEnv *jvmti, const char *cls, const char *name, jint len, jint *new_len,
+		     unsigned char **new_data);
+void jp_bci_cache_open(const char *dir, int writable);
+void jp_bci_cache_flush(int last);
+int jp_bci_cache_add(jvmtiEnv *jvmti, const char *cls, const char *name, const unsigned char *e, size_t n, jint len,
+		     jint *new_len, unsigned char **new_data);
+/* The handle of a method by its name (class.name(descriptor)), registered
+ * once (bci.c). */
+uint32_t jp_bci_register_name(const char *name, int type);
+/* How many it holds (the transformer's and BCICACHE's). */
+uint64_t jp_bci_names(void);
 
 /* Inside the transformer: classes it loads itself are not rewritten. */
 extern __thread int bci_busy;

@@ -43,7 +43,8 @@ char *jp_agent_jar(const char *who, char *err, int errlen)
 
 /* jp_bci_configure is called by Go before jp_vm_setup: the source's jar
  * (found beside this library), package filters and roots. */
-int jp_bci_configure(const char *include, const char *exclude, const char *roots, int flags, char *err, int errlen)
+int jp_bci_configure(const char *include, const char *exclude, const char *roots, const char *cache, int flags, char *err,
+		     int errlen)
 {
 	char *jar = jp_agent_jar("BCI", err, errlen);
 	if (jar == NULL)
@@ -57,6 +58,7 @@ int jp_bci_configure(const char *include, const char *exclude, const char *roots
 	bci.include = strdup(include);
 	bci.exclude = strdup(exclude);
 	bci.roots = strdup(roots);
+	bci.cache = strdup(cache);
 	bci.flags = flags;
 	jpvm.bci = 1;
 	return 0;
@@ -140,27 +142,52 @@ void JNICALL jp_bci_class_file_load(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefin
 		return;
 	bci_busy = 1;
 	uint64_t t0 = jp_mono_ns();
+	/* A first load outside ROOTS may be in BCICACHE (answered here, in C),
+	 * and may go there. */
+	char entry[JP_BCI_CACHE_NAME];
+	int cacheable = __atomic_load_n(&bci.cache_dir, __ATOMIC_ACQUIRE) != NULL && redefined == NULL && !bci.selective;
+	if (cacheable) {
+		jp_bci_cache_name(name, data, len, entry);
+		if (jp_bci_cache_hit(jvmti, name, entry, len, new_len, new_data)) {
+			__atomic_add_fetch(&bci.hook_calls, 1, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&bci.hook_ns, jp_mono_ns() - t0, __ATOMIC_RELAXED);
+			bci_busy = 0;
+			return;
+		}
+	}
 	if ((*jni)->PushLocalFrame(jni, 8) != 0) {
 		(*jni)->ExceptionClear(jni);
 		bci_busy = 0;
 		return;
 	}
 	jstring jname = (*jni)->NewStringUTF(jni, name);
+	jstring jentry = cacheable ? (*jni)->NewStringUTF(jni, entry) : NULL;
 	jbyteArray in = (*jni)->NewByteArray(jni, len);
 	jbyteArray out = NULL;
-	if (jname != NULL && in != NULL) {
+	if (jname != NULL && in != NULL && (jentry != NULL || !cacheable)) {
 		(*jni)->SetByteArrayRegion(jni, in, 0, len, (const jbyte *)data);
 		jint how = 0;
 		if (redefined != NULL)
 			how = JP_BCI_RETRANSFORMING | (bci_wrapped(jvmti, redefined) ? JP_BCI_WRAPPED : 0);
 		out = (jbyteArray)(*jni)->CallStaticObjectMethod(jni, bci.transformer, bci.m_transform, loader, jname,
-								 (jboolean)(loader == NULL), in, how);
+								 (jboolean)(loader == NULL), in, how, jentry);
 	}
 	if ((*jni)->ExceptionCheck(jni)) {
 		(*jni)->ExceptionClear(jni);
 		out = NULL;
 		__atomic_add_fetch(&bci.failed, 1, __ATOMIC_RELAXED);
 		jp_notef("BCI: class %s left as it was: the transformer threw", name);
+	}
+	if (out != NULL && cacheable) {
+		/* The class's BCICACHE entry, or the class if it cannot be kept. */
+		jint n = (*jni)->GetArrayLength(jni, out);
+		unsigned char *e = n > 0 ? malloc((size_t)n) : NULL;
+		if (e != NULL) {
+			(*jni)->GetByteArrayRegion(jni, out, 0, n, (jbyte *)e);
+			if (jp_bci_cache_add(jvmti, name, entry, e, (size_t)n, len, new_len, new_data))
+				out = NULL;
+			free(e);
+		}
 	}
 	if (out != NULL) {
 		jint n = (*jni)->GetArrayLength(jni, out);
@@ -421,6 +448,13 @@ int jp_bci_sizes(uint64_t *out)
 		(*jni)->GetLongArrayRegion(jni, a, 0, JP_BCI_NSIZES, v);
 		for (int i = 0; i < JP_BCI_NSIZES; i++)
 			out[i] = (uint64_t)v[i];
+		/* The classes BCICACHE answered never reached the transformer. */
+		out[0] = jp_bci_names();
+		out[5] += __atomic_load_n(&bci.cache_trivial, __ATOMIC_RELAXED);
+		out[6] += __atomic_load_n(&bci.cache_wrapped, __ATOMIC_RELAXED);
+		out[7] = __atomic_load_n(&bci.cache_hits, __ATOMIC_RELAXED);
+		out[8] = __atomic_load_n(&bci.cache_misses, __ATOMIC_RELAXED);
+		out[9] = __atomic_load_n(&bci.cache_added, __ATOMIC_RELAXED);
 		rc = 0;
 	}
 	(*jni)->ExceptionClear(jni);

@@ -32,6 +32,7 @@
  */
 static inline jint bci_fast(jint id, int tr)
 {
+	id = bci_id(id);
 	if (!__atomic_load_n(&jp.collecting, __ATOMIC_RELAXED)) {
 		if (__builtin_expect(++bci_idle == JP_BCI_IDLE_STEP, 0)) {
 			bci_idle = 0;

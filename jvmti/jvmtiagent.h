@@ -241,7 +241,8 @@ void jp_notef(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* jp_agent_jar is jprof-bci.jar's path beside libjprof.so (malloc'd), or
  * NULL with err (who names the option that needs it). */
 char *jp_agent_jar(const char *who, char *err, int errlen);
-int jp_bci_configure(const char *include, const char *exclude, const char *roots, int flags, char *err, int errlen);
+int jp_bci_configure(const char *include, const char *exclude, const char *roots, const char *cache, int flags, char *err,
+		     int errlen);
 int jp_bci_roots(const char *roots, char *err, int errlen);
 int jp_bci_set(int on);
 /* jp_bci_stats fills out[10]: classes rewritten, retransformation
@@ -252,7 +253,7 @@ int jp_bci_set(int on);
  * the root methods instrumented since the roots were set. */
 void jp_bci_stats(uint64_t *out);
 /* jp_bci_sizes fills out[JP_BCI_NSIZES]: Transformer.sizes. */
-#define JP_BCI_NSIZES 7
+#define JP_BCI_NSIZES 10
 int jp_bci_sizes(uint64_t *out);
 /* jp_bci_natives_refused is the JVMTI error that kept native methods
  * from being wrapped (no native method prefix), 0 if none did. */

@@ -72,9 +72,15 @@ final class MethodProbes extends AdviceAdapter {
     private final String[] probes;
     private static final int ENTER = 0, EXIT = 1, UNWIND = 2;
 
-    MethodProbes(MethodVisitor mv, int access, String name, String desc, int id, boolean frames, String[] probes) {
+    /** The handle as a constant of its own (ldc, marked CACHED_ID), which
+     *  a cached class gets, so that a later run can put its own handle
+     *  there. */
+    private final boolean ldcId;
+
+    MethodProbes(MethodVisitor mv, int access, String name, String desc, int id, boolean frames, String[] probes, boolean ldcId) {
         super(Opcodes.ASM9, mv, access, name, desc);
         this.id = id;
+        this.ldcId = ldcId;
         this.probes = probes;
         this.frames = frames;
         this.ctor = name.equals("<init>");
@@ -86,7 +92,10 @@ final class MethodProbes extends AdviceAdapter {
         // An immediate where it fits: an ldc adds a constant per method,
         // and HotSpot matches each new constant of a retransformed class
         // against the whole old pool (the cost grows with methods x pool).
-        pushInt(mv, id);
+        if (ldcId)
+            mv.visitLdcInsn(id < 0 ? id : id | TransformCache.CACHED_ID);
+        else
+            pushInt(mv, id);
         mv.visitMethodInsn(Opcodes.INVOKESTATIC, Transformer.PROBE, probes[what], "(I)V", false);
     }
 

@@ -84,7 +84,7 @@ public final class Transformer {
      * ROOTS, the JDK's are left alone but the roots') and the package
      * filters (comma-separated, dotted or slashed prefixes).
      */
-    public static void init(String include, String exclude, String roots, int flags) {
+    public static String init(String include, String exclude, String roots, int flags, String cache) {
         Transformer.flags = flags;
         Map<String, Module> mods = new HashMap<>();
         Set<String> base = new HashSet<>();
@@ -101,6 +101,7 @@ public final class Transformer {
         includes = prefixes(include);
         excludes = prefixes(exclude);
         setRoots(roots);
+        return TransformCache.init(cache, flags, BASE, include, exclude);
     }
 
     /**
@@ -203,19 +204,27 @@ public final class Transformer {
         return false;
     }
 
-    /** transform returns the instrumented class, or null to keep it.
+    /** transform returns the instrumented class, or null to keep it;
+     *  with entry (BCICACHE's name for it), the class's cache entry,
+     *  which holds it (TransformCache.entry), or the class if it cannot
+     *  be kept.
      *  how: RETRANSFORMING, WRAPPED. Native methods are wrapped at a
      *  wanted class's first load, without ROOTS, and again at each of its
      *  retransformations: they must keep the methods they had. */
-    public static byte[] transform(ClassLoader loader, String cls, boolean boot, byte[] bytes, int how) {
+    public static byte[] transform(ClassLoader loader, String cls, boolean boot, byte[] bytes, int how, String entry) {
         try {
             boolean wanted = wanted(cls, boot);
             boolean wrap = (how & RETRANSFORMING) == 0
                     ? wanted && (flags & NATIVES) != 0 && selective == null
                     : (how & WRAPPED) != 0;
+            // entry: the name BCICACHE would keep this class under (a first
+            // load outside ROOTS, the agent's hook found it not held).
+            boolean cached = entry != null && (how & RETRANSFORMING) == 0 && selective == null;
             if (!wanted && !wrap) {
                 if (selective != null)
                     Hierarchy.record(reader(bytes), cls, Set.of(), null, loader);
+                else if (cached)
+                    return TransformCache.entry(bytes, null, null, 0, 0);
                 return null;
             }
             Set<String> skip = new HashSet<>();
@@ -229,7 +238,13 @@ public final class Transformer {
                     // whose bytes a class file hook changed, as for
                     // java.instrument's agents; TestBCINamedModules checks
                     // a JDK module's classes run instrumented.
-                    return rewrite(bytes, skip, loader, how, wanted, wrap);
+                    if (!cached)
+                        return rewrite(bytes, skip, loader, how, wanted, wrap, null);
+                    // For the cache, the class goes back inside its entry
+                    // (the hook writes it and takes the class out).
+                    Rewritten r = new Rewritten();
+                    byte[] out = rewrite(bytes, skip, loader, how, wanted, wrap, r);
+                    return skip.isEmpty() ? TransformCache.entry(bytes, out, r.handles, r.trivialLeft, r.wrapped) : out;
                 } catch (MethodTooLargeException e) {
                     String what = e.getMethodName() + e.getDescriptor();
                     if (!skip.add(what) || attempt > 64)
@@ -269,10 +284,19 @@ public final class Transformer {
         return new ClassReader(asmReadable(bytes));
     }
 
-    private static byte[] rewrite(byte[] bytes, Set<String> skip, ClassLoader loader, int how, boolean wanted, boolean wrap) {
+    /** Rewritten is what a rewrite for the cache reports besides the
+     *  bytes: its probes' handles and its counts. */
+    static final class Rewritten {
+        final Map<Integer, TransformCache.Handle> handles = new HashMap<>();
+        long trivialLeft, wrapped;
+    }
+
+    /** rewrite rewrites a class; with r, for the cache: the probes'
+     *  handles are constants of their own, reported in r. */
+    private static byte[] rewrite(byte[] bytes, Set<String> skip, ClassLoader loader, int how, boolean wanted, boolean wrap, Rewritten r) {
         // The result gets its own version back.
         int major = major(bytes);
-        return ownVersion(rewrite0(asmReadable(bytes), skip, loader, how, wanted, wrap), major);
+        return ownVersion(rewrite0(asmReadable(bytes), skip, loader, how, wanted, wrap, r), major);
     }
 
     /** ownVersion gives a class rewritten from asmReadable's bytes its
@@ -285,7 +309,7 @@ public final class Transformer {
         return out;
     }
 
-    private static byte[] rewrite0(byte[] bytes, Set<String> skip, ClassLoader loader, int how, boolean wanted, boolean wrap) {
+    private static byte[] rewrite0(byte[] bytes, Set<String> skip, ClassLoader loader, int how, boolean wanted, boolean wrap, Rewritten r) {
         ClassReader cr = new ClassReader(bytes);
         if ((cr.getAccess() & Opcodes.ACC_MODULE) != 0)
             return null;
@@ -312,11 +336,15 @@ public final class Transformer {
             trivial = t;
         }
         ClassWriter cw = new ClassWriter(cr, 0); // MethodProbes gives the maxima
-        Instrument ci = new Instrument(cw, version, skip, only, sel, trivial, wrap);
+        Instrument ci = new Instrument(cw, version, skip, only, sel, trivial, wrap, r == null ? null : r.handles);
         cr.accept(ci, ClassReader.EXPAND_FRAMES);
         if (first && ci.changed) {
             trivialLeft.addAndGet(ci.trivialLeft);
             nativesWrapped.addAndGet(ci.wrapped);
+            if (r != null) {
+                r.trivialLeft = ci.trivialLeft;
+                r.wrapped = ci.wrapped;
+            }
         }
         return ci.changed ? cw.toByteArray() : null;
     }
@@ -360,10 +388,11 @@ public final class Transformer {
 
     /** sizes is what log-msg's BCI summary says of the transformer's
      *  maps: method names registered, then Selective.sizes, then the
-     *  trivial methods left out and the native methods wrapped. */
+     *  trivial methods left out and the native methods wrapped, then
+     *  BCICACHE's counts (filled by the agent). */
     static long[] sizes() {
         long[] s = Selective.sizes();
-        long[] out = new long[s.length + 3];
+        long[] out = new long[s.length + 6]; // the last three: BCICACHE's, the agent's counts
         out[0] = ids.size();
         System.arraycopy(s, 0, out, 1, s.length);
         out[s.length + 1] = trivialLeft.get();
@@ -380,9 +409,13 @@ public final class Transformer {
         boolean changed;
         long trivialLeft, wrapped;
 
+        /** For the cache: each probe's handle, by value (its constant's). */
+        final Map<Integer, TransformCache.Handle> handles;
+
         Instrument(ClassVisitor cv, int version, Set<String> skip, Set<String> only, Selective sel,
-                Set<String> trivial, boolean wrap) {
+                Set<String> trivial, boolean wrap, Map<Integer, TransformCache.Handle> handles) {
             super(Opcodes.ASM9, cv);
+            this.handles = handles;
             this.version = version;
             this.skip = skip;
             this.only = only;
@@ -412,8 +445,17 @@ public final class Transformer {
                 return mv;
             }
             changed = true;
-            int h = id(cls, name, desc, (access & Opcodes.ACC_STATIC) != 0 ? TYPE_STATIC : TYPE_INSTANCE);
-            return new MethodProbes(monitors(mv, access, name), access, name, desc, h, version >= V1_6 + 1, probes(h, name));
+            int h = handle(name, desc, (access & Opcodes.ACC_STATIC) != 0 ? TYPE_STATIC : TYPE_INSTANCE);
+            return new MethodProbes(monitors(mv, access, name), access, name, desc, h, version >= V1_6 + 1, probes(h, name), handles != null);
+        }
+
+        /** handle registers a method of this class; for the cache, it
+         *  notes the handle's method. */
+        private int handle(String name, String desc, int type) {
+            int h = id(cls, name, desc, type);
+            if (handles != null)
+                handles.put(h < 0 ? h : h | TransformCache.CACHED_ID, new TransformCache.Handle(name + desc, type));
+            return h;
         }
 
         /** monitors puts MonitorProbes before the writer with JLM. */
@@ -447,13 +489,13 @@ public final class Transformer {
             MethodVisitor nat = super.visitMethod(nacc, NATIVE_PREFIX + name, desc, sig, exc);
             if (nat != null)
                 nat.visitEnd();
-            int h = id(cls, name, desc, isStatic ? TYPE_NATIVE_STATIC : TYPE_NATIVE);
+            int h = handle(name, desc, isStatic ? TYPE_NATIVE_STATIC : TYPE_NATIVE);
             MethodVisitor mv = super.visitMethod(access & ~Opcodes.ACC_NATIVE, name, desc, sig, exc);
             // Generated code goes through MethodProbes as a method's own
             // would: the entry probe, the exit probe before the return and
             // the catch-all around the call.
             MethodVisitor w = new MethodProbes(monitors(mv, access & ~Opcodes.ACC_NATIVE, name), access & ~Opcodes.ACC_NATIVE,
-                    name, desc, h, version >= V1_6 + 1, probes(h, name));
+                    name, desc, h, version >= V1_6 + 1, probes(h, name), handles != null);
             w.visitCode();
             int slot = 0;
             if (!isStatic)

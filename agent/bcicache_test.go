@@ -1,0 +1,125 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/libjprof/libjprof/internal/jvmtest"
+)
+
+var bciCacheLine = regexp.MustCompile(`BCI cache\s.*"classesRead": (\d+), "classesNotHeld": (\d+), "classesAdded": (\d+)`)
+
+// bciCacheCounts reads log-msg's BCI cache line: classes read from the
+// cache, not held, added.
+func bciCacheCounts(t *testing.T, msg string) (read, notHeld, added int) {
+	t.Helper()
+	m := bciCacheLine.FindStringSubmatch(msg)
+	require.NotNil(t, m, "no BCI cache line in log-msg:\n%s", msg)
+	read, _ = strconv.Atoi(m[1])
+	notHeld, _ = strconv.Atoi(m[2])
+	added, _ = strconv.Atoi(m[3])
+	return
+}
+
+// With BCICACHE, a second run reads the classes the first rewrote instead
+// of rewriting them, with this run's method handles in place: both runs'
+// trees have the counts of an independent JVMTI counting agent, natives
+// (wrapped), exception exits and trivial methods left out as without the
+// cache.
+func TestBCICache(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cache")
+	for _, c := range []struct {
+		class string
+		jvm   []string
+	}{
+		{class: "Natives"},
+		{class: "Exceptions"},
+		{class: "TrivialCases"},
+		{class: "BCICases", jvm: []string{"-Xss16m"}},
+	} {
+		t.Run(c.class, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "counts")
+			ref := jvmtest.Start(t, jvmtest.Run{Class: c.class, Options: "-",
+				JVMArgs: append(append([]string{}, c.jvm...), "-agentpath:"+jvmtest.CountAgent(t)+"="+out)})
+			require.Equal(t, 0, ref.ExitCode, ref.Stderr)
+			counts := jvmtest.Counts(t, out)
+			plain := jvmtest.Start(t, jvmtest.Run{Class: c.class, JVMArgs: c.jvm, Options: "CALLTREE,START,NORTDRIVER"})
+			require.Equal(t, 0, plain.ExitCode, plain.Stderr)
+			want := methodCalls(plain.LogRT(t, 1))
+			for run := 0; run < 2; run++ {
+				r := jvmtest.Start(t, jvmtest.Run{Class: c.class, JVMArgs: c.jvm, Options: "CALLTREE,START,NORTDRIVER,BCICACHE=" + dir})
+				require.Equal(t, 0, r.ExitCode, r.Stderr)
+				assert.Equal(t, ref.Stdout, r.Stdout, "the agent changed the program's output")
+				msg := r.ReadFile(t, "msg")
+				read, _, added := bciCacheCounts(t, msg)
+				if run == 0 {
+					assert.NotZero(t, added, "the first run added the classes it rewrote")
+				} else {
+					assert.NotZero(t, read, "the second run read classes from the cache")
+					assert.Contains(t, r.ReadFile(t, "rt.1"), "BCI: BCICACHE "+dir)
+				}
+				p := r.LogRT(t, 1)
+				checkBalanced(t, p)
+				own := methodCalls(p)
+				// The same tree as without the cache, method by method,
+				// and the counting agent's counts where it counts.
+				assert.Equal(t, want, own, "run %d", run)
+				for name, n := range counts {
+					if !jdkName(name) && own[name] != 0 {
+						assert.Equal(t, n, own[name], "calls of %s, run %d", name, run)
+					}
+				}
+			}
+		})
+	}
+	// A damaged pack: its records after the damage are misses, rewritten
+	// again, and the run's counts stay right.
+	packs, err := filepath.Glob(filepath.Join(dir, "ctx-*", "p-*.jpk"))
+	require.NoError(t, err)
+	require.NotEmpty(t, packs)
+	for _, p := range packs {
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		for i := len(b) / 3; i < len(b); i += 4093 {
+			b[i] ^= 0x5a
+		}
+		require.NoError(t, os.WriteFile(p, b, 0o600))
+	}
+	r := jvmtest.Start(t, jvmtest.Run{Class: "Natives", Options: "CALLTREE,START,NORTDRIVER,BCICACHE=" + dir})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.Contains(t, r.ReadFile(t, "msg"), "not used")
+	plain := jvmtest.Start(t, jvmtest.Run{Class: "Natives", Options: "CALLTREE,START,NORTDRIVER"})
+	require.Equal(t, 0, plain.ExitCode, plain.Stderr)
+	assert.Equal(t, methodCalls(plain.LogRT(t, 1)), methodCalls(r.LogRT(t, 1)))
+}
+
+// A cache directory others may write is not used: the classes in it would
+// run in the JVM. The run goes on without it and says so where a user
+// looks.
+func TestBCICacheRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "open")
+	require.NoError(t, os.Mkdir(dir, 0o777))
+	require.NoError(t, os.Chmod(dir, 0o777))
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "CALLTREE,START,NORTDRIVER,BCICACHE=" + dir})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.Contains(t, r.Stderr, "BCICACHE not used: "+dir+" is writable by others")
+	assert.Contains(t, r.ReadFile(t, "rt.1"), "BCICACHE not used")
+	left, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, left, "nothing written to a refused directory")
+	assert.EqualValues(t, 1000, methodCalls(r.LogRT(t, 1))["hellop.myA()V"])
+
+	// Not with ROOTS either: which classes are rewritten depends on the run.
+	own := filepath.Join(t.TempDir(), "own")
+	r = jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "CALLTREE,START,NORTDRIVER,ROOTS=hellop.myA,BCICACHE=" + own})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.Contains(t, r.Stderr, "BCICACHE not used: not with ROOTS")
+	_, err = os.Stat(own)
+	assert.True(t, os.IsNotExist(err), "no directory made for a cache not used")
+}
