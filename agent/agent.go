@@ -384,7 +384,7 @@ func (a *agent) VMDeath() {
 				zap.Uint64("methodsDeclared", sz.Declared), zap.Uint64("methodsReached", sz.Reached),
 				zap.Uint64("classesForgotten", sz.ClassesForgot), zap.Uint64("trivialMethodsLeftOut", sz.TrivialLeft),
 				zap.Uint64("nativeMethodsWrapped", sz.NativesWrapped))
-			if a.opts.BCICache != "" {
+			if a.opts.BCICacheOn {
 				a.log.Info("BCI cache", zap.String("dir", a.opts.BCICache), zap.Uint64("classesRead", sz.CacheHits),
 					zap.Uint64("classesNotHeld", sz.CacheMisses), zap.Uint64("classesAdded", sz.CacheStored))
 			}

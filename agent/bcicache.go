@@ -3,81 +3,126 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/libjprof/libjprof/jvmti"
 )
 
-// bciCacheCap bounds BCICACHE's directory: past it, runs read the
-// classes it holds and add none.
+// bciCacheCap bounds BCICACHE's directory: past it, the least recently
+// written contexts are removed (bciCacheEvict), and a run adds no more
+// than what is left.
 const (
 	bciCacheCap     = 256 << 20
 	bciCacheCapText = "256 MiB"
 )
 
-// defaultBCICache is BCICACHE's directory when none is given.
+// defaultBCICache is BCICACHE's directory when none is given, "" if
+// there is no home to put it in.
 func defaultBCICache() string {
 	if d := os.Getenv("XDG_CACHE_HOME"); filepath.IsAbs(d) {
 		return filepath.Join(d, "libjprof", "bci")
 	}
-	if h, err := os.UserHomeDir(); err == nil {
+	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
 		return filepath.Join(h, ".cache", "libjprof", "bci")
 	}
 	return ""
 }
 
-// checkBCICache makes BCICACHE's directory (this user's only) if it is
-// missing, and checks it: a directory, this user's, not writable by
-// group or others, since the classes in it run in the JVM. It returns
-// whether the directory is full (at bciCacheCap): then it is only read.
-func checkBCICache(dir string) (full bool, err error) {
+// openBCICache makes BCICACHE's directory (this user's only) if it is
+// missing, opens it and checks what it opened: a directory (not a
+// symbolic link), this user's, not writable by group or others, since
+// the classes in it run in the JVM. The agent works from the descriptor
+// from then on, so the path cannot be swapped for another after the
+// check. It also returns how many bytes a run may add (bciCacheCap less
+// what the contexts hold, after evicting old ones).
+func openBCICache(dir string) (fd int, budget int64, evicted []string, err error) {
 	if dir == "" {
-		return false, errors.New("no directory (no $XDG_CACHE_HOME or home directory)")
+		return -1, 0, nil, errors.New("no directory to put it in (no $XDG_CACHE_HOME or home directory): give BCICACHE=dir")
 	}
-	abs, err := filepath.Abs(dir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return -1, 0, nil, err
+	}
+	fd, err = unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return false, err
+		return -1, 0, nil, fmt.Errorf("%s: %w (a directory, not a symbolic link)", dir, err)
 	}
-	if err := os.MkdirAll(abs, 0o700); err != nil {
-		return false, err
+	var st unix.Stat_t
+	switch err = unix.Fstat(fd, &st); {
+	case err != nil:
+	case int(st.Uid) != os.Geteuid():
+		err = fmt.Errorf("%s is not this user's (uid %d)", dir, os.Geteuid())
+	case st.Mode&0o022 != 0:
+		err = fmt.Errorf("%s is writable by others (mode %o)", dir, st.Mode&0o777)
 	}
-	fi, err := os.Lstat(abs)
 	if err != nil {
-		return false, err
+		unix.Close(fd)
+		return -1, 0, nil, err
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	switch {
-	case !fi.IsDir():
-		return false, fmt.Errorf("%s is not a directory", abs)
-	case !ok || int(st.Uid) != os.Geteuid():
-		return false, fmt.Errorf("%s is not this user's (uid %d)", abs, os.Geteuid())
-	case fi.Mode().Perm()&0o022 != 0:
-		return false, fmt.Errorf("%s is writable by others (mode %v)", abs, fi.Mode().Perm())
+	size, evicted := bciCacheEvict(dir)
+	return fd, max(bciCacheCap-size, 0), evicted, nil
+}
+
+// bciCacheEvict measures the contexts' packs (ctx-*/p-*.jpk: nothing
+// else in the directory counts, so that BCICACHE=$HOME costs no walk of
+// it) and, past bciCacheCap, removes the least recently written
+// contexts until they hold three quarters of it. A run that has a pack
+// mapped keeps reading it. It returns the size left and what it removed.
+func bciCacheEvict(dir string) (int64, []string) {
+	type ctx struct {
+		path  string
+		size  int64
+		mtime int64
 	}
+	var all []ctx
 	var size int64
-	filepath.WalkDir(abs, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			if i, err := d.Info(); err == nil {
-				size += i.Size()
+	dirs, _ := filepath.Glob(filepath.Join(dir, "ctx-*"))
+	for _, d := range dirs {
+		c := ctx{path: d}
+		packs, _ := filepath.Glob(filepath.Join(d, "p-*.jpk"))
+		for _, p := range packs {
+			if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
+				c.size += fi.Size()
+				c.mtime = max(c.mtime, fi.ModTime().UnixNano())
 			}
 		}
-		return nil
-	})
-	return size >= bciCacheCap, nil
+		size += c.size
+		all = append(all, c)
+	}
+	if size < bciCacheCap {
+		return size, nil
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].mtime < all[j].mtime })
+	var gone []string
+	for _, c := range all {
+		if size <= bciCacheCap*3/4 {
+			break
+		}
+		if err := os.RemoveAll(c.path); err == nil {
+			size -= c.size
+			gone = append(gone, filepath.Base(c.path))
+		}
+	}
+	return size, gone
 }
 
 // bciCache sets BCICACHE up in cfg, or says why it is not used: a
 // cache that cannot be used costs the run its speed-up, never the run.
 func (a *agent) bciCache(cfg *jvmti.BCIConfig, live bool) {
-	dir := a.opts.BCICache
-	if dir == "" {
+	if !a.opts.BCICacheOn {
 		return
 	}
+	dir := a.opts.BCICache
+	if abs, err := filepath.Abs(dir); err == nil && dir != "" {
+		dir = abs
+	}
 	why := ""
-	full, err := false, error(nil)
+	fd, budget := -1, int64(0)
+	var evicted []string
 	switch {
 	case a.opts.Roots != "":
 		why = "not with ROOTS (the classes rewritten depend on the run)"
@@ -86,7 +131,8 @@ func (a *agent) bciCache(cfg *jvmti.BCIConfig, live bool) {
 	case live:
 		why = "not when attached (classes loaded before are retransformed, which the cache does not hold)"
 	default:
-		if full, err = checkBCICache(dir); err != nil {
+		var err error
+		if fd, budget, evicted, err = openBCICache(dir); err != nil {
 			why = err.Error()
 		}
 	}
@@ -95,15 +141,17 @@ func (a *agent) bciCache(cfg *jvmti.BCIConfig, live bool) {
 		fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
 		a.log.Warn(msg)
 		a.notes = append(a.notes, msg)
-		a.opts.BCICache = ""
+		a.opts.BCICacheOn = false
 		return
 	}
-	abs, _ := filepath.Abs(dir)
-	a.opts.BCICache = abs
-	cfg.Cache, cfg.CacheReadOnly = abs, full
-	note := "BCI: BCICACHE " + abs + ": classes rewritten in earlier runs with the same transformer, settings and JVM are read from it instead of rewritten"
-	if full {
+	a.opts.BCICache = dir
+	cfg.CacheFD, cfg.CacheBudget, cfg.CacheDir = fd, budget, dir
+	note := "BCI: BCICACHE " + dir + ": classes rewritten in earlier runs with the same transformer, settings and JVM are read from it instead of rewritten"
+	if budget == 0 {
 		note += "; it holds " + bciCacheCapText + " or more, so this run adds none"
+	}
+	if len(evicted) > 0 {
+		note += "; past " + bciCacheCapText + ", the oldest contexts were removed: " + strings.Join(evicted, ", ")
 	}
 	a.notes = append(a.notes, note)
 	a.log.Info(note)

@@ -6,9 +6,11 @@ import (
 	"regexp"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/libjprof/libjprof/internal/jvmtest"
 )
@@ -83,6 +85,14 @@ func TestBCICache(t *testing.T) {
 	packs, err := filepath.Glob(filepath.Join(dir, "ctx-*", "p-*.jpk"))
 	require.NoError(t, err)
 	require.NotEmpty(t, packs)
+	keys, err := filepath.Glob(filepath.Join(dir, "ctx-*", "key"))
+	require.NoError(t, err)
+	require.Len(t, keys, 1, "one context, with its key")
+	for _, p := range append(packs, keys...) {
+		fi, err := os.Stat(p)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "%s is the user's alone", p)
+	}
 	for _, p := range packs {
 		b, err := os.ReadFile(p)
 		require.NoError(t, err)
@@ -122,4 +132,39 @@ func TestBCICacheRefused(t *testing.T) {
 	assert.Contains(t, r.Stderr, "BCICACHE not used: not with ROOTS")
 	_, err = os.Stat(own)
 	assert.True(t, os.IsNotExist(err), "no directory made for a cache not used")
+}
+
+// Past the cap, the least recently written contexts go; only packs count
+// (a BCICACHE in a directory of other files costs no walk of them).
+func TestBCICacheEvict(t *testing.T) {
+	dir := t.TempDir()
+	pack := func(ctx string, size int64, age time.Duration) {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, ctx), 0o700))
+		p := filepath.Join(dir, ctx, "p-1.jpk")
+		f, err := os.Create(p)
+		require.NoError(t, err)
+		require.NoError(t, f.Truncate(size)) // sparse
+		require.NoError(t, f.Close())
+		when := time.Now().Add(-age)
+		require.NoError(t, os.Chtimes(p, when, when))
+	}
+	pack("ctx-old", 150<<20, 2*time.Hour)
+	pack("ctx-mid", 100<<20, time.Hour)
+	pack("ctx-new", 60<<20, 0)
+	other, err := os.Create(filepath.Join(dir, "other.bin"))
+	require.NoError(t, err)
+	require.NoError(t, other.Truncate(1<<30))
+	require.NoError(t, other.Close())
+
+	size, gone := bciCacheEvict(dir)
+	assert.Equal(t, []string{"ctx-old"}, gone)
+	assert.EqualValues(t, 160<<20, size)
+	assert.NoDirExists(t, filepath.Join(dir, "ctx-old"))
+	assert.DirExists(t, filepath.Join(dir, "ctx-new"))
+	assert.FileExists(t, filepath.Join(dir, "other.bin"))
+
+	fd, budget, _, err := openBCICache(dir)
+	require.NoError(t, err)
+	defer unix.Close(fd)
+	assert.EqualValues(t, bciCacheCap-(160<<20), budget)
 }

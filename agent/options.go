@@ -108,9 +108,10 @@ type Options struct {
 	// FFMProbes makes BCI's probes FFM critical downcalls on JDK 22+
 	// (FFMPROBES).
 	FFMProbes bool
-	// BCICache is the directory of classes rewritten in earlier runs
-	// (BCICACHE[=dir]); "" for none.
-	BCICache string
+	// BCICacheOn keeps classes rewritten in earlier runs in BCICache
+	// (BCICACHE[=dir]; "" when there is no default place for it).
+	BCICacheOn bool
+	BCICache   string
 	// JLM counts, with BCI, every monitor instrumented code takes
 	// (log-jlm): JProf's Java Lock Monitor.
 	JLM bool
@@ -186,15 +187,11 @@ var optionSpecs = []optionSpec{
 	{name: "JLM", help: "with BCI: also the exact lock monitor, as JProf's JLM: per monitor class and site, takes, recursive and contended ones, hold time, contended and Object.wait time, in log-jlm beside each log-rt (jprof report jlm)", set: boolOpt(func(o *Options) *bool { return &o.JLM })},
 	{name: "ALLMETHODS", help: "with BCI: instrument trivial methods too (default: methods that call nothing but java.base, have no loop and at most 35 bytes of bytecode, such as getters, setters and one-line delegates to the JDK, are left out and their time counts in their callers)", set: boolOpt(func(o *Options) *bool { return &o.AllMethods })},
 	{name: "FFMPROBES", help: "with BCI on JDK 22 and later: the injected probes are FFM critical downcalls instead of JNI calls: about a tenth less per event once the program's code is compiled, but more JIT work while it is (see BENCHMARKS.md); for long-running programs. It turns native access on for unnamed modules (as --enable-native-access=ALL-UNNAMED) and adds a compiler directive for every method (C1 does not inline the probes) above any of the program's own; not with ROOTS or log-gen", set: boolOpt(func(o *Options) *bool { return &o.FFMProbes })},
-	{name: "BCICACHE", hasValue: true, optValue: true, help: "with BCI: keep rewritten classes in a directory between runs (default $XDG_CACHE_HOME/libjprof/bci, else ~/.cache/libjprof/bci), so that a later run reads a class rewritten before instead of rewriting it: a shorter start-up. The directory must be this user's and not writable by others (it is created so); it is read but not added to once it holds " + bciCacheCapText + "; not used with ROOTS or JLM",
+	{name: "BCICACHE", hasValue: true, optValue: true, help: "with BCI: keep rewritten classes in a directory between runs (default $XDG_CACHE_HOME/libjprof/bci, else ~/.cache/libjprof/bci), so that a later run reads a class rewritten before instead of rewriting it: a shorter start-up. The directory must be this user's and not writable by others (it is created so); past " + bciCacheCapText + " the least recently written contexts (JVMs, option sets, libjprof builds) are removed; not used with ROOTS or JLM, or when attaching",
 		set: func(o *Options, v string, on bool) error {
-			switch {
-			case !on:
-				o.BCICache = ""
-			case v == "":
+			o.BCICacheOn, o.BCICache = on, v
+			if on && v == "" {
 				o.BCICache = defaultBCICache()
-			default:
-				o.BCICache = v
 			}
 			return nil
 		}},
@@ -276,7 +273,7 @@ var optionSpecs = []optionSpec{
 		o.GenMax = n
 		return nil
 	}},
-	{name: "MAXMETHODS", hasValue: true, help: "method registry limit (default 4194304); methods past it are reported as <method-limit-reached> and the log-rt header says how many", set: intOpt(func(o *Options) *int { return &o.MaxMethods }, engine.DefaultMaxMethods, 1, 1<<31, "a number of methods")},
+	{name: "MAXMETHODS", hasValue: true, help: "method registry limit (default 4194304); methods past it are reported as <method-limit-reached> and the log-rt header says how many", set: intOpt(func(o *Options) *int { return &o.MaxMethods }, engine.DefaultMaxMethods, 1, 1<<29, "a number of methods")},
 	{name: "VTHREADS", help: "virtual threads (JDK 21+) get trees of their own, followed across carriers (default on; NOVTHREADS: only detected, and the header says carriers' trees are not exact)", set: boolOpt(func(o *Options) *bool { return &o.VThreads })},
 	{name: "SAMPLE", hasValue: true, optValue: true, help: "sample stacks instead of method events: SAMPLE[=[cpu:|timer:|wall:]period], e.g. SAMPLE, SAMPLE=500us, SAMPLE=wall:10ms (default cpu:1ms: each thread every 1 ms of its CPU time); log-rt holds the sampled tree", set: setSample},
 	{name: "ALLOC", hasValue: true, optValue: true, help: "sample allocations instead of method events: ALLOC[=interval], about one sample every interval bytes each thread allocates (default 512k), with its stack and the allocated class as the leaf; log-rt's metrics are the bytes and objects the samples stand for (unbiased estimates)", set: setAlloc},
@@ -461,7 +458,7 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 		for _, f := range []struct {
 			name string
 			set  bool
-		}{{"INCLUDE", o.Include != ""}, {"EXCLUDE", o.Exclude != ""}, {"ALLMETHODS", o.AllMethods}, {"JLM", o.JLM}, {"FFMPROBES", o.FFMProbes}, {"BCICACHE", o.BCICache != ""}} {
+		}{{"INCLUDE", o.Include != ""}, {"EXCLUDE", o.Exclude != ""}, {"ALLMETHODS", o.AllMethods}, {"JLM", o.JLM}, {"FFMPROBES", o.FFMProbes}, {"BCICACHE", o.BCICacheOn}} {
 			if f.set {
 				return nil, &OptionError{Option: f.name, Reason: "selects what bytecode instrumentation (BCI, the default source) instruments: not with " + o.sourceName()}
 			}

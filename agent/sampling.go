@@ -128,8 +128,9 @@ func processCoverage(st jvmti.SampleStats, cpu time.Duration) string {
 	if cpu > 0 {
 		line += fmt.Sprintf(" (%.1f%%)", float64(st.Weight)/float64(cpu)*100)
 	}
-	line += fmt.Sprintf(": Java threads %s, the JVM's own threads and the profiler's %s (%d threads: GC, JIT compilers, the VM thread, the profiler's (<profiler_thread>) and others, each under a root of its name and a pseudo-frame of its kind, no frames). "+
+	line += fmt.Sprintf(": Java threads %s, the JVM's own threads and the profiler's %s (%d threads: GC, JIT compilers, the VM thread, the profiler's (<profiler_thread>) and others, each under a root of its name and a pseudo-frame of its kind, no frames, "+
+		"sampled every %s of their CPU time, each sample weighing the time since their last). "+
 		"Not sampled: threads that ended before a scan (every 100 ms) saw them, and each thread's time after its last sample",
-		ms(st.Weight-st.JVMWeight), ms(st.JVMWeight), st.JVMThreads)
+		ms(st.Weight-st.JVMWeight), ms(st.JVMWeight), st.JVMThreads, st.JVMPeriod)
 	return line
 }

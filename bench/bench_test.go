@@ -80,7 +80,7 @@ func TestSmoke(t *testing.T) {
 	assert.Contains(t, sections["Sampling overhead and stress"], "| ParJavac | libjprof SAMPLE (cpu, 1 ms) |")
 	assert.Contains(t, sections["Sampling overhead and stress"], "**Stress.**")
 	assert.Contains(t, sections["Sampling overhead and stress"], "**2 of 2 passed**")
-	assert.Len(t, s.Targets(), 38)
+	assert.Len(t, s.Targets(), 39)
 	if sj := part[*SampleJFR](s); sj != nil && sj.Skipped == "" { // JDK 25 is installed
 		assert.Regexp(t, `\| GCHeavy \| JFR CPU-time sampler, 10 ms \| .* \| [0-9]+ \([0-9]+–[0-9]+\) \|`, sections["Sampling against JFR's CPU-time sampler (JDK 25)"])
 		assert.Regexp(t, `\| javac \| libjprof SAMPLE \(cpu, 1 ms\) \| .* \| [0-9]+ \([0-9]+–[0-9]+\) \| – \|`, sections["Sampling against JFR's CPU-time sampler (JDK 25)"])

@@ -35,6 +35,9 @@ type SampleJFRRow struct {
 	// jdk.CPUTimeSample events, libjprof's samples less those of the
 	// JVM's own threads (JFR samples Java threads only).
 	Samples []float64
+	// All is, per run, every sample taken (libjprof's include the JVM's
+	// own threads'): what the sampler paid for.
+	All []float64
 	// Lost is, per run, the samples JFR says it dropped
 	// (jdk.CPUTimeSamplesLost); libjprof's are in its log-msg.
 	Lost []float64
@@ -144,17 +147,19 @@ func (p *SampleJFR) Run(ctx context.Context, s *Suite, tmp string) error {
 					return fmt.Errorf("%s %s: %w", row.Program, row.Name, err)
 				}
 				row.Samples = append(row.Samples, n)
+				row.All = append(row.All, n)
 				row.Lost = append(row.Lost, lost)
 			case sjSample1, sjSampl10:
 				b, err := os.ReadFile(res.file("msg"))
 				if err != nil {
 					return fmt.Errorf("%s %s: %w", row.Program, row.Name, err)
 				}
-				n, ok := javaSamples(string(b))
+				java, all, ok := javaSamples(string(b))
 				if !ok {
 					return fmt.Errorf("%s %s: no sampling summary in log-msg", row.Program, row.Name)
 				}
-				row.Samples = append(row.Samples, n)
+				row.Samples = append(row.Samples, java)
+				row.All = append(row.All, all)
 			}
 			o.Logf("  %s: %.2fs", row.Key, res.Wall.Seconds())
 			os.RemoveAll(dir)
@@ -192,15 +197,16 @@ func jfrCPUSamples(ctx context.Context, jfrTool, rec string) (n, lost float64, e
 	return n, lost, nil
 }
 
-// javaSamples is log-msg's count of the Java threads' samples.
-func javaSamples(msg string) (float64, bool) {
+// javaSamples is log-msg's count of the Java threads' samples, and of
+// all.
+func javaSamples(msg string) (java, all float64, ok bool) {
 	m := samplesRe.FindStringSubmatch(msg)
 	if m == nil {
-		return 0, false
+		return 0, 0, false
 	}
-	all, _ := strconv.ParseFloat(m[1], 64)
+	all, _ = strconv.ParseFloat(m[1], 64)
 	jvm, _ := strconv.ParseFloat(m[2], 64)
-	return all - jvm, true
+	return all - jvm, all, true
 }
 
 func (p *SampleJFR) row(prog, cfg string) *SampleJFRRow { return keyed(p.Rows, prog+"-"+cfg) }
@@ -223,6 +229,27 @@ func (p *SampleJFR) overhead(prog, cfg string, cpu bool) (Summary, bool) {
 	return Summary{N: r.N, Median: r.Median - 1, Min: r.Min - 1, Max: r.Max - 1, Q1: r.Q1 - 1, Q3: r.Q3 - 1}, true
 }
 
+// perSample is a sampler's cost per 1,000 of its samples, ms of the
+// JVM's CPU time: the median over rounds of (CPU − the same round's CPU
+// without an agent) / samples. It puts samplers that take different
+// numbers of samples side by side.
+func (p *SampleJFR) perSample(r *SampleJFRRow) (float64, bool) {
+	none := p.row(r.Program, sjNone)
+	if none == nil || len(r.All) != len(r.CPU) || len(none.CPU) != len(r.CPU) || len(r.CPU) == 0 {
+		return 0, false
+	}
+	var xs []float64
+	for i := range r.CPU {
+		if r.All[i] > 0 {
+			xs = append(xs, (r.CPU[i]-none.CPU[i])/r.All[i]*1e6)
+		}
+	}
+	if len(xs) == 0 {
+		return 0, false
+	}
+	return Summarize(xs).Median, true
+}
+
 func (p *SampleJFR) Markdown(out io.Writer, s *Suite) error {
 	if p.Skipped != "" {
 		_, err := fmt.Fprintf(out, "Not run: %s.\n", p.Skipped)
@@ -237,9 +264,11 @@ func (p *SampleJFR) Markdown(out io.Writer, s *Suite) error {
 		"JFR runs with nothing else enabled (`settings=none`), and its fixed cost shows on its own row. Wall is the whole JVM, CPU its user + "+
 		"system time; *+ per round* is the median over rounds of each run against the run without an agent in the same round, with its range. "+
 		"*Java samples*: JFR's `jdk.CPUTimeSample` events (and the samples its `jdk.CPUTimeSamplesLost` events say it dropped), libjprof's "+
-		"samples of Java threads (log-msg's count less the JVM's own threads', which JFR does not sample), median over the runs.\n\n",
+		"samples of Java threads (log-msg's count less the JVM's own threads', which JFR does not sample), median over the runs; "+
+		"*CPU ms per 1,000 samples* divides each run's CPU time above the same round's run without an agent by its samples (median over rounds; "+
+		"for SAMPLE, all its samples, the JVM threads' too, which it also pays for).\n\n",
 		jdk25Home, p.Rounds)
-	fmt.Fprintf(out, "| program | configuration | options | wall s: median | min–max | wall + per round (min–max) | CPU + per round | Java samples: median (min–max) | lost |\n|---|---|---|--:|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(out, "| program | configuration | options | wall s: median | min–max | wall + per round (min–max) | CPU + per round | Java samples: median (min–max) | lost | CPU ms per 1,000 samples |\n|---|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range p.Rows {
 		w := Summarize(r.Wall)
 		dw, dc, ns, lost := "–", "–", "–", "–"
@@ -259,7 +288,11 @@ func (p *SampleJFR) Markdown(out io.Writer, s *Suite) error {
 		if len(r.Lost) > 0 {
 			lost = fmt.Sprintf("%.0f", Summarize(r.Lost).Median)
 		}
-		fmt.Fprintf(out, "| %s | %s | %s | %.2f | %s | %s | %s | %s | %s |\n", r.Program, r.Name, r.Label, w.Median, w.Range("%.2f"), dw, dc, ns, lost)
+		per := "–"
+		if x, ok := p.perSample(r); ok {
+			per = fmt.Sprintf("%.0f", x)
+		}
+		fmt.Fprintf(out, "| %s | %s | %s | %.2f | %s | %s | %s | %s | %s | %s |\n", r.Program, r.Name, r.Label, w.Median, w.Range("%.2f"), dw, dc, ns, lost, per)
 	}
 	fmt.Fprintln(out)
 	return nil

@@ -264,11 +264,10 @@ static uint32_t *bci_names_slot(uint32_t *tab, uint32_t cap, const char *name)
 	}
 }
 
-static void bci_names_add(const char *name, uint32_t h)
+static void bci_names_add_locked(const char *name, uint32_t h)
 {
 	if (JP_IS_OVERFLOW(h))
 		return;
-	pthread_mutex_lock(&bci_names_mu);
 	if ((bci_names_n + 1) * 2 > bci_names_cap) {
 		uint32_t cap = bci_names_cap ? bci_names_cap * 2 : 4096;
 		uint32_t *tab = calloc(cap, sizeof *tab);
@@ -288,7 +287,6 @@ static void bci_names_add(const char *name, uint32_t h)
 			bci_names_n++;
 		}
 	}
-	pthread_mutex_unlock(&bci_names_mu);
 }
 
 uint32_t jp_bci_handle(const char *name)
@@ -302,14 +300,18 @@ uint32_t jp_bci_handle(const char *name)
 uint32_t jp_bci_register_name(const char *name, int type)
 {
 	/* A class read from BCICACHE registers its methods here, and the
-	 * transformer may register them again (retransforming it). */
+	 * transformer may register them again (retransforming it), as may
+	 * two threads loading classes at once: one registration a name,
+	 * under the table's lock (the registry's own is taken inside it). */
 	pthread_mutex_lock(&bci_names_mu);
 	uint32_t h = bci_names != NULL ? *bci_names_slot(bci_names, bci_names_cap, name) : 0;
-	pthread_mutex_unlock(&bci_names_mu);
-	if (h != 0)
+	if (h != 0) {
+		pthread_mutex_unlock(&bci_names_mu);
 		return h - 1;
+	}
 	h = jp_method_register(name, type);
-	bci_names_add(name, h);
+	bci_names_add_locked(name, h);
+	pthread_mutex_unlock(&bci_names_mu);
 	return h;
 }
 
@@ -470,35 +472,14 @@ static void bci_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 	bci.m_sizes = (*jni)->GetStaticMethodID(jni, t, "sizes", "()[J");
 	(*jni)->ExceptionClear(jni);
 	bci.m_wanted = (*jni)->GetStaticMethodID(jni, t, "wanted", "(Ljava/lang/String;Z)Z");
-	bci.m_init = (*jni)->GetStaticMethodID(jni, t, "init",
-					       "(Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;ILjava/lang/String;)Ljava/lang/String;");
+	bci.m_init = (*jni)->GetStaticMethodID(jni, t, "init", "(Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;I)V");
 	bci.m_roots = (*jni)->GetStaticMethodID(jni, t, "setRoots", "(Ljava/lang/String;)V");
 	bci.m_expand = (*jni)->GetStaticMethodID(jni, t, "expand", "(I)V");
 	if (bci.m_transform && bci.m_wanted && bci.m_init && bci.m_roots && bci.m_expand) {
 		jstring inc = (*jni)->NewStringUTF(jni, bci.include);
 		jstring exc = (*jni)->NewStringUTF(jni, bci.exclude);
 		jstring roots = (*jni)->NewStringUTF(jni, bci.roots);
-		/* BCICACHE's spec, then the jar, whose bytes name the cache's
-		 * context (TransformCache.init). */
-		char *spec = NULL;
-		if (bci.cache[0] != 0 && asprintf(&spec, "%s\n%s", bci.cache, bci.jar) < 0)
-			spec = NULL;
-		jstring cache = (*jni)->NewStringUTF(jni, spec ? spec : "");
-		free(spec);
-		jstring dir = (jstring)(*jni)->CallStaticObjectMethod(jni, t, bci.m_init, inc, exc, roots, (jint)bci.flags, cache);
-		const char *d = dir != NULL && !(*jni)->ExceptionCheck(jni) ? (*jni)->GetStringUTFChars(jni, dir, NULL) : NULL;
-		if (d != NULL) {
-			char *cd = strdup(d);
-			(*jni)->ReleaseStringUTFChars(jni, dir, d);
-			if (cd != NULL) {
-				/* The directory for this context is the user's alone, as
-				 * BCICACHE's is (the agent checked it). */
-				int w = strncmp(bci.cache, "w:", 2) == 0 && (mkdir(cd, 0700) == 0 || errno == EEXIST);
-				jp_bci_cache_open(cd, w);
-				bci.cache_writable = w;
-				__atomic_store_n(&bci.cache_dir, cd, __ATOMIC_RELEASE);
-			}
-		}
+		(*jni)->CallStaticVoidMethod(jni, t, bci.m_init, inc, exc, roots, (jint)bci.flags);
 		bci.selective = bci.roots[0] != 0 && strcmp(bci.roots, "all") != 0;
 	}
 	if ((*jni)->ExceptionCheck(jni) || !bci.m_transform || !bci.m_wanted || !bci.m_init || !bci.m_roots || !bci.m_expand) {
@@ -508,6 +489,9 @@ static void bci_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 		jp_notef("BCI: the transformer could not be set up: nothing is instrumented");
 		return;
 	}
+	/* The flags are final now (FFM set up or not). */
+	if (bci.cache_fd >= 0 && !bci.selective)
+		jp_bci_cache_setup(jvmti);
 	bci_busy = 0;
 	pthread_mutex_lock(&bci_lock);
 	bci.ready = 1;
@@ -553,7 +537,7 @@ int jp_bci_set(int on)
 
 static void bci_die(void)
 {
-	if (bci.cache_dir != NULL)
+	if (bci.cache_fd >= 0)
 		jp_bci_cache_flush(1);
 	pthread_mutex_lock(&bci_lock);
 	jp.dead = 1;

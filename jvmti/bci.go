@@ -35,26 +35,17 @@ type BCIConfig struct {
 	Natives bool
 	// JLM counts the monitors instrumented code takes (jlm.c).
 	JLM bool
-	// Cache is the directory of classes rewritten in earlier runs
-	// (BCICACHE), "" for none; CacheReadOnly reads it without adding.
-	// The caller checked it (CheckCacheDir).
-	Cache         string
-	CacheReadOnly bool
-}
-
-// cacheSpec is Transformer.init's cache argument.
-func (c *BCIConfig) cacheSpec() string {
-	switch {
-	case c.Cache == "":
-		return ""
-	case c.CacheReadOnly:
-		return "r:" + c.Cache
-	}
-	return "w:" + c.Cache
+	// CacheFD is the open directory of classes rewritten in earlier runs
+	// (BCICACHE), -1 for none (the zero value: none), checked by the
+	// caller; CacheDir its name, for messages; CacheBudget the bytes this
+	// run may add to it.
+	CacheFD     int
+	CacheDir    string
+	CacheBudget int64
 }
 
 func configureBCI(c *BCIConfig) error {
-	ci, ce, cr, cc := C.CString(c.Include), C.CString(c.Exclude), C.CString(c.Roots), C.CString(c.cacheSpec())
+	ci, ce, cr, cc := C.CString(c.Include), C.CString(c.Exclude), C.CString(c.Roots), C.CString(c.CacheDir)
 	defer C.free(unsafe.Pointer(cc))
 	defer C.free(unsafe.Pointer(cr))
 	defer C.free(unsafe.Pointer(ci))
@@ -73,7 +64,11 @@ func configureBCI(c *BCIConfig) error {
 	if c.FFMProbes {
 		flags |= C.JP_BCI_FFM
 	}
-	if C.jp_bci_configure(ci, ce, cr, cc, flags, &errbuf[0], C.int(len(errbuf))) != 0 {
+	cfd := C.int(-1)
+	if c.CacheDir != "" {
+		cfd = C.int(c.CacheFD)
+	}
+	if C.jp_bci_configure(ci, ce, cr, cc, cfd, C.int64_t(c.CacheBudget), flags, &errbuf[0], C.int(len(errbuf))) != 0 {
 		return fmt.Errorf("%s", C.GoString(&errbuf[0]))
 	}
 	return nil

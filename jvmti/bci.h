@@ -15,11 +15,14 @@ struct jp_bci_state {
 	char *include; /* package prefixes, may be "" */
 	char *exclude;
 	char *roots;   /* ROOTS patterns, "" for every method */
-	char *cache;   /* BCICACHE: "r:" or "w:" and its directory, "" for none */
-	char *cache_dir; /* BCICACHE's directory for this run's context, NULL: off (bci_cache.c) */
-	int cache_writable;            /* entries are added to it */
+	/* BCICACHE (bci_cache.c): its directory, opened and checked by the
+	 * agent (-1: none), its name, the bytes this run may add; whether
+	 * lookups are on, and entries added (under bci_cache.c's lock). */
+	int cache_fd;
+	char *cache_name;
+	int64_t cache_budget;
+	int cache_on, cache_writable;
 	uint64_t cache_hits, cache_misses, cache_added; /* classes answered from it, not held, added */
-	uint64_t cache_pending;        /* entries made, not yet written (under bci_cache.c's lock) */
 	uint64_t cache_trivial, cache_wrapped; /* the counts of the classes it answered */
 	int flags;     /* JP_BCI_ALL_METHODS, JP_BCI_NATIVES */
 	int natives_refused; /* the JVMTI error that kept natives unwrapped, 0 */
@@ -67,7 +70,7 @@ extern struct jp_bci_state bci;
 /* A handle in a class kept in BCICACHE has this bit set
  * (TransformCache.CACHED_ID): its constant is then almost never one of the
  * class's own. Overflow handles (both top bits set) keep theirs. */
-#define JP_BCI_CACHED_ID 0x40000000u
+#define JP_BCI_CACHED_ID 0x40000000u /* a change here changes bci_cache.c's JP_CACHE_FORMAT */
 static inline jint bci_id(jint id)
 {
 	uint32_t u = (uint32_t)id;
@@ -92,7 +95,7 @@ void bci_ffm_setup(JNIEnv *jni);
 void jp_bci_cache_name(const char *cls, const unsigned char *data, jint len, char *out);
 int jp_bci_cache_hit(jvmtiEnv *jvmti, const char *cls, const char *name, jint len, jint *new_len,
 		     unsigned char **new_data);
-void jp_bci_cache_open(const char *dir, int writable);
+void jp_bci_cache_setup(jvmtiEnv *jvmti);
 void jp_bci_cache_flush(int last);
 int jp_bci_cache_add(jvmtiEnv *jvmti, const char *cls, const char *name, const unsigned char *e, size_t n, jint len,
 		     jint *new_len, unsigned char **new_data);

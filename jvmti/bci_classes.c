@@ -43,8 +43,8 @@ char *jp_agent_jar(const char *who, char *err, int errlen)
 
 /* jp_bci_configure is called by Go before jp_vm_setup: the source's jar
  * (found beside this library), package filters and roots. */
-int jp_bci_configure(const char *include, const char *exclude, const char *roots, const char *cache, int flags, char *err,
-		     int errlen)
+int jp_bci_configure(const char *include, const char *exclude, const char *roots, const char *cache_name, int cache_fd,
+		     int64_t cache_budget, int flags, char *err, int errlen)
 {
 	char *jar = jp_agent_jar("BCI", err, errlen);
 	if (jar == NULL)
@@ -58,7 +58,9 @@ int jp_bci_configure(const char *include, const char *exclude, const char *roots
 	bci.include = strdup(include);
 	bci.exclude = strdup(exclude);
 	bci.roots = strdup(roots);
-	bci.cache = strdup(cache);
+	bci.cache_fd = cache_fd;
+	bci.cache_name = strdup(cache_name);
+	bci.cache_budget = cache_budget;
 	bci.flags = flags;
 	jpvm.bci = 1;
 	return 0;
@@ -145,7 +147,7 @@ void JNICALL jp_bci_class_file_load(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefin
 	/* A first load outside ROOTS may be in BCICACHE (answered here, in C),
 	 * and may go there. */
 	char entry[JP_BCI_CACHE_NAME];
-	int cacheable = __atomic_load_n(&bci.cache_dir, __ATOMIC_ACQUIRE) != NULL && redefined == NULL && !bci.selective;
+	int cacheable = __atomic_load_n(&bci.cache_on, __ATOMIC_ACQUIRE) && redefined == NULL && !bci.selective;
 	if (cacheable) {
 		jp_bci_cache_name(name, data, len, entry);
 		if (jp_bci_cache_hit(jvmti, name, entry, len, new_len, new_data)) {
@@ -179,14 +181,24 @@ void JNICALL jp_bci_class_file_load(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefin
 		jp_notef("BCI: class %s left as it was: the transformer threw", name);
 	}
 	if (out != NULL && cacheable) {
-		/* The class's BCICACHE entry, or the class if it cannot be kept. */
+		/* The class's BCICACHE entry, or the class if it cannot be kept
+		 * (a class file: the path below). An entry that cannot be taken
+		 * apart for want of memory leaves the class as it was. */
 		jint n = (*jni)->GetArrayLength(jni, out);
-		unsigned char *e = n > 0 ? malloc((size_t)n) : NULL;
-		if (e != NULL) {
-			(*jni)->GetByteArrayRegion(jni, out, 0, n, (jbyte *)e);
-			if (jp_bci_cache_add(jvmti, name, entry, e, (size_t)n, len, new_len, new_data))
-				out = NULL;
-			free(e);
+		jbyte magic[4] = { 0 };
+		if (n >= 4)
+			(*jni)->GetByteArrayRegion(jni, out, 0, 4, magic);
+		if (memcmp(magic, "JPC1", 4) == 0) {
+			unsigned char *e = malloc((size_t)n);
+			if (e != NULL) {
+				(*jni)->GetByteArrayRegion(jni, out, 0, n, (jbyte *)e);
+				jp_bci_cache_add(jvmti, name, entry, e, (size_t)n, len, new_len, new_data);
+				free(e);
+			} else {
+				__atomic_add_fetch(&bci.failed, 1, __ATOMIC_RELAXED);
+				jp_notef("BCI: class %s left as it was: no memory", name);
+			}
+			out = NULL;
 		}
 	}
 	if (out != NULL) {
@@ -386,6 +398,10 @@ int jp_bci_roots(const char *roots, char *err, int errlen)
 		return -1;
 	}
 	pthread_mutex_lock(&bci_lock);
+	/* Under ROOTS what is rewritten depends on the run: BCICACHE is
+	 * neither read nor added to from now on (before the transformer
+	 * turns selective, so no class is answered from it meanwhile). */
+	__atomic_store_n(&bci.cache_on, 0, __ATOMIC_SEQ_CST);
 	int rc = 0;
 	jstring s = (*jni)->NewStringUTF(jni, roots);
 	if (s != NULL)

@@ -241,8 +241,8 @@ void jp_notef(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* jp_agent_jar is jprof-bci.jar's path beside libjprof.so (malloc'd), or
  * NULL with err (who names the option that needs it). */
 char *jp_agent_jar(const char *who, char *err, int errlen);
-int jp_bci_configure(const char *include, const char *exclude, const char *roots, const char *cache, int flags, char *err,
-		     int errlen);
+int jp_bci_configure(const char *include, const char *exclude, const char *roots, const char *cache_name, int cache_fd,
+		     int64_t cache_budget, int flags, char *err, int errlen);
 int jp_bci_roots(const char *roots, char *err, int errlen);
 int jp_bci_set(int on);
 /* jp_bci_stats fills out[10]: classes rewritten, retransformation

@@ -154,7 +154,7 @@ static void jp_sample_handler(int sig, siginfo_t *si, void *uc)
 	uint64_t cpu0 = jp_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	uint64_t now = jps.kind == JP_SAMPLE_WALL ? jp_clock_ns(CLOCK_MONOTONIC) : cpu0;
 	uint32_t gen = __atomic_load_n(&s->arm_gen, __ATOMIC_RELAXED);
-	uint64_t w = jps.period_ns;
+	uint64_t w = jp_period_of(s);
 	if (gen == s->seen_gen && now > s->last)
 		w = now - s->last;
 	s->seen_gen = gen;
@@ -202,6 +202,11 @@ static void jp_sample_handler(int sig, siginfo_t *si, void *uc)
 	__atomic_fetch_add(&jps.st.handler_ns, jp_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0, __ATOMIC_RELAXED);
 out:
 	errno = saved_errno;
+}
+
+uint64_t jp_sampling_period(void)
+{
+	return jps.period_ns;
 }
 
 int jp_sampling_configure(int kind, uint64_t period_ns, uint32_t max_nodes, uint32_t depth, char *err, int errlen)

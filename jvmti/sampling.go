@@ -129,6 +129,9 @@ type SampleStats struct {
 	// threads sampled, threads seen to end, their samples and the time
 	// those stand for.
 	JVMThreads, JVMEnded, JVMSamples uint64
+	// JVMPeriod is the JVM threads' sampling period: the source's, or
+	// JP_JVM_PERIOD_NS if that is longer.
+	JVMPeriod time.Duration
 	JVMWeight                        time.Duration
 	// Recovered counts walks that failed at the top frame and were
 	// walked from its caller (<top_frame_not_walkable>).
@@ -164,7 +167,7 @@ func SamplingStats() SampleStats {
 		Weight: time.Duration(st.weight_ns), PerfArmed: uint64(st.perf_armed), TimerArmed: uint64(st.timer_armed),
 		Handler: time.Duration(st.handler_ns), Prepare: time.Duration(st.prepare_ns), Prepared: uint64(st.prepared),
 		JVMThreads: uint64(st.jvm_threads), JVMEnded: uint64(st.jvm_ended), JVMSamples: uint64(st.jvm_samples),
-		JVMWeight: time.Duration(st.jvm_weight_ns), Recovered: uint64(st.recovered), Anchored: uint64(st.anchored),
+		JVMWeight: time.Duration(st.jvm_weight_ns), JVMPeriod: max(time.Duration(C.jp_sampling_period()), time.Duration(C.JP_JVM_PERIOD_NS)), Recovered: uint64(st.recovered), Anchored: uint64(st.anchored),
 		StubPopped: uint64(st.stub_popped)}
 	for r := 0; r < C.JP_NREASONS; r++ {
 		if n := uint64(st.reasons[r]); n > 0 {

@@ -17,6 +17,12 @@ enum jp_sample_kind {
  * safepoint (HotSpot prims/forte.cpp). */
 #define JP_NREASONS 11
 
+/* The JVM's own threads are sampled at this period of their CPU time at
+ * the least: their samples name only their kind, and each weighs the
+ * CPU time since the thread's last, so a longer period keeps their
+ * total and costs them, the JIT compilers above all, fewer signals. */
+#define JP_JVM_PERIOD_NS 10000000ull
+
 /* Counters since VM start; all uint64_t (jp_sampling_stats copies them
  * as an array). */
 typedef struct jp_sample_stats {
@@ -48,6 +54,8 @@ void jp_sampling_stats(jp_sample_stats *out);
 /* jp_sampling_process_cpu is the process's CPU time (ns, all threads,
  * getrusage) while sampling was on. */
 uint64_t jp_sampling_process_cpu(void);
+/* jp_sampling_period is the configured period, ns. */
+uint64_t jp_sampling_period(void);
 const char *jp_sampling_reason(int r);
 /* jp_sampling_debuginfo: turning DebugNonSafepoints on gave this
  * (jp_vm_set_bool_flag). */

@@ -56,6 +56,9 @@ typedef struct jp_sthread {
 	 * time (/proc stat field 22: a reused tid is a new thread) and
 	 * whether the last scan saw it. */
 	uint32_t kind_h;
+	/* Its timer's period, if not jps.period_ns (a JVM thread's:
+	 * JP_JVM_PERIOD_NS at the least). */
+	uint64_t period_ns;
 	/* Attached: a thread found running that may be a Java thread (the
 	 * handler looks for its JNI environment): JP_MAYBE_JAVA, or
 	 * JP_JAVA_OR_NOTHING for one named like the process (the main
@@ -106,6 +109,8 @@ extern struct jp_sampling_state jps;
 
 /* sampling.c: arming and disarming a thread's timer (jps.lock held). */
 void jp_arm(jp_sthread *s);
+/* jp_period_of is s's sampling period, ns (sampling_timers.c). */
+uint64_t jp_period_of(const jp_sthread *s);
 void jp_disarm(jp_sthread *s);
 /* sampling_threads.c: the JVM's threads. jp_jvm_threads_setup registers
  * the kinds' pseudo-frames; jp_jvm_threads_start starts the scanner (on

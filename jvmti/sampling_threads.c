@@ -204,6 +204,8 @@ static void jp_jvm_adopt(const jp_seen *c)
 	s->tid = c->tid;
 	s->starttime = c->starttime;
 	s->kind_h = jp_kind_h[kind];
+	if (!s->maybe_java)
+		s->period_ns = jps.period_ns > JP_JVM_PERIOD_NS ? jps.period_ns : JP_JVM_PERIOD_NS;
 	s->seen = 1;
 	s->t = ok ? jp_thread_foreign(c->comm, c->tid) : NULL;
 	/* A root, the kind's pseudo-frame and the node-limit one; a Java

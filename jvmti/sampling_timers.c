@@ -27,6 +27,11 @@ static clockid_t jp_thread_cpuclock(int tid)
 	return (clockid_t)(((unsigned int)~tid) << 3) | 6;
 }
 
+uint64_t jp_period_of(const jp_sthread *s)
+{
+	return s->period_ns ? s->period_ns : jps.period_ns;
+}
+
 /* jp_perf_arm opens a task-clock event on s's thread that signals it
  * every period of its CPU time; -1 if perf events are refused. */
 static int jp_perf_arm(jp_sthread *s)
@@ -36,7 +41,7 @@ static int jp_perf_arm(jp_sthread *s)
 	a.size = sizeof a;
 	a.type = PERF_TYPE_SOFTWARE;
 	a.config = PERF_COUNT_SW_TASK_CLOCK;
-	a.sample_period = jps.period_ns;
+	a.sample_period = jp_period_of(s);
 	a.disabled = 1;
 	/* perf_event_paranoid 2 allows user-space measurement only: the
 	 * samples that land in the kernel are then skipped, and the next one
@@ -90,8 +95,9 @@ void jp_arm(jp_sthread *s)
 			return;
 		}
 		struct itimerspec its;
-		its.it_interval.tv_sec = (time_t)(jps.period_ns / 1000000000ull);
-		its.it_interval.tv_nsec = (long)(jps.period_ns % 1000000000ull);
+		uint64_t period = jp_period_of(s);
+		its.it_interval.tv_sec = (time_t)(period / 1000000000ull);
+		its.it_interval.tv_nsec = (long)(period % 1000000000ull);
 		its.it_value = its.it_interval;
 		if (timer_settime(s->timer, 0, &its, NULL) != 0) {
 			timer_delete(s->timer);

@@ -1,40 +1,25 @@
 package libjprof.bci;
 
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.Map;
-import java.util.zip.Adler32;
-import java.util.zip.CRC32;
 
 import org.objectweb.asm.ClassReader;
 
 /**
- * TransformCache keeps rewritten class files on disk between runs
- * (BCICACHE): a class whose bytes were rewritten before, by the same
- * transformer with the same settings on the same JVM, is read back
- * instead of being rewritten. Rewriting runs ASM on the class-loading
- * thread while ASM itself is still cold, a large part of a short run's
- * cost under BCI; reading an entry is a file read and a few stores.
+ * TransformCache makes a class's BCICACHE entry: the class as rewritten,
+ * with where its probes' method handles are. The agent keeps entries
+ * between runs (jvmti/bci_cache.c: the keys, the files, the lookups, all
+ * in C) and, in a later run, answers the class file hook with a kept
+ * class instead of calling the transformer, whose ASM is still cold in a
+ * short run's first classes.
  *
- * Each entry is keyed by the class's name, length and two checksums of
- * its bytes (CRC-32 and Adler-32, both computed natively), in a
- * directory named by a checksum of what decides the output: this
- * format, the transformer's and ASM's own class files, the flags and
- * the JVM. The probes' method handles differ from run to run: in a
- * cached class each handle is its own CONSTANT_Integer (ldc, not an
- * immediate), and the entry records where each is with its method's
- * name; a hit registers the names and writes this run's handles there
- * (marked with CACHED_ID).
- * A class whose own constants include a handle's value, or whose
- * rewriting left methods out, is not cached.
- *
- * Only first loads without ROOTS or JLM use it (a retransformation, a
- * selective subgraph and lock sites depend on the run). The directory is
- * checked by the agent before (owned by this user, not writable by
- * others); entries appear whole (a temporary file renamed) and a bad one
- * is a miss.
+ * Handles differ from run to run: in a kept class each is a constant of
+ * its own (ldc of a CONSTANT_Integer, not an immediate, marked with
+ * CACHED_ID), and the entry lists where each is with its method's name;
+ * the agent registers the names and writes this run's handles there. A
+ * class whose own constants include a marked handle's value, or whose
+ * rewriting left methods out, is not kept. Only first loads without
+ * ROOTS or JLM are (a retransformation, a selective subgraph and lock
+ * sites depend on the run).
  */
 final class TransformCache {
     private TransformCache() {}
@@ -48,34 +33,6 @@ final class TransformCache {
      * would share its pool entry and keep the class out of the cache.
      */
     static final int CACHED_ID = 0x40000000;
-
-    /** The context's directory, or null: off. */
-
-    /** init turns the cache on: spec is "r:" (only read) or "w:", the
-     *  directory, a newline and the path of the agent's jar (whose bytes,
-     *  the transformer's and ASM's, decide the output); "" for off. It
-     *  returns the directory of this context's entries, or null. */
-    static String init(String spec, int flags, boolean base, String include, String exclude) {
-        int nl = spec == null ? -1 : spec.indexOf('\n');
-        if (nl < 3 || (flags & Transformer.JLM) != 0)
-            return null;
-        try {
-            CRC32 c = new CRC32();
-            Adler32 a = new Adler32();
-            byte[] ctx = (MAGIC + " " + flags + " " + base + " " + include + " " + exclude + " "
-                    + System.getProperty("java.vm.version") + " " + System.getProperty("java.home")).getBytes(StandardCharsets.UTF_8);
-            byte[] jar = Files.readAllBytes(Path.of(spec.substring(nl + 1)));
-            c.update(ctx);
-            a.update(ctx);
-            c.update(jar);
-            a.update(jar);
-            // The agent makes it (the user's alone) and reads it.
-            return Path.of(spec.substring(2, nl)).resolve("ctx-" + Long.toHexString(c.getValue() << 32 | a.getValue())).toString();
-        } catch (IOException | RuntimeException e) {
-            Probe.note("BCI: BCICACHE off: " + e);
-            return null;
-        }
-    }
 
     /** A probe's handle in a rewritten class: the method's name and
      *  descriptor, and its engine type. */
@@ -124,7 +81,7 @@ final class TransformCache {
                     continue;
                 if (n == at.length)
                     return out; // one handle in two constants: not ours to place
-                byte[] nb = h.nameDesc.getBytes(StandardCharsets.UTF_8);
+                byte[] nb = modifiedUtf8(h.nameDesc);
                 if (nb.length > 0xffff)
                     return out;
                 at[n] = o;
@@ -163,6 +120,33 @@ final class TransformCache {
         p = putInt(e, p, (int) wrapped);
         putInt(e, p, n);
         return e;
+    }
+
+    /** modifiedUtf8 is s as JNI's GetStringUTFChars gives it, the name
+     *  the engine registers: U+0000 in two bytes, a supplementary
+     *  character as its two surrogates, three bytes each. */
+    static byte[] modifiedUtf8(String s) {
+        int n = 0;
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            n += c >= 1 && c <= 0x7f ? 1 : c <= 0x7ff ? 2 : 3;
+        }
+        byte[] b = new byte[n];
+        int p = 0;
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c >= 1 && c <= 0x7f) {
+                b[p++] = (byte) c;
+            } else if (c <= 0x7ff) {
+                b[p++] = (byte) (0xc0 | (c >> 6));
+                b[p++] = (byte) (0x80 | (c & 0x3f));
+            } else {
+                b[p++] = (byte) (0xe0 | (c >> 12));
+                b[p++] = (byte) (0x80 | ((c >> 6) & 0x3f));
+                b[p++] = (byte) (0x80 | (c & 0x3f));
+            }
+        }
+        return b;
     }
 
     private static int putInt(byte[] b, int p, int v) {

@@ -84,7 +84,7 @@ public final class Transformer {
      * ROOTS, the JDK's are left alone but the roots') and the package
      * filters (comma-separated, dotted or slashed prefixes).
      */
-    public static String init(String include, String exclude, String roots, int flags, String cache) {
+    public static void init(String include, String exclude, String roots, int flags) {
         Transformer.flags = flags;
         Map<String, Module> mods = new HashMap<>();
         Set<String> base = new HashSet<>();
@@ -101,7 +101,6 @@ public final class Transformer {
         includes = prefixes(include);
         excludes = prefixes(exclude);
         setRoots(roots);
-        return TransformCache.init(cache, flags, BASE, include, exclude);
     }
 
     /**
@@ -245,6 +244,12 @@ public final class Transformer {
                     Rewritten r = new Rewritten();
                     byte[] out = rewrite(bytes, skip, loader, how, wanted, wrap, r);
                     return skip.isEmpty() ? TransformCache.entry(bytes, out, r.handles, r.trivialLeft, r.wrapped) : out;
+                } catch (ClassTooLargeException e) {
+                    // A cached class has a constant more per method: one
+                    // near the pool's limit is rewritten, and not kept.
+                    if (!cached)
+                        throw e;
+                    cached = false;
                 } catch (MethodTooLargeException e) {
                     String what = e.getMethodName() + e.getDescriptor();
                     if (!skip.add(what) || attempt > 64)
