@@ -132,7 +132,7 @@ type SampleStats struct {
 	// JVMPeriod is the JVM threads' sampling period: the source's, or
 	// JP_JVM_PERIOD_NS if that is longer.
 	JVMPeriod time.Duration
-	JVMWeight                        time.Duration
+	JVMWeight time.Duration
 	// Recovered counts walks that failed at the top frame and were
 	// walked from its caller (<top_frame_not_walkable>).
 	Recovered uint64
