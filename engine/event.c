@@ -42,8 +42,10 @@ uint32_t jp_child(jp_thread *t, uint32_t parent, uintptr_t key, int other)
 	jp_arena_publish(&t->nodes, n);
 	/* A node the map could not take is still correct: the next call on
 	 * this path makes another node of the same name, merged by readers. */
+	uint32_t mask = t->children.mask;
 	if (jp_map_put(&t->children, s, k1, parent, n) != 0)
 		t->alloc_failures++;
+	t->grew |= t->children.mask != mask;
 	return n;
 }
 
@@ -128,7 +130,10 @@ static inline void jp_seq_count(jp_thread *t, jp_node *np, uint32_t node, uint32
 			uint32_t i = jp_seq_new(t, node, key);
 			if (i == UINT32_MAX)
 				return;
-			if (jp_map_put(&t->seqmap, s, (uintptr_t)key + 1, node, i) != 0) {
+			uint32_t mask = t->seqmap.mask;
+			int put = jp_map_put(&t->seqmap, s, (uintptr_t)key + 1, node, i);
+			t->grew |= t->seqmap.mask != mask;
+			if (put != 0) {
 				t->alloc_failures++;
 				return; /* counted, but not cached either */
 			}
@@ -150,6 +155,7 @@ static int jp_push(jp_thread *t, uintptr_t key, uint32_t node, jp_node *np)
 		}
 		t->stack = ns;
 		t->stack_cap = ncap;
+		t->grew = 1;
 	}
 	t->depth++;
 	jp_frame_set(&t->stack[t->depth], key, node, np);
@@ -237,6 +243,10 @@ void jp_event(jp_thread *t, uintptr_t key, int tr)
 	 * removed; they are a tiny fraction of events, and the agent, log-gen
 	 * and jprof calibrate all treat them the same way. */
 	int clean = 1;
+	if (__builtin_expect(t->grew, 0)) { /* the previous event grew: see thread.h */
+		t->grew = 0;
+		clean = 0;
+	}
 	uint32_t epoch = __atomic_load_n(&jp.epoch, __ATOMIC_RELAXED);
 	if (__builtin_expect(t->epoch != epoch, 0)) {
 		/* Collection restarted: frames pushed before the stop have
@@ -364,7 +374,7 @@ out:
 	__asm__ __volatile__("" ::: "memory");
 	t->busy = 0;
 	if (jp.nmetrics) {
-		if (jp.late_read)
+		if (jp.late_read || __builtin_expect(t->grew, 0))
 			jp_ptt_read(&t->ptt, &t->last); /* Late Read */
 		else
 			t->last = early;
