@@ -468,14 +468,17 @@ void jp_bci_cache_setup(jvmtiEnv *jvmti)
 	if (bci_cache_context(jvmti, ctx, sizeof ctx) != 0) {
 		why = "cannot read the agent's jar";
 	} else {
+		int mkerr = 0;
 		if (writable && mkdirat(bci.cache_fd, ctx, 0700) != 0 && errno != EEXIST)
-			writable = 0;
+			mkerr = errno, writable = 0;
 		int fd = openat(bci.cache_fd, ctx, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		struct stat st;
 		if (fd < 0) {
-			why = errno == ENOENT ? NULL : strerror(errno); /* none yet, and read-only: nothing to read */
-			if (errno == ENOENT)
+			/* None yet: with nothing to add (the cache is full), nothing
+			 * to read either. */
+			if (errno == ENOENT && mkerr == 0)
 				return;
+			why = strerror(mkerr ? mkerr : errno);
 		} else if (fstat(fd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
 			why = "its context directory is not this user's alone";
 			close(fd);
