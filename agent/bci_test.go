@@ -50,6 +50,17 @@ func exceptionExits(t *testing.T, r *jvmtest.Result, thread string) (exc, unmatc
 	return
 }
 
+// countedRun runs a program without libjprof under the independent JVMTI
+// counting agent: its output, and every method's calls.
+func countedRun(t *testing.T, class string, args, jvm []string) (*jvmtest.Result, map[string]uint64) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "counts")
+	ref := jvmtest.Start(t, jvmtest.Run{Class: class, Args: args, Options: "-",
+		JVMArgs: append(append([]string{}, jvm...), "-agentpath:"+jvmtest.CountAgent(t)+"="+out)})
+	require.Equal(t, 0, ref.ExitCode, ref.Stderr)
+	return ref, jvmtest.Counts(t, out)
+}
+
 // Per-method call counts of every instrumented method equal those an
 // independent JVMTI counting agent sees on the same deterministic
 // program, native methods included (through their wrappers), and nothing
@@ -75,11 +86,7 @@ func TestBCIExactCounts(t *testing.T) {
 		{class: "BCIGenerated", jvm: []string{asmBoot}},
 	} {
 		t.Run(c.class, func(t *testing.T) {
-			out := filepath.Join(t.TempDir(), "counts")
-			ref := jvmtest.Start(t, jvmtest.Run{Class: c.class, Args: c.args, Options: "-",
-				JVMArgs: append(append([]string{}, c.jvm...), "-agentpath:"+jvmtest.CountAgent(t)+"="+out)})
-			require.Equal(t, 0, ref.ExitCode, ref.Stderr)
-			counts := jvmtest.Counts(t, out)
+			ref, counts := countedRun(t, c.class, c.args, c.jvm)
 			for _, all := range []bool{true, false} {
 				opts := "CALLTREE,START,NORTDRIVER" // the default source
 				if all {
@@ -147,11 +154,7 @@ func TestBCIFFMProbes(t *testing.T) {
 		{class: "BCICases", jvm: []string{"-Xss16m"}},
 	} {
 		t.Run(c.class, func(t *testing.T) {
-			out := filepath.Join(t.TempDir(), "counts")
-			ref := jvmtest.Start(t, jvmtest.Run{Class: c.class, Options: "-",
-				JVMArgs: append(append([]string{}, c.jvm...), "-agentpath:"+jvmtest.CountAgent(t)+"="+out)})
-			require.Equal(t, 0, ref.ExitCode, ref.Stderr)
-			counts := jvmtest.Counts(t, out)
+			ref, counts := countedRun(t, c.class, nil, c.jvm)
 			r := jvmtest.Start(t, jvmtest.Run{Class: c.class, JVMArgs: c.jvm, Options: "FFMPROBES,RTARCF,START,NORTDRIVER"})
 			require.Equal(t, 0, r.ExitCode, r.Stderr)
 			assert.NotContains(t, r.Stderr, "restricted method")

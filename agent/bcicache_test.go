@@ -46,11 +46,7 @@ func TestBCICache(t *testing.T) {
 		{class: "BCICases", jvm: []string{"-Xss16m"}},
 	} {
 		t.Run(c.class, func(t *testing.T) {
-			out := filepath.Join(t.TempDir(), "counts")
-			ref := jvmtest.Start(t, jvmtest.Run{Class: c.class, Options: "-",
-				JVMArgs: append(append([]string{}, c.jvm...), "-agentpath:"+jvmtest.CountAgent(t)+"="+out)})
-			require.Equal(t, 0, ref.ExitCode, ref.Stderr)
-			counts := jvmtest.Counts(t, out)
+			ref, counts := countedRun(t, c.class, nil, c.jvm)
 			plain := jvmtest.Start(t, jvmtest.Run{Class: c.class, JVMArgs: c.jvm, Options: "CALLTREE,START,NORTDRIVER"})
 			require.Equal(t, 0, plain.ExitCode, plain.Stderr)
 			want := methodCalls(plain.LogRT(t, 1))

@@ -53,6 +53,15 @@ type JFRCompare struct {
 // OpenJDK 17).
 const jdk25Home = "/usr/lib/jvm/temurin-25-jdk-amd64"
 
+// jdk25 is JDK 25's java, or why a part that needs it is skipped.
+func jdk25() (java, skipped string) {
+	java = filepath.Join(jdk25Home, "bin", "java")
+	if _, err := os.Stat(java); err != nil {
+		return "", "no JDK 25 at " + jdk25Home
+	}
+	return java, ""
+}
+
 // jfrClasses are the javac classes both ways instrument: five large ones
 // on the compilation's hot paths, some 800 methods (JDK 25's javac).
 var jfrClasses = []string{
@@ -93,9 +102,9 @@ func (p *JFR) Run(ctx context.Context, s *Suite, tmp string) error {
 	if o.JavacRounds == 0 {
 		return nil
 	}
-	java := filepath.Join(jdk25Home, "bin", "java")
-	if _, err := os.Stat(java); err != nil {
-		p.Skipped = "no JDK 25 at " + jdk25Home
+	java, why := jdk25()
+	if why != "" {
+		p.Skipped = why
 		return nil
 	}
 	p.Java = java
@@ -390,12 +399,7 @@ func (c *JFRCompare) Agreement() (invoked, equal int, diffs, untimed []jfrDiff) 
 }
 
 func (p *JFR) Markdown(out io.Writer, s *Suite) error {
-	if p.Skipped != "" {
-		_, err := fmt.Fprintf(out, "Not run: %s.\n", p.Skipped)
-		return err
-	}
-	if len(p.Rows) == 0 || len(p.Rows[0].Wall) == 0 {
-		_, err := fmt.Fprintln(out, "Not run.")
+	if ran, err := notRun(out, p.Skipped, len(p.Rows) > 0 && len(p.Rows[0].Wall) > 0); !ran {
 		return err
 	}
 	fmt.Fprintf(out, "`java [agent or -XX:StartFlightRecording] -m jdk.compiler/com.sun.tools.javac.Main %s` on JDK 25 (`%s`), "+

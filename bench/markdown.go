@@ -345,3 +345,17 @@ func (l *LogGen) Markdown(out io.Writer, s *Suite) error {
 	}
 	return nil
 }
+
+// notRun writes a section's body when it has nothing to show: why it
+// was skipped, or that it was not run. It says whether the part ran.
+func notRun(out io.Writer, skipped string, ran bool) (bool, error) {
+	if skipped != "" {
+		_, err := fmt.Fprintf(out, "Not run: %s.\n", skipped)
+		return false, err
+	}
+	if !ran {
+		_, err := fmt.Fprintln(out, "Not run.")
+		return false, err
+	}
+	return true, nil
+}

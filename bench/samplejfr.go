@@ -73,9 +73,9 @@ func (p *SampleJFR) Run(ctx context.Context, s *Suite, tmp string) error {
 	if o.JavacRounds == 0 {
 		return nil
 	}
-	java := filepath.Join(jdk25Home, "bin", "java")
-	if _, err := os.Stat(java); err != nil {
-		p.Skipped = "no JDK 25 at " + jdk25Home
+	java, why := jdk25()
+	if why != "" {
+		p.Skipped = why
 		return nil
 	}
 	for _, prog := range []string{sampleJavac, sampleGCHeavy} {
@@ -92,15 +92,9 @@ func (p *SampleJFR) Run(ctx context.Context, s *Suite, tmp string) error {
 			&SampleJFRRow{Program: prog, Config: Config{Key: prog + "-" + sjSampl10, Name: "libjprof SAMPLE=10ms", Agent: LibJProf, Options: "SAMPLE=10ms"},
 				Label: "`libjprof.so=SAMPLE=10ms,START,NORTDRIVER,LOGPATH=…`"})
 	}
-	srcs, err := snapshotSources(filepath.Join(o.Root, "java", "src"), filepath.Join(tmp, "src"))
+	mains, out, err := sampledPrograms(o, tmp)
 	if err != nil {
 		return err
-	}
-	out := filepath.Join(tmp, "classes")
-	cp := filepath.Join(o.Root, "build", "java")
-	mains := map[string][]string{
-		sampleJavac:   append([]string{"-m", "jdk.compiler/com.sun.tools.javac.Main", "-d", out}, srcs...),
-		sampleGCHeavy: {"-Xmx48m", "-XX:+UseParallelGC", "-cp", cp, "GCHeavy", "1500", "2"},
 	}
 	p.Rounds = sampleJFRRounds
 	if o.JavacRounds < 2 || o.JavacArgs != nil {
@@ -109,7 +103,7 @@ func (p *SampleJFR) Run(ctx context.Context, s *Suite, tmp string) error {
 		if o.JavacArgs != nil {
 			mains[sampleJavac] = append([]string{"-m", "jdk.compiler/com.sun.tools.javac.Main"}, o.JavacArgs...)
 		}
-		mains[sampleGCHeavy] = []string{"-Xmx48m", "-XX:+UseParallelGC", "-cp", cp, "GCHeavy", "200", "2"}
+		mains[sampleGCHeavy] = []string{"-Xmx48m", "-XX:+UseParallelGC", "-cp", filepath.Join(o.Root, "build", "java"), "GCHeavy", "200", "2"}
 	}
 	jfrTool := filepath.Join(jdk25Home, "bin", "jfr")
 	rng := rand.New(rand.NewPCG(o.Seed, 0x736a6672))
@@ -218,15 +212,10 @@ func (p *SampleJFR) overhead(prog, cfg string, cpu bool) (Summary, bool) {
 	if row == nil || none == nil {
 		return Summary{}, false
 	}
-	a, b := row.Wall, none.Wall
 	if cpu {
-		a, b = row.CPU, none.CPU
+		return overRound(row.CPU, none.CPU)
 	}
-	r, ok := perRound(a, b)
-	if !ok {
-		return Summary{}, false
-	}
-	return Summary{N: r.N, Median: r.Median - 1, Min: r.Min - 1, Max: r.Max - 1, Q1: r.Q1 - 1, Q3: r.Q3 - 1}, true
+	return overRound(row.Wall, none.Wall)
 }
 
 // perSample is a sampler's cost per 1,000 of its samples, ms of the
@@ -251,12 +240,7 @@ func (p *SampleJFR) perSample(r *SampleJFRRow) (float64, bool) {
 }
 
 func (p *SampleJFR) Markdown(out io.Writer, s *Suite) error {
-	if p.Skipped != "" {
-		_, err := fmt.Fprintf(out, "Not run: %s.\n", p.Skipped)
-		return err
-	}
-	if len(p.Rows) == 0 || len(p.Rows[0].Wall) == 0 {
-		_, err := fmt.Fprintln(out, "Not run.")
+	if ran, err := notRun(out, p.Skipped, len(p.Rows) > 0 && len(p.Rows[0].Wall) > 0); !ran {
 		return err
 	}
 	fmt.Fprintf(out, "JDK 25 (`%s`), javac compiling java/src and `GCHeavy 1500 2` (`-Xmx48m -XX:+UseParallelGC`), %d shuffled interleaved rounds. "+

@@ -122,16 +122,9 @@ func (p *Sampling) Run(ctx context.Context, s *Suite, tmp string) error {
 			&SamplingRow{Program: prog, Config: Config{Key: prog + "-1ms", Name: "libjprof SAMPLE (cpu, 1 ms)", Agent: LibJProf, Options: "SAMPLE"}},
 			&SamplingRow{Program: prog, Config: Config{Key: prog + "-10ms", Name: "libjprof SAMPLE=10ms", Agent: LibJProf, Options: "SAMPLE=10ms"}})
 	}
-	srcs, err := snapshotSources(filepath.Join(o.Root, "java", "src"), filepath.Join(tmp, "src"))
+	mains, out, err := sampledPrograms(o, tmp)
 	if err != nil {
 		return err
-	}
-	out := filepath.Join(tmp, "classes")
-	cp := filepath.Join(o.Root, "build", "java")
-	mains := map[string][]string{
-		sampleJavac:    append([]string{"-m", "jdk.compiler/com.sun.tools.javac.Main", "-d", out}, srcs...),
-		sampleParJavac: append([]string{"-cp", cp, "ParJavac", strconv.Itoa(parJavacThreads), out}, srcs...),
-		sampleGCHeavy:  {"-Xmx48m", "-XX:+UseParallelGC", "-cp", cp, "GCHeavy", "1500", "2"},
 	}
 	rounds := samplingRounds
 	if o.JavacRounds < 2 {
@@ -188,6 +181,22 @@ func (p *Sampling) Run(ctx context.Context, s *Suite, tmp string) error {
 		runs = 2
 	}
 	return p.runStress(ctx, o, tmp, runs)
+}
+
+// sampledPrograms are the programs the sampling parts run, by name (the
+// arguments after java's own), and javac's output directory.
+func sampledPrograms(o *Options, tmp string) (map[string][]string, string, error) {
+	srcs, err := snapshotSources(filepath.Join(o.Root, "java", "src"), filepath.Join(tmp, "src"))
+	if err != nil {
+		return nil, "", err
+	}
+	out := filepath.Join(tmp, "classes")
+	cp := filepath.Join(o.Root, "build", "java")
+	return map[string][]string{
+		sampleJavac:    append([]string{"-m", "jdk.compiler/com.sun.tools.javac.Main", "-d", out}, srcs...),
+		sampleParJavac: append([]string{"-cp", cp, "ParJavac", strconv.Itoa(parJavacThreads), out}, srcs...),
+		sampleGCHeavy:  {"-Xmx48m", "-XX:+UseParallelGC", "-cp", cp, "GCHeavy", "1500", "2"},
+	}, out, nil
 }
 
 // runStress runs SampleStress with no agent once (its output is fixed),
@@ -292,11 +301,10 @@ func (p *Sampling) Overhead(prog, cfg string, cpu bool) (perRoundDiff Summary, o
 	if cpu {
 		a, b = row.CPU, none.CPU
 	}
-	r, ok := perRound(a, b)
+	d, ok := overRound(a, b)
 	if !ok {
 		return Summary{}, 0, false
 	}
-	d := Summary{N: r.N, Median: r.Median - 1, Min: r.Min - 1, Max: r.Max - 1, Q1: r.Q1 - 1, Q3: r.Q3 - 1}
 	return d, Summarize(a).Median/Summarize(b).Median - 1, true
 }
 

@@ -77,3 +77,13 @@ func perRound(a, b []float64) (Summary, bool) {
 	}
 	return Summarize(xs), true
 }
+
+// overRound is perRound less one: how much more a took than b, paired
+// by round (0.05 for 5% more).
+func overRound(a, b []float64) (Summary, bool) {
+	r, ok := perRound(a, b)
+	if !ok {
+		return Summary{}, false
+	}
+	return Summary{N: r.N, Median: r.Median - 1, Min: r.Min - 1, Max: r.Max - 1, Q1: r.Q1 - 1, Q3: r.Q3 - 1}, true
+}
