@@ -1,8 +1,8 @@
 /*
  * bci.h: what the bytecode-instrumentation source's files share: bci.c
  * (the events and their control), bci_classes.c (rewriting and
- * retransforming classes), bci_cache.c (BCICACHE's lookups) and
- * bci_ffm.c (the FFMPROBES downcalls).
+ * retransforming classes), bci_cache.c and bci_packs.c (BCICACHE: its
+ * classes and its files) and bci_ffm.c (the FFMPROBES downcalls).
  */
 #ifndef JP_BCI_H
 #define JP_BCI_H

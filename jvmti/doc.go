@@ -24,7 +24,8 @@
 // transformer in java/agent, whose injected calls to static natives feed
 // the engine with no method event enabled, so the JIT stays on; native
 // methods get wrappers through JVMTI's native method prefix; bci_cache.c
-// reads classes rewritten in earlier runs back (BCICACHE); alloc.c
+// reads classes rewritten in earlier runs back (BCICACHE), from the pack
+// files bci_packs.c keeps; alloc.c
 // (ALLOC=) and lock.c (LOCK=) record the stacks of JVMTI's sampled
 // allocations and monitor waits into sampled trees (eventstacks.c, what
 // the two share); dcmd.c runs the JVM's diagnostic commands (class
