@@ -27,13 +27,16 @@ uint32_t jp_child(jp_thread *t, uint32_t parent, uintptr_t key, int other)
 	jp_slot *s = jp_map_find(&t->children, k1, parent);
 	if (__builtin_expect(s->k1 != 0, 1))
 		return s->val;
-	/* First time on this path: the slow part. */
+	/* First time on this path: the slow part, the agent's own (naming a
+	 * method the first time asks the JVM), read past (jp_thread's grew). */
+	t->grew = 1;
 	uint32_t h = jp.source->resolve(key);
 	uint32_t n = jp_arena_push(&t->nodes);
 	if (n == UINT32_MAX) {
 		t->alloc_failures++;
 		return UINT32_MAX;
 	}
+	t->grew |= jp_arena_prefault(&t->nodes, n, 1);
 	jp_node *nd = jp_node_at(t, n);
 	nd->parent = parent;
 	nd->type = (uint8_t)(other ? JP_T_OTHER : jp_method_at(h)->type);
@@ -58,6 +61,7 @@ static inline uint32_t jp_seq_new(jp_thread *t, uint32_t node, uint32_t key)
 		t->alloc_failures++;
 		return i;
 	}
+	t->grew |= jp_arena_prefault(&t->seqs, i, 1);
 	jp_seqcount *sc = jp_seq_at(t, i);
 	sc->node = node;
 	sc->key = key;
@@ -84,6 +88,7 @@ static inline jp_seqcount *jp_seq_group(jp_thread *t, jp_node *np, uint32_t node
 		}
 		if (jp_arena_push(&t->seqs) != i) /* the chunk holding the whole group */
 			return NULL;
+		t->grew |= jp_arena_prefault(&t->seqs, i, JP_SEQ_GROUP);
 		for (uint32_t j = 0; j < JP_SEQ_GROUP; j++)
 			jp_seq_at(t, i + j)->node = node;
 		jp_arena_publish(&t->seqs, i + JP_SEQ_GROUP - 1);
@@ -242,10 +247,10 @@ void jp_event(jp_thread *t, uintptr_t key, int tr)
 	 * overhead). Such an event neither lowers a minimum nor has one
 	 * removed; they are a tiny fraction of events, and the agent, log-gen
 	 * and jprof calibrate all treat them the same way. */
-	int clean = 1;
-	if (__builtin_expect(t->grew, 0)) { /* the previous event grew: see thread.h */
+	int clean = 1, learn = 1;
+	if (__builtin_expect(t->grew, 0)) { /* the previous event read again at its end: see thread.h */
 		t->grew = 0;
-		clean = 0;
+		learn = 0;
 	}
 	uint32_t epoch = __atomic_load_n(&jp.epoch, __ATOMIC_RELAXED);
 	if (__builtin_expect(t->epoch != epoch, 0)) {
@@ -348,7 +353,8 @@ void jp_event(jp_thread *t, uintptr_t key, int tr)
 			 * minimum current now (d >= it: it includes d). */
 			int gencal = jp.loggen && !jp.genraw;
 			for (int m = 0; m < jp.nmetrics; m++) {
-				uint64_t min = jp_lower_min(&t->minima[kb + m], d[m]);
+				uint64_t min = learn ? jp_lower_min(&t->minima[kb + m], d[m])
+						     : __atomic_load_n(&t->minima[kb + m], __ATOMIC_RELAXED);
 				if (gencal) {
 					uint64_t over = jp_overhead(min, jp.env[kb + m]);
 					cal[m] = d[m] > over ? d[m] - over : 0;

@@ -124,6 +124,33 @@ static inline uint32_t jp_arena_push(jp_arena *a)
 	return i;
 }
 
+/* jp_arena_prefault faults in, for writing, the pages that elements
+ * [i, i + n) of one chunk are the first to touch (an arena fills in
+ * order), and says whether there were any. A chunk's pages would
+ * otherwise fault as the elements are written, each fault (a huge page's
+ * is milliseconds' worth of zeroing in a VM) charged to whatever method
+ * the thread ran next; the caller makes its event read the metrics again
+ * instead (jp_thread's grew). Chunks small enough to be calloc'd are
+ * already touched. */
+static inline int jp_arena_prefault(jp_arena *a, uint32_t i, uint32_t n)
+{
+	int k = jp_arena_chunk_of(i);
+	size_t bytes = jp_arena_chunk_bytes(a, k);
+	if (bytes < JP_ZALLOC_MAP || a->chunks[k] == NULL)
+		return 0;
+	size_t first = ((size_t)1 << (k + JP_CHUNK0_SHIFT)) - ((size_t)1 << JP_CHUNK0_SHIFT);
+	size_t off = (i - first) * a->stride, end = off + (size_t)n * a->stride;
+	size_t page = bytes >= JP_HUGE_PAGE ? JP_HUGE_PAGE : 4096;
+	size_t from = off == 0 ? 0 : ((off - 1) / page + 1) * page; /* the first page not touched yet */
+	if (from >= end)
+		return 0;
+	size_t to = ((end - 1) / page + 1) * page;
+	if (to > bytes)
+		to = bytes;
+	(void)madvise((char *)a->chunks[k] + from, to - from, MADV_POPULATE_WRITE);
+	return 1;
+}
+
 /* jp_arena_reserve gives elements [0, n) their storage now, so that
  * pushes up to at least n need no allocation (jp_arena_push_ready): for
  * writers that must not allocate, such as a signal handler. Whole chunks

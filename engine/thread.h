@@ -30,11 +30,14 @@ typedef struct jp_thread {
 
 	/* Owner-only state below, freed at thread end. */
 	volatile int busy; /* inside an event: the final drain waits for 0 */
-	/* The event grew a hash map or the shadow stack (a rehash of a big
-	 * tree's map takes milliseconds): jp_event then reads the PTT again
-	 * at its end, so that the agent's work is charged to no method, and
-	 * the next event, whose delta lacks the usual tail of the agent's
-	 * work, teaches calibration nothing. */
+	/* The event made a node (naming a method the first time asks the
+	 * JVM), grew a hash map or the shadow stack (a rehash of a big tree's
+	 * map takes milliseconds) or faulted in an arena's next pages
+	 * (jp_arena_prefault): jp_event then reads the PTT again at its end,
+	 * so that the agent's work is charged to no method (it went to the
+	 * method that ran next, often the one just entered), and the next
+	 * event, whose delta lacks the usual tail of the agent's work, is
+	 * calibrated but lowers no minimum. */
 	uint8_t grew;
 	jp_frame *stack;  /* stack[0] is the thread root */
 	uint32_t depth;   /* index of the top frame */
