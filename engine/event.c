@@ -247,10 +247,10 @@ void jp_event(jp_thread *t, uintptr_t key, int tr)
 	 * overhead). Such an event neither lowers a minimum nor has one
 	 * removed; they are a tiny fraction of events, and the agent, log-gen
 	 * and jprof calibrate all treat them the same way. */
-	int clean = 1, learn = 1;
+	int clean = 1;
 	if (__builtin_expect(t->grew, 0)) { /* the previous event read again at its end: see thread.h */
 		t->grew = 0;
-		learn = 0;
+		clean = 0;
 	}
 	uint32_t epoch = __atomic_load_n(&jp.epoch, __ATOMIC_RELAXED);
 	if (__builtin_expect(t->epoch != epoch, 0)) {
@@ -353,8 +353,7 @@ void jp_event(jp_thread *t, uintptr_t key, int tr)
 			 * minimum current now (d >= it: it includes d). */
 			int gencal = jp.loggen && !jp.genraw;
 			for (int m = 0; m < jp.nmetrics; m++) {
-				uint64_t min = learn ? jp_lower_min(&t->minima[kb + m], d[m])
-						     : __atomic_load_n(&t->minima[kb + m], __ATOMIC_RELAXED);
+				uint64_t min = jp_lower_min(&t->minima[kb + m], d[m]);
 				if (gencal) {
 					uint64_t over = jp_overhead(min, jp.env[kb + m]);
 					cal[m] = d[m] > over ? d[m] - over : 0;

@@ -36,8 +36,8 @@ typedef struct jp_thread {
 	 * (jp_arena_prefault): jp_event then reads the PTT again at its end,
 	 * so that the agent's work is charged to no method (it went to the
 	 * method that ran next, often the one just entered), and the next
-	 * event, whose delta lacks the usual tail of the agent's work, is
-	 * calibrated but lowers no minimum. */
+	 * event, whose delta lacks the usual tail of the agent's work, is not
+	 * calibrated (as log-gen marks it, so that post-processing agrees). */
 	uint8_t grew;
 	jp_frame *stack;  /* stack[0] is the thread root */
 	uint32_t depth;   /* index of the top frame */
