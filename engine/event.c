@@ -36,7 +36,7 @@ uint32_t jp_child(jp_thread *t, uint32_t parent, uintptr_t key, int other)
 		t->alloc_failures++;
 		return UINT32_MAX;
 	}
-	t->grew |= jp_arena_prefault(&t->nodes, n, 1);
+	jp_arena_prefault(&t->nodes, n, 1); /* read past: grew is set above */
 	jp_node *nd = jp_node_at(t, n);
 	nd->parent = parent;
 	nd->type = (uint8_t)(other ? JP_T_OTHER : jp_method_at(h)->type);
@@ -45,10 +45,8 @@ uint32_t jp_child(jp_thread *t, uint32_t parent, uintptr_t key, int other)
 	jp_arena_publish(&t->nodes, n);
 	/* A node the map could not take is still correct: the next call on
 	 * this path makes another node of the same name, merged by readers. */
-	uint32_t mask = t->children.mask;
 	if (jp_map_put(&t->children, s, k1, parent, n) != 0)
 		t->alloc_failures++;
-	t->grew |= t->children.mask != mask;
 	return n;
 }
 
