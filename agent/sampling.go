@@ -58,6 +58,9 @@ func (a *agent) sampleHeader(p *reports.Profile) {
 	if st.StubPopped > 0 {
 		line += fmt.Sprintf("; %d stacks of threads in the VM walked from the caller of the runtime stub that called into it (<top_frame_not_walkable> under it)", st.StubPopped)
 	}
+	if st.Deferred+st.DeferredFailed > 0 {
+		line += fmt.Sprintf("; %d stacks of threads blocked in the VM walked by the VM just after the sample, from the same last Java frame (<top_frame_not_walkable> under it; %d such walks failed)", st.Deferred, st.DeferredFailed)
+	}
 	if st.Recovered > 0 {
 		line += fmt.Sprintf("; %d stacks walked from the caller of a top frame AsyncGetCallTrace could not place (<top_frame_not_walkable> under it)", st.Recovered)
 	}
@@ -65,9 +68,12 @@ func (a *agent) sampleHeader(p *reports.Profile) {
 		line += "; stacks not walkable (shown as pseudo-frames under the thread): " + strings.Join(failed, ", ")
 	}
 	p.Notes = append(p.Notes, line)
-	if caller, anchor := jvmti.SampleRecovery(); !caller || !anchor {
+	caller, anchor, walkerFailed := jvmti.SampleRecovery()
+	if !caller || !anchor {
 		p.Notes = append(p.Notes, fmt.Sprintf("SAMPLE: this JVM's structure table did not give what recovering failed walks needs "+
 			"(the code cache's bounds: %v; a thread's last Java frame: %v): such samples stay under pseudo-frames at the thread's root", caller, anchor))
+	} else if walkerFailed {
+		p.Notes = append(p.Notes, "SAMPLE: the walker thread could not attach to the VM: samples of threads blocked in the VM under a runtime stub stay under <not_walkable_not_Java>")
 	}
 	if s.Kind != jvmti.SampleWall {
 		p.Notes = append(p.Notes, processCoverage(st, jvmti.SampledProcessCPU()))
@@ -91,13 +97,17 @@ func period(d time.Duration) string {
 	return fmt.Sprintf("%dns", d.Nanoseconds())
 }
 
+// walkerFailed says that the walker thread of blocked threads could not
+// attach to the VM.
+func walkerFailed() bool { _, _, f := jvmti.SampleRecovery(); return f }
+
 // logSampling writes the sampling source's counters to log-msg.
 func (a *agent) logSampling() {
 	st := jvmti.SamplingStats()
 	a.log.Info("sampling summary", zap.String("kind", a.opts.Sample.Kind.String()), zap.Duration("period", a.opts.Sample.Period),
 		zap.Uint64("samples", st.Samples), zap.Duration("weight", st.Weight), zap.Duration("inHandler", st.Handler),
 		zap.Uint64("methodsPrepared", st.Prepared), zap.Duration("preparing", st.Prepare), zap.Uint64("threads", st.Threads),
-		zap.Any("notWalkable", st.Failed), zap.Uint64("walkedFromCaller", st.Recovered), zap.Uint64("walkedFromAnchor", st.Anchored), zap.Uint64("walkedPastStub", st.StubPopped), zap.Uint64("unknownMethods", st.Misses), zap.Uint64("deepStacks", st.Deep),
+		zap.Any("notWalkable", st.Failed), zap.Uint64("walkedFromCaller", st.Recovered), zap.Uint64("walkedFromAnchor", st.Anchored), zap.Uint64("walkedPastStub", st.StubPopped), zap.Uint64("walkedAfterSample", st.Deferred), zap.Uint64("walkAfterSampleFailed", st.DeferredFailed), zap.Bool("walkerFailed", walkerFailed()), zap.Uint64("unknownMethods", st.Misses), zap.Uint64("deepStacks", st.Deep),
 		zap.Uint64("pastNodeLimit", st.Limited), zap.Uint64("signalsWithoutState", st.Unowned),
 		zap.Uint64("timerFailures", st.TimerFailures), zap.Uint64("perfArmed", st.PerfArmed), zap.Uint64("timerArmed", st.TimerArmed), zap.Uint64("threadsNotSampled", st.SetupFailures),
 		zap.Uint64("jvmThreads", st.JVMThreads), zap.Uint64("jvmThreadsEnded", st.JVMEnded), zap.Uint64("jvmSamples", st.JVMSamples), zap.Duration("jvmWeight", st.JVMWeight),

@@ -343,14 +343,7 @@ func TestSampleRecoversWalks(t *testing.T) {
 	r := jvmtest.Start(t, jvmtest.Run{Class: "ParJavac", Args: args, Options: "SAMPLE=500us,SAMPLENODES=1000000,START,NORTDRIVER"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	msg := r.ReadFile(t, "msg")
-	count := func(name string) int {
-		m := regexp.MustCompile(`"` + regexp.QuoteMeta(name) + `":\s*(\d+)`).FindStringSubmatch(msg)
-		if m == nil {
-			return 0
-		}
-		n, _ := strconv.Atoi(m[1])
-		return n
-	}
+	count := func(name string) int { return summaryCount(msg, name) }
 	fromCaller, fromAnchor := count("walkedFromCaller"), count("walkedFromAnchor")
 	inJava := count("<unknown_Java>") + count("<not_walkable_Java>")
 	inVM := count("<unknown_not_Java>")
@@ -370,6 +363,22 @@ func TestSampleRecoversWalks(t *testing.T) {
 	notes := strings.Join(p.Notes, "\n")
 	assert.NotContains(t, notes, "did not give what recovering failed walks needs")
 	assert.Contains(t, notes, "stacks walked from the caller of a top frame")
+	assert.Equal(t, uint64(fromCaller+pastStub+count("walkedAfterSample")), topNotWalkable(t, p), "every sample walked from a caller is in the tree")
+}
+
+// summaryCount is a count of log-msg's sampling summary (0 if absent).
+func summaryCount(msg, name string) int {
+	m := regexp.MustCompile(`"` + regexp.QuoteMeta(name) + `":\s*(\d+)`).FindStringSubmatch(msg)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// topNotWalkable checks that every <top_frame_not_walkable> of a sampled
+// profile is a top frame under a Java frame, and counts their samples.
+func topNotWalkable(t *testing.T, p *reports.Profile) uint64 {
 	var found uint64
 	var walk func(n *reports.Node, depth int)
 	walk = func(n *reports.Node, depth int) {
@@ -387,5 +396,42 @@ func TestSampleRecoversWalks(t *testing.T) {
 			walk(c, 1)
 		}
 	}
-	assert.Equal(t, uint64(fromCaller+pastStub), found, "every sample walked from a caller is in the tree")
+	return found
+}
+
+// TestSampleBlockedWalks: on a GC-heavy program, threads sampled while
+// blocked in the VM under a runtime stub (an allocation waiting for the
+// GC it started: <not_walkable_not_Java>, or during it: <GC_active>) are
+// walked by the VM just after the sample, from the agent's walker thread:
+// their samples keep the allocating method's calling context, under
+// <top_frame_not_walkable> beneath a GCHeavy frame. (How many are walked
+// depends on how soon the walker runs: BENCHMARKS.md has the shares.)
+func TestSampleBlockedWalks(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "GCHeavy", Args: []string{"1500", "2"}, JVMArgs: []string{"-Xmx48m", "-XX:+UseParallelGC"},
+		Options: "SAMPLE=500us,START,NORTDRIVER"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	msg := r.ReadFile(t, "msg")
+	after, failed, unwalked := summaryCount(msg, "walkedAfterSample"), summaryCount(msg, "walkAfterSampleFailed"), summaryCount(msg, "<not_walkable_not_Java>")
+	t.Logf("samples %d (JVM threads %d); walked after the sample %d, failed %d; <not_walkable_not_Java> %d; past a stub %d",
+		summaryCount(msg, "samples"), summaryCount(msg, "jvmSamples"), after, failed, unwalked, summaryCount(msg, "walkedPastStub"))
+	require.NotZero(t, after, "no blocked thread's stack walked after its sample")
+	p := r.LogRT(t, 1)
+	assert.Contains(t, strings.Join(p.Notes, "\n"), "walked by the VM just after the sample")
+	assert.Equal(t, uint64(summaryCount(msg, "walkedFromCaller")+summaryCount(msg, "walkedPastStub")+after), topNotWalkable(t, p))
+	// The walks end in the program's own frames.
+	var underGC uint64
+	var walk func(n *reports.Node, inGC bool)
+	walk = func(n *reports.Node, inGC bool) {
+		inGC = inGC || strings.Contains(n.Name, "GCHeavy.")
+		if inGC && strings.HasSuffix(n.Name, "<top_frame_not_walkable>") {
+			underGC += n.Calls
+		}
+		for _, c := range n.Children {
+			walk(c, inGC)
+		}
+	}
+	for _, th := range p.Threads {
+		walk(th, false)
+	}
+	assert.NotZero(t, underGC, "no walked stack under a GCHeavy frame")
 }

@@ -102,11 +102,11 @@ func TestBestGoBench(t *testing.T) {
 func TestWalkShares(t *testing.T) {
 	line := `2026-11-27T03:29:27.235Z	INFO	sampling summary	{"pid": 21883, "kind": "cpu", "period": "500µs", "samples": 8748, "weight": "4.428380254s", ` +
 		`"threads": 5, "notWalkable": {"<deopt>":15,"<no_Java_frame>":7,"<unknown_Java>":101,"<unknown_not_Java>":184}, "walkedFromCaller": 455, ` +
-		`"unknownMethods": 0, "jvmThreads": 15, "jvmThreadsEnded": 0, "jvmSamples": 5079, "jvmWeight": "2.577179369s"}`
+		`"walkedFromAnchor": 20, "walkedPastStub": 3, "walkedAfterSample": 9, "unknownMethods": 0, "jvmThreads": 15, "jvmThreadsEnded": 0, "jvmSamples": 5079, "jvmWeight": "2.577179369s"}`
 	u, r, ok := walkShares("first line\n" + line + "\n")
 	require.True(t, ok)
 	assert.InDelta(t, 100*300.0/3669, u, 1e-9, "<no_Java_frame> is not a failure")
-	assert.InDelta(t, 100*455.0/3669, r, 1e-9)
+	assert.InDelta(t, 100*(455.0+20+3+9)/3669, r, 1e-9, "every recovery counts")
 	_, _, ok = walkShares("no summary")
 	assert.False(t, ok)
 }

@@ -37,7 +37,9 @@
  * stack instead of landing at the thread's root. A thread in the VM whose
  * last Java frame is recorded without its pc (ticks_unknown_not_Java) is
  * walked once that pc is filled in from its stack (jp_anchor_retry). Both
- * are in sampling_walk.c.
+ * are in sampling_walk.c. A thread blocked in the VM that neither walks
+ * is walked by the VM for another thread, after the sample
+ * (sampling_defer.c).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -160,6 +162,10 @@ static void jp_sample_handler(int sig, siginfo_t *si, void *uc)
 	s->seen_gen = gen;
 	s->last = now;
 
+	/* A walk left at an earlier sample, done by now (or failed). */
+	if (s->def_state != JP_DEF_IDLE)
+		jp_defer_flush(s, 0);
+
 	uint32_t n;
 	jp_agct_trace tr = { s->env, 0, s->frames };
 	if (s->env == NULL) {
@@ -185,6 +191,11 @@ static void jp_sample_handler(int sig, siginfo_t *si, void *uc)
 		s->path[0] = jps.top_h;
 		n = jp_path_of(s, (uint32_t)tr.num_frames, 1, jps.depth - 1);
 		JP_COUNT(recovered);
+	} else if ((tr.num_frames == -2 || tr.num_frames == -3 || tr.num_frames == -4) && jp_defer(s, w, -tr.num_frames)) {
+		/* In the VM, during a GC (ticks_GC_active) or under a stub:
+		 * left to the walker thread (sampling_defer.c), the path and
+		 * this weight added at a later sample. */
+		n = 0;
 	} else {
 		int r = -tr.num_frames;
 		if (r >= JP_NREASONS)
@@ -195,7 +206,7 @@ static void jp_sample_handler(int sig, siginfo_t *si, void *uc)
 		/* The previous walk's handles stay true (a jmethodID keeps
 		 * its handle): the next walk still reuses them. */
 	}
-	if (jp_pcct_add(s->t, &s->pcct, s->path, n, w))
+	if (n > 0 && jp_pcct_add(s->t, &s->pcct, s->path, n, w))
 		JP_COUNT(limited);
 	JP_COUNT(samples);
 	__atomic_fetch_add(&jps.st.weight_ns, w, __ATOMIC_RELAXED);
@@ -300,6 +311,7 @@ static int jp_sampling_setup(jvmtiEnv *jvmti, jvmtiCapabilities *caps, jvmtiEven
 
 static void jp_sthread_free(jp_sthread *s)
 {
+	free(s->def_path);
 	free(s->frames);
 	free(s->path);
 	free(s->prev_mid);
@@ -309,7 +321,7 @@ static void jp_sthread_free(jp_sthread *s)
 
 static void jp_sampling_thread_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 {
-	if (jp_sself != NULL)
+	if (jp_sself != NULL || jp_walker_self)
 		return;
 	jp_thread *t = jp_thread_self();
 	if (t == NULL && (t = jp_vm_thread(jvmti, thread)) == NULL) {
@@ -334,6 +346,9 @@ static void jp_sampling_thread_start(jvmtiEnv *jvmti, JNIEnv *jni, jthread threa
 	s->perf_fd = -1;
 	s->t = t;
 	s->env = jni;
+	/* For the walker thread, which may ask the VM for this thread's
+	 * stack while it is listed. */
+	s->ref = thread != NULL ? (*jni)->NewGlobalRef(jni, thread) : NULL;
 	jp_walk_thread_start(s);
 	s->tid = t->tid;
 	/* Visible to the handler before any timer can fire. */
@@ -367,6 +382,10 @@ static void jp_sampling_thread_end(void)
 	if (s->next != NULL)
 		s->next->prev = s->prev;
 	pthread_mutex_unlock(&jps.lock);
+	/* Unlisted: the walker no longer looks at it. */
+	jp_defer_flush(s, 1);
+	if (s->ref != NULL)
+		(*s->env)->DeleteGlobalRef(s->env, s->ref);
 	jp_pcct_free(&s->pcct);
 	jp_sthread_free(s);
 }
@@ -394,6 +413,11 @@ static void jp_sampling_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 	 * environment. */
 	if (!jpvm.live)
 		jp_sampling_thread_start(jvmti, jni, thread);
+	pthread_mutex_lock(&jps.lock);
+	jps.vm_ready = 1;
+	if (jps.on && jp_defer_start() != 0)
+		JP_COUNT(setup_failures);
+	pthread_mutex_unlock(&jps.lock);
 }
 
 static uint64_t jp_process_cpu_ns(void)
@@ -446,6 +470,9 @@ int jp_sampling_set(int on)
 			if (jp_jvm_threads_start() != 0)
 				rc = errno ? errno : -2;
 		}
+		/* The walker attaches to the VM: not before VM init. */
+		if (jps.vm_ready && jp_defer_start() != 0)
+			rc = errno ? errno : -2;
 		if (jps.kind == JP_SAMPLE_WALL && !jps.wall_started) {
 			if (pthread_create(&jps.wall, NULL, jp_wall_main, NULL) == 0) {
 				pthread_detach(jps.wall);

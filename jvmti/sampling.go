@@ -84,7 +84,7 @@ func setSampling(on bool) error {
 	case e == -1:
 		return ErrDead
 	case e != 0:
-		return fmt.Errorf("sampling: starting the wall-clock timer thread or the JVM thread scanner failed: error %d", int(e))
+		return fmt.Errorf("sampling: starting the wall-clock timer thread, the JVM thread scanner or the walker thread failed: error %d", int(e))
 	}
 	return nil
 }
@@ -142,6 +142,11 @@ type SampleStats struct {
 	// StubPopped counts walks of a thread in the VM that succeeded from
 	// the caller of the runtime stub that called into it.
 	StubPopped uint64
+	// Deferred counts walks of a thread blocked in the VM that the
+	// handler left to the walker thread and it made (JVMTI
+	// GetStackTrace); DeferredFailed those it could not (the thread had
+	// left the VM, or ended): these are counted in Failed too.
+	Deferred, DeferredFailed uint64
 }
 
 // DebugNonSafepoints is what turning HotSpot's DebugNonSafepoints on at
@@ -151,10 +156,11 @@ func DebugNonSafepoints() int { return int(C.jp_sampling_debuginfo()) }
 
 // SampleRecovery says which recoveries of walks AsyncGetCallTrace fails
 // HotSpot's structure table allowed: from the caller of the top frame,
-// and from a thread's last Java frame.
-func SampleRecovery() (fromCaller, fromAnchor bool) {
+// and from a thread's last Java frame; and whether the walker thread
+// for threads blocked in the VM failed to attach to the VM.
+func SampleRecovery() (fromCaller, fromAnchor, walkerFailed bool) {
 	r := C.jp_sampling_recovery()
-	return r&1 != 0, r&2 != 0
+	return r&1 != 0, r&2 != 0, r&4 != 0
 }
 
 // SamplingStats reads the counters.
@@ -168,7 +174,7 @@ func SamplingStats() SampleStats {
 		Handler: time.Duration(st.handler_ns), Prepare: time.Duration(st.prepare_ns), Prepared: uint64(st.prepared),
 		JVMThreads: uint64(st.jvm_threads), JVMEnded: uint64(st.jvm_ended), JVMSamples: uint64(st.jvm_samples),
 		JVMWeight: time.Duration(st.jvm_weight_ns), JVMPeriod: max(time.Duration(C.jp_sampling_period()), time.Duration(C.JP_JVM_PERIOD_NS)), Recovered: uint64(st.recovered), Anchored: uint64(st.anchored),
-		StubPopped: uint64(st.stub_popped)}
+		StubPopped: uint64(st.stub_popped), Deferred: uint64(st.deferred), DeferredFailed: uint64(st.deferred_failed)}
 	for r := 0; r < C.JP_NREASONS; r++ {
 		if n := uint64(st.reasons[r]); n > 0 {
 			s.Failed[C.GoString(C.jp_sampling_reason(C.int(r)))] = n

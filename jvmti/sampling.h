@@ -48,6 +48,8 @@ typedef struct jp_sample_stats {
 	uint64_t recovered;      /* walks that failed at the top frame and succeeded from its caller */
 	uint64_t anchored;       /* walks of a thread in the VM that succeeded once its last Java pc was filled in */
 	uint64_t stub_popped;    /* walks of a thread in the VM that succeeded from the caller of the stub that called into it */
+	uint64_t deferred;       /* walks of a blocked thread left to the walker thread and found by it */
+	uint64_t deferred_failed; /* walks left to it that it could not make (counted in reasons too) */
 } jp_sample_stats;
 
 void jp_sampling_stats(jp_sample_stats *out);
@@ -63,7 +65,8 @@ int jp_sampling_debuginfo(void);
 /* jp_sampling_recovery says which recoveries of failed walks HotSpot's
  * structure table allows: 1 from the caller of the top frame (the code
  * cache's bounds known), 2 from a thread's last Java frame (its anchor
- * known). */
+ * known); 4 says the walker thread of blocked threads could not attach
+ * to the VM (sampling_defer.c). */
 int jp_sampling_recovery(void);
 
 #endif /* JP_SAMPLING_H */

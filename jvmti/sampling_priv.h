@@ -8,6 +8,7 @@
 #define JP_SAMPLING_PRIV_H
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <time.h>
 
@@ -67,7 +68,21 @@ typedef struct jp_sthread {
 	int maybe_java;
 	unsigned long long starttime;
 	int seen;
+	/* A walk left to the walker thread (sampling_defer.c): the thread
+	 * (a global reference; NULL for threads that ran before an attach),
+	 * the deferral's state (JP_DEF_*), the last Java frame's sp and the
+	 * sample's weight and failure (its reason) when it was left, and the
+	 * path the walker found (allocated at the thread's first deferral). */
+	jobject ref;
+	volatile int def_state;
+	int def_reason;
+	uintptr_t def_sp;
+	uint64_t def_w;
+	uint32_t *def_path;
+	uint32_t def_n;
 } jp_sthread;
+
+enum { JP_DEF_IDLE, JP_DEF_PENDING, JP_DEF_DONE, JP_DEF_FAILED };
 
 enum { JP_NOT_SAMPLED = -1, JP_MAYBE_JAVA = 1, JP_JAVA_OR_NOTHING = 2 };
 
@@ -102,6 +117,11 @@ struct jp_sampling_state {
 	/* When sampling last turned on, in clock ticks since boot (the unit
 	 * of a thread's start time in /proc). */
 	unsigned long long on_ticks;
+	/* The walker thread (sampling_defer.c): started, and woken by the
+	 * handler for each walk it leaves. */
+	volatile int walker_on;
+	sem_t walk_sem;
+	int vm_ready; /* VM init has run: a thread may attach */
 };
 extern struct jp_sampling_state jps;
 
@@ -132,6 +152,21 @@ void jp_walk_thread_start(jp_sthread *s);
 int jp_agct_retry(jp_sthread *s, jp_agct_trace *tr, void *uc);
 int jp_anchor_retry(jp_sthread *s, jp_agct_trace *tr, void *uc);
 int jp_stub_retry(jp_sthread *s, jp_agct_trace *tr, void *uc);
+
+/* sampling_defer.c: walks of threads blocked in the VM, left by the
+ * handler to a thread that can ask the VM for them. jp_defer leaves the
+ * walk of a sample of weight w that failed for reason r (the handler, on
+ * s's thread) and says whether it did; jp_defer_flush adds to s's tree
+ * what the walker found for the sample it left, or that sample under its
+ * reason if the walk failed (on s's thread: in the handler, or at the
+ * thread's end with end set); jp_defer_start starts the walker (jps.lock
+ * held); jp_anchor_sp is s's last Java frame's sp (0: none or unknown). */
+int jp_defer(jp_sthread *s, uint64_t w, int r);
+void jp_defer_flush(jp_sthread *s, int end);
+int jp_defer_start(void);
+uintptr_t jp_anchor_sp(const jp_sthread *s);
+/* jp_walker_self is set on the walker thread. */
+extern __thread int jp_walker_self;
 
 /* jp_wall_main is the wall-clock thread (sampling_timers.c). */
 void *jp_wall_main(void *arg);

@@ -206,6 +206,12 @@ int jp_anchor_retry(jp_sthread *s, jp_agct_trace *tr, void *uc)
 	*lpc = 0;
 	return tr->num_frames > 0;
 }
+uintptr_t jp_anchor_sp(const jp_sthread *s)
+{
+	char *thread = jp_walk_thread(s);
+	return thread == NULL ? 0 : *(volatile uintptr_t *)(thread + jps.last_sp_off);
+}
+
 /* HotSpot's JavaThreadState for a thread running VM code (_thread_in_vm),
  * the same since JDK 1.4. */
 #define JP_THREAD_IN_VM 6
@@ -278,6 +284,12 @@ int jp_stub_retry(jp_sthread *s, jp_agct_trace *tr, void *uc)
 {
 	return jp_anchor_retry(s, tr, uc);
 }
+
+uintptr_t jp_anchor_sp(const jp_sthread *s)
+{
+	(void)s;
+	return 0;
+}
 #endif
 
 int jp_sampling_recovery(void)
@@ -288,5 +300,7 @@ int jp_sampling_recovery(void)
 		if (jps.env_off >= 0 && jps.last_sp_off >= 0 && jps.last_pc_off >= 0)
 			r |= 2;
 	}
+	if (__atomic_load_n(&jps.walker_on, __ATOMIC_ACQUIRE) < 0)
+		r |= 4;
 	return r;
 }
