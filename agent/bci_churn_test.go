@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/libjprof/libjprof/internal/jvmtest"
+	"github.com/libjprof/libjprof/reports"
 )
 
 // bciMaps reads log-msg's "BCI maps" line: the transformer's map sizes.
@@ -69,4 +70,47 @@ func TestBCIClassChurnMethodNamesBounded(t *testing.T) {
 	assert.Greater(t, m["methodNames"], uint64(500), "the registry filled up first")
 	p := r.LogRT(t, 1)
 	assert.Contains(t, strings.Join(p.Notes, "\n"), "method registry full at 1000 methods")
+}
+
+// BCI's class file hook runs the transformer on the thread that loads the
+// class, in the middle of the method whose code loaded it: that work is
+// the agent's, and no method is charged for it. ClassChurn's rounds
+// define 800 small classes, so the transformer is a large part of their
+// thread CPU time; the rounds' subtrees, raw (calibration's removals put
+// back), hold the rest: with the hook charged to the methods they would
+// come to the rounds' whole CPU time.
+func TestBCIClassHookNotCharged(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "ClassChurn", Args: []string{"40", "20"},
+		JVMArgs: []string{asmBoot}, Options: "BCI,RTARCF,METRICS=PTT_TIME,START,NORTDRIVER"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	m := regexp.MustCompile(`roundsCpuNs=(\d+)`).FindStringSubmatch(r.Stdout)
+	require.NotNil(t, m, r.Stdout)
+	cpu, _ := strconv.ParseFloat(m[1], 64)
+	var raw float64
+	var sum func(n *reports.Node)
+	sum = func(n *reports.Node) {
+		raw += float64(n.Base[0] + n.Delta[0])
+		for _, c := range n.Children {
+			sum(c)
+		}
+	}
+	var find func(n *reports.Node)
+	find = func(n *reports.Node) {
+		if strings.Contains(n.Name, "ClassChurn.round(") {
+			sum(n)
+			return
+		}
+		for _, c := range n.Children {
+			find(c)
+		}
+	}
+	p := r.LogRT(t, 1)
+	for _, th := range p.Threads {
+		find(th)
+	}
+	msg := r.ReadFile(t, "msg")
+	t.Logf("rounds: %.1f ms of thread CPU, %.1f ms in their subtrees (raw); %s", cpu/1e6, raw/1e6,
+		regexp.MustCompile(`"transformerTime": "[^"]*"`).FindString(msg))
+	require.NotZero(t, raw, "no ClassChurn.round in the tree")
+	assert.Less(t, raw, 0.8*cpu, "the transformer's time is charged to the methods that loaded the classes")
 }

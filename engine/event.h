@@ -28,6 +28,49 @@ static inline void jp_event_skip(jp_thread *t)
 		jp_ptt_read(&t->ptt, &t->last);
 }
 
+/* jp_aside brackets the agent's own work on a thread between two of its
+ * events, such as BCI's class file hook, which runs the transformer on
+ * the thread that loads the class, in the middle of a method:
+ * jp_aside_begin notes the thread's metrics, and jp_aside_end moves the
+ * last event's reading forward by what the work took, so that the work
+ * is charged to no method while the method's own time around it still
+ * is. The next event is not calibrated (thread.h's grew): its delta
+ * lacks the usual tail of an event's work. Should events run inside the
+ * bracket (a class loader of the program's, called by the transformer),
+ * the time since the last of them is taken as the agent's. Brackets do
+ * not nest; t may be NULL (nothing to do). */
+typedef struct {
+	int on;
+	jp_ptt_reading begin, last;
+} jp_aside;
+
+static inline void jp_aside_begin(jp_thread *t, jp_aside *a)
+{
+	a->on = t != NULL && jp.nmetrics && __atomic_load_n(&jp.collecting, __ATOMIC_RELAXED) &&
+		t->epoch == __atomic_load_n(&jp.epoch, __ATOMIC_RELAXED);
+	if (!a->on)
+		return;
+	a->last = t->last;
+	jp_ptt_read(&t->ptt, &a->begin);
+}
+
+static inline void jp_aside_end(jp_thread *t, jp_aside *a)
+{
+	if (!a->on)
+		return;
+	jp_ptt_reading now;
+	jp_ptt_read(&t->ptt, &now);
+	if (__builtin_memcmp(&t->last, &a->last, sizeof t->last) == 0) {
+		for (int m = 0; m < jp.nmetrics; m++)
+			t->last.v[m] += now.v[m] - a->begin.v[m];
+		t->last.dispatches += now.dispatches - a->begin.dispatches;
+		t->last.interrupts += now.interrupts - a->begin.interrupts;
+	} else {
+		t->last = now;
+	}
+	t->grew = 1;
+}
+
 /* jp_thread_stale says whether t's next event is its first in a new
  * collection epoch: its shadow stack is then discarded (jp_event), or
  * seeded with the frames the source knows to be open (jp_thread_seed). */

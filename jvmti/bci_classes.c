@@ -144,21 +144,22 @@ void JNICALL jp_bci_class_file_load(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefin
 		return;
 	bci_busy = 1;
 	uint64_t t0 = jp_mono_ns();
+	/* The hook runs in the middle of the method whose code loads the
+	 * class: its work is the agent's, charged to no method. */
+	jp_aside aside;
+	jp_aside_begin(jp_thread_self(), &aside);
 	/* A first load outside ROOTS may be in BCICACHE (answered here, in C),
 	 * and may go there. */
 	char entry[JP_BCI_CACHE_NAME];
 	int cacheable = __atomic_load_n(&bci.cache_on, __ATOMIC_ACQUIRE) && redefined == NULL && !bci.selective;
 	if (cacheable) {
 		jp_bci_cache_name(name, data, len, entry);
-		if (jp_bci_cache_hit(jvmti, name, entry, len, new_len, new_data)) {
-			__atomic_add_fetch(&bci.hook_calls, 1, __ATOMIC_RELAXED);
-			__atomic_add_fetch(&bci.hook_ns, jp_mono_ns() - t0, __ATOMIC_RELAXED);
-			bci_busy = 0;
-			return;
-		}
+		if (jp_bci_cache_hit(jvmti, name, entry, len, new_len, new_data))
+			goto done;
 	}
 	if ((*jni)->PushLocalFrame(jni, 8) != 0) {
 		(*jni)->ExceptionClear(jni);
+		jp_aside_end(jp_thread_self(), &aside);
 		bci_busy = 0;
 		return;
 	}
@@ -212,6 +213,8 @@ void JNICALL jp_bci_class_file_load(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefin
 		}
 	}
 	(*jni)->PopLocalFrame(jni, NULL);
+done:
+	jp_aside_end(jp_thread_self(), &aside);
 	__atomic_add_fetch(&bci.hook_calls, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&bci.hook_ns, jp_mono_ns() - t0, __ATOMIC_RELAXED);
 	bci_busy = 0;

@@ -9,8 +9,9 @@ import org.objectweb.asm.Opcodes;
  *  defines PER classes with new names (gen/R<round>_<k>) in a fresh
  *  class loader, runs them, drops the loader and collects until its
  *  classes unload. Each class implements IntUnaryOperator: applyAsInt(x)
- *  calls its own static run(x), which returns x + k. ASM must be on the
- *  class path or the boot class path. Arguments: ROUNDS PER. */
+ *  calls its own static run(x), which returns x + k. The last line says
+ *  the thread CPU time the rounds took. ASM must be on the class path or
+ *  the boot class path. Arguments: ROUNDS PER. */
 public class ClassChurn {
     static final class Loader extends ClassLoader {
         Loader() { super(ClassChurn.class.getClassLoader()); }
@@ -62,14 +63,19 @@ public class ClassChurn {
         int rounds = Integer.parseInt(args[0]), per = Integer.parseInt(args[1]);
         long[] sum = new long[1];
         int unloaded = 0;
+        java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
+        long cpu = 0;
         for (int r = 0; r < rounds; r++) {
+            long c0 = mx.getCurrentThreadCpuTime();
             WeakReference<Loader> ref = round(r, per, sum);
+            cpu += mx.getCurrentThreadCpuTime() - c0;
             for (int i = 0; i < 50 && ref.get() != null; i++) {
                 System.gc();
                 Thread.sleep(5);
             }
             unloaded += ref.get() == null ? 1 : 0;
         }
-        System.out.println("churn: rounds=" + rounds + " classes=" + rounds * per + " unloaded=" + unloaded + " sum=" + sum[0]);
+        System.out.println("churn: rounds=" + rounds + " classes=" + rounds * per + " unloaded=" + unloaded + " sum=" + sum[0]
+                + " roundsCpuNs=" + cpu);
     }
 }
