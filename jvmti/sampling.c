@@ -74,7 +74,7 @@ static const char *const jp_reason_names[JP_NREASONS] = {
 
 static __thread jp_sthread *jp_sself __attribute__((tls_model("initial-exec")));
 
-struct jp_sampling_state jps = { .lock = PTHREAD_MUTEX_INITIALIZER };
+struct jp_sampling_state jps = { .lock = PTHREAD_MUTEX_INITIALIZER, .def_done = PTHREAD_COND_INITIALIZER };
 
 
 static uint64_t jp_clock_ns(clockid_t c)
@@ -375,6 +375,7 @@ static void jp_sampling_thread_end(void)
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	pthread_mutex_lock(&jps.lock);
 	jp_disarm(s);
+	jp_defer_wait(s);
 	if (s->prev != NULL)
 		s->prev->next = s->next;
 	else
@@ -471,8 +472,9 @@ int jp_sampling_set(int on)
 				rc = errno ? errno : -2;
 		}
 		/* The walker attaches to the VM: not before VM init. */
-		if (jps.vm_ready && jp_defer_start() != 0)
-			rc = errno ? errno : -2;
+		int e = jps.vm_ready ? jp_defer_start() : 0;
+		if (e != 0)
+			rc = e;
 		if (jps.kind == JP_SAMPLE_WALL && !jps.wall_started) {
 			if (pthread_create(&jps.wall, NULL, jp_wall_main, NULL) == 0) {
 				pthread_detach(jps.wall);
@@ -511,6 +513,7 @@ void jp_sampling_stats(jp_sample_stats *out)
 	uint64_t *src = (uint64_t *)&jps.st, *dst = (uint64_t *)out;
 	for (size_t i = 0; i < sizeof(jp_sample_stats) / sizeof(uint64_t); i++)
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	out->deferred_pending = jp_defer_pending();
 }
 
 const char *jp_sampling_reason(int r)

@@ -145,8 +145,10 @@ type SampleStats struct {
 	// Deferred counts walks of a thread blocked in the VM that the
 	// handler left to the walker thread and it made (JVMTI
 	// GetStackTrace); DeferredFailed those it could not (the thread had
-	// left the VM, or ended): these are counted in Failed too.
-	Deferred, DeferredFailed uint64
+	// left the VM, or ended): these are counted in Failed too;
+	// DeferredLost those whose sample was dropped (sampling stopped
+	// first), DeferredPending those not yet added to a tree.
+	Deferred, DeferredFailed, DeferredLost, DeferredPending uint64
 }
 
 // DebugNonSafepoints is what turning HotSpot's DebugNonSafepoints on at
@@ -174,7 +176,8 @@ func SamplingStats() SampleStats {
 		Handler: time.Duration(st.handler_ns), Prepare: time.Duration(st.prepare_ns), Prepared: uint64(st.prepared),
 		JVMThreads: uint64(st.jvm_threads), JVMEnded: uint64(st.jvm_ended), JVMSamples: uint64(st.jvm_samples),
 		JVMWeight: time.Duration(st.jvm_weight_ns), JVMPeriod: max(time.Duration(C.jp_sampling_period()), time.Duration(C.JP_JVM_PERIOD_NS)), Recovered: uint64(st.recovered), Anchored: uint64(st.anchored),
-		StubPopped: uint64(st.stub_popped), Deferred: uint64(st.deferred), DeferredFailed: uint64(st.deferred_failed)}
+		StubPopped: uint64(st.stub_popped), Deferred: uint64(st.deferred), DeferredFailed: uint64(st.deferred_failed),
+		DeferredLost: uint64(st.deferred_lost), DeferredPending: uint64(st.deferred_pending)}
 	for r := 0; r < C.JP_NREASONS; r++ {
 		if n := uint64(st.reasons[r]); n > 0 {
 			s.Failed[C.GoString(C.jp_sampling_reason(C.int(r)))] = n

@@ -50,6 +50,8 @@ typedef struct jp_sample_stats {
 	uint64_t stub_popped;    /* walks of a thread in the VM that succeeded from the caller of the stub that called into it */
 	uint64_t deferred;       /* walks of a blocked thread left to the walker thread and found by it */
 	uint64_t deferred_failed; /* walks left to it that it could not make (counted in reasons too) */
+	uint64_t deferred_lost;  /* walks left to it whose sample was dropped: sampling stopped first */
+	uint64_t deferred_pending; /* walks left to it and not yet added (read by jp_sampling_stats) */
 } jp_sample_stats;
 
 void jp_sampling_stats(jp_sample_stats *out);

@@ -13,25 +13,28 @@
  * thread safely: JVMTI's GetStackTrace, from another thread, runs a
  * handshake that a blocked thread cannot leave its state before it ends.
  *
- * So the handler leaves the walk (the sample's weight and the sp of the
- * thread's last Java frame) in the thread's record and wakes the walker
- * thread, which asks the VM for the stack if the thread's last Java frame
- * is still the one it was sampled in (HotSpot clears it when the thread
- * returns to Java): the thread is still in the call from that frame into
- * the VM (or, at worst, in another from the same frame, whose Java stack
- * is the same), and it cannot leave the VM while the walk's handshake is
- * pending, only in the few instructions between that check and the
- * handshake's start. The thread's own handler adds the found path, with the
- * held weight, at its next sample (only the thread writes its tree), or
- * at its end; a walk that failed goes under its reason then, as it would
- * have at once. Samples whose walk was left this way are counted apart
- * (deferred), so the header says how many stacks came from it.
+ * So the handler leaves the walk (the sample's weight, and the sp and pc
+ * of the thread's last Java frame) in the thread's record and wakes the
+ * walker thread, which asks the VM for the stack and keeps it only if
+ * the thread's last Java frame was the sampled one both before and after
+ * the walk (HotSpot clears it when the thread returns to Java): the
+ * thread was in the call into the VM it was sampled in throughout, short
+ * of leaving it and making the same call again (same stub, same depth)
+ * within the walk. The walk waits for a GC in progress, after which the
+ * thread often has returned to Java: those walks fail. (Suspending the
+ * thread for the walk fails as often, and a debugger's suspension could
+ * be undone by it.) The thread's own handler adds the found path, with
+ * the held weight, at its next sample (only the thread writes its tree),
+ * or at its end; a walk that failed goes under its reason then, as it
+ * would have at once; one left before sampling stopped is dropped. The
+ * header counts each.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include "sampling_priv.h"
 
@@ -40,20 +43,24 @@
  * profiler's (it is named libjprof-*). */
 __thread int jp_walker_self;
 
-static pthread_t jp_walker;
 static int jp_walker_started;
+/* jdk.internal.vm.Continuation (JDK 19 and later), or NULL. */
+static jclass jp_continuation;
 
 int jp_defer(jp_sthread *s, uint64_t w, int r)
 {
-	if (s->ref == NULL || __atomic_load_n(&jps.walker_on, __ATOMIC_ACQUIRE) != 1 ||
+	if (s->ref == NULL || jps.depth < 2 || __atomic_load_n(&jps.walker_on, __ATOMIC_ACQUIRE) != 1 ||
 	    __atomic_load_n(&s->def_state, __ATOMIC_ACQUIRE) != JP_DEF_IDLE)
 		return 0;
-	uintptr_t sp = jp_anchor_sp(s);
+	uintptr_t sp, pc;
+	jp_anchor(s, &sp, &pc);
 	if (sp == 0)
 		return 0;
 	s->def_sp = sp;
+	s->def_pc = pc;
 	s->def_w = w;
 	s->def_reason = r;
+	s->def_epoch = __atomic_load_n(&jp.epoch, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->def_state, JP_DEF_PENDING, __ATOMIC_RELEASE);
 	sem_post(&jps.walk_sem); /* async-signal-safe */
 	return 1;
@@ -64,55 +71,77 @@ void jp_defer_flush(jp_sthread *s, int end)
 	int st = __atomic_load_n(&s->def_state, __ATOMIC_ACQUIRE);
 	if (st == JP_DEF_IDLE || (st == JP_DEF_PENDING && !end))
 		return;
-	const uint32_t *path = s->def_path;
-	uint32_t n = s->def_n;
-	if (st == JP_DEF_DONE) {
-		JP_COUNT(deferred);
+	if (!jps.on || s->def_epoch != __atomic_load_n(&jp.epoch, __ATOMIC_RELAXED)) {
+		/* Sampling stopped since: the sample belongs to a period
+		 * whose profile is written. */
+		JP_COUNT(deferred_lost);
 	} else {
-		/* Failed, or still waiting for the walker at the thread's end. */
-		JP_COUNT(deferred_failed);
-		__atomic_fetch_add(&jps.st.reasons[s->def_reason], 1, __ATOMIC_RELAXED);
-		path = &jps.reason_h[s->def_reason];
-		n = 1;
+		const uint32_t *path = s->def_path;
+		uint32_t n = s->def_n;
+		if (st == JP_DEF_DONE) {
+			JP_COUNT(deferred);
+		} else {
+			/* Failed, or not walked before the thread ended. */
+			JP_COUNT(deferred_failed);
+			__atomic_fetch_add(&jps.st.reasons[s->def_reason], 1, __ATOMIC_RELAXED);
+			path = &jps.reason_h[s->def_reason];
+			n = 1;
+		}
+		if (jp_pcct_add(s->t, &s->pcct, path, n, s->def_w))
+			JP_COUNT(limited);
 	}
-	if (jp_pcct_add(s->t, &s->pcct, path, n, s->def_w))
-		JP_COUNT(limited);
 	__atomic_store_n(&s->def_state, JP_DEF_IDLE, __ATOMIC_RELEASE);
 }
 
-/* jp_is_continuation: m is a method of jdk.internal.vm.Continuation (a
+void jp_defer_wait(jp_sthread *s)
+{
+	while (s->def_busy)
+		pthread_cond_wait(&jps.def_done, &jps.lock);
+}
+
+uint64_t jp_defer_pending(void)
+{
+	uint64_t n = 0;
+	pthread_mutex_lock(&jps.lock);
+	for (jp_sthread *s = jps.list; s != NULL; s = s->next)
+		n += __atomic_load_n(&s->def_state, __ATOMIC_ACQUIRE) != JP_DEF_IDLE;
+	pthread_mutex_unlock(&jps.lock);
+	return n;
+}
+
+/* jp_on_continuation: m is a method of jdk.internal.vm.Continuation (a
  * carrier's frames end there: a virtual thread was mounted, whose frames
  * GetStackTrace of the carrier does not give). */
-static int jp_is_continuation(jvmtiEnv *jvmti, jmethodID m)
+static int jp_on_continuation(jvmtiEnv *jvmti, JNIEnv *jni, jmethodID m)
 {
 	jclass c = NULL;
-	char *sig = NULL;
-	int is = 0;
-	if ((*jvmti)->GetMethodDeclaringClass(jvmti, m, &c) == JVMTI_ERROR_NONE &&
-	    (*jvmti)->GetClassSignature(jvmti, c, &sig, NULL) == JVMTI_ERROR_NONE) {
-		is = strcmp(sig, "Ljdk/internal/vm/Continuation;") == 0;
-		(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
-	}
+	if (jp_continuation == NULL || (*jvmti)->GetMethodDeclaringClass(jvmti, m, &c) != JVMTI_ERROR_NONE)
+		return 0;
+	int is = (*jni)->IsSameObject(jni, c, jp_continuation);
+	(*jni)->DeleteLocalRef(jni, c);
 	return is;
 }
 
-/* jp_defer_walk makes the walk s's handler left; jps.lock held, so that
- * s stays listed (its thread has not ended) and its reference valid. */
-static void jp_defer_walk(jvmtiEnv *jvmti, jp_sthread *s, jvmtiFrameInfo *fr)
+/* jp_defer_walk makes the walk s's handler left; s->def_busy is set, so
+ * that s stays listed (its thread has not ended) and its reference
+ * valid. */
+static void jp_defer_walk(jvmtiEnv *jvmti, JNIEnv *jni, jp_sthread *s, jvmtiFrameInfo *fr)
 {
 	int ok = 0;
-	uintptr_t sp = s->def_sp;
+	uintptr_t sp, pc;
 	jint count = 0;
-	/* Its path: <top_frame_not_walkable> (the stub), the frames, and
-	 * <deeper-frames> if they were cut. */
+	/* Its path: <top_frame_not_walkable> (what the VM was called
+	 * from), the frames, and <deeper-frames> if they were cut. */
 	if (s->def_path == NULL)
 		s->def_path = malloc(((size_t)jps.depth + 1) * sizeof(uint32_t));
-	if (s->def_path != NULL && jps.depth >= 2 && jp_anchor_sp(s) == sp &&
-	    (*jvmti)->GetStackTrace(jvmti, s->ref, 0, (jint)jps.depth - 1, fr, &count) == JVMTI_ERROR_NONE &&
-	    count > 0 && !jp_is_continuation(jvmti, fr[0].method)) {
-		uint32_t n = 0;
+	jp_anchor(s, &sp, &pc);
+	if (s->def_path != NULL && sp == s->def_sp && pc == s->def_pc &&
+	    (*jvmti)->GetStackTrace(jvmti, s->ref, 0, (jint)jps.depth, fr, &count) == JVMTI_ERROR_NONE && count > 0 &&
+	    (jp_anchor(s, &sp, &pc), sp == s->def_sp && pc == s->def_pc) &&
+	    !jp_on_continuation(jvmti, jni, fr[0].method)) {
+		uint32_t n = 0, keep = (uint32_t)count < jps.depth ? (uint32_t)count : jps.depth - 1;
 		s->def_path[n++] = jps.top_h;
-		for (jint i = 0; i < count; i++) {
+		for (uint32_t i = 0; i < keep; i++) {
 			uint32_t h = jp_mid_find(fr[i].method);
 			if (h == UINT32_MAX) {
 				h = jps.unknown_h;
@@ -120,7 +149,7 @@ static void jp_defer_walk(jvmtiEnv *jvmti, jp_sthread *s, jvmtiFrameInfo *fr)
 			}
 			s->def_path[n++] = h;
 		}
-		if ((uint32_t)count >= jps.depth - 1) {
+		if (keep < (uint32_t)count) {
 			s->def_path[n++] = jps.deep_h;
 			JP_COUNT(deep);
 		}
@@ -130,27 +159,56 @@ static void jp_defer_walk(jvmtiEnv *jvmti, jp_sthread *s, jvmtiFrameInfo *fr)
 	__atomic_store_n(&s->def_state, ok ? JP_DEF_DONE : JP_DEF_FAILED, __ATOMIC_RELEASE);
 }
 
+/* jp_next_pending is a listed thread whose walk waits; jps.lock held. */
+static jp_sthread *jp_next_pending(void)
+{
+	for (jp_sthread *s = jps.list; s != NULL; s = s->next)
+		if (!s->def_busy && __atomic_load_n(&s->def_state, __ATOMIC_ACQUIRE) == JP_DEF_PENDING)
+			return s;
+	return NULL;
+}
+
 static void *jp_walker_main(void *arg)
 {
 	(void)arg;
 	jp_walker_self = 1;
+	/* Named before anything can see it: the JVM-thread scanner tells
+	 * the profiler's threads by their names. */
+	prctl(PR_SET_NAME, "libjprof-walker", 0, 0, 0);
 	static char name[] = "libjprof-walker";
+	JNIEnv *jni = NULL;
 	jvmtiFrameInfo *fr = calloc(jps.depth, sizeof *fr);
-	if (fr == NULL || jp_attach_current(name) != 0) {
+	if (fr == NULL || jp_attach_current(name) != 0 ||
+	    (*jpvm.vm)->GetEnv(jpvm.vm, (void **)&jni, JNI_VERSION_1_6) != JNI_OK) {
 		free(fr);
 		__atomic_store_n(&jps.walker_on, -1, __ATOMIC_RELEASE);
 		return NULL;
+	}
+	jclass c = (*jni)->FindClass(jni, "jdk/internal/vm/Continuation");
+	if (c != NULL) {
+		jp_continuation = (jclass)(*jni)->NewGlobalRef(jni, c);
+		(*jni)->DeleteLocalRef(jni, c);
+	} else {
+		(*jni)->ExceptionClear(jni); /* before JDK 19 */
 	}
 	__atomic_store_n(&jps.walker_on, 1, __ATOMIC_RELEASE);
 	for (;;) {
 		while (sem_wait(&jps.walk_sem) != 0 && errno == EINTR)
 			;
-		/* One pass serves every walk left so far: the wakes of the
-		 * ones it served are spent on empty passes. */
+		/* One pass serves every walk left so far (the wakes of the
+		 * ones it served are spent on empty passes). The lock is not
+		 * held during a walk, which can wait out a GC: a thread that
+		 * ends waits for def_busy instead. */
 		pthread_mutex_lock(&jps.lock);
-		for (jp_sthread *s = jps.list; s != NULL; s = s->next)
-			if (__atomic_load_n(&s->def_state, __ATOMIC_ACQUIRE) == JP_DEF_PENDING)
-				jp_defer_walk(jpvm.jvmti, s, fr);
+		jp_sthread *s;
+		while ((s = jp_next_pending()) != NULL) {
+			s->def_busy = 1;
+			pthread_mutex_unlock(&jps.lock);
+			jp_defer_walk(jpvm.jvmti, jni, s, fr);
+			pthread_mutex_lock(&jps.lock);
+			s->def_busy = 0;
+			pthread_cond_broadcast(&jps.def_done);
+		}
 		pthread_mutex_unlock(&jps.lock);
 	}
 	return NULL;
@@ -160,20 +218,22 @@ int jp_defer_start(void)
 {
 	if (jp_walker_started)
 		return 0;
-	/* The walk is checked against the last Java frame's sp: without
-	 * HotSpot's anchor, nothing is left to the walker. */
-	if (jps.last_sp_off < 0)
+#if defined(__x86_64__)
+	if (jps.last_sp_off < 0 || jps.last_pc_off < 0)
 		return 0;
+#else
+	return 0; /* no anchor read (sampling_walk.c): nothing is deferred */
+#endif
 	if (sem_init(&jps.walk_sem, 0, 0) != 0)
 		return errno ? errno : -1;
+	pthread_t walker;
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	int rc = pthread_create(&jp_walker, &attr, jp_walker_main, NULL);
+	int rc = pthread_create(&walker, &attr, jp_walker_main, NULL);
 	pthread_attr_destroy(&attr);
 	if (rc != 0)
 		return rc;
-	pthread_setname_np(jp_walker, "libjprof-walker");
 	jp_walker_started = 1;
 	return 0;
 }

@@ -70,16 +70,19 @@ typedef struct jp_sthread {
 	int seen;
 	/* A walk left to the walker thread (sampling_defer.c): the thread
 	 * (a global reference; NULL for threads that ran before an attach),
-	 * the deferral's state (JP_DEF_*), the last Java frame's sp and the
-	 * sample's weight and failure (its reason) when it was left, and the
-	 * path the walker found (allocated at the thread's first deferral). */
+	 * the deferral's state (JP_DEF_*), the last Java frame's sp and pc,
+	 * the sample's weight, failure (its reason) and collection epoch when
+	 * it was left, the path the walker found (allocated at the thread's
+	 * first deferral), and whether the walker is at it (jps.lock). */
 	jobject ref;
 	volatile int def_state;
 	int def_reason;
-	uintptr_t def_sp;
+	uint32_t def_epoch;
+	uintptr_t def_sp, def_pc;
 	uint64_t def_w;
 	uint32_t *def_path;
 	uint32_t def_n;
+	int def_busy;
 } jp_sthread;
 
 enum { JP_DEF_IDLE, JP_DEF_PENDING, JP_DEF_DONE, JP_DEF_FAILED };
@@ -119,8 +122,9 @@ struct jp_sampling_state {
 	unsigned long long on_ticks;
 	/* The walker thread (sampling_defer.c): started, and woken by the
 	 * handler for each walk it leaves. */
-	volatile int walker_on;
+	volatile int walker_on; /* 1 running, -1 could not attach */
 	sem_t walk_sem;
+	pthread_cond_t def_done; /* a thread's def_busy cleared (jps.lock) */
 	int vm_ready; /* VM init has run: a thread may attach */
 };
 extern struct jp_sampling_state jps;
@@ -159,12 +163,17 @@ int jp_stub_retry(jp_sthread *s, jp_agct_trace *tr, void *uc);
  * s's thread) and says whether it did; jp_defer_flush adds to s's tree
  * what the walker found for the sample it left, or that sample under its
  * reason if the walk failed (on s's thread: in the handler, or at the
- * thread's end with end set); jp_defer_start starts the walker (jps.lock
- * held); jp_anchor_sp is s's last Java frame's sp (0: none or unknown). */
+ * thread's end with end set); jp_defer_wait waits until the walker is
+ * not at s, jps.lock held (before s is unlisted); jp_defer_start starts
+ * the walker (jps.lock held); jp_defer_pending counts the walks left and
+ * not yet added (jps.lock not held). jp_anchor reads s's last Java
+ * frame's sp and pc (0: none or unknown; sampling_walk.c). */
 int jp_defer(jp_sthread *s, uint64_t w, int r);
 void jp_defer_flush(jp_sthread *s, int end);
+void jp_defer_wait(jp_sthread *s);
 int jp_defer_start(void);
-uintptr_t jp_anchor_sp(const jp_sthread *s);
+uint64_t jp_defer_pending(void);
+void jp_anchor(const jp_sthread *s, uintptr_t *sp, uintptr_t *pc);
 /* jp_walker_self is set on the walker thread. */
 extern __thread int jp_walker_self;
 

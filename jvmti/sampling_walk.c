@@ -206,10 +206,11 @@ int jp_anchor_retry(jp_sthread *s, jp_agct_trace *tr, void *uc)
 	*lpc = 0;
 	return tr->num_frames > 0;
 }
-uintptr_t jp_anchor_sp(const jp_sthread *s)
+void jp_anchor(const jp_sthread *s, uintptr_t *sp, uintptr_t *pc)
 {
 	char *thread = jp_walk_thread(s);
-	return thread == NULL ? 0 : *(volatile uintptr_t *)(thread + jps.last_sp_off);
+	*sp = thread == NULL ? 0 : *(volatile uintptr_t *)(thread + jps.last_sp_off);
+	*pc = thread == NULL ? 0 : *(volatile uintptr_t *)(thread + jps.last_pc_off);
 }
 
 /* HotSpot's JavaThreadState for a thread running VM code (_thread_in_vm),
@@ -285,10 +286,10 @@ int jp_stub_retry(jp_sthread *s, jp_agct_trace *tr, void *uc)
 	return jp_anchor_retry(s, tr, uc);
 }
 
-uintptr_t jp_anchor_sp(const jp_sthread *s)
+void jp_anchor(const jp_sthread *s, uintptr_t *sp, uintptr_t *pc)
 {
 	(void)s;
-	return 0;
+	*sp = *pc = 0;
 }
 #endif
 
