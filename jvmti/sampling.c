@@ -492,11 +492,14 @@ int jp_sampling_set(int on)
 		jp_collect(0);
 	}
 	pthread_mutex_unlock(&jps.lock);
+	if (!on)
+		jp_defer_stop();
 	return rc;
 }
 
 static void jp_sampling_die(void)
 {
+	jp_defer_stop();
 	pthread_mutex_lock(&jps.lock);
 	jp.dead = 1;
 	jp_cpu_mark(0);

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <time.h>
 
 #include "sampling_priv.h"
 
@@ -43,7 +44,14 @@
  * profiler's (it is named libjprof-*). */
 __thread int jp_walker_self;
 
-static int jp_walker_started;
+/* Walkers are started by sampling's start and stopped by its stop (a
+ * thread attached to the VM and idle in native code would hold up the
+ * VM's exit: HotSpot waits up to 300 ms for such threads). Each walker
+ * runs while jp_walker_gen is the generation it was started with;
+ * jp_walker_gone is posted as one leaves. jps.lock guards the start. */
+static int jp_walker_started, jp_sems_ready;
+static volatile uint32_t jp_walker_gen;
+static sem_t jp_walker_gone;
 /* jdk.internal.vm.Continuation (JDK 19 and later), or NULL. */
 static jclass jp_continuation;
 
@@ -170,7 +178,7 @@ static jp_sthread *jp_next_pending(void)
 
 static void *jp_walker_main(void *arg)
 {
-	(void)arg;
+	uint32_t gen = (uint32_t)(uintptr_t)arg;
 	jp_walker_self = 1;
 	/* Named before anything can see it: the JVM-thread scanner tells
 	 * the profiler's threads by their names. */
@@ -182,19 +190,25 @@ static void *jp_walker_main(void *arg)
 	    (*jpvm.vm)->GetEnv(jpvm.vm, (void **)&jni, JNI_VERSION_1_6) != JNI_OK) {
 		free(fr);
 		__atomic_store_n(&jps.walker_on, -1, __ATOMIC_RELEASE);
+		sem_post(&jp_walker_gone);
 		return NULL;
 	}
-	jclass c = (*jni)->FindClass(jni, "jdk/internal/vm/Continuation");
-	if (c != NULL) {
-		jp_continuation = (jclass)(*jni)->NewGlobalRef(jni, c);
-		(*jni)->DeleteLocalRef(jni, c);
-	} else {
-		(*jni)->ExceptionClear(jni); /* before JDK 19 */
+	if (jp_continuation == NULL) {
+		jclass c = (*jni)->FindClass(jni, "jdk/internal/vm/Continuation");
+		if (c != NULL) {
+			jp_continuation = (jclass)(*jni)->NewGlobalRef(jni, c);
+			(*jni)->DeleteLocalRef(jni, c);
+		} else {
+			(*jni)->ExceptionClear(jni); /* before JDK 19 */
+		}
 	}
-	__atomic_store_n(&jps.walker_on, 1, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&jp_walker_gen, __ATOMIC_ACQUIRE) == gen)
+		__atomic_store_n(&jps.walker_on, 1, __ATOMIC_RELEASE);
 	for (;;) {
 		while (sem_wait(&jps.walk_sem) != 0 && errno == EINTR)
 			;
+		if (__atomic_load_n(&jp_walker_gen, __ATOMIC_ACQUIRE) != gen)
+			break;
 		/* One pass serves every walk left so far (the wakes of the
 		 * ones it served are spent on empty passes). The lock is not
 		 * held during a walk, which can wait out a GC: a thread that
@@ -211,6 +225,9 @@ static void *jp_walker_main(void *arg)
 		}
 		pthread_mutex_unlock(&jps.lock);
 	}
+	free(fr);
+	(*jpvm.vm)->DetachCurrentThread(jpvm.vm);
+	sem_post(&jp_walker_gone);
 	return NULL;
 }
 
@@ -224,16 +241,42 @@ int jp_defer_start(void)
 #else
 	return 0; /* no anchor read (sampling_walk.c): nothing is deferred */
 #endif
-	if (sem_init(&jps.walk_sem, 0, 0) != 0)
-		return errno ? errno : -1;
+	if (!jp_sems_ready) {
+		if (sem_init(&jps.walk_sem, 0, 0) != 0 || sem_init(&jp_walker_gone, 0, 0) != 0)
+			return errno ? errno : -1;
+		jp_sems_ready = 1;
+	}
+	uint32_t gen = __atomic_add_fetch(&jp_walker_gen, 1, __ATOMIC_ACQ_REL);
 	pthread_t walker;
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	int rc = pthread_create(&walker, &attr, jp_walker_main, NULL);
+	int rc = pthread_create(&walker, &attr, jp_walker_main, (void *)(uintptr_t)gen);
 	pthread_attr_destroy(&attr);
 	if (rc != 0)
 		return rc;
 	jp_walker_started = 1;
 	return 0;
+}
+
+void jp_defer_stop(void)
+{
+	pthread_mutex_lock(&jps.lock);
+	int was = jp_walker_started;
+	jp_walker_started = 0;
+	if (was) {
+		__atomic_store_n(&jps.walker_on, 0, __ATOMIC_RELEASE);
+		__atomic_add_fetch(&jp_walker_gen, 1, __ATOMIC_ACQ_REL);
+	}
+	pthread_mutex_unlock(&jps.lock);
+	if (!was)
+		return;
+	/* Woken, it detaches and leaves; a walk in progress ends first (it
+	 * may wait out a GC): a second at the most. */
+	sem_post(&jps.walk_sem);
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 1;
+	while (sem_timedwait(&jp_walker_gone, &until) != 0 && errno == EINTR)
+		;
 }

@@ -165,13 +165,15 @@ int jp_stub_retry(jp_sthread *s, jp_agct_trace *tr, void *uc);
  * reason if the walk failed (on s's thread: in the handler, or at the
  * thread's end with end set); jp_defer_wait waits until the walker is
  * not at s, jps.lock held (before s is unlisted); jp_defer_start starts
- * the walker (jps.lock held); jp_defer_pending counts the walks left and
+ * the walker (jps.lock held), jp_defer_stop stops it and waits for it to
+ * leave (jps.lock not held); jp_defer_pending counts the walks left and
  * not yet added (jps.lock not held). jp_anchor reads s's last Java
  * frame's sp and pc (0: none or unknown; sampling_walk.c). */
 int jp_defer(jp_sthread *s, uint64_t w, int r);
 void jp_defer_flush(jp_sthread *s, int end);
 void jp_defer_wait(jp_sthread *s);
 int jp_defer_start(void);
+void jp_defer_stop(void);
 uint64_t jp_defer_pending(void);
 void jp_anchor(const jp_sthread *s, uintptr_t *sp, uintptr_t *pc);
 /* jp_walker_self is set on the walker thread. */
