@@ -74,7 +74,7 @@ func (a *agent) sampleHeader(p *reports.Profile) {
 		p.Notes = append(p.Notes, fmt.Sprintf("SAMPLE: this JVM's structure table did not give what recovering failed walks needs "+
 			"(the code cache's bounds: %v; a thread's last Java frame: %v): such samples stay under pseudo-frames at the thread's root", caller, anchor))
 	} else if walkerFailed {
-		p.Notes = append(p.Notes, "SAMPLE: the walker thread could not attach to the VM: samples of threads blocked in the VM under a runtime stub stay under <not_walkable_not_Java>")
+		p.Notes = append(p.Notes, "SAMPLE: the walker thread could not start or attach to the VM: samples of threads blocked in the VM under a runtime stub stay under <not_walkable_not_Java>")
 	}
 	if s.Kind != jvmti.SampleWall {
 		p.Notes = append(p.Notes, processCoverage(st, jvmti.SampledProcessCPU()))

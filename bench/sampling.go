@@ -55,18 +55,24 @@ type SamplingRow struct {
 	// Unwalked and Recovered are, per run, the Java threads' samples
 	// whose stack could not be walked (any pseudo-frame of
 	// AsyncGetCallTrace's failures but <no_Java_frame>), and those a
-	// recovery walked after AsyncGetCallTrace failed (recoveryKeys), %
+	// recovery walked after AsyncGetCallTrace failed (recoveryRes), %
 	// (log-msg).
 	Unwalked, Recovered []float64
 }
 
 var summaryRe = regexp.MustCompile(`sampling summary\s.*"samples": (\d+).*"notWalkable": \{([^}]*)\}.*"jvmSamples": (\d+)`)
 
-// recoveryKeys are the sampling summary's counts of stacks a recovery
+// recoveryRes read the sampling summary's counts of stacks a recovery
 // walked after AsyncGetCallTrace failed: from the caller of the top
 // frame, from a filled-in last Java frame, from a runtime stub's caller,
 // and by the VM just after the sample.
-var recoveryKeys = []string{"walkedFromCaller", "walkedFromAnchor", "walkedPastStub", "walkedAfterSample"}
+var recoveryRes = func() []*regexp.Regexp {
+	var rs []*regexp.Regexp
+	for _, k := range []string{"walkedFromCaller", "walkedFromAnchor", "walkedPastStub", "walkedAfterSample"} {
+		rs = append(rs, regexp.MustCompile(`sampling summary\s.*"`+k+`": (\d+)`))
+	}
+	return rs
+}()
 
 // walkShares reads log-msg's sampling summary: the shares of the Java
 // threads' samples not walked and walked by a recovery, %.
@@ -78,8 +84,8 @@ func walkShares(msg string) (unwalked, recovered float64, ok bool) {
 	samples, _ := strconv.ParseFloat(m[1], 64)
 	jvm, _ := strconv.ParseFloat(m[3], 64)
 	var rec float64
-	for _, k := range recoveryKeys {
-		if r := regexp.MustCompile(`sampling summary\s.*"` + k + `": (\d+)`).FindStringSubmatch(msg); r != nil {
+	for _, re := range recoveryRes {
+		if r := re.FindStringSubmatch(msg); r != nil {
 			n, _ := strconv.ParseFloat(r[1], 64)
 			rec += n
 		}

@@ -67,8 +67,8 @@ int jp_sampling_debuginfo(void);
 /* jp_sampling_recovery says which recoveries of failed walks HotSpot's
  * structure table allows: 1 from the caller of the top frame (the code
  * cache's bounds known), 2 from a thread's last Java frame (its anchor
- * known); 4 says the walker thread of blocked threads could not attach
- * to the VM (sampling_defer.c). */
+ * known); 4 says the walker thread of blocked threads could not start
+ * or attach to the VM (sampling_defer.c). */
 int jp_sampling_recovery(void);
 
 #endif /* JP_SAMPLING_H */

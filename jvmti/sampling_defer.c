@@ -130,23 +130,29 @@ static int jp_on_continuation(jvmtiEnv *jvmti, JNIEnv *jni, jmethodID m)
 	return is;
 }
 
+/* jp_at_sampled says whether s's last Java frame is the one its handler
+ * saw when it left the walk. */
+static int jp_at_sampled(const jp_sthread *s)
+{
+	uintptr_t sp, pc;
+	jp_anchor(s, &sp, &pc);
+	return sp == s->def_sp && pc == s->def_pc;
+}
+
 /* jp_defer_walk makes the walk s's handler left; s->def_busy is set, so
  * that s stays listed (its thread has not ended) and its reference
  * valid. */
 static void jp_defer_walk(jvmtiEnv *jvmti, JNIEnv *jni, jp_sthread *s, jvmtiFrameInfo *fr)
 {
 	int ok = 0;
-	uintptr_t sp, pc;
 	jint count = 0;
 	/* Its path: <top_frame_not_walkable> (what the VM was called
 	 * from), the frames, and <deeper-frames> if they were cut. */
 	if (s->def_path == NULL)
 		s->def_path = malloc(((size_t)jps.depth + 1) * sizeof(uint32_t));
-	jp_anchor(s, &sp, &pc);
-	if (s->def_path != NULL && sp == s->def_sp && pc == s->def_pc &&
+	if (s->def_path != NULL && jp_at_sampled(s) &&
 	    (*jvmti)->GetStackTrace(jvmti, s->ref, 0, (jint)jps.depth, fr, &count) == JVMTI_ERROR_NONE && count > 0 &&
-	    (jp_anchor(s, &sp, &pc), sp == s->def_sp && pc == s->def_pc) &&
-	    !jp_on_continuation(jvmti, jni, fr[0].method)) {
+	    jp_at_sampled(s) && !jp_on_continuation(jvmti, jni, fr[0].method)) {
 		uint32_t n = 0, keep = (uint32_t)count < jps.depth ? (uint32_t)count : jps.depth - 1;
 		s->def_path[n++] = jps.top_h;
 		for (uint32_t i = 0; i < keep; i++) {
@@ -242,8 +248,10 @@ int jp_defer_start(void)
 	return 0; /* no anchor read (sampling_walk.c): nothing is deferred */
 #endif
 	if (!jp_sems_ready) {
-		if (sem_init(&jps.walk_sem, 0, 0) != 0 || sem_init(&jp_walker_gone, 0, 0) != 0)
+		if (sem_init(&jps.walk_sem, 0, 0) != 0 || sem_init(&jp_walker_gone, 0, 0) != 0) {
+			__atomic_store_n(&jps.walker_on, -1, __ATOMIC_RELEASE);
 			return errno ? errno : -1;
+		}
 		jp_sems_ready = 1;
 	}
 	uint32_t gen = __atomic_add_fetch(&jp_walker_gen, 1, __ATOMIC_ACQ_REL);
@@ -253,8 +261,10 @@ int jp_defer_start(void)
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	int rc = pthread_create(&walker, &attr, jp_walker_main, (void *)(uintptr_t)gen);
 	pthread_attr_destroy(&attr);
-	if (rc != 0)
+	if (rc != 0) {
+		__atomic_store_n(&jps.walker_on, -1, __ATOMIC_RELEASE); /* said in the header */
 		return rc;
+	}
 	jp_walker_started = 1;
 	return 0;
 }
