@@ -353,7 +353,7 @@ func (c *Calibration) abBCIMarkdown(w io.Writer) {
 		"collection off: the injected calls still run and return at once (two JNI calls per call of the leaf, besides the driver's own), "+
 		"so *bare* is the instrumented code's cost without the engine's work, slightly above the uninstrumented code's; what calibration "+
 		"is to remove is the engine's work and its reads. The leaves are compiled as small loops, so the drivers cost far less than in "+
-		"`-Xint`.\n\n", c.abBCI[0].bare.N)
+		"`-Xint`; two larger ones, d1024 and d4096, run here only, so that some drivers cost 200 ns or more, the size the target is for.\n\n", c.abBCI[0].bare.N)
 	abTable(w, c.abBCI)
 }
 

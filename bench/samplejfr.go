@@ -97,6 +97,9 @@ func (p *SampleJFR) Run(ctx context.Context, s *Suite, tmp string) error {
 		return err
 	}
 	p.Rounds = sampleJFRRounds
+	if o.SampleJFRRounds > 0 {
+		p.Rounds = o.SampleJFRRounds
+	}
 	if o.JavacRounds < 2 || o.JavacArgs != nil {
 		// The smoke test: one short round.
 		p.Rounds = 1

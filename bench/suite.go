@@ -32,6 +32,9 @@ type Options struct {
 	// smoke test).
 	RealRounds int
 	RealSmall  bool
+	// SampleJFRRounds is the rounds of the comparison with JFR's CPU-time
+	// sampler (default 7; 0 takes the default).
+	SampleJFRRounds int
 	// RepeatRuns is the runs of each program the repeatability part
 	// compares (default 5).
 	RepeatRuns int

@@ -29,7 +29,8 @@ import java.nio.charset.StandardCharsets;
  * With the agent's BCI source (the JIT on), the bare phases run the
  * injected calls too, returning at once, and warm-up rounds (a third
  * argument) run under collection first, so that the classes are
- * instrumented and the JIT has compiled them before the first pair.
+ * instrumented and the JIT has compiled them before the first pair; the
+ * drivers are then Accuracy.SIZES_JIT, with two larger loops.
  *
  * Usage: AccuracyAB <rtdriver port> <pairs> [<collected warm-up rounds>]
  */
@@ -75,10 +76,11 @@ public class AccuracyAB {
         out = s.getOutputStream();
         ThreadMXBean mx = ManagementFactory.getThreadMXBean();
         int warm = args.length > 2 ? Integer.parseInt(args[2]) : 0;
+        int[] sizes = warm > 0 ? Accuracy.SIZES_JIT : Accuracy.SIZES;
         if (warm > 0)
             cmd("start");
         for (int w = 0; w < Math.max(1, warm); w++) {
-            for (int size : Accuracy.SIZES) {
+            for (int size : sizes) {
                 Accuracy.drive(size, CALLS);
                 probe(size);
             }
@@ -93,7 +95,7 @@ public class AccuracyAB {
         // per-pair error up under load).
         java.util.Map<Integer, Integer> reps = new java.util.HashMap<>();
         for (int pair = 0; pair < pairs; pair++) {
-            for (int size : Accuracy.SIZES) {
+            for (int size : sizes) {
                 double bare = 0, prof = 0, pbare = 0, pprof = 0;
                 String file = null;
                 int rep = reps.getOrDefault(size, 1);

@@ -40,6 +40,7 @@ func main() {
 	flag.IntVar(&o.Rounds, "rounds", 11, "interleaved rounds of the workload session")
 	flag.IntVar(&o.JavacRounds, "javac-rounds", 2, "rounds of the javac runs (0: skip)")
 	flag.IntVar(&o.RealRounds, "real-rounds", 5, "rounds of the real programs, H2 and groovy (-1: skip)")
+	flag.IntVar(&o.SampleJFRRounds, "jfrsample-rounds", 7, "rounds of SAMPLE against JFR's CPU-time sampler (JDK 25)")
 	flag.IntVar(&o.RepeatRuns, "repeat-runs", 5, "runs of hellop and javac the repeatability part compares")
 	flag.IntVar(&o.StressRuns, "stress-runs", 100, "thread-end stress runs per configuration")
 	flag.IntVar(&o.StressThreads, "stress-threads", 6400, "short threads per stress run")
