@@ -326,6 +326,18 @@ func TestSampleInlined(t *testing.T) {
 	assert.True(t, strings.HasSuffix(top, ";Service.unit(long);Service.hot(long)"), "main's hottest stack: %s", top)
 }
 
+// TestSampleKeepsUsersDebugNonSafepoints: a DebugNonSafepoints the user
+// set on the command line stays as they set it (SAMPLE turns the flag on
+// only when it is at its default), and the header says so.
+func TestSampleKeepsUsersDebugNonSafepoints(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "Service", Args: []string{"1"}, Options: "SAMPLE,START",
+		JVMArgs: []string{"-XX:+UnlockDiagnosticVMOptions", "-XX:-DebugNonSafepoints", "-XX:+PrintFlagsFinal"}})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	// PrintFlagsFinal prints after the agent's set-up.
+	assert.Regexp(t, `bool DebugNonSafepoints +=\s+false\s.*\{command line\}`, r.Stdout)
+	assert.Contains(t, r.ReadFile(t, "rt.1"), "DebugNonSafepoints left off, as the command line set it")
+}
+
 // TestSampleRecoversWalks: javac's stacks often have their top frame in a
 // stub or a frame being built, where AsyncGetCallTrace gives up
 // (<unknown_Java>), or are in the VM with their last Java frame recorded

@@ -24,6 +24,10 @@ func (a *agent) sourceNotes() []string {
 			return []string{"SAMPLE: DebugNonSafepoints turned on: code compiled from now on says which inlined method each instruction belongs to; code compiled before the attach says it at safepoints only, so a sample in an inlined method's loop may be charged to the method it was inlined into until that code is compiled again"}
 		case rc == 0:
 			return []string{"SAMPLE: DebugNonSafepoints turned on: compiled code says which inlined method each instruction belongs to, so samples in inlined methods are charged to them"}
+		case rc == 1:
+			return []string{"SAMPLE: DebugNonSafepoints on, as the command line set it: compiled code says which inlined method each instruction belongs to, so samples in inlined methods are charged to them"}
+		case rc == 2:
+			return []string{"Warning: SAMPLE: DebugNonSafepoints left off, as the command line set it: compiled code says which inlined method it runs only at safepoints, so a sample in an inlined method's loop may be charged to the method it was inlined into (the JIT's work is a little less)"}
 		default:
 			return []string{fmt.Sprintf("Warning: SAMPLE: DebugNonSafepoints could not be turned on (error %d: the JVM's structure table not found): a sample in an inlined method's loop may be charged to the method it was inlined into; -XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints does it", rc)}
 		}

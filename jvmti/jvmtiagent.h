@@ -67,8 +67,10 @@ int jp_vm_detach(char *err, int errlen);
 int jp_methodevents_set(int on);
 int jp_attach_current(char *name);
 /* jp_vm_set_bool_flag sets a HotSpot -XX flag of type bool through the
- * VM's exported structure table (vmflags.c): 0, -1 if the table cannot
- * be read, -2 if there is no such flag. */
+ * VM's exported structure table (vmflags.c): 0; 1 or 2 when the user set
+ * the flag (command line, JAVA_TOOL_OPTIONS, a flags file), left as it is,
+ * already at value (1) or not (2); -1 if the table cannot be read, -2 if
+ * there is no such flag. */
 int jp_vm_set_bool_flag(const char *name, int value);
 /* jp_vm_static is the address of a HotSpot static field named in the
  * same table (e.g. CodeCache::_low_bound), or NULL. */

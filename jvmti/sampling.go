@@ -152,8 +152,8 @@ type SampleStats struct {
 }
 
 // DebugNonSafepoints is what turning HotSpot's DebugNonSafepoints on at
-// set-up gave: 0 on, -1 the VM's structure table not readable, -2 no such
-// flag.
+// set-up gave: 0 on; 1 on and 2 off as the user set it (left alone); -1
+// the VM's structure table not readable, -2 no such flag.
 func DebugNonSafepoints() int { return int(C.jp_sampling_debuginfo()) }
 
 // SampleRecovery says which recoveries of walks AsyncGetCallTrace fails

@@ -105,7 +105,7 @@ struct jp_sampling_state {
 	 * -1 unknown. */
 	long env_off, last_sp_off, last_pc_off, last_fp_off, state_off;
 	volatile int on;
-	int debug_nonsafepoints; /* jp_vm_set_bool_flag's result: 0 when on */
+	int debug_nonsafepoints; /* jp_vm_set_bool_flag's result: 0 or 1 when on */
 	int perf_refused;   /* cpu: perf events refused, POSIX timers instead */
 	int perf_user_only; /* cpu: perf events allowed for user space only */
 	pthread_mutex_t lock;

@@ -77,6 +77,24 @@ static int vm_type_size(const char *type, uint64_t *size)
 	}
 }
 
+/* vm_flag_origin is a flag's origin, the low bits of its _flags (HotSpot's
+ * JVMFlag::Flags: 0 DEFAULT, 1 COMMAND_LINE, 2 ENVIRON_VAR and others,
+ * the same from JDK 11 to 25); -1 when the table does not say. */
+static int vm_flag_origin(const char *f)
+{
+	uint64_t off = 0, size = 0;
+	if (vm_field("JVMFlag", "_flags", &off, NULL) != 0 || vm_type_size("JVMFlag::Flags", &size) != 0)
+		return -1;
+	uint32_t v;
+	if (size == 4)
+		v = *(const uint32_t *)(f + off);
+	else if (size == 2)
+		v = *(const uint16_t *)(f + off);
+	else
+		return -1;
+	return (int)(v & 0xf);
+}
+
 int jp_vm_set_bool_flag(const char *name, int value)
 {
 	uint64_t name_off = 0, addr_off = 0, size = 0;
@@ -94,6 +112,10 @@ int jp_vm_set_bool_flag(const char *name, int value)
 			char *addr = *(char *const *)(f + addr_off);
 			if (addr == NULL)
 				return -1;
+			/* A value the user chose (-XX on the command line, in
+			 * JAVA_TOOL_OPTIONS, a flags file) stays: it is theirs. */
+			if (vm_flag_origin(f) > 0)
+				return (*(volatile char *)addr != 0) == (value != 0) ? 1 : 2;
 			*(volatile char *)addr = value != 0;
 			return 0;
 		}
