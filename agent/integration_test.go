@@ -290,9 +290,9 @@ func TestUnwritableLogPath(t *testing.T) {
 	require.NoError(t, os.WriteFile(blocker, []byte("x"), 0o644))
 	ro := jvmtest.ReadOnlyFS(t)
 	for _, c := range []struct{ logpath, env, from, why string }{
-		{filepath.Join(blocker, "sub"), "", "the -agentpath options", "not a directory"},
-		{ro, "", "the -agentpath options", "read-only file system"},
-		{dir, "JPROFOPTS=LOGPATH=" + filepath.Join(ro, "sub"), "JPROFOPTS", "read-only file system"},
+		{filepath.Join(blocker, "sub"), "", "the -agentpath options", "cannot be created: not a directory"},
+		{ro, "", "the -agentpath options", "is not writable: read-only file system"},
+		{dir, "JPROFOPTS=LOGPATH=" + filepath.Join(ro, "sub"), "JPROFOPTS", "cannot be created: read-only file system"},
 	} {
 		r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METHODEVENTS,CALLTREE,START,LOGPATH=" + c.logpath, Env: []string{c.env}})
 		assert.NotEqual(t, 0, r.ExitCode, "the JVM must not start")
@@ -304,7 +304,7 @@ func TestUnwritableLogPath(t *testing.T) {
 			}
 		}
 		require.Len(t, ours, 1, r.Stderr)
-		assert.Regexp(t, `^libjprof: LOGPATH \S+ \(from `+regexp.QuoteMeta(c.from)+`\) is not writable: `+c.why+`; no profile could be written, so the JVM does not start`, ours[0])
+		assert.Regexp(t, `^libjprof: LOGPATH \S+ \(from `+regexp.QuoteMeta(c.from)+`\) `+c.why+`; no profile could be written, so the JVM does not start`, ours[0])
 	}
 }
 

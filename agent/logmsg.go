@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -14,11 +15,10 @@ import (
 // structured lines are no part of the program's stderr).
 func openLogMsg(o *Options, pid int) (*zap.Logger, func(), error) {
 	path := fmt.Sprintf("%s/%s-msg_%d", o.LogPath, o.LogPrefix, pid)
-	err := os.MkdirAll(o.LogPath, 0o755)
-	var f *os.File
-	if err == nil {
-		f, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err := os.MkdirAll(o.LogPath, 0o755); err != nil {
+		return zap.NewNop(), func() {}, mkdirError{err}
 	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return zap.NewNop(), func() {}, err
 	}
@@ -38,10 +38,20 @@ func openLogMsg(o *Options, pid int) (*zap.Logger, func(), error) {
 // refused), since no report could be written and method events would
 // slow the program for nothing; log-msg is not written either.
 func logPathError(o *Options, err error) (outErr, stop error) {
-	why := errnoText(err)
-	if o.LogPathFrom != "" {
-		return nil, fmt.Errorf("LOGPATH %s (from %s) is not writable: %s; no profile could be written, so the JVM does not start: give a writable directory", o.LogPath, o.LogPathFrom, why)
+	what := "is not writable: " + errnoText(err)
+	if errors.As(err, new(mkdirError)) {
+		what = "cannot be created: " + errnoText(err)
 	}
-	fmt.Fprintf(os.Stderr, "libjprof: warning: LOGPATH %s (the default: the current directory) is not writable: %s; no profile will be written (START ignored, rtdriver start refused): give LOGPATH=dir\n", o.LogPath, why)
-	return fmt.Errorf("LOGPATH %s is not writable: %s", o.LogPath, why), nil
+	if o.LogPathFrom != "" {
+		return nil, fmt.Errorf("LOGPATH %s (from %s) %s; no profile could be written, so the JVM does not start: give a writable directory", o.LogPath, o.LogPathFrom, what)
+	}
+	fmt.Fprintf(os.Stderr, "libjprof: warning: LOGPATH %s (the default: the current directory) %s; no profile will be written (START ignored, rtdriver start refused): give LOGPATH=dir\n", o.LogPath, what)
+	return fmt.Errorf("LOGPATH %s %s", o.LogPath, what), nil
 }
+
+// mkdirError is a LOGPATH that could not be made (a path through a file,
+// a read-only or special file system), as opposed to one that exists but
+// takes no file.
+type mkdirError struct{ error }
+
+func (e mkdirError) Unwrap() error { return e.error }

@@ -376,7 +376,10 @@ func validOptionList() string {
 	names := make([]string, 0, len(optionSpecs))
 	for _, s := range optionSpecs {
 		n := s.name
-		if s.hasValue {
+		switch {
+		case s.hasValue && s.optValue:
+			n += "[=]"
+		case s.hasValue:
 			n += "="
 		}
 		names = append(names, n)
@@ -480,7 +483,11 @@ func parseOne(o *Options, tok string) (*optionSpec, *OptionError) {
 	upper := strings.ToUpper(strings.TrimSpace(name))
 	spec, on := lookupOption(upper)
 	if spec == nil {
-		return nil, &OptionError{Option: tok, Reason: "unknown option"}
+		reason := "unknown option"
+		if near := nearestOption(upper); near != "" {
+			reason += "; did you mean " + near + "?"
+		}
+		return nil, &OptionError{Option: tok, Reason: reason}
 	}
 	if spec.notBuilt != "" {
 		return nil, &OptionError{Option: tok, Reason: "recognised but not available in this version: " + spec.notBuilt}
@@ -527,6 +534,41 @@ func (o *Options) genMode() jvmti.LogGen {
 
 // lookupOption finds the spec for an upper-case option name, which may
 // carry a NO prefix; on is false for the NO form.
+// nearestOption is the option name a mistyped one most likely meant: the
+// one at the smallest edit distance, if that is at most 2 (and less than
+// half the name), else "".
+func nearestOption(upper string) string {
+	upper = strings.TrimPrefix(upper, "NO")
+	best, bestD := "", 3
+	for _, s := range optionSpecs {
+		if d := editDistance(upper, s.name); d < bestD && 2*d < len(s.name) {
+			best, bestD = s.name, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
 func lookupOption(upper string) (*optionSpec, bool) {
 	for i := range optionSpecs {
 		if optionSpecs[i].name == upper {

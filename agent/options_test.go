@@ -67,6 +67,9 @@ func TestParseOptionsErrors(t *testing.T) {
 	}{
 		{"BOGUS", "BOGUS", "unknown option"},
 		{"NOBOGUS", "NOBOGUS", "unknown option"},
+		{"SAMPEL", "SAMPEL", "unknown option; did you mean SAMPLE?"},
+		{"logpth=/tmp", "logpth=/tmp", "unknown option; did you mean LOGPATH?"},
+		{"NOSTRAT", "NOSTRAT", "unknown option; did you mean START?"},
 		{"START=1", "START=1", "takes no value"},
 		{"NOSTART=1", "NOSTART=1", "takes no value"},
 		{"LOGPATH", "LOGPATH", "needs a value"},

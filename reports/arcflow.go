@@ -155,6 +155,7 @@ func (a *arcAcc) line(name string) ArcLine {
 // NewArcflow merges the contexts of p per method, handling recursion as
 // described at the top of this file.
 func NewArcflow(p *Profile) *Arcflow {
+	stack := p.StackCounts() != ""
 	f := flatten(p)
 	k := f.k
 	a := &Arcflow{Metrics: reportMetrics(p), Total: make([]uint64, k)}
@@ -229,8 +230,9 @@ func NewArcflow(p *Profile) *Arcflow {
 			pid = nid[par]
 		}
 		pl := get(parents, [2]int32{pid, id})
+		own := OwnCalls(n, stack)
 		for _, acc := range []*arcAcc{self[id], pl} {
-			acc.calls += n.Calls
+			acc.calls += own
 			addVec(acc.base, f.vec(f.base, j))
 			if sameAbove[j] < 0 {
 				addVec(acc.cum, f.vec(f.cum, j))
@@ -238,7 +240,7 @@ func NewArcflow(p *Profile) *Arcflow {
 		}
 		if pid != 0 {
 			cl := get(children, [2]int32{pid, id})
-			cl.calls += n.Calls
+			cl.calls += own
 			addVec(cl.base, f.vec(f.base, j))
 			addVec(cl.cum, f.vec(f.cum, j))
 			subVec(cl.cum, f.vec(nested, j))
@@ -372,7 +374,7 @@ func WriteXTree(w io.Writer, p *Profile) error {
 func WriteXArc(w io.Writer, p *Profile) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	a := NewArcflow(p)
-	reportHeader(bw, "xarc", p, a.Metrics, a.Total)
+	reportHeader(bw, "xarc", p, a.Metrics, a.Total, stackCallsNote(p)...)
 	fmt.Fprintf(bw, " Each stanza: callers (indented), the method, callees (indented).\n\n")
 	head := fmt.Sprintf(" %10s%s  NAME\n", "CALLS", columns(len(a.Metrics)))
 	rule := strings.Repeat("=", len(head)+20) + "\n"
@@ -392,11 +394,22 @@ func WriteXArc(w io.Writer, p *Profile) error {
 	return bw.Flush()
 }
 
+// stackCallsNote says, for a sampled tree, what xarc's and xprof's CALLS
+// count: the samples with the method on top, which add up per method
+// (a sample counts once in each context of its stack, and a recursive
+// method would count it more than once).
+func stackCallsNote(p *Profile) []string {
+	if u := p.StackCounts(); u != "" {
+		return []string{fmt.Sprintf("CALLS here = %s with the method on top (the log-rt's CALLS less CEE), which add up over methods", u)}
+	}
+	return nil
+}
+
 // WriteXProf writes the flat profile (see [Arcflow.XProf]).
 func WriteXProf(w io.Writer, p *Profile) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	a := NewArcflow(p)
-	reportHeader(bw, "xprof", p, a.Metrics, a.Total)
+	reportHeader(bw, "xprof", p, a.Metrics, a.Total, stackCallsNote(p)...)
 	fmt.Fprintf(bw, " %10s%s  NAME\n", "CALLS", columns(len(a.Metrics)))
 	for _, l := range a.XProf() {
 		writeArcLine(bw, l, nil)

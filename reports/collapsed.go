@@ -37,10 +37,12 @@ func SelectValue(p *Profile, name string) (int, error) {
 	return 0, fmt.Errorf("no value %q in this profile: want one of %s", name, strings.Join(names, ", "))
 }
 
-// selfValue is n's own value for an index from SelectValue.
-func selfValue(n *Node, v int) uint64 {
+// selfValue is n's own value for an index from SelectValue: for calls,
+// the count that adds up over the tree (OwnCalls; stack from
+// Profile.StackCounts).
+func selfValue(n *Node, v int, stack bool) uint64 {
 	if v < 0 {
-		return n.Calls
+		return OwnCalls(n, stack)
 	}
 	return at0(n.Base, v)
 }
@@ -73,11 +75,16 @@ type CollapsedOptions struct {
 // class type: "(Ljava/lang/String;)V" is written "(Ljava/lang/String,)V")
 // and line breaks become spaces. Spaces stay: the readers take the number
 // after the last space.
+//
+// With calls, a sampled tree's lines count the samples with the stack on
+// top (see [Profile.StackCounts]), so that they add up as flame graph
+// tools expect.
 func WriteCollapsed(w io.Writer, p *Profile, o CollapsedOptions) error {
 	v, err := SelectValue(p, o.Value)
 	if err != nil {
 		return err
 	}
+	stack := p.StackCounts() != ""
 	p = Rename(p, o.Names)
 	sums := map[string]uint64{}
 	var order []string
@@ -91,7 +98,7 @@ func WriteCollapsed(w io.Writer, p *Profile, o CollapsedOptions) error {
 	var walk func(n *Node)
 	walk = func(n *Node) {
 		frames = append(frames, collapsedFrame(n.Name))
-		if val := selfValue(n, v); val != 0 {
+		if val := selfValue(n, v, stack); val != 0 {
 			add(strings.Join(frames, ";"), val)
 		}
 		for _, c := range n.Children {
@@ -104,7 +111,7 @@ func WriteCollapsed(w io.Writer, p *Profile, o CollapsedOptions) error {
 			walk(th)
 			continue
 		}
-		if val := selfValue(th, v); val != 0 {
+		if val := selfValue(th, v, stack); val != 0 {
 			add(ThreadFrame, val)
 		}
 		for _, c := range th.Children {

@@ -78,6 +78,10 @@ func WriteFlame(w io.Writer, p *Profile, o FlameOptions) error {
 	if err != nil {
 		return err
 	}
+	// A sampled tree's counts: the samples with a frame on top, which add
+	// up into the frames' widths (see Profile.StackCounts).
+	unit := p.StackCounts()
+	onStack := unit != ""
 	p, types := rename(p, o.Names, true)
 	k := len(p.Metrics)
 	d := flameData{Title: o.Title, Merged: o.MergeThreads, Notes: p.Notes, Value: v, TypeNames: map[string]string{}}
@@ -93,7 +97,11 @@ func WriteFlame(w io.Writer, p *Profile, o FlameOptions) error {
 	for _, m := range p.Metrics {
 		d.Values = append(d.Values, flameValue{Name: m.Name, Unit: m.Unit})
 	}
-	d.Values = append(d.Values, flameValue{Name: CallsValue})
+	if onStack {
+		d.Values = append(d.Values, flameValue{Name: unit})
+	} else {
+		d.Values = append(d.Values, flameValue{Name: CallsValue})
+	}
 	nameIdx := map[string]uint64{}
 	var count uint64
 	type item struct {
@@ -118,7 +126,7 @@ func WriteFlame(w io.Writer, p *Profile, o FlameOptions) error {
 		for i := range k {
 			d.Nodes = append(d.Nodes, at0(it.n.Base, i))
 		}
-		d.Nodes = append(d.Nodes, it.n.Calls)
+		d.Nodes = append(d.Nodes, OwnCalls(it.n, onStack))
 		count++
 		for i := len(it.n.Children) - 1; i >= 0; i-- {
 			stack = append(stack, item{it.n.Children[i], count})

@@ -16,7 +16,10 @@ import (
 // metric and its Calls, and its locations are its call path, leaf first,
 // ending with the thread root, so pprof's flat column is the method's base
 // and its cum the subtree (pprof itself does not count a recursive frame
-// twice). There is one location per function.
+// twice). There is one location per function. A sampled tree's count
+// type is "samples/count" (LOCK: "waits/count") and its value the samples
+// with the context on top ([Profile.StackCounts]), which add up as
+// pprof's flat and cum columns need.
 //
 // A function's Name is the method in form names (see [NameForm]); in the
 // default java form "java.lang.String.charAt(byte[], int)", which pprof's
@@ -54,7 +57,14 @@ func ToPprof(p *Profile, names NameForm) (*profile.Profile, error) {
 		}
 		out.SampleType = append(out.SampleType, &profile.ValueType{Type: strings.ToLower(m.Name), Unit: unit})
 	}
-	out.SampleType = append(out.SampleType, &profile.ValueType{Type: "calls", Unit: "count"})
+	// A sampled tree's counts add up only as the samples with a context
+	// on top: the count type is then theirs ("samples", "waits").
+	countType := "calls"
+	onStack := p.StackCounts() != ""
+	if onStack {
+		countType = p.StackCounts()
+	}
+	out.SampleType = append(out.SampleType, &profile.ValueType{Type: countType, Unit: "count"})
 	out.DefaultSampleType = out.SampleType[0].Type
 	out.Comments = append(out.Comments, fmt.Sprintf("libjprof pid %d, log-rt sequence %d", p.PID, p.Seq))
 	out.Comments = append(out.Comments, p.Notes...)
@@ -88,7 +98,8 @@ func ToPprof(p *Profile, names NameForm) (*profile.Profile, error) {
 		}
 		stack = append(stack[:depth], loc(n.Name))
 		vals := make([]int64, k+1)
-		zero := n.Calls == 0
+		own := OwnCalls(n, onStack)
+		zero := own == 0
 		for i := range k {
 			v := at0(n.Base, i)
 			if v > 1<<63-1 {
@@ -97,10 +108,10 @@ func ToPprof(p *Profile, names NameForm) (*profile.Profile, error) {
 			vals[i] = int64(v)
 			zero = zero && v == 0
 		}
-		if n.Calls > 1<<63-1 {
-			return fmt.Errorf("pprof: node %q: calls %d overflow int64", n.Name, n.Calls)
+		if own > 1<<63-1 {
+			return fmt.Errorf("pprof: node %q: calls %d overflow int64", n.Name, own)
 		}
-		vals[k] = int64(n.Calls)
+		vals[k] = int64(own)
 		if !zero {
 			s := &profile.Sample{Value: vals, Location: make([]*profile.Location, len(stack))}
 			if t := methodType(n.Name); t != "" {

@@ -1,8 +1,6 @@
 package reports
 
-import (
-	"strings"
-)
+import "strings"
 
 // Metric describes one metric column of a profile.
 type Metric struct {
@@ -56,6 +54,41 @@ func (n *Node) Callees() uint64 {
 		c += ch.Calls
 	}
 	return c
+}
+
+// StackCounts says what p's CALLS count when it is not entries: a sampled
+// tree's log-rt (SAMPLE, ALLOC, LOCK) counts, in a node's CALLS, the
+// samples (or waits) with that context anywhere on the stack, as its
+// header note "CALLS = samples with this context on the stack" says.
+// Those do not add up over a tree: a sample counts once in every context
+// of its stack. What does is [Profile.OwnCalls], the samples with the
+// context on top. StackCounts returns the unit ("samples", "waits"), or
+// "" for an exact tree, whose CALLS are entries and add up as they are.
+func (p *Profile) StackCounts() string {
+	for _, n := range p.Notes {
+		rest, ok := strings.CutPrefix(n, "CALLS = ")
+		if !ok {
+			continue
+		}
+		if unit, _, ok := strings.Cut(rest, " with this context on the stack"); ok && unit != "" && !strings.ContainsRune(unit, ' ') {
+			return unit
+		}
+	}
+	return ""
+}
+
+// OwnCalls is n's count that adds up over a tree: its CALLS in an exact
+// tree (entries), its CALLS less its callees' in a sampled one (the
+// samples with the context on top; see [Profile.StackCounts]). stack is
+// p.StackCounts() != "".
+func OwnCalls(n *Node, stack bool) uint64 {
+	if !stack {
+		return n.Calls
+	}
+	if c := n.Callees(); c < n.Calls {
+		return n.Calls - c
+	}
+	return 0
 }
 
 // Path follows children by name from n: nil if n is nil or a step is

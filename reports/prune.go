@@ -18,7 +18,12 @@ const PrunedName = "<pruned>"
 // over every removed node of Calls, Base, Delta, DS and IN. So every
 // total of the profile (calls, each metric, deltas, dispatches,
 // interrupts) stays the same, and the xarc invariants still hold. The
-// parent's CEE then includes the calls made inside the removed subtrees.
+// parent's CEE then includes the calls made inside the removed subtrees,
+// at every depth: a <pruned> row's CALLS can be more than its parent's.
+// In a sampled tree (CALLS: samples with the context on the stack, see
+// [Profile.StackCounts]) a <pruned> row's CALLS are those of the removed
+// subtrees' roots, the samples with a removed context on the stack, and
+// never more than its parent's.
 // Thread roots are always kept. p is not modified.
 //
 // Two kinds of node are kept below the threshold, because folding them
@@ -45,6 +50,9 @@ func Prune(p *Profile, pct float64) *Profile {
 	}
 	limit := pct / 100 * float64(total)
 	keep := keepBelow(f, limit)
+	// A sampled tree's CALLS count samples with the context on the stack:
+	// a removed subtree's root already counts every sample below it.
+	onStack := p.StackCounts() != ""
 
 	// One pass in depth-first order, parents before children, without
 	// recursion (trees can be as deep as a recursion). copies[j] is the
@@ -73,10 +81,10 @@ func Prune(p *Profile, pct float64) *Profile {
 				lost = append(lost, int(par))
 			}
 			into[j] = pruned[par]
-			addOwn(into[j], n, k)
+			addOwn(into[j], n, k, true)
 		default:
 			into[j] = into[par]
-			addOwn(into[j], n, k)
+			addOwn(into[j], n, k, !onStack)
 		}
 	}
 	// Each <pruned> goes last among its parent's children, or into a
@@ -85,7 +93,7 @@ func Prune(p *Profile, pct float64) *Profile {
 		m, pn := copies[par], pruned[par]
 		i := slices.IndexFunc(m.Children, func(c *Node) bool { return c.Name == PrunedName && len(c.Children) == 0 })
 		if i >= 0 {
-			addOwn(m.Children[i], pn, k)
+			addOwn(m.Children[i], pn, k, true)
 		} else {
 			m.Children = append(m.Children, pn)
 		}
@@ -105,9 +113,12 @@ func copyNode(n *Node, k int) *Node {
 	return m
 }
 
-// addOwn adds n's own values, not its children's, into dst.
-func addOwn(dst, n *Node, k int) {
-	dst.Calls += n.Calls
+// addOwn adds n's own values, not its children's, into dst; its calls
+// only if calls.
+func addOwn(dst, n *Node, k int, calls bool) {
+	if calls {
+		dst.Calls += n.Calls
+	}
 	dst.DS += n.DS
 	dst.IN += n.IN
 	for i := range k {

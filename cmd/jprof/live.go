@@ -6,6 +6,7 @@ package main
 // the JDK's attach protocol (package attach) when it has no agent yet.
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
@@ -89,22 +90,49 @@ func liveList(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%8s %6s  %-8s %s\n", "PID", "UID", "AGENT", "MAIN")
+	fmt.Fprintf(stdout, "%8s %6s  %-9s %s\n", "PID", "UID", "AGENT", "MAIN")
+	var unreachable []int
 	for _, t := range all {
 		agent := "-"
-		if len(control.AgentsOfPID(control.SocketBase, t.PID)) > 0 {
+		switch {
+		case len(control.AgentsOfPID(control.SocketBase, t.PID)) > 0:
 			agent = "libjprof"
+		case agentMapped(t.PID):
+			// Loaded with NORTDRIVER: no control socket to reach it by.
+			agent = "libjprof*"
+			unreachable = append(unreachable, t.PID)
 		}
 		main := t.MainClass
 		if !t.SameMountNS {
 			main += fmt.Sprintf(" (container, pid %d there)", t.NSPid)
 		}
-		fmt.Fprintf(stdout, "%8d %6d  %-8s %s\n", t.PID, t.UID, agent, main)
+		fmt.Fprintf(stdout, "%8d %6d  %-9s %s\n", t.PID, t.UID, agent, main)
+	}
+	if len(unreachable) > 0 {
+		fmt.Fprintf(stdout, "(*: libjprof loaded without a control socket (NORTDRIVER): jprof start/stop/flush and rtdriver cannot reach it)\n")
 	}
 	if os.Geteuid() != 0 {
 		fmt.Fprintf(stdout, "(your JVMs only: other users' are not shown, and only root may profile them)\n")
 	}
 	return nil
+}
+
+// agentMapped says whether pid has a libjprof library mapped (its
+// /proc/<pid>/maps names one), whether or not it listens for control.
+func agentMapped(pid int) bool {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if i := strings.LastIndexByte(line, '/'); i >= 0 && strings.HasPrefix(line[i+1:], "libjprof") && strings.HasSuffix(line, ".so") {
+			return true
+		}
+	}
+	return false
 }
 
 func liveProfile(args []string, stdout io.Writer) error {

@@ -500,3 +500,18 @@ func TestProfileJLM(t *testing.T) {
 		})
 	}
 }
+
+// TestListAgentColumn: jprof list tells a JVM whose agent has no control
+// socket (NORTDRIVER), which nothing can reach, from one without the
+// agent and from one it can control.
+func TestListAgentColumn(t *testing.T) {
+	quiet := jvmtest.Launch(t, jvmtest.Run{Class: "Service", Args: []string{"120"}, Options: "NORTDRIVER"})
+	quiet.Expect(fmt.Sprintf("ready %d", quiet.Result().PID))
+	none := jvmtest.Launch(t, jvmtest.Run{Class: "Service", Args: []string{"120"}, Options: "-"})
+	none.Expect(fmt.Sprintf("ready %d", none.Result().PID))
+	code, list, stderr := jprofBin(t, "list")
+	require.Equal(t, 0, code, stderr)
+	assert.Regexp(t, fmt.Sprintf(`(?m)^ *%d +\d+  libjprof\* +Service$`, quiet.Result().PID), list)
+	assert.Regexp(t, fmt.Sprintf(`(?m)^ *%d +\d+  - +Service$`, none.Result().PID), list)
+	assert.Contains(t, list, "without a control socket (NORTDRIVER)")
+}

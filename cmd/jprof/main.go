@@ -188,12 +188,14 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// usageError is a command line mistake: exit status 2 and the usage text.
-type usageError struct{ msg string }
+// usageError is a command line mistake: exit status 2 and the usage text,
+// the command's own (cmd, set by dispatch) or, for no or an unknown
+// command, jprof's.
+type usageError struct{ msg, cmd string }
 
 func (e usageError) Error() string { return e.msg }
 
-func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+func usagef(format string, args ...any) error { return usageError{msg: fmt.Sprintf(format, args...)} }
 
 // helpRequested is -h, -help or --help given to a command: its usage
 // goes to standard output, and jprof exits 0.
@@ -218,7 +220,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "jprof: %s\n%s", ue.msg, usage())
+		if c := findCommand(ue.cmd); c != nil {
+			// The command's synopsis, not all of jprof's, so that the
+			// error stays in sight.
+			fmt.Fprintf(stderr, "jprof: %s\nusage: %s\n(jprof help %s: what it does and its flags)\n",
+				ue.msg, strings.TrimSpace("jprof "+c.name+" "+c.synopsis), c.name)
+		} else {
+			fmt.Fprintf(stderr, "jprof: %s\n%s", ue.msg, usage())
+		}
 		return exitUsage
 	default:
 		fmt.Fprintf(stderr, "jprof: %v\n", err)
@@ -251,7 +260,12 @@ func dispatch(args []string, stdout io.Writer) error {
 		return err
 	}
 	if c := findCommand(name); c != nil && c.run != nil {
-		return c.run(args, stdout)
+		err := c.run(args, stdout)
+		if ue, ok := err.(usageError); ok && ue.cmd == "" {
+			ue.cmd = c.name
+			return ue
+		}
+		return err
 	}
 	return usagef("unknown command %q", name)
 }

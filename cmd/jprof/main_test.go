@@ -67,6 +67,8 @@ func TestRun(t *testing.T) {
 		{"flag after the file", []string{"report", "xprof", logRT, "--prune=50"}, 0, []string{reports.PrunedName}, nil},
 		{"unknown report", []string{"report", "xfoo", logRT}, 2, nil, []string{`unknown report "xfoo"`}},
 		{"bad prune", []string{"report", "xtree", "--prune", "150", logRT}, 2, nil, []string{"-prune 150"}},
+		{"a command's usage only", []string{"report", "xprf", logRT}, 2, nil,
+			[]string{`unknown report "xprf"`, "\nusage: jprof report xtree|xarc|xprof", "(jprof help report: "}},
 		{"bad flag", []string{"report", "xtree", "--frob", logRT}, 2, nil, []string{"report: flag provided but not defined: -frob"}},
 		{"no file", []string{"report", "xtree"}, 2, nil, []string{"report needs a report name and a file"}},
 		{"missing file", []string{"report", "xtree", filepath.Join(dir, "nope")}, 1, nil, []string{"no such file"}},

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/libjprof/libjprof/agent/control"
+	"github.com/libjprof/libjprof/internal/attach"
 )
 
 // found is a JVM whose control socket answered.
@@ -31,6 +32,7 @@ func (d *driver) findMine(ctx context.Context) ([]found, error) {
 		return nil, fmt.Errorf("rtdriver: looking for JVMs: %w", err)
 	}
 	var live []found
+	var gone []control.Agent // removed: their JVMs died without removing them
 	for _, a := range agents {
 		dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 		c, err := control.DialAgent(dctx, a, d.opts.token)
@@ -41,13 +43,23 @@ func (d *driver) findMine(ctx context.Context) ([]found, error) {
 		case errors.Is(err, syscall.ECONNREFUSED):
 			// Its JVM died without removing it (killed, crashed).
 			if rerr := os.Remove(a.Path); rerr == nil {
-				fmt.Fprintf(d.env.stderr, "rtdriver: removed %s: its JVM (pid %d) is gone\n", a.Path, a.PID)
+				gone = append(gone, a)
 			}
 		case errors.Is(err, fs.ErrNotExist):
 			// Its JVM ended meanwhile.
 		default:
 			fmt.Fprintf(d.env.stderr, "rtdriver: pid %d: %v\n", a.PID, err)
 		}
+	}
+	// One line, however many: killed JVMs (test suites, OOM kills) can
+	// leave hundreds.
+	switch len(gone) {
+	case 0:
+	case 1:
+		fmt.Fprintf(d.env.stderr, "rtdriver: removed %s: its JVM (pid %d) is gone\n", gone[0].Path, gone[0].PID)
+	default:
+		fmt.Fprintf(d.env.stderr, "rtdriver: removed %d control sockets whose JVMs are gone (%s, pid %d, and others in %s)\n",
+			len(gone), gone[0].Path, gone[0].PID, filepath.Dir(gone[0].Path))
 	}
 	return live, nil
 }
@@ -106,19 +118,8 @@ func mainOf(pid, uid int) string {
 		// Not a JVM: the socket's PID is one of another PID namespace.
 		return "-"
 	}
-	for i := 1; i < len(args); i++ {
-		switch a := args[i]; {
-		case a == "-jar" || a == "-m" || a == "--module":
-			if i+1 < len(args) {
-				return args[i+1]
-			}
-		case a == "-cp" || a == "-classpath" || a == "--class-path" || a == "-p" || a == "--module-path" ||
-			a == "--add-modules" || a == "--add-opens" || a == "--add-exports" || a == "--add-reads":
-			i++ // its value follows
-		case strings.HasPrefix(a, "-"):
-		default:
-			return a
-		}
+	if m := attach.MainClass(args); m != "" {
+		return m
 	}
 	return "-"
 }

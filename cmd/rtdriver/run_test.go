@@ -374,6 +374,18 @@ func TestFindJVM(t *testing.T) {
 	assert.Contains(t, r.stderr, "removed "+stale+": its JVM (pid 204) is gone")
 	_, err = os.Lstat(stale)
 	assert.True(t, os.IsNotExist(err), "stale socket still there")
+
+	// Many of them: one line says so.
+	for pid := 205; pid < 215; pid++ {
+		ln, err := net.Listen("unix", control.SocketPath(base, uid, pid))
+		require.NoError(t, err)
+		ln.(*net.UnixListener).SetUnlinkOnClose(false)
+		ln.Close()
+	}
+	r = runWith(t, e, "-l")
+	assert.Equal(t, 0, r.status, r.stderr)
+	assert.Contains(t, r.stderr, "removed 10 control sockets whose JVMs are gone")
+	assert.Equal(t, 1, strings.Count(r.stderr, "removed"), r.stderr)
 }
 
 func TestInteractive(t *testing.T) {

@@ -214,7 +214,7 @@ func (t *Target) readRest() error {
 		return t.gone(err)
 	}
 	t.SameMountNS, t.sameRoot = mnt, mnt && root
-	t.MainClass = mainClass(t.Cmdline)
+	t.MainClass = MainClass(t.Cmdline)
 	return nil
 }
 
@@ -333,11 +333,20 @@ var optWithValue = map[string]bool{
 	"--describe-module": true, "-d": true,
 }
 
-// mainClass finds what a java command line runs: the first argument
+// MainClass finds what a java command line runs: the first argument
 // after the JVM's options, the jar after -jar, or the module after
-// -m/--module. It returns "" when there is none (e.g. -version, or a
-// process that embeds the JVM with its own argv).
-func mainClass(argv []string) string {
+// -m/--module. It returns "" when there is none (e.g. -version). A
+// process not started by the java launcher (a JDK tool such as javac,
+// whose main class is built into its launcher, or a program that embeds
+// the JVM) has arguments of its own, not the java launcher's: it is named
+// by its program instead.
+func MainClass(argv []string) string {
+	if len(argv) == 0 {
+		return ""
+	}
+	if base := filepath.Base(argv[0]); base != "java" && base != "javaw" {
+		return base
+	}
 	if len(argv) < 2 {
 		return ""
 	}

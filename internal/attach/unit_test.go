@@ -30,9 +30,12 @@ func TestMainClass(t *testing.T) {
 		{"java -version", ""},
 		{"java -jar", ""},
 		{"java", ""},
+		{"/usr/lib/jvm/java-17/bin/java -cp x Main", "Main"},
+		// A JDK tool's launcher: its arguments are the tool's.
+		{"/usr/lib/jvm/java-17/bin/javac --release 11 -d out A.java", "javac"},
 	} {
-		if got := mainClass(strings.Fields(c.cmdline)); got != c.want {
-			t.Errorf("mainClass(%q) = %q, want %q", c.cmdline, got, c.want)
+		if got := MainClass(strings.Fields(c.cmdline)); got != c.want {
+			t.Errorf("MainClass(%q) = %q, want %q", c.cmdline, got, c.want)
 		}
 	}
 }

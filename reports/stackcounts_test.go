@@ -1,0 +1,91 @@
+package reports
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// sampledTree is a SAMPLE log-rt's tree: 12 samples, CALLS counting the
+// samples with a context on the stack. run (12 on the stack) has 1 on
+// top; sort recurses (sort → sort), 6 samples in the inner sort's leaf
+// swap and 1 in each sort; parse has 1 and 1 in its callee tok; fmt 1.
+func sampledTree() *Profile {
+	leaf := func(name string, calls, ns uint64, ch ...*Node) *Node {
+		return &Node{Name: name, Calls: calls, Base: []uint64{ns}, Delta: []uint64{0}, Children: ch}
+	}
+	return &Profile{
+		PID:     7,
+		Seq:     1,
+		Metrics: []Metric{{Name: "SAMPLED_CPU_TIME", Unit: "ns"}},
+		Notes: []string{"Sampled tree (SAMPLE=cpu:1ms)",
+			"CALLS = samples with this context on the stack (CEE: those in its callees; CALLS-CEE: samples with it on top)"},
+		Threads: []*Node{leaf("00000001_main", 0, 0,
+			leaf("J:W.run()V", 12, 1e6,
+				leaf("J:W.sort(I)V", 8, 1e6,
+					leaf("J:W.sort(I)V", 7, 1e6,
+						leaf("J:W.swap()V", 6, 6e6))),
+				leaf("J:W.parse()V", 2, 1e6, leaf("J:W.tok()V", 1, 1e6)),
+				leaf("J:W.fmt()V", 1, 1e6)))},
+	}
+}
+
+func TestStackCounts(t *testing.T) {
+	p := sampledTree()
+	assert.Equal(t, "samples", p.StackCounts())
+	assert.Equal(t, "", hellop(1).StackCounts())
+
+	// pprof: the count type is the samples with the stack on top.
+	pp, err := ToPprof(p, JavaNames)
+	require.NoError(t, err)
+	last := len(pp.SampleType) - 1
+	assert.Equal(t, "samples", pp.SampleType[last].Type)
+	var sum int64
+	for _, s := range pp.Sample {
+		sum += s.Value[last]
+	}
+	assert.EqualValues(t, 12, sum, "every sample once")
+
+	// collapsed: the lines add up to the samples.
+	var b bytes.Buffer
+	require.NoError(t, WriteCollapsed(&b, p, CollapsedOptions{Value: CallsValue}))
+	sum = 0
+	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+		v, err := strconv.ParseInt(line[strings.LastIndexByte(line, ' ')+1:], 10, 64)
+		require.NoError(t, err)
+		sum += v
+	}
+	assert.EqualValues(t, 12, sum, b.String())
+
+	// xprof: per method, the samples with it on top, whatever the recursion.
+	byName := map[string]uint64{}
+	for _, l := range NewArcflow(p).XProf() {
+		byName[l.Name] = l.Calls
+	}
+	assert.Equal(t, map[string]uint64{"00000001_main": 0, "J:W.run()V": 1, "J:W.sort(I)V": 2, "J:W.swap()V": 6,
+		"J:W.parse()V": 1, "J:W.tok()V": 1, "J:W.fmt()V": 1}, byName)
+	b.Reset()
+	require.NoError(t, WriteXProf(&b, p))
+	assert.Contains(t, b.String(), "CALLS here = samples with the method on top")
+
+	// Prune: the <pruned> row counts the removed subtrees' samples once
+	// (parse's 2, tok's among them, and fmt's 1), never more than its
+	// parent.
+	q := Prune(p, 20)
+	run := q.Threads[0].Children[0]
+	var pr *Node
+	run.Walk(func(n *Node, _ int) {
+		if n.Name == PrunedName {
+			pr = n
+		}
+	})
+	require.NotNil(t, pr, "something pruned")
+	assert.Equal(t, uint64(3), pr.Calls)
+
+	// An exact tree's calls are entries and stay as they are.
+	assert.Equal(t, uint64(1000), OwnCalls(hellop(1).Threads[0].Children[0].Children[0], false))
+}
