@@ -362,30 +362,34 @@ func TestFindJVM(t *testing.T) {
 
 	// A JVM killed outright leaves its socket: found, refused, removed.
 	stale := control.SocketPath(base, uid, 204)
-	ln, err := net.Listen("unix", stale)
-	require.NoError(t, err)
-	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	ln.Close()
+	leaveSocket(t, stale)
 	r = runWith(t, e, "-l")
 	assert.Equal(t, 0, r.status, r.stderr)
 	assert.Contains(t, r.stdout, "pid 201 ")
 	assert.Contains(t, r.stdout, "pid 202 ")
 	assert.NotContains(t, r.stdout, "pid 204")
 	assert.Contains(t, r.stderr, "removed "+stale+": its JVM (pid 204) is gone")
-	_, err = os.Lstat(stale)
+	_, err := os.Lstat(stale)
 	assert.True(t, os.IsNotExist(err), "stale socket still there")
 
 	// Many of them: one line says so.
 	for pid := 205; pid < 215; pid++ {
-		ln, err := net.Listen("unix", control.SocketPath(base, uid, pid))
-		require.NoError(t, err)
-		ln.(*net.UnixListener).SetUnlinkOnClose(false)
-		ln.Close()
+		leaveSocket(t, control.SocketPath(base, uid, pid))
 	}
 	r = runWith(t, e, "-l")
 	assert.Equal(t, 0, r.status, r.stderr)
 	assert.Contains(t, r.stderr, "removed 10 control sockets whose JVMs are gone")
 	assert.Equal(t, 1, strings.Count(r.stderr, "removed"), r.stderr)
+}
+
+// leaveSocket leaves a control socket nothing listens on, as a JVM
+// killed outright does.
+func leaveSocket(t *testing.T, path string) {
+	t.Helper()
+	ln, err := net.Listen("unix", path)
+	require.NoError(t, err)
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
 }
 
 func TestInteractive(t *testing.T) {
