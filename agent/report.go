@@ -81,7 +81,7 @@ func (r *report) header(ts []engine.Thread, seq int) *reports.Profile {
 		p.Notes = append(p.Notes, fmt.Sprintf("Warning: method registry full at %d methods (MAXMETHODS=): %d method lookups are reported as <method-limit-reached>",
 			engine.MaxMethods(), over))
 	}
-	p.Notes = append(p.Notes, virtualThreadNotes(ts)...)
+	p.Notes = append(p.Notes, virtualThreadNotes(ts, !a.opts.VThreads, a.opts.sampledTree(), a.opts.Lock != nil)...)
 	p.Notes = append(p.Notes, fallbackNotes(ts, a.ptt.Backend.String(), r.calFB != nil)...)
 	if n := a.tscDriftNote(); n != "" {
 		p.Notes = append(p.Notes, n)

@@ -59,8 +59,8 @@ func (a *agent) sampleHeader(p *reports.Profile) {
 		line += fmt.Sprintf("; %d stacks of threads in the VM walked from the caller of the runtime stub that called into it (<top_frame_not_walkable> under it)", st.StubPopped)
 	}
 	if n := st.Deferred + st.DeferredFailed + st.DeferredLost + st.DeferredPending; n > 0 {
-		line += fmt.Sprintf("; %d stacks of threads in the VM that AsyncGetCallTrace could not walk (under a runtime stub, during a GC) walked by the VM after the sample, their last Java frame the sampled one before and after (<top_frame_not_walkable> under it); of such walks %d failed (under their pseudo-frame), %d were dropped as sampling stopped, %d were not done when this was written",
-			st.Deferred, st.DeferredFailed, st.DeferredLost, st.DeferredPending)
+		line += fmt.Sprintf("; %d stacks of threads in the VM that AsyncGetCallTrace could not walk (under a runtime stub, during a GC) walked by the VM after the sample, their last Java frame the sampled one before and after (<top_frame_not_walkable> under it); of such walks %d failed (under their pseudo-frame), %d were dropped as sampling stopped, %d were not done when this was written; %d blocked threads waited in their handler for their walk (%d gave up after 20 ms)",
+			st.Deferred, st.DeferredFailed, st.DeferredLost, st.DeferredPending, st.Parked, st.ParkTimeouts)
 	}
 	if st.Recovered > 0 {
 		line += fmt.Sprintf("; %d stacks walked from the caller of a top frame AsyncGetCallTrace could not place (<top_frame_not_walkable> under it)", st.Recovered)
@@ -108,7 +108,7 @@ func (a *agent) logSampling() {
 	a.log.Info("sampling summary", zap.String("kind", a.opts.Sample.Kind.String()), zap.Duration("period", a.opts.Sample.Period),
 		zap.Uint64("samples", st.Samples), zap.Duration("weight", st.Weight), zap.Duration("inHandler", st.Handler),
 		zap.Uint64("methodsPrepared", st.Prepared), zap.Duration("preparing", st.Prepare), zap.Uint64("threads", st.Threads),
-		zap.Any("notWalkable", st.Failed), zap.Uint64("walkedFromCaller", st.Recovered), zap.Uint64("walkedFromAnchor", st.Anchored), zap.Uint64("walkedPastStub", st.StubPopped), zap.Uint64("walkedAfterSample", st.Deferred), zap.Uint64("walkAfterSampleFailed", st.DeferredFailed), zap.Uint64("walkAfterSampleDropped", st.DeferredLost), zap.Uint64("walkAfterSamplePending", st.DeferredPending), zap.Bool("walkerFailed", walkerFailed()), zap.Uint64("unknownMethods", st.Misses), zap.Uint64("deepStacks", st.Deep),
+		zap.Any("notWalkable", st.Failed), zap.Uint64("walkedFromCaller", st.Recovered), zap.Uint64("walkedFromAnchor", st.Anchored), zap.Uint64("walkedPastStub", st.StubPopped), zap.Uint64("walkedAfterSample", st.Deferred), zap.Uint64("walkAfterSampleFailed", st.DeferredFailed), zap.Uint64("walkAfterSampleDropped", st.DeferredLost), zap.Uint64("walkAfterSamplePending", st.DeferredPending), zap.Uint64("walkWaitedFor", st.Parked), zap.Uint64("walkWaitGaveUp", st.ParkTimeouts), zap.Bool("walkerFailed", walkerFailed()), zap.Uint64("unknownMethods", st.Misses), zap.Uint64("deepStacks", st.Deep),
 		zap.Uint64("pastNodeLimit", st.Limited), zap.Uint64("signalsWithoutState", st.Unowned),
 		zap.Uint64("timerFailures", st.TimerFailures), zap.Uint64("perfArmed", st.PerfArmed), zap.Uint64("timerArmed", st.TimerArmed), zap.Uint64("threadsNotSampled", st.SetupFailures),
 		zap.Uint64("jvmThreads", st.JVMThreads), zap.Uint64("jvmThreadsEnded", st.JVMEnded), zap.Uint64("jvmSamples", st.JVMSamples), zap.Duration("jvmWeight", st.JVMWeight),

@@ -427,6 +427,9 @@ func TestSampleBlockedWalks(t *testing.T) {
 	t.Logf("samples %d (JVM threads %d); walked after the sample %d, failed %d; <not_walkable_not_Java> %d; past a stub %d",
 		summaryCount(msg, "samples"), summaryCount(msg, "jvmSamples"), after, failed, unwalked, summaryCount(msg, "walkedPastStub"))
 	require.NotZero(t, after, "no blocked thread's stack walked after its sample")
+	// Blocked threads wait in their handler for their walk, which then
+	// finds the thread where it was sampled.
+	assert.NotZero(t, summaryCount(msg, "walkWaitedFor"), "no blocked thread waited for its walk")
 	p := r.LogRT(t, 1)
 	assert.Contains(t, strings.Join(p.Notes, "\n"), "walked by the VM after the sample")
 	assert.Equal(t, uint64(summaryCount(msg, "walkedFromCaller")+summaryCount(msg, "walkedPastStub")+after), topNotWalkable(t, p))

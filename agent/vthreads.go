@@ -8,9 +8,12 @@ import (
 )
 
 // virtualThreadNotes are the header lines on virtual threads (JDK 21+):
-// how they are profiled, or, where the JVM does not say when they move
-// between carriers, that their carriers' trees are not exact.
-func virtualThreadNotes(ts []engine.Thread) []string {
+// how they are profiled, or, where they are not followed between
+// carriers (the JVM does not say when they move, or NOVTHREADS), what
+// that costs: an exact tree's carriers have unmatched and missed exits;
+// a sampled one's (ALLOC, LOCK) events are on their carriers' trees, and
+// LOCK loses a wait that ends on another carrier than it began on.
+func virtualThreadNotes(ts []engine.Thread, noVThreads, sampled, lock bool) []string {
 	mode, started := jvmti.VirtualThreads()
 	switch {
 	case mode == jvmti.VirtualThreadsTracked && started > 0:
@@ -26,8 +29,18 @@ func virtualThreadNotes(ts []engine.Thread) []string {
 		return []string{fmt.Sprintf("Virtual threads: %d started, sampled on their carriers: a virtual thread's samples are in the tree of the carrier "+
 			"(ForkJoinPool-*-worker-*) it ran on, with its Java frames; no virtual thread has a tree of its own", started)}
 	case mode == jvmti.VirtualThreadsDetected && started > 0:
-		return []string{fmt.Sprintf("Warning: %d virtual threads ran, but this JVM does not say when they mount or unmount: "+
-			"their frames are on their carriers' trees, which are not exact (unmatched and missed exits)", started)}
+		why := "this JVM does not say when they mount or unmount"
+		if noVThreads {
+			why = "NOVTHREADS: they were not followed across carriers"
+		}
+		what := "their frames are on their carriers' trees, which are not exact (unmatched and missed exits)"
+		if sampled {
+			what = "their events are on their carriers' trees"
+		}
+		if lock {
+			what += ", and a wait that began on one carrier and ended on another is not recorded"
+		}
+		return []string{fmt.Sprintf("Warning: %d virtual threads ran, but %s: %s", started, why, what)}
 	}
 	return nil
 }

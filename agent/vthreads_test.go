@@ -126,7 +126,7 @@ func TestVirtualThreadsDetectedOnly(t *testing.T) {
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	p := jvmtest.ParseLogRT(t, r.File("rt.1"))
 	notes := strings.Join(p.Notes, "\n")
-	assert.Contains(t, notes, "Warning: 200 virtual threads ran, but this JVM does not say when they mount or unmount")
+	assert.Contains(t, notes, "Warning: 200 virtual threads ran, but NOVTHREADS: they were not followed across carriers")
 	assert.Contains(t, notes, "exits without a seen entry", "frames moving between carriers")
 	for _, root := range p.Threads {
 		assert.False(t, strings.HasPrefix(reports.ThreadName(root.Name), "virtual-"), root.Name)
@@ -249,4 +249,45 @@ func TestVirtualThreadsSampled(t *testing.T) {
 	}
 	assert.Contains(t, r.Stderr, "mode=SAMPLE ", "the state line")
 	assert.Contains(t, r.ReadFile(t, "msg"), "virtual threads: 200 started, sampled on their carriers")
+}
+
+// TestVirtualThreadsLock: LOCK with virtual threads contending for a
+// monitor and for a ReentrantLock, whose waits begin on one carrier and
+// may end on another: the waits' state goes with the virtual thread's
+// record (it was the carrier's, and a record freed with its virtual
+// thread crashed the JVM), and the profile's delays come to what the
+// program measured itself (less the waits under LOCK's 10 µs threshold).
+func TestVirtualThreadsLock(t *testing.T) {
+	bin := jdk21(t)
+	r := jvmtest.Start(t, jvmtest.Run{Class: "VThreadLocks", Options: "LOCK,START,NORTDRIVER",
+		Java: filepath.Join(bin, "java")})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	m := regexp.MustCompile(`vthreadlocks: monitorWaitNs=(\d+) lockWaitNs=(\d+)`).FindStringSubmatch(r.Stdout)
+	require.NotNil(t, m, r.Stdout)
+	monWant, _ := strconv.ParseFloat(m[1], 64)
+	rlWant, _ := strconv.ParseFloat(m[2], 64)
+	p := jvmtest.ParseLogRT(t, r.File("rt.1"))
+	var mon, rl float64
+	for _, th := range p.Threads {
+		th.Walk(func(n *reports.Node, _ int) {
+			switch {
+			case strings.Contains(n.Name, "lock VThreadLocks$Mon"):
+				mon += float64(n.Base[0])
+			case strings.Contains(n.Name, "park java.util.concurrent.locks.ReentrantLock"):
+				rl += float64(n.Base[0])
+			}
+		})
+	}
+	t.Logf("monitor: %.1f ms recorded, %.1f measured; ReentrantLock: %.1f recorded, %.1f measured", mon/1e6, monWant/1e6, rl/1e6, rlWant/1e6)
+	// Waits under the threshold are not recorded: a few ms of short
+	// waits can be a large share of a small total.
+	for _, c := range []struct {
+		what      string
+		got, want float64
+	}{{"monitor", mon, monWant}, {"ReentrantLock", rl, rlWant}} {
+		assert.LessOrEqual(t, c.got, 1.1*c.want+1e6, "%s: recorded more than the program waited", c.what)
+		if c.want >= 5e6 {
+			assert.GreaterOrEqual(t, c.got/c.want, 0.4, "%s waits recorded / measured", c.what)
+		}
+	}
 }

@@ -22,7 +22,13 @@ static struct {
 	uint32_t cap, n;
 } es = { .lock = PTHREAD_MUTEX_INITIALIZER, .names_mu = PTHREAD_MUTEX_INITIALIZER };
 
-static __thread jp_estack *es_self;
+/* The OS thread's scratch for a walk: the frames GetStackTrace fills and
+ * the path made of them. Not state: each record's (jp_estack) is in the
+ * record, which a virtual thread takes along from carrier to carrier. */
+static __thread jvmtiFrameInfo *es_frames;
+static __thread uint32_t *es_path;
+
+static void es_state_free(void *p);
 
 int jp_estacks_configure(uint32_t max_nodes, uint32_t depth, char *err, int errlen)
 {
@@ -38,6 +44,7 @@ int jp_estacks_configure(uint32_t max_nodes, uint32_t depth, char *err, int errl
 void jp_estacks_setup(void)
 {
 	es.limit_h = jp_method_register("<sample-node-limit>", JP_T_OTHER);
+	jp.src_state_free = es_state_free;
 }
 
 /* es_class_name writes a class signature as Java names the class:
@@ -141,26 +148,45 @@ static void es_free(jp_estack *a)
 	if (a->park_blocker != NULL && jni != NULL)
 		(*jni)->DeleteWeakGlobalRef(jni, a->park_blocker);
 	jp_pcct_free(&a->pcct);
-	free(a->frames);
-	free(a->path);
 	free(a);
+}
+
+/* es_state_free frees a record's state when its thread ends
+ * (jp.src_state_free): unlisted first, its tree stays in the record's
+ * arena for the reports. */
+static void es_state_free(void *p)
+{
+	jp_estack *a = p;
+	pthread_mutex_lock(&es.lock);
+	if (a->prev != NULL)
+		a->prev->next = a->next;
+	else
+		es.list = a->next;
+	if (a->next != NULL)
+		a->next->prev = a->prev;
+	pthread_mutex_unlock(&es.lock);
+	es_free(a);
 }
 
 jp_estack *jp_estack_self(jvmtiEnv *jvmti, jthread thread)
 {
-	jp_estack *a = es_self;
-	if (a != NULL)
-		return a;
+	/* The record's: a virtual thread's while it is mounted. */
 	jp_thread *t = jp_thread_self();
 	if (t == NULL && (t = jp_vm_thread(jvmti, thread)) == NULL)
 		return NULL;
-	a = calloc(1, sizeof *a);
+	/* This OS thread's scratch, whoever's record it runs. */
+	if (es_frames == NULL)
+		es_frames = calloc(es.depth, sizeof(jvmtiFrameInfo));
+	if (es_path == NULL)
+		es_path = calloc((size_t)es.depth + 2, sizeof(uint32_t));
+	if (es_frames == NULL || es_path == NULL)
+		return NULL;
+	if (t->src_state != NULL)
+		return t->src_state;
+	jp_estack *a = calloc(1, sizeof *a);
 	if (a == NULL)
 		return NULL;
-	a->frames = calloc(es.depth, sizeof(jvmtiFrameInfo));
-	a->path = calloc((size_t)es.depth + 2, sizeof(uint32_t));
-	if (a->frames == NULL || a->path == NULL ||
-	    jp_pcct_init(t, &a->pcct, es.max_nodes, es.depth + 2, es.limit_h) != 0) {
+	if (jp_pcct_init(t, &a->pcct, es.max_nodes, es.depth + 2, es.limit_h) != 0) {
 		es_free(a);
 		return NULL;
 	}
@@ -172,7 +198,7 @@ jp_estack *jp_estack_self(jvmtiEnv *jvmti, jthread thread)
 		es.list->prev = a;
 	es.list = a;
 	pthread_mutex_unlock(&es.lock);
-	es_self = a;
+	t->src_state = a;
 	return a;
 }
 
@@ -218,12 +244,13 @@ uint32_t jp_estack_leaf(jvmtiEnv *jvmti, JNIEnv *jni, jp_estack *e, jclass klass
 void jp_estack_record(jvmtiEnv *jvmti, jp_estack *e, uint32_t leaf, int skip, const uint64_t *w, int nw)
 {
 	jint n = 0;
-	if ((*jvmti)->GetStackTrace(jvmti, NULL, skip, (jint)es.depth, e->frames, &n) != JVMTI_ERROR_NONE)
+	/* jp_estack_self made the scratch. */
+	if ((*jvmti)->GetStackTrace(jvmti, NULL, skip, (jint)es.depth, es_frames, &n) != JVMTI_ERROR_NONE)
 		n = 0;
-	e->path[0] = leaf;
+	es_path[0] = leaf;
 	for (jint i = 0; i < n; i++)
-		e->path[1 + i] = jp_mid_resolve((uintptr_t)e->frames[i].method);
-	jp_pcct_add_w(e->t, &e->pcct, e->path, (uint32_t)n + 1, w, nw);
+		es_path[1 + i] = jp_mid_resolve((uintptr_t)es_frames[i].method);
+	jp_pcct_add_w(e->t, &e->pcct, es_path, (uint32_t)n + 1, w, nw);
 }
 
 double jp_estack_random(jp_estack *e)
@@ -236,19 +263,10 @@ double jp_estack_random(jp_estack *e)
 
 void jp_estack_thread_end(void)
 {
-	jp_estack *a = es_self;
-	if (a == NULL)
-		return;
-	es_self = NULL;
-	pthread_mutex_lock(&es.lock);
-	if (a->prev != NULL)
-		a->prev->next = a->next;
-	else
-		es.list = a->next;
-	if (a->next != NULL)
-		a->next->prev = a->prev;
-	pthread_mutex_unlock(&es.lock);
-	es_free(a);
+	free(es_frames);
+	free(es_path);
+	es_frames = NULL;
+	es_path = NULL;
 }
 
 int jp_estack_switch(jp_estack_events *ev, int on)

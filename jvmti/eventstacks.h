@@ -21,12 +21,12 @@ typedef struct jp_estack_leafc {
 	uint32_t handle;
 } jp_estack_leafc;
 
-/* One thread's state, made at its first event. */
+/* One thread's state, made at its first event, kept in its record
+ * (jp_thread.src_state): a virtual thread's goes with it from carrier to
+ * carrier, as a monitor wait that began on one ends on another. */
 typedef struct jp_estack {
 	struct jp_estack *next, *prev;
 	jp_thread *t;
-	jvmtiFrameInfo *frames; /* [depth] */
-	uint32_t *path;         /* [depth + 1]: the leaf, then the frames, top first */
 	uint64_t rng;           /* xorshift state, for rounding at random */
 	uint64_t t0[2];         /* LOCK: when the thread began to wait (enter, Object.wait) */
 	jweak park_blocker;     /* LOCK: the blocker of the thread's last park, and its end */
@@ -39,10 +39,11 @@ typedef struct jp_estack {
 
 /* jp_estacks_configure sizes every thread's tree (before jp_vm_setup). */
 int jp_estacks_configure(uint32_t max_nodes, uint32_t depth, char *err, int errlen);
-/* jp_estacks_setup registers the trees' limit node (the source's setup). */
+/* jp_estacks_setup registers the trees' limit node and the records'
+ * state's free (the source's setup). */
 void jp_estacks_setup(void);
-/* jp_estack_self is the calling thread's state, made at its first event;
- * NULL without memory. */
+/* jp_estack_self is the calling thread's state (its record's: a mounted
+ * virtual thread's), made at its first event; NULL without memory. */
 jp_estack *jp_estack_self(jvmtiEnv *jvmti, jthread thread);
 /* jp_estack_leaf is the handle of the leaf frame "<prefix><class>" for a
  * class signature (java.lang.String, int[]), registered at first use;
@@ -68,8 +69,9 @@ typedef struct jp_estack_events {
 int jp_estack_switch(jp_estack_events *ev, int on);
 /* jp_estack_die turns them off for good at VM death. */
 void jp_estack_die(jp_estack_events *ev);
-/* jp_estack_thread_end frees the calling thread's state (its tree stays
- * in its arena for the reports). */
+/* jp_estack_thread_end frees the calling OS thread's scratch (the
+ * record's state goes with the record, its tree staying in its arena for
+ * the reports). */
 void jp_estack_thread_end(void);
 
 #endif /* JP_EVENTSTACKS_H */

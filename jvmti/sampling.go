@@ -149,6 +149,9 @@ type SampleStats struct {
 	// DeferredLost those whose sample was dropped (sampling stopped
 	// first), DeferredPending those not yet added to a tree.
 	Deferred, DeferredFailed, DeferredLost, DeferredPending uint64
+	// Parked is the deferred walks of blocked threads whose handler
+	// waited for the walker, ParkTimeouts those that gave up waiting.
+	Parked, ParkTimeouts uint64
 }
 
 // DebugNonSafepoints is what turning HotSpot's DebugNonSafepoints on at
@@ -177,7 +180,8 @@ func SamplingStats() SampleStats {
 		JVMThreads: uint64(st.jvm_threads), JVMEnded: uint64(st.jvm_ended), JVMSamples: uint64(st.jvm_samples),
 		JVMWeight: time.Duration(st.jvm_weight_ns), JVMPeriod: max(time.Duration(C.jp_sampling_period()), time.Duration(C.JP_JVM_PERIOD_NS)), Recovered: uint64(st.recovered), Anchored: uint64(st.anchored),
 		StubPopped: uint64(st.stub_popped), Deferred: uint64(st.deferred), DeferredFailed: uint64(st.deferred_failed),
-		DeferredLost: uint64(st.deferred_lost), DeferredPending: uint64(st.deferred_pending)}
+		DeferredLost: uint64(st.deferred_lost), DeferredPending: uint64(st.deferred_pending),
+		Parked: uint64(st.parked), ParkTimeouts: uint64(st.park_timeouts)}
 	for r := 0; r < C.JP_NREASONS; r++ {
 		if n := uint64(st.reasons[r]); n > 0 {
 			s.Failed[C.GoString(C.jp_sampling_reason(C.int(r)))] = n

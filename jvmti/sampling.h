@@ -52,6 +52,8 @@ typedef struct jp_sample_stats {
 	uint64_t deferred_failed; /* walks left to it that it could not make (counted in reasons too) */
 	uint64_t deferred_lost;  /* walks left to it whose sample was dropped: sampling stopped first */
 	uint64_t deferred_pending; /* walks left to it and not yet added (read by jp_sampling_stats) */
+	uint64_t parked;         /* deferred walks of a blocked thread its handler waited for */
+	uint64_t park_timeouts;  /* of those, waits that gave up (the walker took too long) */
 } jp_sample_stats;
 
 void jp_sampling_stats(jp_sample_stats *out);

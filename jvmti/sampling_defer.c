@@ -20,21 +20,35 @@
  * the walk (HotSpot clears it when the thread returns to Java): the
  * thread was in the call into the VM it was sampled in throughout, short
  * of leaving it and making the same call again (same stub, same depth)
- * within the walk. The walk waits for a GC in progress, after which the
- * thread often has returned to Java: those walks fail. (Suspending the
- * thread for the walk fails as often, and a debugger's suspension could
- * be undone by it.) The thread's own handler adds the found path, with
- * the held weight, at its next sample (only the thread writes its tree),
- * or at its end; a walk that failed goes under its reason then, as it
- * would have at once; one left before sampling stopped is dropped. The
- * header counts each.
+ * within the walk.
+ *
+ * The walk waits for a GC in progress, after which the thread would
+ * have returned to Java: about half such walks failed. (Suspending the
+ * thread for the walk failed as often, the suspension itself waiting for
+ * the GC, and a debugger's suspension could be undone by it.) So a
+ * thread that is _thread_blocked, a state the VM treats as safe (it
+ * never waits for such a thread, and walks its stack or runs a handshake
+ * for it from another thread), waits in its handler for the walk, on a
+ * futex (async-signal-safe), JP_PARK_NS at most: it stays in the call it
+ * was blocked in anyway, past the GC's end by the time of the walk. The
+ * bound covers a walker held up, by a long GC or by a lock the waiting
+ * thread holds (the walk fails then, as before). A thread in any other
+ * state is not held (_thread_blocked_trans: a safepoint may be waiting
+ * for it to go on). The thread's own handler adds the found path with
+ * the held weight: at once after a wait, else at its next sample (only
+ * the thread writes its tree), or at its end; a walk that failed goes
+ * under its reason then, as it would have at once; one left before
+ * sampling stopped is dropped. The header counts each.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "sampling_priv.h"
@@ -55,6 +69,27 @@ static sem_t jp_walker_gone;
 /* jdk.internal.vm.Continuation (JDK 19 and later), or NULL. */
 static jclass jp_continuation;
 
+/* How long a blocked thread's handler waits for the walker at most. */
+#define JP_PARK_NS (20 * 1000000ll)
+
+/* jp_defer_park keeps a thread blocked in the VM, in its handler, until
+ * the walker has walked it (1), or for JP_PARK_NS at most (0). */
+static int jp_defer_park(jp_sthread *s)
+{
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0); /* async-signal-safe, as futex */
+	for (;;) {
+		if (__atomic_load_n(&s->def_state, __ATOMIC_ACQUIRE) != JP_DEF_PENDING)
+			return 1;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		long long left = JP_PARK_NS - ((t.tv_sec - t0.tv_sec) * 1000000000ll + (t.tv_nsec - t0.tv_nsec));
+		if (left <= 0 || __atomic_load_n(&jps.walker_on, __ATOMIC_ACQUIRE) != 1)
+			return 0;
+		struct timespec rel = { (time_t)(left / 1000000000ll), (long)(left % 1000000000ll) };
+		syscall(SYS_futex, &s->def_state, FUTEX_WAIT, JP_DEF_PENDING, &rel, NULL, 0);
+	}
+}
+
 int jp_defer(jp_sthread *s, uint64_t w, int r)
 {
 	if (s->ref == NULL || jps.depth < 2 || __atomic_load_n(&jps.walker_on, __ATOMIC_ACQUIRE) != 1 ||
@@ -71,6 +106,13 @@ int jp_defer(jp_sthread *s, uint64_t w, int r)
 	s->def_epoch = __atomic_load_n(&jp.epoch, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->def_state, JP_DEF_PENDING, __ATOMIC_RELEASE);
 	sem_post(&jps.walk_sem); /* async-signal-safe */
+	if (jp_thread_blocked(s)) {
+		JP_COUNT(parked);
+		if (jp_defer_park(s))
+			jp_defer_flush(s, 0);
+		else
+			JP_COUNT(park_timeouts);
+	}
 	return 1;
 }
 
@@ -171,6 +213,7 @@ static void jp_defer_walk(jvmtiEnv *jvmti, JNIEnv *jni, jp_sthread *s, jvmtiFram
 		ok = 1;
 	}
 	__atomic_store_n(&s->def_state, ok ? JP_DEF_DONE : JP_DEF_FAILED, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &s->def_state, FUTEX_WAKE, 1, NULL, NULL, 0); /* a parked handler */
 }
 
 /* jp_next_pending is a listed thread whose walk waits; jps.lock held. */

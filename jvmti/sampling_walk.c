@@ -217,6 +217,12 @@ void jp_anchor(const jp_sthread *s, uintptr_t *sp, uintptr_t *pc)
  * the same since JDK 1.4. */
 #define JP_THREAD_IN_VM 6
 
+int jp_thread_blocked(const jp_sthread *s)
+{
+	char *thread = jp_walk_thread(s);
+	return thread != NULL && jps.state_off >= 0 && *(volatile int *)(thread + jps.state_off) == JP_THREAD_BLOCKED;
+}
+
 /*
  * jp_stub_retry walks a thread in the VM whose last Java frame is a
  * runtime stub's (C1's counter_overflow and fast_new_instance, C2's
