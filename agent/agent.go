@@ -255,8 +255,12 @@ func (a *agent) sayState() {
 		start = "never(no-rtdriver-socket)"
 	}
 	addr := a.serverAddrs()
+	backend := a.ptt.Backend.String()
+	if a.opts.Alloc != nil || a.opts.Lock != nil {
+		backend = "none" // their metrics are the events' own, no thread's reading
+	}
 	line := fmt.Sprintf("mode=%s metrics=%s ptt=%s source=%s start=%s rtdriver=%s logpath=%s",
-		a.opts.modeName(), a.metricNames(), a.ptt.Backend, a.source.Name(), start, addr, a.opts.LogPath)
+		a.opts.modeName(), a.metricNames(), backend, a.source.Name(), start, addr, a.opts.LogPath)
 
 	a.mu.Lock() // rtdriver roots= may change them already
 	roots := a.opts.Roots

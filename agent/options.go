@@ -415,8 +415,14 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 		SampleNodes: defaultSampleNodes}
 	// metricsFrom and modeFrom remember where METRICS= and the mode were
 	// last set, for the error about the two together.
-	var metricsFrom, modeFrom string
+	var metricsFrom, modeFrom, sourceFrom string
 	for _, part := range []struct{ opts, origin string }{{agentOpts, originAgent}, {envOpts, originEnv}} {
+		// An event source named in JPROFOPTS replaces the -agentpath
+		// options' (JPROFOPTS wins); two in one string are a mistake,
+		// which the checks below name.
+		if part.origin == originEnv && namesSource(part.opts) {
+			o.source, o.Sample, o.Alloc, o.Lock = "", nil, nil, nil
+		}
 		for _, raw := range strings.Split(part.opts, ",") {
 			tok := strings.TrimSpace(raw)
 			if tok == "" {
@@ -437,6 +443,8 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 				metricsFrom = part.origin
 			case spec.name == "CALLTREE" || spec.name == "RTARCF" || spec.name == "CALLFLOW":
 				modeFrom = part.origin
+			case sourceOptions[spec.name]:
+				sourceFrom = part.origin
 			}
 		}
 	}
@@ -447,11 +455,13 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 		}
 		return nil, &OptionError{Option: "METRICS", Origin: origin, Reason: "CALLTREE collects no metrics; use RTARCF with METRICS="}
 	}
-	if err := o.checkEventSource(); err != nil {
-		return nil, err
-	}
-	if err := o.checkSample(); err != nil {
-		return nil, err
+	for _, check := range []func() error{o.checkEventSource, o.checkSample} {
+		if err := check(); err != nil {
+			if oe, ok := err.(*OptionError); ok && oe.Origin == "" {
+				oe.Origin = sourceFrom
+			}
+			return nil, err
+		}
 	}
 	if o.Mode == 0 {
 		o.Mode = ModeRTArcf
@@ -534,6 +544,23 @@ func (o *Options) genMode() jvmti.LogGen {
 
 // lookupOption finds the spec for an upper-case option name, which may
 // carry a NO prefix; on is false for the NO form.
+// sourceOptions are the options that choose the event source.
+var sourceOptions = map[string]bool{"BCI": true, "METHODEVENTS": true, "SAMPLE": true, "ALLOC": true, "LOCK": true}
+
+// namesSource says whether an option string sets an event source
+// (NOBCI and NOMETHODEVENTS do too; NOSAMPLE and the like only unset
+// theirs).
+func namesSource(opts string) bool {
+	for _, raw := range strings.Split(opts, ",") {
+		name, _, _ := strings.Cut(strings.TrimSpace(raw), "=")
+		name = strings.ToUpper(name)
+		if sourceOptions[name] || name == "NOBCI" || name == "NOMETHODEVENTS" {
+			return true
+		}
+	}
+	return false
+}
+
 // nearestOption is the option name a mistyped one most likely meant: the
 // one at the smallest edit distance, if that is at most 2 (and less than
 // half the name), else "".

@@ -98,6 +98,7 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"ROOTS=Foo. bar", "ROOTS=Foo. bar", "Class.method"},
 		{"SAMPLE,ROOTS=Foo.bar", "ROOTS", "sampling has none"},
 		{"SAMPLE,BCI", "SAMPLE", "one event source at a time"},
+		{"ALLOC,LOCK", "LOCK", "one event source at a time"},
 		{"METHODEVENTS,SAMPLE", "SAMPLE", "one event source at a time"},
 		{"METHODEVENTS,INCLUDE=a.b", "INCLUDE", "not with METHODEVENTS"},
 		{"NOBCI,ALLMETHODS", "ALLMETHODS", "not with METHODEVENTS"},
@@ -121,10 +122,31 @@ func TestOptionErrorNamesOrigin(t *testing.T) {
 		{"BOGUS", "", `invalid option "BOGUS" (from the -agentpath options): unknown option`},
 		{"START", "PORT=http", `invalid option "PORT=http" (from JPROFOPTS): needs a TCP port`},
 		{"METRICS=PTT_TIME", "CALLTREE", "(from CALLTREE from JPROFOPTS, METRICS= from the -agentpath options)"},
+		{"START", "ALLOC,LOCK", `invalid option "LOCK" (from JPROFOPTS): one event source at a time`},
+		{"ALLOC,SAMPLE", "", `invalid option "ALLOC" (from the -agentpath options): one event source at a time`},
 	} {
 		_, err := ParseOptions(c.opts, c.env)
 		require.Error(t, err, c.opts+" + "+c.env)
 		assert.Contains(t, err.Error(), c.want)
+	}
+}
+
+// An event source in JPROFOPTS replaces the -agentpath options' (as a
+// mode does); the rest of those options stay.
+func TestJPROFOPTSSourceWins(t *testing.T) {
+	for _, c := range []struct {
+		opts, env string
+		check     func(*Options) bool
+	}{
+		{"ALLOC,START", "LOCK", func(o *Options) bool { return o.Lock != nil && o.Alloc == nil && o.Start }},
+		{"SAMPLE", "BCI", func(o *Options) bool { return o.BCI && o.Sample == nil }},
+		{"LOCK", "METHODEVENTS", func(o *Options) bool { return o.Lock == nil && !o.BCI && o.source == sourceMethodEvents }},
+		{"METHODEVENTS", "SAMPLE=10ms", func(o *Options) bool { return o.Sample != nil && !o.BCI }},
+		{"SAMPLE", "START", func(o *Options) bool { return o.Sample != nil && o.Start }},
+	} {
+		o, err := ParseOptions(c.opts, c.env)
+		require.NoError(t, err, c.opts+" + "+c.env)
+		assert.True(t, c.check(o), c.opts+" + "+c.env)
 	}
 }
 

@@ -33,6 +33,18 @@ type Histogram struct {
 	Instances, Bytes uint64
 }
 
+// HeaderValue is the rest of the first header line that starts with
+// key, spaces trimmed ("Time=" gives the time jprof heap wrote); "" if
+// none does.
+func (h *Histogram) HeaderValue(key string) string {
+	for _, l := range h.Header {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), key); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
 // ReadHistogram reads a class histogram: any header lines, then the JVM's
 // table (" num  #instances  #bytes  class name (module)", a rule, one line
 // per class, "Total").

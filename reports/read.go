@@ -45,5 +45,9 @@ func ReadProfile(r io.Reader) (*Profile, Format, error) {
 		return nil, 0, fmt.Errorf("empty file, expected a libjprof log-rt or log-gen")
 	}
 	line, _, _ := bytes.Cut(head, []byte("\n"))
+	// Enough of it to tell what the file is (a binary file has no lines).
+	if len(line) > 40 {
+		line = append(line[:40:40], "..."...)
+	}
 	return nil, 0, fmt.Errorf("line 1: expected %q or %q, got %q: not a libjprof log-rt or log-gen", logRTTitle, logGenTitle, line)
 }

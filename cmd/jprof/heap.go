@@ -120,6 +120,9 @@ func heapDiff(args []string, stdout io.Writer) error {
 	if len(pos) != 2 {
 		return usagef("heapdiff needs two histograms, the earlier first")
 	}
+	if *n < 0 {
+		return usagef("-n %d: want 0 (all) or more", *n)
+	}
 	var hs [2]*reports.Histogram
 	for i, p := range pos {
 		f, err := os.Open(p)
@@ -130,6 +133,16 @@ func heapDiff(args []string, stdout io.Writer) error {
 		f.Close()
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	// Two of one JVM given the wrong way round would show every class as
+	// shrinking: said, rather than a table of negative growth.
+	if a, b := hs[0].HeaderValue("Time="), hs[1].HeaderValue("Time="); a != "" && b != "" &&
+		hs[0].HeaderValue("Process_Number_ID=") == hs[1].HeaderValue("Process_Number_ID=") {
+		ta, errA := time.Parse(time.RFC3339Nano, a)
+		tb, errB := time.Parse(time.RFC3339Nano, b)
+		if errA == nil && errB == nil && tb.Before(ta) {
+			return usagef("%s (%s) was taken before %s (%s): give the earlier histogram first", pos[1], b, pos[0], a)
 		}
 	}
 	diff := reports.DiffHistograms(hs[0], hs[1])

@@ -332,7 +332,7 @@ func report(args []string, stdout io.Writer) error {
 func reportJLM(path, sortBy, out string, stdout io.Writer) error {
 	sortBy = strings.ToLower(sortBy)
 	if _, ok := reports.JLMSorts[sortBy]; !ok {
-		return fmt.Errorf("report jlm: -sort %q: want gets, slow, miss, hold or wait", sortBy)
+		return usagef("report jlm: -sort %q: want gets, slow, miss, hold or wait", sortBy)
 	}
 	f, err := os.Open(path)
 	if err != nil {
