@@ -27,7 +27,8 @@ func virtualThreadNotes(ts []engine.Thread, noVThreads, sampled, lock bool) []st
 			"followed across carriers through the JVM's mount/unmount events; the JVM's switches between them are charged to no thread", started, n)}
 	case mode == jvmti.VirtualThreadsSampled && started > 0:
 		return []string{fmt.Sprintf("Virtual threads: %d started, sampled on their carriers: a virtual thread's samples are in the tree of the carrier "+
-			"(ForkJoinPool-*-worker-*) it ran on, with its Java frames; no virtual thread has a tree of its own", started)}
+			"(ForkJoinPool-*-worker-*) it ran on, with the Java frames on the carrier's stack (HotSpot copies a mounted virtual thread's frames back a few at a time: "+
+			"a stack may go from Continuation.enterSpecial straight to them); no virtual thread has a tree of its own", started)}
 	case mode == jvmti.VirtualThreadsDetected && started > 0:
 		why := "this JVM does not say when they mount or unmount"
 		if noVThreads {

@@ -143,9 +143,9 @@ const allocJFC = `<?xml version="1.0" encoding="UTF-8"?>
 </configuration>
 `
 
-var lockEntriesNote = regexp.MustCompile(`Lock waits since the start: entering ([0-9]+)`)
+var lockEntriesNote = regexp.MustCompile(`Lock waits since the agent loaded [^:]*: entering ([0-9]+)`)
 
-var allocSamplesNote = regexp.MustCompile(`Allocation sampling since the start: ([0-9]+) samples.*; ([0-9.]+[µnm]?s) in the agent.s callback`)
+var allocSamplesNote = regexp.MustCompile(`Allocation sampling since the agent loaded [^:]*: ([0-9]+) samples.*; ([0-9.]+[µnm]?s) in the agent.s callback`)
 
 // runLibjprof runs AllocSites under ALLOC: the allocations' time, the
 // samples taken and the CPU time of the agent's callback (s).

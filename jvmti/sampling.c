@@ -194,7 +194,8 @@ static void jp_sample_handler(int sig, siginfo_t *si, void *uc)
 	} else if ((tr.num_frames == -2 || tr.num_frames == -3 || tr.num_frames == -4) && jp_defer(s, w, -tr.num_frames)) {
 		/* In the VM, during a GC (ticks_GC_active) or under a stub:
 		 * left to the walker thread (sampling_defer.c), the path and
-		 * this weight added at a later sample. */
+		 * this weight added once it is walked: at once if this thread
+		 * is blocked and waited for it, else at a later sample. */
 		n = 0;
 	} else {
 		int r = -tr.num_frames;

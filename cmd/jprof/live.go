@@ -205,15 +205,22 @@ func stopAndWrite(lt *liveTarget, since time.Time, out string, timeout time.Dura
 		return targetGone(lt, since, out, stdout, stderr)
 	}
 	detail, err := lt.do(ctx, "detach")
-	if err != nil {
+	// Nothing collected: said first, the detach after it, not the other
+	// way round (which read as if collection had just been turned off).
+	nothing := endErr == nil && !strings.HasPrefix(path, "/")
+	switch {
+	case err != nil:
 		fmt.Fprintf(stderr, "jprof: warning: %v\n", err)
-	} else {
+	case !nothing:
 		fmt.Fprintf(stderr, "jprof: detached: %s\n", detail)
 	}
 	if endErr != nil {
 		return endErr
 	}
-	if !strings.HasPrefix(path, "/") {
+	if nothing {
+		if err == nil {
+			return fmt.Errorf("%w; detached all the same: %s", nothingWritten(lt, path), detail)
+		}
 		return nothingWritten(lt, path)
 	}
 	return writeOutput(lt, path, out, stdout, stderr)
