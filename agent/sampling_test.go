@@ -275,7 +275,11 @@ func TestSampleOptions(t *testing.T) {
 // kind, and the header compares the time the samples stand for with the
 // process's CPU time, which on a GC-heavy program they come close to.
 func TestSampleJVMThreads(t *testing.T) {
-	r := jvmtest.Start(t, jvmtest.Run{Class: "GCHeavy", Args: []string{"1500", "2"}, JVMArgs: []string{"-Xmx48m", "-XX:+UseParallelGC"},
+	// Long enough that the time each thread runs after its last sample
+	// (up to a period per Java thread, 10 ms per JVM thread: not
+	// sampled) stays a small share even when the tests of other packages
+	// leave this one little CPU.
+	r := jvmtest.Start(t, jvmtest.Run{Class: "GCHeavy", Args: []string{"3000", "2"}, JVMArgs: []string{"-Xmx48m", "-XX:+UseParallelGC"},
 		Options: "SAMPLE,START,NORTDRIVER"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	p := r.LogRT(t, 1)
