@@ -13,14 +13,12 @@
 static struct {
 	uint32_t max_nodes, depth;
 	uint32_t limit_h;
-	pthread_mutex_t lock;
-	jp_estack *list;
 	/* The leaves' handles, by name (open addressing). */
 	pthread_mutex_t names_mu;
 	char **names;
 	uint32_t *handles;
 	uint32_t cap, n;
-} es = { .lock = PTHREAD_MUTEX_INITIALIZER, .names_mu = PTHREAD_MUTEX_INITIALIZER };
+} es = { .names_mu = PTHREAD_MUTEX_INITIALIZER };
 
 /* The OS thread's scratch for a walk: the frames GetStackTrace fills and
  * the path made of them. Not state: each record's (jp_estack) is in the
@@ -28,7 +26,7 @@ static struct {
 static __thread jvmtiFrameInfo *es_frames;
 static __thread uint32_t *es_path;
 
-static void es_state_free(void *p);
+static void es_free(void *p);
 
 int jp_estacks_configure(uint32_t max_nodes, uint32_t depth, char *err, int errlen)
 {
@@ -44,7 +42,7 @@ int jp_estacks_configure(uint32_t max_nodes, uint32_t depth, char *err, int errl
 void jp_estacks_setup(void)
 {
 	es.limit_h = jp_method_register("<sample-node-limit>", JP_T_OTHER);
-	jp.src_state_free = es_state_free;
+	jp.src_state_free = es_free;
 }
 
 /* es_class_name writes a class signature as Java names the class:
@@ -139,8 +137,11 @@ static uint32_t es_leaf_handle(const char *name)
 	return h;
 }
 
-static void es_free(jp_estack *a)
+/* es_free frees a record's state when its thread ends (jp.src_state_free);
+ * its tree stays in the record's arena for the reports. */
+static void es_free(void *p)
 {
+	jp_estack *a = p;
 	JNIEnv *jni = jpvm.vm != NULL ? jp_env() : NULL;
 	for (int i = 0; i < JP_ESTACK_LEAVES && jni != NULL; i++)
 		if (a->leaves[i].cls != NULL)
@@ -149,23 +150,6 @@ static void es_free(jp_estack *a)
 		(*jni)->DeleteWeakGlobalRef(jni, a->park_blocker);
 	jp_pcct_free(&a->pcct);
 	free(a);
-}
-
-/* es_state_free frees a record's state when its thread ends
- * (jp.src_state_free): unlisted first, its tree stays in the record's
- * arena for the reports. */
-static void es_state_free(void *p)
-{
-	jp_estack *a = p;
-	pthread_mutex_lock(&es.lock);
-	if (a->prev != NULL)
-		a->prev->next = a->next;
-	else
-		es.list = a->next;
-	if (a->next != NULL)
-		a->next->prev = a->prev;
-	pthread_mutex_unlock(&es.lock);
-	es_free(a);
 }
 
 jp_estack *jp_estack_self(jvmtiEnv *jvmti, jthread thread)
@@ -192,12 +176,6 @@ jp_estack *jp_estack_self(jvmtiEnv *jvmti, jthread thread)
 	}
 	a->t = t;
 	a->rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)a ^ jp_mono_ns();
-	pthread_mutex_lock(&es.lock);
-	a->next = es.list;
-	if (es.list != NULL)
-		es.list->prev = a;
-	es.list = a;
-	pthread_mutex_unlock(&es.lock);
 	t->src_state = a;
 	return a;
 }

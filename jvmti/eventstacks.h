@@ -25,7 +25,6 @@ typedef struct jp_estack_leafc {
  * (jp_thread.src_state): a virtual thread's goes with it from carrier to
  * carrier, as a monitor wait that began on one ends on another. */
 typedef struct jp_estack {
-	struct jp_estack *next, *prev;
 	jp_thread *t;
 	uint64_t rng;           /* xorshift state, for rounding at random */
 	uint64_t t0[2];         /* LOCK: when the thread began to wait (enter, Object.wait) */

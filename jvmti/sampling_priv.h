@@ -177,10 +177,9 @@ void jp_defer_stop(void);
 uint64_t jp_defer_pending(void);
 void jp_anchor(const jp_sthread *s, uintptr_t *sp, uintptr_t *pc);
 /* jp_thread_blocked says whether s's thread is blocked in the VM
- * (HotSpot's _thread_blocked, the same since JDK 1.4): a state the VM
- * treats as safe, whose stack it may walk while the thread waits, and
- * whose thread it never waits for (sampling_walk.c). */
-#define JP_THREAD_BLOCKED 10
+ * (HotSpot's _thread_blocked): a state the VM treats as safe, whose
+ * stack it may walk while the thread waits, and whose thread it never
+ * waits for (sampling_walk.c). */
 int jp_thread_blocked(const jp_sthread *s);
 /* jp_walker_self is set on the walker thread. */
 extern __thread int jp_walker_self;

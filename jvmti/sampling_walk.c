@@ -213,9 +213,10 @@ void jp_anchor(const jp_sthread *s, uintptr_t *sp, uintptr_t *pc)
 	*pc = thread == NULL ? 0 : *(volatile uintptr_t *)(thread + jps.last_pc_off);
 }
 
-/* HotSpot's JavaThreadState for a thread running VM code (_thread_in_vm),
- * the same since JDK 1.4. */
+/* HotSpot's JavaThreadState for a thread running VM code (_thread_in_vm)
+ * and for one blocked in it (_thread_blocked), the same since JDK 1.4. */
 #define JP_THREAD_IN_VM 6
+#define JP_THREAD_BLOCKED 10
 
 int jp_thread_blocked(const jp_sthread *s)
 {
