@@ -80,8 +80,7 @@ func WriteFlame(w io.Writer, p *Profile, o FlameOptions) error {
 	}
 	// A sampled tree's counts: the samples with a frame on top, which add
 	// up into the frames' widths (see Profile.StackCounts).
-	unit := p.StackCounts()
-	onStack := unit != ""
+	countName, onStack := p.CountName()
 	p, types := rename(p, o.Names, true)
 	k := len(p.Metrics)
 	d := flameData{Title: o.Title, Merged: o.MergeThreads, Notes: p.Notes, Value: v, TypeNames: map[string]string{}}
@@ -97,11 +96,7 @@ func WriteFlame(w io.Writer, p *Profile, o FlameOptions) error {
 	for _, m := range p.Metrics {
 		d.Values = append(d.Values, flameValue{Name: m.Name, Unit: m.Unit})
 	}
-	if onStack {
-		d.Values = append(d.Values, flameValue{Name: unit})
-	} else {
-		d.Values = append(d.Values, flameValue{Name: CallsValue})
-	}
+	d.Values = append(d.Values, flameValue{Name: countName})
 	nameIdx := map[string]uint64{}
 	var count uint64
 	type item struct {

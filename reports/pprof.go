@@ -59,11 +59,7 @@ func ToPprof(p *Profile, names NameForm) (*profile.Profile, error) {
 	}
 	// A sampled tree's counts add up only as the samples with a context
 	// on top: the count type is then theirs ("samples", "waits").
-	countType := "calls"
-	onStack := p.StackCounts() != ""
-	if onStack {
-		countType = p.StackCounts()
-	}
+	countType, onStack := p.CountName()
 	out.SampleType = append(out.SampleType, &profile.ValueType{Type: countType, Unit: "count"})
 	out.DefaultSampleType = out.SampleType[0].Type
 	out.Comments = append(out.Comments, fmt.Sprintf("libjprof pid %d, log-rt sequence %d", p.PID, p.Seq))

@@ -77,6 +77,16 @@ func (p *Profile) StackCounts() string {
 	return ""
 }
 
+// CountName is what a tree's additive count is called in the reports:
+// "calls" (CallsValue), or a sampled tree's unit ("samples", "waits"),
+// with onStack set (see Profile.StackCounts and OwnCalls).
+func (p *Profile) CountName() (name string, onStack bool) {
+	if u := p.StackCounts(); u != "" {
+		return u, true
+	}
+	return CallsValue, false
+}
+
 // OwnCalls is n's count that adds up over a tree: its CALLS in an exact
 // tree (entries), its CALLS less its callees' in a sampled one (the
 // samples with the context on top; see [Profile.StackCounts]). stack is
