@@ -28,5 +28,6 @@ func TestKeyTestsOnOtherJDKs(t *testing.T) {
 		"logpath":         TestUnwritableLogPath,
 		"no-caps":         TestBPFWithoutCapabilities,
 		"sample-recovery": TestSampleRecoversWalks,
+		"sample-blocked":  TestSampleBlockedWalks,
 	})
 }

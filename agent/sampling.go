@@ -69,12 +69,15 @@ func (a *agent) sampleHeader(p *reports.Profile) {
 		line += "; stacks not walkable (shown as pseudo-frames under the thread): " + strings.Join(failed, ", ")
 	}
 	p.Notes = append(p.Notes, line)
-	caller, anchor, walkerFailed := jvmti.SampleRecovery()
+	caller, anchor, walkerFailed, pollUnknown := jvmti.SampleRecovery()
 	if !caller || !anchor {
 		p.Notes = append(p.Notes, fmt.Sprintf("SAMPLE: this JVM's structure table did not give what recovering failed walks needs "+
 			"(the code cache's bounds: %v; a thread's last Java frame: %v): such samples stay under pseudo-frames at the thread's root", caller, anchor))
 	} else if walkerFailed {
 		p.Notes = append(p.Notes, "SAMPLE: the walker thread could not start or attach to the VM: samples of threads blocked in the VM under a runtime stub stay under <not_walkable_not_Java>")
+	}
+	if pollUnknown {
+		p.Notes = append(p.Notes, "SAMPLE: a thread's safepoint polling word was not where this JVM was expected to keep it: threads sampled as they leave a wait in the VM under a runtime stub are walked by the walker thread after the sample, and more of those walks fail")
 	}
 	if s.Kind != jvmti.SampleWall {
 		p.Notes = append(p.Notes, processCoverage(st, jvmti.SampledProcessCPU()))
@@ -99,8 +102,10 @@ func period(d time.Duration) string {
 }
 
 // walkerFailed says that the walker thread of blocked threads could not
-// attach to the VM.
-func walkerFailed() bool { _, _, f := jvmti.SampleRecovery(); return f }
+// attach to the VM; pollUnknown that a thread's polling word was not
+// found.
+func walkerFailed() bool { _, _, f, _ := jvmti.SampleRecovery(); return f }
+func pollUnknown() bool  { _, _, _, u := jvmti.SampleRecovery(); return u }
 
 // logSampling writes the sampling source's counters to log-msg.
 func (a *agent) logSampling() {
@@ -108,7 +113,7 @@ func (a *agent) logSampling() {
 	a.log.Info("sampling summary", zap.String("kind", a.opts.Sample.Kind.String()), zap.Duration("period", a.opts.Sample.Period),
 		zap.Uint64("samples", st.Samples), zap.Duration("weight", st.Weight), zap.Duration("inHandler", st.Handler),
 		zap.Uint64("methodsPrepared", st.Prepared), zap.Duration("preparing", st.Prepare), zap.Uint64("threads", st.Threads),
-		zap.Any("notWalkable", st.Failed), zap.Uint64("walkedFromCaller", st.Recovered), zap.Uint64("walkedFromAnchor", st.Anchored), zap.Uint64("walkedPastStub", st.StubPopped), zap.Uint64("walkedAfterSample", st.Deferred), zap.Uint64("walkAfterSampleFailed", st.DeferredFailed), zap.Uint64("walkAfterSampleDropped", st.DeferredLost), zap.Uint64("walkAfterSamplePending", st.DeferredPending), zap.Uint64("walkWaitedFor", st.Parked), zap.Uint64("walkWaitGaveUp", st.ParkTimeouts), zap.Bool("walkerFailed", walkerFailed()), zap.Uint64("unknownMethods", st.Misses), zap.Uint64("deepStacks", st.Deep),
+		zap.Any("notWalkable", st.Failed), zap.Uint64("walkedFromCaller", st.Recovered), zap.Uint64("walkedFromAnchor", st.Anchored), zap.Uint64("walkedPastStub", st.StubPopped), zap.Uint64("walkedAfterSample", st.Deferred), zap.Uint64("walkAfterSampleFailed", st.DeferredFailed), zap.Uint64("walkAfterSampleDropped", st.DeferredLost), zap.Uint64("walkAfterSamplePending", st.DeferredPending), zap.Uint64("walkWaitedFor", st.Parked), zap.Uint64("walkWaitGaveUp", st.ParkTimeouts), zap.Bool("walkerFailed", walkerFailed()), zap.Bool("pollingWordUnknown", pollUnknown()), zap.Uint64("unknownMethods", st.Misses), zap.Uint64("deepStacks", st.Deep),
 		zap.Uint64("pastNodeLimit", st.Limited), zap.Uint64("signalsWithoutState", st.Unowned),
 		zap.Uint64("timerFailures", st.TimerFailures), zap.Uint64("perfArmed", st.PerfArmed), zap.Uint64("timerArmed", st.TimerArmed), zap.Uint64("threadsNotSampled", st.SetupFailures),
 		zap.Uint64("jvmThreads", st.JVMThreads), zap.Uint64("jvmThreadsEnded", st.JVMEnded), zap.Uint64("jvmSamples", st.JVMSamples), zap.Duration("jvmWeight", st.JVMWeight),

@@ -278,8 +278,12 @@ func TestSampleJVMThreads(t *testing.T) {
 	// Long enough that the time each thread runs after its last sample
 	// (up to a period per Java thread, 10 ms per JVM thread: not
 	// sampled) stays a small share even when the tests of other packages
-	// leave this one little CPU.
-	r := jvmtest.Start(t, jvmtest.Run{Class: "GCHeavy", Args: []string{"3000", "2"}, JVMArgs: []string{"-Xmx48m", "-XX:+UseParallelGC"},
+	// leave this one little CPU. GCHeavy alone gives its compiler threads
+	// about 15 ms of CPU each on a fast machine, near the JVM threads'
+	// 10 ms period: -Xcomp with C1 alone compiles every method it runs,
+	// some 300 ms of the compiler's time.
+	r := jvmtest.Start(t, jvmtest.Run{Class: "GCHeavy", Args: []string{"3000", "2"},
+		JVMArgs: []string{"-Xmx48m", "-XX:+UseParallelGC", "-Xcomp", "-XX:TieredStopAtLevel=1"},
 		Options: "SAMPLE,START,NORTDRIVER"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	p := r.LogRT(t, 1)
@@ -436,6 +440,10 @@ func TestSampleBlockedWalks(t *testing.T) {
 	assert.NotZero(t, summaryCount(msg, "walkWaitedFor"), "no blocked thread waited for its walk")
 	p := r.LogRT(t, 1)
 	assert.Contains(t, strings.Join(p.Notes, "\n"), "walked by the VM after the sample")
+	// The polling word was found: threads leaving a wait are walked past
+	// their stub in the handler.
+	assert.NotContains(t, strings.Join(p.Notes, "\n"), "polling word")
+	assert.NotZero(t, summaryCount(msg, "walkedPastStub"), "no stack walked past a runtime stub")
 	assert.Equal(t, uint64(summaryCount(msg, "walkedFromCaller")+summaryCount(msg, "walkedPastStub")+after), topNotWalkable(t, p))
 	// The walks end in the program's own frames.
 	var underGC uint64

@@ -34,7 +34,8 @@
  * bound covers a walker held up, by a long GC or by a lock the waiting
  * thread holds (the walk fails then, as before). A thread in any other
  * state is not held (_thread_blocked_trans: a safepoint may be waiting
- * for it to go on). The thread's own handler adds the found path with
+ * for it to go on; the handler walks most such threads itself,
+ * jp_stub_retry). The thread's own handler adds the found path with
  * the held weight: at once after a wait, else at its next sample (only
  * the thread writes its tree), or at its end; a walk that failed goes
  * under its reason then, as it would have at once; one left before

@@ -104,6 +104,12 @@ struct jp_sampling_state {
 	 * last Java frame's sp, pc and fp (JavaFrameAnchor) and its state;
 	 * -1 unknown. */
 	long env_off, last_sp_off, last_pc_off, last_fp_off, state_off;
+	/* Where a JavaThread keeps its safepoint polling word, which the
+	 * table does not list (jp_find_poll_off): poll_ok is 1 once it was
+	 * found, -1 once it was not or a thread's words there were not a
+	 * polling word and page (never used then), 0 before. */
+	long poll_off;
+	int poll_ok;
 	volatile int on;
 	int debug_nonsafepoints; /* jp_vm_set_bool_flag's result: 0 or 1 when on */
 	int perf_refused;   /* cpu: perf events refused, POSIX timers instead */

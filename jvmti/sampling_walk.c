@@ -12,7 +12,9 @@
  * A third case is a thread in the VM called from a runtime stub (a
  * compiled method's counters overflowed, an allocation's slow path):
  * its last Java frame is the stub's, which the walker does not place, and
- * it is walked from the stub's caller (jp_stub_retry).
+ * it is walked from the stub's caller (jp_stub_retry), also when the
+ * thread is leaving a wait in the VM, if nothing else can be walking it
+ * (jp_anchor_private).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -79,6 +81,79 @@ void jp_walk_setup(void)
 	jps.state_off = jp_vm_offset("JavaThread", "_thread_state");
 }
 
+/* The polling word when nothing is asked of the thread (HotSpot's
+ * ~poll_bit); armed, its low bit is set; a GC that processes stacks
+ * concurrently (ZGC, Shenandoah) keeps a stack watermark in it instead. */
+#define JP_POLL_DISARMED (~(uintptr_t)1)
+
+/* jp_is_poll says whether w[0] and w[1] are a disarmed polling word and
+ * a polling page (page-aligned). */
+static int jp_is_poll(const uintptr_t *w)
+{
+	return w[0] == JP_POLL_DISARMED && w[1] != 0 && (w[1] & 4095) == 0;
+}
+
+/*
+ * jp_find_poll_off finds where a JavaThread keeps its polling word
+ * (SafepointMechanism::ThreadData: the word, then the page), which the
+ * structure table does not list and which moved between JDKs (after the
+ * thread's state in JDK 17, near the object's start in JDK 25): the one
+ * place among the fields up to the last the table or the JNIEnv places
+ * that holds a disarmed word and a page; none or two give -1.
+ */
+static long jp_find_poll_off(uintptr_t thread, long env_off)
+{
+	uintptr_t w[64 + 1];
+	long lim = (jps.state_off > env_off ? jps.state_off : env_off) + 64, found = -1;
+	for (long at = 0; at < lim; at += 64 * 8) {
+		long n = (lim - at) / 8 + 1;
+		if (n > 64)
+			n = 64;
+		if (jp_peek(thread + (uintptr_t)at, w, ((size_t)n + 1) * sizeof w[0]) != 0)
+			return -1;
+		for (long i = 0; i < n; i++) {
+			if (!jp_is_poll(&w[i]))
+				continue;
+			if (found >= 0)
+				return -1;
+			found = at + i * 8;
+		}
+	}
+	return found;
+}
+
+/* jp_poll_check finds the polling word on a thread starting (the first
+ * eight tries; one may meet its poll armed) and checks, on each later
+ * one, that its words there are a polling word (disarmed, armed or a
+ * watermark in the thread's stack) and a page: one that is not turns the
+ * use of the word off. */
+static void jp_poll_check(const jp_sthread *s)
+{
+	static int busy, tries;
+	long env_off = __atomic_load_n(&jps.env_off, __ATOMIC_ACQUIRE);
+	int ok = __atomic_load_n(&jps.poll_ok, __ATOMIC_ACQUIRE);
+	if (env_off < 0 || jps.state_off < 0 || s->env == NULL || ok < 0)
+		return;
+	uintptr_t thread = (uintptr_t)s->env - (uintptr_t)env_off;
+	if (ok == 0) {
+		if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
+			return;
+		long off = jp_find_poll_off(thread, env_off);
+		if (off >= 0) {
+			jps.poll_off = off;
+			__atomic_store_n(&jps.poll_ok, 1, __ATOMIC_RELEASE);
+		} else if (++tries >= 8) {
+			__atomic_store_n(&jps.poll_ok, -1, __ATOMIC_RELEASE);
+		}
+		__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+		return;
+	}
+	uintptr_t w[2] = { 0, 0 };
+	if (jp_peek(thread + (uintptr_t)jps.poll_off, w, sizeof w) != 0 || w[1] == 0 || (w[1] & 4095) != 0 ||
+	    !(w[0] == JP_POLL_DISARMED || (w[0] & 1) != 0 || (w[0] >= s->stack_lo && w[0] <= s->stack_hi)))
+		__atomic_store_n(&jps.poll_ok, -1, __ATOMIC_RELEASE);
+}
+
 void jp_walk_thread_start(jp_sthread *s)
 {
 	static int env_off_tried;
@@ -94,6 +169,7 @@ void jp_walk_thread_start(jp_sthread *s)
 		}
 		pthread_attr_destroy(&attr);
 	}
+	jp_poll_check(s);
 }
 
 static int jp_in_code(uintptr_t pc)
@@ -213,15 +289,40 @@ void jp_anchor(const jp_sthread *s, uintptr_t *sp, uintptr_t *pc)
 	*pc = thread == NULL ? 0 : *(volatile uintptr_t *)(thread + jps.last_pc_off);
 }
 
-/* HotSpot's JavaThreadState for a thread running VM code (_thread_in_vm)
- * and for one blocked in it (_thread_blocked), the same since JDK 1.4. */
+/* HotSpot's JavaThreadState for a thread running VM code (_thread_in_vm),
+ * for one blocked in it (_thread_blocked) and for one leaving that
+ * (_thread_blocked_trans), the same since JDK 1.4. */
 #define JP_THREAD_IN_VM 6
 #define JP_THREAD_BLOCKED 10
+#define JP_THREAD_BLOCKED_TRANS 11
 
 int jp_thread_blocked(const jp_sthread *s)
 {
 	char *thread = jp_walk_thread(s);
 	return thread != NULL && jps.state_off >= 0 && *(volatile int *)(thread + jps.state_off) == JP_THREAD_BLOCKED;
+}
+
+/*
+ * jp_anchor_private says whether nothing but the thread itself can read
+ * its frame anchor until its handler returns. In _thread_in_vm: a
+ * safepoint or a handshake waits for it to leave the VM. In
+ * _thread_blocked_trans (leaving a wait, for example for the GC its
+ * allocation started; the state is stored with a fence before the
+ * thread reads its polling word): only while its polling word is
+ * disarmed. A safepoint or handshake arms the word before it reads the
+ * thread's state, and the thread's own poll sees it armed until the
+ * operation ends; so with the word disarmed after the state was stored,
+ * any operation that begins waits for this thread, which cannot go on
+ * while its handler runs. A watermark in the word (a GC that walks
+ * stacks concurrently) counts as armed.
+ */
+static int jp_anchor_private(const char *thread)
+{
+	int st = *(const volatile int *)(thread + jps.state_off);
+	if (st == JP_THREAD_IN_VM)
+		return 1;
+	return st == JP_THREAD_BLOCKED_TRANS && __atomic_load_n(&jps.poll_ok, __ATOMIC_ACQUIRE) == 1 &&
+	       *(const volatile uintptr_t *)(thread + jps.poll_off) == JP_POLL_DISARMED;
 }
 
 /*
@@ -232,10 +333,9 @@ int jp_thread_blocked(const jp_sthread *s)
  * frame pointer, which the anchor records: the caller's pc is at fp+8,
  * its sp at fp+16 and its fp at fp. C2's allocation stubs have a frame of
  * two words at the recorded sp: the same layout at sp. The anchor is set
- * to the caller's frame for the walk and put back. Only while the thread is
- * _thread_in_vm: then nothing else reads its anchor (a safepoint or a
- * handshake waits for it to leave the VM), whereas a GC could walk a
- * thread that is blocked, and must see the stub's frame, whose saved
+ * to the caller's frame for the walk and put back. Only while nothing
+ * else can read the anchor (jp_anchor_private), whereas a GC could walk
+ * a thread that is blocked, and must see the stub's frame, whose saved
  * registers may hold oops. A frame pointer that is not the stub's (a
  * stub of C2's keeps none) fails the checks or the walk, costing a
  * failed walk: the words read must lie in the thread's stack, the pc in
@@ -244,8 +344,7 @@ int jp_thread_blocked(const jp_sthread *s)
 int jp_stub_retry(jp_sthread *s, jp_agct_trace *tr, void *uc)
 {
 	char *thread = jp_walk_thread(s);
-	if (thread == NULL || jps.last_fp_off < 0 || jps.state_off < 0 || jps.depth < 2 ||
-	    *(volatile int *)(thread + jps.state_off) != JP_THREAD_IN_VM)
+	if (thread == NULL || jps.last_fp_off < 0 || jps.state_off < 0 || jps.depth < 2 || !jp_anchor_private(thread))
 		return 0;
 	volatile uintptr_t *lsp = (volatile uintptr_t *)(thread + jps.last_sp_off);
 	volatile uintptr_t *lpc = (volatile uintptr_t *)(thread + jps.last_pc_off);
@@ -310,5 +409,7 @@ int jp_sampling_recovery(void)
 	}
 	if (__atomic_load_n(&jps.walker_on, __ATOMIC_ACQUIRE) < 0)
 		r |= 4;
+	if (__atomic_load_n(&jps.poll_ok, __ATOMIC_RELAXED) < 0)
+		r |= 8;
 	return r;
 }
