@@ -70,9 +70,9 @@ int jp_sampling_debuginfo(void);
  * structure table allows: 1 from the caller of the top frame (the code
  * cache's bounds known), 2 from a thread's last Java frame (its anchor
  * known); 4 says the walker thread of blocked threads could not start
- * or attach to the VM (sampling_defer.c); 8 that a thread's polling word
- * was not where HotSpot keeps it (threads leaving a wait in the VM are
- * then left to the walker). */
+ * or attach to the VM (sampling_defer.c); 8 that where a thread keeps
+ * its polling word is not known (sampling_poll.c: threads in the VM
+ * under a runtime stub are then left to the walker). */
 int jp_sampling_recovery(void);
 
 #endif /* JP_SAMPLING_H */

@@ -105,10 +105,12 @@ struct jp_sampling_state {
 	 * -1 unknown. */
 	long env_off, last_sp_off, last_pc_off, last_fp_off, state_off;
 	/* Where a JavaThread keeps its safepoint polling word, which the
-	 * table does not list (jp_find_poll_off): poll_ok is 1 once it was
-	 * found, -1 once it was not or a thread's words there were not a
-	 * polling word and page (never used then), 0 before. */
+	 * table does not list (sampling_poll.c), and the disarmed polling
+	 * page: poll_ok is 1 once they were found, -1 once they were not or
+	 * a thread's words there were not a polling word and page (never
+	 * used then), 0 before. */
 	long poll_off;
+	uintptr_t poll_page;
 	int poll_ok;
 	volatile int on;
 	int debug_nonsafepoints; /* jp_vm_set_bool_flag's result: 0 or 1 when on */
@@ -159,6 +161,18 @@ void jp_jvm_threads_set(int on);
  * worked, leaving the signal's context as they found it. */
 void jp_walk_setup(void);
 void jp_walk_thread_start(jp_sthread *s);
+/* jp_peek reads n bytes at addr without faulting where nothing is mapped;
+ * 0 when it read them all. */
+int jp_peek(uintptr_t addr, void *out, size_t n);
+
+/* sampling_poll.c: a thread's safepoint polling word. jp_poll_check
+ * finds it, or checks it, on a thread starting (s->env and its stack
+ * set); jp_poll_disarmed says whether the JavaThread at thread has
+ * nothing asked of it now (0 when the word is not known); jp_poll_known
+ * whether the word was found. */
+void jp_poll_check(const jp_sthread *s);
+int jp_poll_disarmed(const char *thread);
+int jp_poll_known(void);
 int jp_agct_retry(jp_sthread *s, jp_agct_trace *tr, void *uc);
 int jp_anchor_retry(jp_sthread *s, jp_agct_trace *tr, void *uc);
 int jp_stub_retry(jp_sthread *s, jp_agct_trace *tr, void *uc);

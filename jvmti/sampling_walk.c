@@ -12,9 +12,9 @@
  * A third case is a thread in the VM called from a runtime stub (a
  * compiled method's counters overflowed, an allocation's slow path):
  * its last Java frame is the stub's, which the walker does not place, and
- * it is walked from the stub's caller (jp_stub_retry), also when the
- * thread is leaving a wait in the VM, if nothing else can be walking it
- * (jp_anchor_private).
+ * it is walked from the stub's caller (jp_stub_retry), changing the
+ * thread's frame anchor for the walk: only when nothing else can be
+ * walking it (jp_anchor_private, its polling word: sampling_poll.c).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -26,9 +26,8 @@
 
 #include "sampling_priv.h"
 
-/* jp_peek reads n bytes at addr without faulting where nothing is mapped
- * (process_vm_readv on this process); 0 when it read them all. */
-static int jp_peek(uintptr_t addr, void *out, size_t n)
+/* process_vm_readv on this process. */
+int jp_peek(uintptr_t addr, void *out, size_t n)
 {
 	struct iovec local = { out, n }, remote = { (void *)addr, n };
 	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
@@ -79,79 +78,6 @@ void jp_walk_setup(void)
 	jps.last_pc_off = anchor < 0 || pc < 0 ? -1 : anchor + pc;
 	jps.last_fp_off = anchor < 0 || fp < 0 ? -1 : anchor + fp;
 	jps.state_off = jp_vm_offset("JavaThread", "_thread_state");
-}
-
-/* The polling word when nothing is asked of the thread (HotSpot's
- * ~poll_bit); armed, its low bit is set; a GC that processes stacks
- * concurrently (ZGC, Shenandoah) keeps a stack watermark in it instead. */
-#define JP_POLL_DISARMED (~(uintptr_t)1)
-
-/* jp_is_poll says whether w[0] and w[1] are a disarmed polling word and
- * a polling page (page-aligned). */
-static int jp_is_poll(const uintptr_t *w)
-{
-	return w[0] == JP_POLL_DISARMED && w[1] != 0 && (w[1] & 4095) == 0;
-}
-
-/*
- * jp_find_poll_off finds where a JavaThread keeps its polling word
- * (SafepointMechanism::ThreadData: the word, then the page), which the
- * structure table does not list and which moved between JDKs (after the
- * thread's state in JDK 17, near the object's start in JDK 25): the one
- * place among the fields up to the last the table or the JNIEnv places
- * that holds a disarmed word and a page; none or two give -1.
- */
-static long jp_find_poll_off(uintptr_t thread, long env_off)
-{
-	uintptr_t w[64 + 1];
-	long lim = (jps.state_off > env_off ? jps.state_off : env_off) + 64, found = -1;
-	for (long at = 0; at < lim; at += 64 * 8) {
-		long n = (lim - at) / 8 + 1;
-		if (n > 64)
-			n = 64;
-		if (jp_peek(thread + (uintptr_t)at, w, ((size_t)n + 1) * sizeof w[0]) != 0)
-			return -1;
-		for (long i = 0; i < n; i++) {
-			if (!jp_is_poll(&w[i]))
-				continue;
-			if (found >= 0)
-				return -1;
-			found = at + i * 8;
-		}
-	}
-	return found;
-}
-
-/* jp_poll_check finds the polling word on a thread starting (the first
- * eight tries; one may meet its poll armed) and checks, on each later
- * one, that its words there are a polling word (disarmed, armed or a
- * watermark in the thread's stack) and a page: one that is not turns the
- * use of the word off. */
-static void jp_poll_check(const jp_sthread *s)
-{
-	static int busy, tries;
-	long env_off = __atomic_load_n(&jps.env_off, __ATOMIC_ACQUIRE);
-	int ok = __atomic_load_n(&jps.poll_ok, __ATOMIC_ACQUIRE);
-	if (env_off < 0 || jps.state_off < 0 || s->env == NULL || ok < 0)
-		return;
-	uintptr_t thread = (uintptr_t)s->env - (uintptr_t)env_off;
-	if (ok == 0) {
-		if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
-			return;
-		long off = jp_find_poll_off(thread, env_off);
-		if (off >= 0) {
-			jps.poll_off = off;
-			__atomic_store_n(&jps.poll_ok, 1, __ATOMIC_RELEASE);
-		} else if (++tries >= 8) {
-			__atomic_store_n(&jps.poll_ok, -1, __ATOMIC_RELEASE);
-		}
-		__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
-		return;
-	}
-	uintptr_t w[2] = { 0, 0 };
-	if (jp_peek(thread + (uintptr_t)jps.poll_off, w, sizeof w) != 0 || w[1] == 0 || (w[1] & 4095) != 0 ||
-	    !(w[0] == JP_POLL_DISARMED || (w[0] & 1) != 0 || (w[0] >= s->stack_lo && w[0] <= s->stack_hi)))
-		__atomic_store_n(&jps.poll_ok, -1, __ATOMIC_RELEASE);
 }
 
 void jp_walk_thread_start(jp_sthread *s)
@@ -258,9 +184,11 @@ static char *jp_walk_thread(const jp_sthread *s)
  * without its pc, which AsyncGetCallTrace needs (ticks_unknown_not_Java):
  * the pc is the return address just below the recorded sp, where the call
  * into the VM pushed it, which is also what HotSpot itself fills in when it
- * walks such a thread. It is filled in for the walk and cleared again. The
- * thread is stopped in the handler and only it changes its own anchor;
- * the word read must lie in its stack and the pc in the code cache.
+ * walks such a thread (JavaFrameAnchor::make_walkable), and leaves there.
+ * So it is filled in and left, as HotSpot would: a GC or handshake
+ * walking the thread at the same moment (it may be blocked) writes the
+ * same value, and the thread clears it when it returns to Java. The word
+ * read must lie in its stack and the pc in the code cache.
  */
 int jp_anchor_retry(jp_sthread *s, jp_agct_trace *tr, void *uc)
 {
@@ -278,8 +206,6 @@ int jp_anchor_retry(jp_sthread *s, jp_agct_trace *tr, void *uc)
 	*lpc = pc;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	jps.agct(tr, (jint)jps.depth, uc);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	*lpc = 0;
 	return tr->num_frames > 0;
 }
 void jp_anchor(const jp_sthread *s, uintptr_t *sp, uintptr_t *pc)
@@ -304,25 +230,20 @@ int jp_thread_blocked(const jp_sthread *s)
 
 /*
  * jp_anchor_private says whether nothing but the thread itself can read
- * its frame anchor until its handler returns. In _thread_in_vm: a
- * safepoint or a handshake waits for it to leave the VM. In
- * _thread_blocked_trans (leaving a wait, for example for the GC its
- * allocation started; the state is stored with a fence before the
- * thread reads its polling word): only while its polling word is
- * disarmed. A safepoint or handshake arms the word before it reads the
- * thread's state, and the thread's own poll sees it armed until the
- * operation ends; so with the word disarmed after the state was stored,
- * any operation that begins waits for this thread, which cannot go on
- * while its handler runs. A watermark in the word (a GC that walks
- * stacks concurrently) counts as armed.
+ * its frame anchor until its handler returns: it is in the VM
+ * (_thread_in_vm, or on JDK 17 _thread_blocked_trans, leaving a wait)
+ * and its polling word is disarmed. Both states can follow a wait in
+ * which another thread walked it (a GC, a handshake's operation): it may
+ * go on being walked while the thread waits in the VM for that to end,
+ * with its poll armed. A safepoint or handshake arms the word before it
+ * reads the thread's state, and only the thread disarms it, once nothing
+ * is asked of it: with the word disarmed here, any operation that begins
+ * waits for this thread, which cannot go on while its handler runs.
  */
 static int jp_anchor_private(const char *thread)
 {
 	int st = *(const volatile int *)(thread + jps.state_off);
-	if (st == JP_THREAD_IN_VM)
-		return 1;
-	return st == JP_THREAD_BLOCKED_TRANS && __atomic_load_n(&jps.poll_ok, __ATOMIC_ACQUIRE) == 1 &&
-	       *(const volatile uintptr_t *)(thread + jps.poll_off) == JP_POLL_DISARMED;
+	return (st == JP_THREAD_IN_VM || st == JP_THREAD_BLOCKED_TRANS) && jp_poll_disarmed(thread);
 }
 
 /*
@@ -409,7 +330,7 @@ int jp_sampling_recovery(void)
 	}
 	if (__atomic_load_n(&jps.walker_on, __ATOMIC_ACQUIRE) < 0)
 		r |= 4;
-	if (__atomic_load_n(&jps.poll_ok, __ATOMIC_RELAXED) < 0)
+	if (!jp_poll_known())
 		r |= 8;
 	return r;
 }
