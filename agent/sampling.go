@@ -77,7 +77,7 @@ func (a *agent) sampleHeader(p *reports.Profile) {
 		p.Notes = append(p.Notes, "SAMPLE: the walker thread could not start or attach to the VM: samples of threads blocked in the VM under a runtime stub stay under <not_walkable_not_Java>")
 	}
 	if pollUnknown {
-		p.Notes = append(p.Notes, "SAMPLE: where this JVM keeps a thread's safepoint polling word was not found, or not confirmed: threads sampled in the VM under a runtime stub are not walked from the stub's caller in their handler but by the walker thread after the sample, and more of those walks fail")
+		p.Notes = append(p.Notes, "SAMPLE: where this JVM keeps a thread's safepoint polling word or its suspend flags was not found, or not confirmed: threads sampled in the VM under a runtime stub are not walked from the stub's caller in their handler but by the walker thread after the sample, and more of those walks fail")
 	}
 	if s.Kind != jvmti.SampleWall {
 		p.Notes = append(p.Notes, processCoverage(st, jvmti.SampledProcessCPU()))

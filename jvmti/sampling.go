@@ -162,8 +162,9 @@ func DebugNonSafepoints() int { return int(C.jp_sampling_debuginfo()) }
 // SampleRecovery says which recoveries of walks AsyncGetCallTrace fails
 // HotSpot's structure table allowed: from the caller of the top frame,
 // and from a thread's last Java frame; whether the walker thread for
-// threads blocked in the VM failed to attach to the VM; and whether a
-// thread's safepoint polling word was not found where HotSpot keeps it.
+// threads blocked in the VM failed to attach to the VM; and whether
+// where a thread keeps its safepoint polling word or its suspend flags
+// is unknown (no stub walks in the handler then).
 func SampleRecovery() (fromCaller, fromAnchor, walkerFailed, pollUnknown bool) {
 	r := C.jp_sampling_recovery()
 	return r&1 != 0, r&2 != 0, r&4 != 0, r&8 != 0

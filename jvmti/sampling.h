@@ -71,8 +71,8 @@ int jp_sampling_debuginfo(void);
  * cache's bounds known), 2 from a thread's last Java frame (its anchor
  * known); 4 says the walker thread of blocked threads could not start
  * or attach to the VM (sampling_defer.c); 8 that where a thread keeps
- * its polling word is not known (sampling_poll.c: threads in the VM
- * under a runtime stub are then left to the walker). */
+ * its polling word (sampling_poll.c) or its suspend flags is not known
+ * (threads in the VM under a runtime stub are then left to the walker). */
 int jp_sampling_recovery(void);
 
 #endif /* JP_SAMPLING_H */

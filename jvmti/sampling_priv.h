@@ -104,6 +104,8 @@ struct jp_sampling_state {
 	 * last Java frame's sp, pc and fp (JavaFrameAnchor) and its state;
 	 * -1 unknown. */
 	long env_off, last_sp_off, last_pc_off, last_fp_off, state_off;
+	/* Its suspend flags (uint32_t), -1 unknown. */
+	long suspend_off;
 	/* Where a JavaThread keeps its safepoint polling word, which the
 	 * table does not list (sampling_poll.c), and the disarmed polling
 	 * page: poll_ok is 1 once they were found, -1 once they were not or

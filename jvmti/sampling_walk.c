@@ -78,6 +78,9 @@ void jp_walk_setup(void)
 	jps.last_pc_off = anchor < 0 || pc < 0 ? -1 : anchor + pc;
 	jps.last_fp_off = anchor < 0 || fp < 0 ? -1 : anchor + fp;
 	jps.state_off = jp_vm_offset("JavaThread", "_thread_state");
+	jps.suspend_off = jp_vm_offset("JavaThread", "_suspend_flags");
+	if (jps.suspend_off < 0)
+		jps.suspend_off = jp_vm_offset("Thread", "_suspend_flags");
 }
 
 void jp_walk_thread_start(jp_sthread *s)
@@ -239,11 +242,18 @@ int jp_thread_blocked(const jp_sthread *s)
  * reads the thread's state, and only the thread disarms it, once nothing
  * is asked of it: with the word disarmed here, any operation that begins
  * waits for this thread, which cannot go on while its handler runs.
+ * Two walkers ask through the thread's suspend flags instead, leaving the
+ * word alone, and on JDK 21 and later the thread waits for them in
+ * _thread_in_vm: JFR's thread sampler of those JDKs (_trace_flag, as the
+ * thread leaves native code) and an escape barrier's deoptimization of
+ * its objects for another agent (_obj_deopt). So its suspend flags must
+ * be clear too.
  */
 static int jp_anchor_private(const char *thread)
 {
 	int st = *(const volatile int *)(thread + jps.state_off);
-	return (st == JP_THREAD_IN_VM || st == JP_THREAD_BLOCKED_TRANS) && jp_poll_disarmed(thread);
+	return (st == JP_THREAD_IN_VM || st == JP_THREAD_BLOCKED_TRANS) && jp_poll_disarmed(thread) &&
+	       jps.suspend_off >= 0 && *(const volatile uint32_t *)(thread + jps.suspend_off) == 0;
 }
 
 /*
@@ -330,7 +340,7 @@ int jp_sampling_recovery(void)
 	}
 	if (__atomic_load_n(&jps.walker_on, __ATOMIC_ACQUIRE) < 0)
 		r |= 4;
-	if (!jp_poll_known())
+	if (!jp_poll_known() || jps.suspend_off < 0)
 		r |= 8;
 	return r;
 }
