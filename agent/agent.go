@@ -344,13 +344,14 @@ func (a *agent) VMDeath() {
 	if ev := a.eventsSinceReset(); a.seq == 0 && ev == 0 {
 		a.sayNothingCollected()
 	} else if ev != a.written {
+		t0 := time.Now()
 		path, tt, err := a.writeLogRT(false)
 		totals = tt
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "libjprof: %v\n", err)
 			a.log.Error("final log-rt not written", zap.Error(err))
 		} else {
-			a.log.Info("final log-rt written", zap.String("file", path))
+			a.log.Info("final log-rt written", zap.String("file", path), zap.Duration("took", time.Since(t0)))
 		}
 	}
 	if a.gen != nil {
