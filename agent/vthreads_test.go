@@ -279,6 +279,23 @@ func TestVirtualThreadsLock(t *testing.T) {
 		})
 	}
 	t.Logf("monitor: %.1f ms recorded, %.1f measured; ReentrantLock: %.1f recorded, %.1f measured", mon/1e6, monWant/1e6, rl/1e6, rlWant/1e6)
+	// Each recorded wait is one stack in the tree, and its values are at
+	// its top, nothing at a thread's root: a virtual thread's switches
+	// between carriers read no metric (they once charged the carrier's
+	// CPU clock as delay, and garbage as contentions).
+	recorded := 0
+	for _, m := range regexp.MustCompile(`\((\d+) recorded,`).FindAllStringSubmatch(strings.Join(p.Notes, "\n"), -1) {
+		n, _ := strconv.Atoi(m[1])
+		recorded += n
+	}
+	stacks := 0
+	for _, th := range p.Threads {
+		for _, c := range th.Children {
+			stacks += int(c.Calls)
+		}
+	}
+	assert.Equal(t, recorded, stacks, "stacks in the tree against waits recorded")
+	assertRootsOwnNothing(t, p)
 	// Waits under the threshold are not recorded: a few ms of short
 	// waits can be a large share of a small total.
 	for _, c := range []struct {
@@ -288,6 +305,44 @@ func TestVirtualThreadsLock(t *testing.T) {
 		assert.LessOrEqual(t, c.got, 1.1*c.want+1e6, "%s: recorded more than the program waited", c.what)
 		if c.want >= 5e6 {
 			assert.GreaterOrEqual(t, c.got/c.want, 0.4, "%s waits recorded / measured", c.what)
+		}
+	}
+}
+
+// The same with ALLOC: the tree's bytes are the header's, none at a root.
+func TestVirtualThreadsAlloc(t *testing.T) {
+	bin := jdk21(t)
+	r := jvmtest.Start(t, jvmtest.Run{Class: "VThreadLocks", Options: "ALLOC=4k,START,NORTDRIVER",
+		Java: filepath.Join(bin, "java")})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	p := jvmtest.ParseLogRT(t, r.File("rt.1"))
+	m := regexp.MustCompile(`standing for (\d+) bytes`).FindStringSubmatch(strings.Join(p.Notes, "\n"))
+	require.NotNil(t, m, p.Notes)
+	want, _ := strconv.ParseUint(m[1], 10, 64)
+	require.NotZero(t, want, "no allocation sampled")
+	assert.Equal(t, want, treeTotal(p, 0), "bytes in the tree against the header's")
+	assertRootsOwnNothing(t, p)
+}
+
+// treeTotal sums metric k over every node of p.
+func treeTotal(p *reports.Profile, k int) uint64 {
+	var n uint64
+	for _, th := range p.Threads {
+		th.Walk(func(nd *reports.Node, _ int) {
+			if k < len(nd.Base) {
+				n += nd.Base[k]
+			}
+		})
+	}
+	return n
+}
+
+// assertRootsOwnNothing: a sampled tree's values are at its stacks' tops.
+func assertRootsOwnNothing(t *testing.T, p *reports.Profile) {
+	t.Helper()
+	for _, th := range p.Threads {
+		for k, v := range th.Base {
+			assert.Zero(t, v, "thread %s's root holds metric %d itself", th.Name, k)
 		}
 	}
 }

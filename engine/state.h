@@ -17,6 +17,11 @@
 typedef struct jp_source {
 	const char *name;
 	uint32_t (*resolve)(uintptr_t key);
+	/* The metrics are the source's own values (a sample's weight, an
+	 * allocation's bytes, a wait's delay), added where they happen, not
+	 * PTT readings between events: nothing is read or charged when a
+	 * virtual thread switches carriers. */
+	int own_values;
 } jp_source;
 
 /* Process-wide engine state (one instance). */

@@ -21,11 +21,19 @@ jp_thread *jp_vthread_new(const char *name, int tid)
 	return t;
 }
 
+/* jp_ptt_metrics says whether the metrics are PTT readings: with ALLOC,
+ * LOCK and SAMPLE they are the source's own values, and there is no
+ * reading to take at a switch. */
+static inline int jp_ptt_metrics(void)
+{
+	return jp.nmetrics && !jp.source->own_values;
+}
+
 /* jp_switch_read is the reading at a switch, through the OS thread's
  * registration. */
 static inline void jp_switch_read(jp_thread *t, jp_ptt_reading *r)
 {
-	if (jp.nmetrics)
+	if (jp_ptt_metrics())
 		jp_ptt_read(&t->ptt, r);
 }
 
@@ -35,7 +43,7 @@ static inline void jp_switch_read(jp_thread *t, jp_ptt_reading *r)
  * (t's stack is then from an earlier period). */
 static void jp_charge(jp_thread *t, const jp_ptt_reading *r)
 {
-	if (!jp.nmetrics || !__atomic_load_n(&jp.collecting, __ATOMIC_ACQUIRE) ||
+	if (!jp_ptt_metrics() || !__atomic_load_n(&jp.collecting, __ATOMIC_ACQUIRE) ||
 	    t->epoch != __atomic_load_n(&jp.epoch, __ATOMIC_RELAXED))
 		return;
 	jp_node *nd = t->stack[t->depth].np;

@@ -29,7 +29,7 @@ static struct {
 
 static jp_estack_events ja_events; /* defined below, with its events */
 
-const jp_source jp_alloc = { "alloc-sampling", jp_mid_resolve };
+const jp_source jp_alloc = { "alloc-sampling", jp_mid_resolve, 1 };
 
 
 int jp_alloc_configure(uint64_t interval, uint32_t max_nodes, uint32_t depth, char *err, int errlen)

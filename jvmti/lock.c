@@ -26,7 +26,7 @@ struct jp_lock_state jl = { .park_mu = PTHREAD_MUTEX_INITIALIZER };
 
 jp_estack_events jl_events; /* defined below, with its events */
 
-const jp_source jp_lock = { "lock-events", jp_mid_resolve };
+const jp_source jp_lock = { "lock-events", jp_mid_resolve, 1 };
 
 int jp_lock_configure(uint64_t threshold_ns, uint32_t max_nodes, uint32_t depth, char *err, int errlen)
 {

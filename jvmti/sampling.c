@@ -62,7 +62,7 @@
 #include "sampling.h"
 #include "sampling_priv.h"
 
-const jp_source jp_sampling = { "asgct-sampling", jp_mid_resolve };
+const jp_source jp_sampling = { "asgct-sampling", jp_mid_resolve, 1 };
 
 /* Pseudo-frames for the failures, indexed by -num_frames (forte.cpp's
  * ticks_* codes). */
