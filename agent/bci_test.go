@@ -200,7 +200,7 @@ func TestBCITrivialMethods(t *testing.T) {
 		"TrivialCases.constant()I", "TrivialCases.arith(II)I", "TrivialCases.branchy(I)I", "TrivialCases.callsJdk(I)I",
 		"TrivialCases.<init>()V"} // Object's constructor is java.base's
 	kept := []string{"TrivialCases.loops(I)I", "TrivialCases.calls(I)I", "TrivialCases.locked(I)I",
-		"TrivialCases.throwsSome(I)I", "TrivialCases.big(JJJJ)J", "TrivialCases.main([Ljava/lang/String;)V"}
+		"TrivialCases.throwsSome(I)I", "TrivialCases.catches(I)I", "TrivialCases.big(JJJJ)J", "TrivialCases.main([Ljava/lang/String;)V"}
 	for _, all := range []bool{false, true} {
 		opts := "CALLTREE,START,NORTDRIVER"
 		if all {

@@ -1,5 +1,5 @@
 /** Methods BCI leaves out by default (trivial: no call but into java.base,
- *  no loop, no throw, no lock, at most 35 bytes of bytecode) and methods
+ *  no loop, no throw, no catch, no lock, at most 35 bytes of bytecode) and methods
  *  just past each of those lines, called a known number of times. */
 public class TrivialCases {
     static final int N = 1000;
@@ -20,6 +20,7 @@ public class TrivialCases {
     static int calls(int a) { return branchy(a) + 1; }
     static synchronized int locked(int a) { return a + 1; }
     static int throwsSome(int a) { if (a < 0) throw new IllegalArgumentException(); return a; }
+    static int catches(int a) { try { return Integer.parseInt("x"); } catch (NumberFormatException e) { return a; } }
     static long big(long a, long b, long c, long d) {
         // More than 35 bytes of straight-line arithmetic.
         long x = a * b + c * d - a * c + b * d;
@@ -36,6 +37,8 @@ public class TrivialCases {
             t.empty();
             s += constant() + arith(i, 3) + branchy(-i);
             s += callsJdk(-i) + loops(10) + calls(-i) + locked(i) + throwsSome(i) + big(i, 2, 3, 4);
+            if (i % 10 == 0)
+                s += catches(i);
         }
         total = s;
         System.out.println("trivialcases: " + total);

@@ -13,7 +13,8 @@ import org.objectweb.asm.Opcodes;
 /**
  * Trivial finds the methods of a class that cannot hold a profile's
  * answer, which the transformer leaves uninstrumented unless ALLMETHODS
- * is given: methods that have no loop, throw nothing themselves, take no
+ * is given: methods that have no loop, throw nothing themselves, catch
+ * nothing (a handler's work, an exception's cost, is an answer), take no
  * monitor, have at most MAX_BYTES of bytecode and call nothing but
  * methods of java.base (which is not instrumented). That takes in empty
  * methods, field getters and setters, constant methods and one-line
@@ -130,6 +131,11 @@ final class Trivial extends ClassVisitor {
             @Override
             public void visitIincInsn(int var, int inc) {
                 add(3);
+            }
+
+            @Override
+            public void visitTryCatchBlock(Label start, Label end, Label handler, String type) {
+                heavy = true;
             }
 
             @Override
