@@ -72,6 +72,11 @@ func (r *report) header(ts []engine.Thread, seq int) *reports.Profile {
 	if a.opts.Lock != nil {
 		a.lockHeader(p)
 	}
+	if b, ok := a.source.(jvmti.BCI); ok && b.Stats().KeptRunning > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("BCI: %d classes left as they were, their methods not seen: a method of each was running a loop when they would have been instrumented "+
+			"(HotSpot never compiles the replaced version of a method, so that loop would have run interpreted until it returned: for a program's main loop, the rest of the run, "+
+			"after the profile too); log-msg names them", b.Stats().KeptRunning))
+	}
 	if r.cal != nil {
 		p.Notes = append(p.Notes, "Calibration: final minima (every event calibrated with the minimum over the whole run, per type/transition sequence)")
 	} else if r.nm > 0 && !a.opts.sampledTree() {

@@ -235,7 +235,15 @@ func (a *agent) flushLocked(interval bool) (string, error) {
 			from = "the last reset at " + stamp(a.resetAt)
 		}
 		why := ""
-		if !engine.Collecting() {
+		switch on := engine.Collecting(); {
+		case on || (a.started && a.since.After(a.resetAt)):
+			// Collection was on: nothing it sees ran.
+			since := "collecting since " + stamp(a.since) + ", but"
+			if !on {
+				since = "collection was on from " + stamp(a.since) + ", but while it was"
+			}
+			why = fmt.Sprintf(" (%s no method it sees ran: %s)", since, a.seenMethods())
+		default:
 			why = " (not collecting: send start)"
 		}
 		return "", control.Noop("nothing collected since " + from + why + "; no file written")
@@ -475,4 +483,23 @@ func onOff(b bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+// seenMethods says which methods a source sees, for "nothing collected".
+func (a *agent) seenMethods() string {
+	switch {
+	case a.opts.Roots != "":
+		return "the roots (ROOTS=" + a.opts.Roots + ") and what they call"
+	case a.opts.Sample != nil:
+		return "threads sampled while running Java code"
+	case a.opts.Alloc != nil:
+		return "allocations sampled"
+	case a.opts.Lock != nil:
+		return "lock waits past the threshold"
+	case a.opts.BCI && a.opts.AllMethods:
+		return "every method outside java.base"
+	case a.opts.BCI:
+		return "methods outside java.base, trivial ones and classes left as they were excepted (the log-rt header and log-msg say which)"
+	}
+	return "Java methods"
 }

@@ -313,7 +313,7 @@ func TestSampleJVMThreads(t *testing.T) {
 
 // TestSampleInlined: with DebugNonSafepoints (turned on by SAMPLE) a
 // sample in the loop of a method the JIT inlined is charged to that
-// method: Service.hot, inlined into Service.unit, is the main thread's
+// method: ServiceWork.hot, inlined into ServiceWork.unit, is the main thread's
 // hottest stack, not unit or main.
 func TestSampleInlined(t *testing.T) {
 	r := jvmtest.Start(t, jvmtest.Run{Class: "Service", Args: []string{"3"}, Options: "SAMPLE,START"})
@@ -331,7 +331,7 @@ func TestSampleInlined(t *testing.T) {
 			top, most = line[:i], v
 		}
 	}
-	assert.True(t, strings.HasSuffix(top, ";Service.unit(long);Service.hot(long)"), "main's hottest stack: %s", top)
+	assert.True(t, strings.HasSuffix(top, ";ServiceWork.unit(long);ServiceWork.hot(long)"), "main's hottest stack: %s", top)
 }
 
 // TestSampleKeepsUsersDebugNonSafepoints: a DebugNonSafepoints the user

@@ -385,7 +385,7 @@ func (a *Attach) Markdown(out io.Writer, s *Suite) error {
 }
 
 // attachObsolete explains what a detach cannot give back.
-const attachObsolete = "Under BCI the detached program keeps one cost: HotSpot never compiles an old version of a method, and the methods that were running when their class was retransformed (at the start of the profile) go on in their old version, interpreted, until they return. Service's main loop and its worker's loop never return, so they stay interpreted after the profile (`jcmd <pid> Compiler.codelist` shows no live code for `Service.main` and `Service.work` after it, while `unit`, `hot` and `warm` are compiled again): that is the gap left after the detach here. A server's request loops are in java.base, which BCI leaves alone, and the request handlers they call return, so they are compiled again."
+const attachObsolete = "Under BCI a class with a method running a loop when the profile starts, or when it ends, is left as it was: HotSpot never compiles the replaced version of a running method, so retransforming it would leave the loop interpreted until it returned, for a main loop the rest of the run. Service's main loop and its worker's loop are in `Service`, which the profile leaves alone; their work, in `ServiceWork`, is instrumented and given its bytes back at the detach, and compiled again."
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
 

@@ -121,6 +121,11 @@ type BCIStats struct {
 	Failed    uint64        // classes the transformer or the VM refused: left as they were
 	Hooks     uint64        // class file hooks that ran the transformer
 	HookTime  time.Duration // their total time, on the loading threads
+	// KeptRunning counts the classes a retransformation left as they
+	// were because one of their methods was running a loop: HotSpot never
+	// compiles a method version a redefinition replaced, so that loop
+	// would have run interpreted until it returned.
+	KeptRunning uint64
 	// Retransforms counts RetransformClasses calls (each walks every
 	// class and compiled method of the VM at a safepoint), and
 	// RetransformTime their total time, hooks included.
@@ -142,11 +147,12 @@ type BCIStats struct {
 
 // Stats reads the source's counters.
 func (BCI) Stats() BCIStats {
-	var v [10]C.uint64_t
+	var v [11]C.uint64_t
 	C.jp_bci_stats(&v[0])
 	return BCIStats{Rewritten: uint64(v[0]), Failed: uint64(v[1]), Hooks: uint64(v[2]), HookTime: time.Duration(v[3]),
 		Retransforms: uint64(v[4]), RetransformTime: time.Duration(v[5]),
-		Expands: uint64(v[6]), ExpandTime: time.Duration(v[7]), Roots: uint64(v[8]), IdleCalls: uint64(v[9])}
+		Expands: uint64(v[6]), ExpandTime: time.Duration(v[7]), Roots: uint64(v[8]), IdleCalls: uint64(v[9]),
+		KeptRunning: uint64(v[10])}
 }
 
 // RootMethods is how many methods are roots now (see BCIStats.Roots).

@@ -55,8 +55,20 @@ struct jp_bci_state {
 	 * thread: instrumented code still running after a stop (none after
 	 * a detach). */
 	uint64_t idle_calls;
+	/* Classes a retransformation left as they were because a method of
+	 * theirs was running a loop (bci_loops.c). */
+	uint64_t kept_running;
 };
 extern struct jp_bci_state bci;
+
+/* bci_loops.c: bci_running_loops lists the classes with a method that
+ * has a loop and is running on some thread now (global refs, *n of them;
+ * NULL with *n = 0 when there are none or they cannot be told);
+ * bci_running_free frees the list. bci_keep_running says whether class
+ * c is on it, and if so says so in log-msg and counts it. */
+jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n);
+void bci_running_free(JNIEnv *jni, jclass *cs, jint n);
+int bci_keep_running(JNIEnv *jni, jclass *cs, jint n, jclass c, const char *sig);
 
 #define JP_BCI_IDLE_STEP 1024
 

@@ -74,6 +74,7 @@ int bci_enable(jvmtiEnv *jvmti, int live, char *err, int errlen)
 	memset(&caps, 0, sizeof caps);
 	caps.can_retransform_classes = 1;
 	caps.can_generate_all_class_hook_events = 1;
+	caps.can_get_bytecodes = 1; /* bci_loops.c */
 	jvmtiError e = (*jvmti)->AddCapabilities(jvmti, &caps);
 	if (e != JVMTI_ERROR_NONE) {
 		snprintf(err, errlen, "BCI: AddCapabilities(retransform classes) failed: JVMTI error %d", (int)e);
@@ -323,7 +324,11 @@ void bci_retransform(JNIEnv *jni)
 		return;
 	}
 	jclass *want = calloc(n > 0 ? n : 1, sizeof(jclass));
-	jint nw = 0;
+	jint nw = 0, nrun = 0;
+	/* Attached only: a JVM started with the agent chose to run with it
+	 * (and a late start's profile misses nothing); an attach promises
+	 * to leave the program at its old speed. */
+	jclass *running = jpvm.live ? bci_running_loops(jvmti, jni, &nrun) : NULL;
 	for (jint i = 0; i < n; i++) {
 		jboolean mod = JNI_FALSE;
 		char *sig = NULL;
@@ -343,6 +348,8 @@ void bci_retransform(JNIEnv *jni)
 					(*jni)->ExceptionClear(jni);
 					keep = 0;
 				}
+				if (keep && bci_keep_running(jni, running, nrun, classes[i], sig + 1))
+					keep = 0;
 				if (jname != NULL)
 					(*jni)->DeleteLocalRef(jni, jname);
 				if (loader != NULL)
@@ -356,6 +363,7 @@ void bci_retransform(JNIEnv *jni)
 		else
 			(*jni)->DeleteLocalRef(jni, classes[i]);
 	}
+	bci_running_free(jni, running, nrun);
 	if (want != NULL)
 		bci_retransform_list(jni, want, nw);
 	free(want);

@@ -247,12 +247,13 @@ int jp_bci_configure(const char *include, const char *exclude, const char *roots
 		     int64_t cache_budget, int flags, char *err, int errlen);
 int jp_bci_roots(const char *roots, char *err, int errlen);
 int jp_bci_set(int on);
-/* jp_bci_stats fills out[10]: classes rewritten, retransformation
+/* jp_bci_stats fills out[11]: classes rewritten, retransformation
  * failures, hooks that ran the transformer, their total time (ns),
  * RetransformClasses calls and their total time (ns), and for
  * selective instrumentation the first runs inside a root followed,
  * their total time (ns, the retransformations they made included), and
- * the root methods instrumented since the roots were set. */
+ * the root methods instrumented since the roots were set; probe calls
+ * while not collecting; classes left as they were for a running loop. */
 void jp_bci_stats(uint64_t *out);
 /* jp_bci_sizes fills out[JP_BCI_NSIZES]: Transformer.sizes. */
 #define JP_BCI_NSIZES 10

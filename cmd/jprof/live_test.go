@@ -78,10 +78,10 @@ func leafTotals(t *testing.T, path string) map[string]uint64 {
 	return tot
 }
 
-// checkHot: Service.hot holds the most time of the program's methods.
+// checkHot: ServiceWork.hot holds the most time of the program's methods.
 // Sampled after an attach, the code the JIT compiled before it tells its
 // inlined methods apart at safepoints only (DebugNonSafepoints was off):
-// Service.hot's samples may then land on any caller it was inlined into
+// ServiceWork.hot's samples may then land on any caller it was inlined into
 // (unit, and the loops of work and main), so a sampled profile must show
 // hot for a large share and well above warm, the decoy, rather than on
 // top.
@@ -89,33 +89,33 @@ func checkHot(t *testing.T, path string, sampled bool) {
 	t.Helper()
 	tot := leafTotals(t, path)
 	if sampled {
-		tot["Service.hot(long)"] += tot["Service.unit(long)"]
-		delete(tot, "Service.unit(long)")
+		tot["ServiceWork.hot(long)"] += tot["ServiceWork.unit(long)"]
+		delete(tot, "ServiceWork.unit(long)")
 	}
 	// The program's own methods (wall time also counts the JVM's
 	// waiting threads).
 	var all float64
 	for f, v := range tot {
-		if !strings.HasPrefix(f, "Service.") {
+		if !strings.HasPrefix(f, "Service") {
 			delete(tot, f)
 			continue
 		}
 		all += float64(v)
 	}
-	hot, warm := tot["Service.hot(long)"], tot["Service.warm(long)"]
+	hot, warm := tot["ServiceWork.hot(long)"], tot["ServiceWork.warm(long)"]
 	if sampled {
-		assert.Greater(t, hot, 4*warm, "Service.hot must outweigh Service.warm: %v", tot)
-		assert.Greater(t, float64(hot), all/4, "Service.hot's share of the program's samples: %v", tot)
+		assert.Greater(t, hot, 4*warm, "ServiceWork.hot must outweigh ServiceWork.warm: %v", tot)
+		assert.Greater(t, float64(hot), all/4, "ServiceWork.hot's share of the program's samples: %v", tot)
 		return
 	}
-	assert.Greater(t, hot, warm, "Service.hot must outweigh Service.warm: %v", tot)
+	assert.Greater(t, hot, warm, "ServiceWork.hot must outweigh ServiceWork.warm: %v", tot)
 	var top string
 	for f, v := range tot {
 		if top == "" || v > tot[top] {
 			top = f
 		}
 	}
-	assert.Equal(t, "Service.hot(long)", top, "the hottest leaf: %v", tot)
+	assert.Equal(t, "ServiceWork.hot(long)", top, "the hottest leaf: %v", tot)
 }
 
 func status(t *testing.T, pid int) string {
@@ -497,6 +497,34 @@ func TestProfileJLM(t *testing.T) {
 			// the monitor, so most takes block.
 			assert.Regexp(t, `(?m)^ +[0-9.]+ +[1-9][0-9]* +[1-9][0-9]* +[1-9][0-9]* +0 .*java\.lang\.Object  LockSites\.contend \(block 1, line [0-9]+\)$`, string(b))
 			assert.Equal(t, "0", statusField(status(t, p.Result().PID), "idle-probe-calls"))
+		})
+	}
+}
+
+// TestProfileKeepsRunningLoop: a BCI profile attached while the first
+// frame of a thread's own code runs a loop (LoopMain.main) leaves that
+// class as it was, which keeps the loop compiled during the profile and
+// after it (HotSpot never compiles a replaced method version again), and
+// says so; the classes it calls are instrumented.
+func TestProfileKeepsRunningLoop(t *testing.T) {
+	for _, jdk := range jvmtest.JDKs() {
+		t.Run(jdk.Name, func(t *testing.T) {
+			p := jvmtest.Launch(t, jvmtest.Run{Class: "LoopMain", Args: []string{"120"}, Options: "-", Java: jdk.Java})
+			pid := p.Result().PID
+			p.Expect(fmt.Sprintf("ready %d", pid))
+			dir := t.TempDir() + "/"
+			code, _, stderr := jprofBin(t, "profile", "-d", "1s", "-e", "bci", "-o", dir, strconv.Itoa(pid))
+			require.Equal(t, 0, code, stderr)
+			logs, _ := filepath.Glob(filepath.Join(dir, "log-rt.*"))
+			require.Len(t, logs, 1, "the log-rt kept in %s", dir)
+			b, err := os.ReadFile(logs[0])
+			require.NoError(t, err)
+			assert.Contains(t, string(b), "BCI: 1 classes left as they were, their methods not seen: a method of each was running a loop")
+			assert.Contains(t, string(b), "LoopWork.step(J)J")
+			assert.NotContains(t, string(b), "LoopMain.main")
+			msg, err := os.ReadFile(fmt.Sprintf("/tmp/jprof-%d/log-msg_%d", os.Getuid(), pid))
+			require.NoError(t, err)
+			assert.Contains(t, string(msg), "BCI: class LoopMain left as it was: a method of it is running a loop")
 		})
 	}
 }

@@ -62,6 +62,13 @@ public class LockSites {
     public static void main(String[] args) throws Exception {
         if (args.length > 0)
             System.out.println("ready " + ProcessHandle.current().pid());
+        rounds(args);
+    }
+
+    // The program's loop, out of main: a BCI profile attached while the
+    // first frame of a thread's own code runs a loop leaves that frame's
+    // class as it was (README, Profile a running JVM).
+    static void rounds(String[] args) throws Exception {
         if (args.length > 1 && args[0].equals("gate")) {
             java.nio.file.Path gate = java.nio.file.Path.of(args[1]);
             while (!java.nio.file.Files.exists(gate))

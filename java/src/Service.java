@@ -2,8 +2,11 @@
 // Two threads (main, and a worker taking requests from a queue) do units of work until the program is killed (or for
 // args[0] seconds); every 500 ms the main thread prints the units done
 // since the last line ("ops N"), so that throughput can be compared before,
-// during and after a profile. Service.hot holds most of the CPU time,
-// Service.warm less, both reached through Service.unit.
+// during and after a profile. ServiceWork.hot holds most of the CPU time,
+// ServiceWork.warm less, both reached through ServiceWork.unit: a class of
+// their own, as the work of a server is, apart from the loops that run
+// for the program's life (a BCI profile started while a loop of a class
+// runs leaves that class as it was).
 public class Service {
     static volatile long sink;
 
@@ -16,7 +19,7 @@ public class Service {
         long start = System.nanoTime(), next = start + 500_000_000L, ops = 0;
         long end = start + seconds * 1_000_000_000L;
         while (System.nanoTime() < end) {
-            sink += unit(ops);
+            sink += ServiceWork.unit(ops);
             ops++;
             if ((ops & 63) == 0 && System.nanoTime() >= next) {
                 System.out.println("ops " + ops);
@@ -36,14 +39,16 @@ public class Service {
                 q.put(n);
                 long seed = q.take();
                 for (int i = 0; i < 256; i++)
-                    sink += unit(seed + i);
+                    sink += ServiceWork.unit(seed + i);
                 n += 256;
             }
         } catch (InterruptedException e) {
             // the program ends
         }
     }
+}
 
+final class ServiceWork {
     static long unit(long seed) {
         long s = 0;
         for (int i = 0; i < 8; i++)

@@ -1,0 +1,221 @@
+/*
+ * bci_loops.c: classes a retransformation must leave alone because one
+ * of their methods is running a loop.
+ *
+ * A redefinition replaces a class's methods, and HotSpot never compiles
+ * a method version that was replaced (CompileBroker gives up on an "old"
+ * method, obsolete or not): a frame running in it goes on interpreted
+ * until it returns. For most frames that is a few calls. For a loop that
+ * runs for the life of the program (a main or a worker's loop in the
+ * program's own code) it is the rest of the run, 20 times slower or
+ * more, and the detach cannot undo it. So before each retransformation
+ * of an attached agent (at the start of collection, at a detach: an
+ * attach promises to leave the program at its old speed; a program
+ * started with the agent keeps it), the class of such a loop
+ * (bci_running_loops says which) is left as it was: its methods are not
+ * seen (at a detach, it keeps its probes, which return at once), said in
+ * log-msg and counted.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "bci.h"
+
+/* Frames looked at per thread, from the bottom: where a thread's own
+ * code starts (under the JDK's frames of a thread's start or a pool's
+ * worker) is seldom deeper than this. */
+#define JP_LOOP_DEPTH 64
+
+static int32_t bc_s32(const unsigned char *b)
+{
+	return (int32_t)((uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3]);
+}
+
+/* The length of the instruction at code[i] (0: not one, or cut short). */
+static jint bc_len(const unsigned char *code, jint n, jint i)
+{
+	static const signed char len[202] = {
+		/* 0x00 */ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+		/* 0x10 */ 2, 3, 2, 3, 3, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1,
+		/* 0x20 */ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+		/* 0x30 */ 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1,
+		/* 0x40 */ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+		/* 0x50 */ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+		/* 0x60 */ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+		/* 0x70 */ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+		/* 0x80 */ 1, 1, 1, 1, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+		/* 0x90 */ 1, 1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3,
+		/* 0xa0 */ 3, 3, 3, 3, 3, 3, 3, 3, 3, 2, 0, 0, 1, 1, 1, 1,
+		/* 0xb0 */ 1, 1, 3, 3, 3, 3, 3, 3, 3, 5, 5, 3, 2, 3, 1, 1,
+		/* 0xc0 */ 3, 3, 1, 1, 0, 4, 3, 3, 5, 5,
+	};
+	unsigned op = code[i];
+	if (op == 0xaa || op == 0xab) { /* tableswitch, lookupswitch: padded to 4 */
+		jint p = (i + 4) & ~3;
+		if (p + 12 > n)
+			return 0;
+		int32_t a = bc_s32(code + p + 4), b = bc_s32(code + p + 8);
+		int64_t l = op == 0xaa ? (int64_t)p + 12 + 4 * ((int64_t)b - a + 1) : (int64_t)p + 8 + 8 * (int64_t)a;
+		return l > i && l <= n ? (jint)(l - i) : 0;
+	}
+	if (op == 0xc4) /* wide: iinc's is 6 bytes, the others' 4 */
+		return i + 1 < n ? (code[i + 1] == 0x84 ? 6 : 4) : 0;
+	return op < sizeof len ? len[op] : 0;
+}
+
+/* bc_loops says whether a method's code jumps backwards (1), not (0). An
+ * instruction it cannot read counts as a loop: leaving a class alone costs
+ * less than a loop run interpreted. */
+static int bc_loops(const unsigned char *code, jint n)
+{
+	for (jint i = 0; i < n;) {
+		jint l = bc_len(code, n, i);
+		if (l <= 0 || i + l > n)
+			return 1;
+		unsigned op = code[i];
+		int32_t off = 0;
+		if ((op >= 0x99 && op <= 0xa8) || op == 0xc6 || op == 0xc7) /* if*, goto, jsr */
+			off = (int16_t)((uint16_t)code[i + 1] << 8 | code[i + 2]);
+		else if (op == 0xc8 || op == 0xc9) /* goto_w, jsr_w */
+			off = bc_s32(code + i + 1);
+		if (off < 0)
+			return 1;
+		if (op == 0xaa || op == 0xab) { /* the default, then each target */
+			jint p = (i + 4) & ~3;
+			if (bc_s32(code + p) < 0)
+				return 1;
+			for (jint at = p + 12; at + 4 <= i + l; at += op == 0xaa ? 4 : 8)
+				if (bc_s32(code + at) < 0)
+					return 1;
+		}
+		i += l;
+	}
+	return 0;
+}
+
+/* bc_method_loops: does m have a loop? Unknown counts as yes. */
+static int bc_method_loops(jvmtiEnv *jvmti, jmethodID m)
+{
+	jint n = 0;
+	unsigned char *code = NULL;
+	if ((*jvmti)->GetBytecodes(jvmti, m, &n, &code) != JVMTI_ERROR_NONE || code == NULL)
+		return 1;
+	int r = bc_loops(code, n);
+	(*jvmti)->Deallocate(jvmti, code);
+	return r;
+}
+
+/* bc_wanted says whether the transformer instruments class c. */
+static int bc_wanted(jvmtiEnv *jvmti, JNIEnv *jni, jclass c)
+{
+	char *sig = NULL;
+	jobject loader = NULL;
+	int keep = 0;
+	if ((*jvmti)->GetClassSignature(jvmti, c, &sig, NULL) != JVMTI_ERROR_NONE || sig == NULL)
+		return 0;
+	size_t l = strlen(sig);
+	if (l > 2 && sig[0] == 'L' && sig[l - 1] == ';' && (*jvmti)->GetClassLoader(jvmti, c, &loader) == JVMTI_ERROR_NONE) {
+		sig[l - 1] = 0;
+		jstring jname = (*jni)->NewStringUTF(jni, sig + 1);
+		if (jname != NULL)
+			keep = (*jni)->CallStaticBooleanMethod(jni, bci.transformer, bci.m_wanted, jname, (jboolean)(loader == NULL));
+		if ((*jni)->ExceptionCheck(jni)) {
+			(*jni)->ExceptionClear(jni);
+			keep = 0;
+		}
+		if (jname != NULL)
+			(*jni)->DeleteLocalRef(jni, jname);
+		if (loader != NULL)
+			(*jni)->DeleteLocalRef(jni, loader);
+	}
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
+	return keep;
+}
+
+/*
+ * bci_running_loops: a loop that runs for the program's life is where a
+ * thread's own code starts (a main loop, the run() of a worker or of an
+ * event loop), at the bottom of its stack under the JDK's frames; the
+ * frames above it come and go. So on each thread the outermost frame of
+ * a class the transformer instruments, if its method has a loop, names
+ * the class to leave alone: one per thread at most, and never a method
+ * that merely happens to be running above it (where a program spends
+ * most of its time, in methods that return), so that their classes are
+ * not kept out of the profile. A lifelong loop one call above a thread's
+ * entry (an entry that delegates) is missed: it runs interpreted.
+ */
+jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
+{
+	*n = 0;
+	jthread *ths = NULL;
+	jint nt = 0;
+	if ((*jvmti)->GetAllThreads(jvmti, &nt, &ths) != JVMTI_ERROR_NONE)
+		return NULL;
+	jint cap = 0;
+	jclass *cs = NULL;
+	jvmtiFrameInfo fr[JP_LOOP_DEPTH];
+	for (jint t = 0; t < nt; t++) {
+		/* The bottom frames (a negative start counts from the bottom). */
+		jint fc = 0, got = 0;
+		if ((*jvmti)->GetFrameCount(jvmti, ths[t], &fc) != JVMTI_ERROR_NONE || fc <= 0)
+			fc = 0;
+		jint d = fc < JP_LOOP_DEPTH ? fc : JP_LOOP_DEPTH;
+		if (d > 0 && (*jvmti)->GetStackTrace(jvmti, ths[t], -d, d, fr, &got) != JVMTI_ERROR_NONE)
+			got = 0;
+		(*jni)->DeleteLocalRef(jni, ths[t]);
+		jclass found = NULL;
+		for (jint f = got - 1; f >= 0; f--) {
+			jmethodID m = fr[f].method;
+			jboolean native = JNI_FALSE;
+			jclass c = NULL;
+			if ((*jvmti)->IsMethodNative(jvmti, m, &native) != JVMTI_ERROR_NONE || native ||
+			    (*jvmti)->GetMethodDeclaringClass(jvmti, m, &c) != JVMTI_ERROR_NONE || c == NULL)
+				continue;
+			int wanted = bc_wanted(jvmti, jni, c);
+			if (wanted && bc_method_loops(jvmti, m))
+				found = c;
+			else
+				(*jni)->DeleteLocalRef(jni, c);
+			if (wanted)
+				break;
+		}
+		if (found == NULL)
+			continue;
+		int have = 0;
+		for (jint k = 0; k < *n && !have; k++)
+			have = (*jni)->IsSameObject(jni, cs[k], found);
+		if (!have && *n == cap) {
+			jclass *g = realloc(cs, sizeof *cs * (size_t)(cap = cap ? 2 * cap : 16));
+			if (g != NULL)
+				cs = g;
+			else
+				cap = *n;
+		}
+		if (!have && *n < cap && (cs[*n] = (*jni)->NewGlobalRef(jni, found)) != NULL)
+			(*n)++;
+		(*jni)->DeleteLocalRef(jni, found);
+	}
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)ths);
+	return cs;
+}
+
+void bci_running_free(JNIEnv *jni, jclass *cs, jint n)
+{
+	for (jint i = 0; i < n; i++)
+		(*jni)->DeleteGlobalRef(jni, cs[i]);
+	free(cs);
+}
+
+int bci_keep_running(JNIEnv *jni, jclass *cs, jint n, jclass c, const char *sig)
+{
+	for (jint i = 0; i < n; i++) {
+		if (!(*jni)->IsSameObject(jni, cs[i], c))
+			continue;
+		__atomic_add_fetch(&bci.kept_running, 1, __ATOMIC_RELAXED);
+		jp_notef("BCI: class %s left as it was: a method of it is running a loop (a retransformation would leave "
+			 "that loop interpreted until it returns)", sig);
+		return 1;
+	}
+	return 0;
+}
