@@ -120,6 +120,15 @@ func (a *agent) loadCalibration() error {
 		if err := engine.SetEnv(k, a.kept[k]); err != nil {
 			return err
 		}
+		if tab := a.tables[k]; tab != nil {
+			mins := make([]uint64, engine.NKeys)
+			for i := range mins {
+				mins[i] = tab.Lookup(calibration.Key(i)).Min
+			}
+			if err := engine.SetTableMinima(k, mins); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

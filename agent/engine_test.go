@@ -242,3 +242,36 @@ func TestDelayedStartCancelled(t *testing.T) {
 	p.Send("quit")
 	p.Wait()
 }
+
+// log-gen's values are calibrated online, each with the minimum current
+// at its event, and agree with the log-rt's final calibration: also for
+// methods whose every event spans real work (SelfMix's leaves, a few µs
+// each, compiled), whose run minimum is no glue and is not removed (the
+// table's is, as the log-rt does; removing the run's took a tenth or
+// more of such a method's time out of log-gen, a new user found).
+func TestLogGenOnlineCalibration(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "SelfMix", Args: []string{"3000", "300"}, Options: "RTARCF,METRICS=PTT_TIME,GENERIC,START,NORTDRIVER"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	out := filepath.Join(t.TempDir(), "fromgen")
+	b, err := exec.Command(jvmtest.Tool("jprof"), "logrt", r.File("gen"), "-o", out).CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	self := func(p *reports.Profile) map[string]float64 {
+		m := map[string]float64{}
+		for _, th := range p.Threads {
+			th.Walk(func(n *reports.Node, d int) {
+				if d > 0 && strings.Contains(n.Name, "SelfMix.m") && !strings.Contains(n.Name, "SelfMix.main") {
+					m[n.Name[2:]] += float64(n.Base[0])
+				}
+			})
+		}
+		return m
+	}
+	final, online := self(r.LogRT(t, 1)), self(jvmtest.ParseLogRT(t, out))
+	require.Len(t, final, 10, "SelfMix's ten leaves in the log-rt")
+	for name, f := range final {
+		// Online minima are never below the final ones: online values
+		// are at least the final ones, and not much more for keys seen
+		// thousands of times.
+		assert.InEpsilon(t, f, online[name], 0.05, "%s: log-rt %.0f ns, log-gen %.0f ns", name, f, online[name])
+	}
+}

@@ -21,6 +21,20 @@ static inline uint32_t jp_key(uint32_t a, uint32_t t1, uint32_t b, uint32_t t2, 
 	return (((a * JP_NTRANSITIONS + t1) * JP_NTYPES + b) * JP_NTRANSITIONS + t2) * JP_NTYPES + c;
 }
 
+/* calibration.OwnMinimumExcess: a run's minimum this many times the
+ * table's spans real work, not glue. */
+#define JP_OWN_MIN_EXCESS 4
+
+/* jp_gen_min is the minimum log-gen's online value of a key removes: the
+ * run's current one, or the table's tmin where the run's is more than
+ * JP_OWN_MIN_EXCESS times it (as the final reports do). */
+static inline uint64_t jp_gen_min(uint64_t run, uint64_t tmin)
+{
+	if (tmin != UINT64_MAX && tmin < UINT64_MAX / JP_OWN_MIN_EXCESS && run != UINT64_MAX && run > JP_OWN_MIN_EXCESS * tmin)
+		return tmin;
+	return run;
+}
+
 /* jp_overhead is what calibration removes for an event of a key: the
  * minimum delta less what is kept of it (kept: the glue that runs without
  * profiling too, less the key's typical excess over its minimum; below

@@ -99,6 +99,22 @@ func copyMinima(p *C.uint64_t) [][]uint64 {
 	return out
 }
 
+// SetTableMinima sets the calibration table's minimum of each key for
+// metric k (calibration.Unseen: none), which log-gen's online values
+// remove instead of a run's minimum that spans real work
+// (calibration.FinalMinimum). Call before events are on.
+func SetTableMinima(k int, mins []uint64) error {
+	nm := NMetrics()
+	if C.jp.tmin == nil || k < 0 || k >= nm || len(mins) != NKeys {
+		return fmt.Errorf("engine: cannot set the table's minima for metric %d", k)
+	}
+	all := unsafe.Slice((*uint64)(unsafe.Pointer(C.jp.tmin)), NKeys*nm)
+	for key, v := range mins {
+		all[key*nm+k] = v
+	}
+	return nil
+}
+
 // SetEnv sets what calibration keeps of each key's minimum for metric k
 // (calibration.Entry.Kept), used by the online-calibrated values of
 // log-gen. Call before events are on.

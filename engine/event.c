@@ -353,7 +353,7 @@ void jp_event(jp_thread *t, uintptr_t key, int tr)
 			for (int m = 0; m < jp.nmetrics; m++) {
 				uint64_t min = jp_lower_min(&t->minima[kb + m], d[m]);
 				if (gencal) {
-					uint64_t over = jp_overhead(min, jp.env[kb + m]);
+					uint64_t over = jp_overhead(jp_gen_min(min, jp.tmin[kb + m]), jp.env[kb + m]);
 					cal[m] = d[m] > over ? d[m] - over : 0;
 				}
 			}

@@ -50,6 +50,11 @@ typedef struct jp_state {
 	 * (same layout; calibration.Entry.Kept), for the online-calibrated
 	 * values of log-gen. */
 	int64_t *env;
+	/* The calibration table's minimum per key and metric (same layout;
+	 * UINT64_MAX: none), for log-gen's online values: a run's minimum
+	 * more than JP_OWN_MIN_EXCESS times it spans real work, and the
+	 * table's is removed instead (calibration.FinalMinimum). */
+	uint64_t *tmin;
 	int calibrate;
 	/* late_read: a second PTT read at the end of each event (JProf's
 	 * Early/Late Read split), so that no delta holds the event's own

@@ -355,12 +355,13 @@ int jp_engine_init(const jp_source *src, int calibrate, int loggen, uint32_t max
 		size_t n = (size_t)JP_NKEYS * (size_t)jp.nmetrics;
 		jp.minima = malloc(sizeof(uint64_t) * n);
 		jp.env = calloc(n, sizeof(int64_t));
-		if (jp.minima == NULL || jp.env == NULL) {
+		jp.tmin = malloc(sizeof(uint64_t) * n);
+		if (jp.minima == NULL || jp.env == NULL || jp.tmin == NULL) {
 			snprintf(err, errlen, "no memory for the calibration minima");
 			return -1;
 		}
 		for (size_t i = 0; i < n; i++)
-			jp.minima[i] = UINT64_MAX;
+			jp.minima[i] = jp.tmin[i] = UINT64_MAX;
 		if (jp.calibrate && (jp_ptt.backend == JP_PTT_BPF || jp_ptt.backend == JP_PTT_PERF)) {
 			jp.minima_fb = malloc(sizeof(uint64_t) * n);
 			if (jp.minima_fb == NULL) {
