@@ -137,8 +137,10 @@ static void jp_sample_handler(int sig, siginfo_t *si, void *uc)
 		 * from now on (GetEnv only reads the VM's thread-local). */
 		if (s->maybe_java > 0 && s->env == NULL) {
 			JNIEnv *env = NULL;
-			if ((*jpvm.vm)->GetEnv(jpvm.vm, (void **)&env, JNI_VERSION_1_6) == JNI_OK && env != NULL)
+			if ((*jpvm.vm)->GetEnv(jpvm.vm, (void **)&env, JNI_VERSION_1_6) == JNI_OK && env != NULL) {
 				s->env = env;
+				jp_walk_thread_found(s);
+			}
 			else
 				s->maybe_java = s->maybe_java == JP_JAVA_OR_NOTHING || jps.kind == JP_SAMPLE_WALL ? JP_NOT_SAMPLED : 0;
 		}

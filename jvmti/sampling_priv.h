@@ -104,8 +104,9 @@ struct jp_sampling_state {
 	 * last Java frame's sp, pc and fp (JavaFrameAnchor) and its state;
 	 * -1 unknown. */
 	long env_off, last_sp_off, last_pc_off, last_fp_off, state_off;
-	/* Its suspend flags (uint32_t), -1 unknown. */
-	long suspend_off;
+	/* Its suspend flags (uint32_t), and its stack's top (base) and size,
+	 * -1 unknown. */
+	long suspend_off, stack_base_off, stack_size_off;
 	/* Where a JavaThread keeps its safepoint polling word, which the
 	 * table does not list (sampling_poll.c), and the disarmed polling
 	 * page: poll_ok is 1 once they were found, -1 once they were not or
@@ -163,6 +164,9 @@ void jp_jvm_threads_set(int on);
  * worked, leaving the signal's context as they found it. */
 void jp_walk_setup(void);
 void jp_walk_thread_start(jp_sthread *s);
+/* jp_walk_thread_found: the same for a thread that ran before an attach,
+ * in its handler once its JNIEnv is known (async-signal-safe). */
+void jp_walk_thread_found(jp_sthread *s);
 /* jp_peek reads n bytes at addr without faulting where nothing is mapped;
  * 0 when it read them all. */
 int jp_peek(uintptr_t addr, void *out, size_t n);

@@ -81,6 +81,41 @@ void jp_walk_setup(void)
 	jps.suspend_off = jp_vm_offset("JavaThread", "_suspend_flags");
 	if (jps.suspend_off < 0)
 		jps.suspend_off = jp_vm_offset("Thread", "_suspend_flags");
+	jps.stack_base_off = jp_vm_offset("JavaThread", "_stack_base");
+	if (jps.stack_base_off < 0)
+		jps.stack_base_off = jp_vm_offset("Thread", "_stack_base");
+	jps.stack_size_off = jp_vm_offset("JavaThread", "_stack_size");
+	if (jps.stack_size_off < 0)
+		jps.stack_size_off = jp_vm_offset("Thread", "_stack_size");
+}
+
+/*
+ * jp_walk_thread_found is jp_walk_thread_start for a thread that ran
+ * before an attach, once its handler found its JNIEnv: in the handler,
+ * so only what is async-signal-safe (jp_find_env_off's and the polling
+ * word's probes are system calls that cannot fault). Its stack's bounds
+ * are HotSpot's (the thread's _stack_base, the top, and _stack_size):
+ * pthread_getattr_np is not safe here.
+ */
+void jp_walk_thread_found(jp_sthread *s)
+{
+	static int env_off_tried;
+	if (jps.env_off < 0 && jps.last_sp_off >= 0 && !__atomic_exchange_n(&env_off_tried, 1, __ATOMIC_RELAXED))
+		__atomic_store_n(&jps.env_off, jp_find_env_off(s->env), __ATOMIC_RELEASE);
+	long env_off = __atomic_load_n(&jps.env_off, __ATOMIC_ACQUIRE);
+	if (env_off < 0 || jps.stack_base_off < 0 || jps.stack_size_off < 0 || s->env == NULL)
+		return;
+	uintptr_t thread = (uintptr_t)s->env - (uintptr_t)env_off, base = 0, size = 0;
+	if (jp_peek(thread + (uintptr_t)jps.stack_base_off, &base, sizeof base) != 0 ||
+	    jp_peek(thread + (uintptr_t)jps.stack_size_off, &size, sizeof size) != 0 || base == 0 || size == 0 || size > base)
+		return;
+	/* The handler runs on this stack: a wrong field would not hold it. */
+	uintptr_t here = (uintptr_t)&here;
+	if (here >= base || here < base - size)
+		return;
+	s->stack_lo = base - size;
+	s->stack_hi = base;
+	jp_poll_check(s);
 }
 
 void jp_walk_thread_start(jp_sthread *s)

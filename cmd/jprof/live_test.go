@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -527,6 +528,28 @@ func TestProfileKeepsRunningLoop(t *testing.T) {
 			assert.Contains(t, string(msg), "BCI: class LoopMain left as it was: a method of it is running a loop")
 		})
 	}
+}
+
+// TestProfileRecoversWalksAttached: sampling attached to a running JVM
+// recovers the walks AsyncGetCallTrace fails on the threads that ran
+// before the attach too (each thread's stack bounds from HotSpot's own
+// table, found in its first sample): on GCHeavy, threads in the VM under
+// an allocation's runtime stub are walked past it.
+func TestProfileRecoversWalksAttached(t *testing.T) {
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "GCHeavy", Args: []string{"100000", "2"}, Options: "-",
+		JVMArgs: []string{"-Xmx48m", "-XX:+UseParallelGC"}})
+	pid := p.Result().PID
+	time.Sleep(500 * time.Millisecond) // its threads running
+	out := filepath.Join(t.TempDir(), "p.collapsed")
+	code, _, stderr := jprofBin(t, "profile", "-d", "3s", "-e", "cpu", "-o", out, strconv.Itoa(pid))
+	require.Equal(t, 0, code, stderr)
+	msg, err := os.ReadFile(fmt.Sprintf("/tmp/jprof-%d/log-msg_%d", os.Getuid(), pid))
+	require.NoError(t, err)
+	m := regexp.MustCompile(`"walkedPastStub": (\d+)`).FindSubmatch(msg)
+	require.NotNil(t, m, "%s", msg)
+	n, _ := strconv.Atoi(string(m[1]))
+	assert.Positive(t, n, "stacks walked past a runtime stub on threads that ran before the attach")
+	assert.Contains(t, string(msg), `"pollingWordUnknown": false`)
 }
 
 // TestListAgentColumn: jprof list tells a JVM whose agent has no control
