@@ -104,13 +104,8 @@ func copyMinima(p *C.uint64_t) [][]uint64 {
 // remove instead of a run's minimum that spans real work
 // (calibration.FinalMinimum). Call before events are on.
 func SetTableMinima(k int, mins []uint64) error {
-	nm := NMetrics()
-	if C.jp.tmin == nil || k < 0 || k >= nm || len(mins) != NKeys {
+	if !setPerKey((*uint64)(unsafe.Pointer(C.jp.tmin)), k, mins) {
 		return fmt.Errorf("engine: cannot set the table's minima for metric %d", k)
-	}
-	all := unsafe.Slice((*uint64)(unsafe.Pointer(C.jp.tmin)), NKeys*nm)
-	for key, v := range mins {
-		all[key*nm+k] = v
 	}
 	return nil
 }
@@ -119,13 +114,22 @@ func SetTableMinima(k int, mins []uint64) error {
 // (calibration.Entry.Kept), used by the online-calibrated values of
 // log-gen. Call before events are on.
 func SetEnv(k int, env []int64) error {
-	nm := NMetrics()
-	if C.jp.env == nil || k < 0 || k >= nm || len(env) != NKeys {
+	if !setPerKey((*int64)(unsafe.Pointer(C.jp.env)), k, env) {
 		return fmt.Errorf("engine: cannot set environmental overhead for metric %d", k)
 	}
-	all := unsafe.Slice((*int64)(unsafe.Pointer(C.jp.env)), NKeys*nm)
-	for key, v := range env {
+	return nil
+}
+
+// setPerKey writes metric k's value of every key into a C array laid
+// out [key*nmetrics+k]; false when there is none or the sizes differ.
+func setPerKey[T int64 | uint64](p *T, k int, vals []T) bool {
+	nm := NMetrics()
+	if p == nil || k < 0 || k >= nm || len(vals) != NKeys {
+		return false
+	}
+	all := unsafe.Slice(p, NKeys*nm)
+	for key, v := range vals {
 		all[key*nm+k] = v
 	}
-	return nil
+	return true
 }
