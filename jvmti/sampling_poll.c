@@ -11,8 +11,10 @@
  * among Thread's first fields in JDK 25. So it is found, as where a
  * JavaThread keeps its JNIEnv is: the one place among the thread's
  * fields holding the disarmed word (~1) followed by a page address, the
- * same place and page on two threads (one starting while its poll is
- * armed would match elsewhere, if anywhere); every later thread's words
+ * same place and page seen twice (a thread looked at while its poll is
+ * armed matches elsewhere, if anywhere: such tries are made again at
+ * later samples, in the handler, whose system calls cannot fault);
+ * every later thread's words
  * there must be a polling word (disarmed, armed, or a GC's stack
  * watermark in its stack) beside one of HotSpot's two polling pages
  * (the armed one a page below the disarmed one), or the word is not
@@ -39,7 +41,7 @@ static uintptr_t jp_page_size(void)
 /* jp_find_poll finds the one place among a thread's fields (up to the
  * last one the table or the JNIEnv places) holding a disarmed polling
  * word and a page address: its offset, and the page in *page; -1 when
- * there are none or two. */
+ * there is none (its poll may be armed now), -2 when there are two. */
 static long jp_find_poll(uintptr_t thread, long env_off, uintptr_t *page)
 {
 	uintptr_t w[64 + 1], pg = jp_page_size();
@@ -54,7 +56,7 @@ static long jp_find_poll(uintptr_t thread, long env_off, uintptr_t *page)
 			if (w[i] != JP_POLL_DISARMED || w[i + 1] == 0 || (w[i + 1] & (pg - 1)) != 0)
 				continue;
 			if (found >= 0)
-				return -1;
+				return -2;
 			found = at + i * 8;
 			*page = w[i + 1];
 		}
@@ -62,33 +64,43 @@ static long jp_find_poll(uintptr_t thread, long env_off, uintptr_t *page)
 	return found;
 }
 
-void jp_poll_check(const jp_sthread *s)
+/* jp_poll_find tries to find the word on the thread at thread: a place
+ * found twice (on any threads, at any times) is taken; a place other
+ * than the one found before counts against it, JP_POLL_TRIES of those
+ * and the word is not used. A thread whose poll is armed now finds
+ * nothing, and a later try may. */
+static void jp_poll_find(uintptr_t thread, long env_off)
 {
 	static int busy, tries, cand;
 	static long cand_off;
 	static uintptr_t cand_page;
+	if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
+		return;
+	uintptr_t page = 0;
+	long off = jp_find_poll(thread, env_off, &page);
+	if (off >= 0 && cand && off == cand_off && page == cand_page) {
+		jps.poll_off = off;
+		jps.poll_page = page;
+		__atomic_store_n(&jps.poll_ok, 1, __ATOMIC_RELEASE);
+	} else if (off != -1 && (cand || off == -2) && ++tries >= JP_POLL_TRIES) {
+		__atomic_store_n(&jps.poll_ok, -1, __ATOMIC_RELEASE);
+	} else if (off >= 0) {
+		cand = 1;
+		cand_off = off;
+		cand_page = page;
+	}
+	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+}
+
+void jp_poll_check(const jp_sthread *s)
+{
 	long env_off = __atomic_load_n(&jps.env_off, __ATOMIC_ACQUIRE);
 	int ok = __atomic_load_n(&jps.poll_ok, __ATOMIC_ACQUIRE);
 	if (env_off < 0 || jps.state_off < 0 || s->env == NULL || ok < 0)
 		return;
 	uintptr_t thread = (uintptr_t)s->env - (uintptr_t)env_off;
 	if (ok == 0) {
-		if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
-			return;
-		uintptr_t page = 0;
-		long off = jp_find_poll(thread, env_off, &page);
-		if (off >= 0 && cand && off == cand_off && page == cand_page) {
-			jps.poll_off = off;
-			jps.poll_page = page;
-			__atomic_store_n(&jps.poll_ok, 1, __ATOMIC_RELEASE);
-		} else if (++tries >= JP_POLL_TRIES) {
-			__atomic_store_n(&jps.poll_ok, -1, __ATOMIC_RELEASE);
-		} else if (off >= 0) {
-			cand = 1;
-			cand_off = off;
-			cand_page = page;
-		}
-		__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+		jp_poll_find(thread, env_off);
 		return;
 	}
 	uintptr_t w[2] = { 0, 0 };
@@ -100,7 +112,16 @@ void jp_poll_check(const jp_sthread *s)
 
 int jp_poll_disarmed(const char *thread)
 {
-	if (__atomic_load_n(&jps.poll_ok, __ATOMIC_ACQUIRE) != 1)
+	int ok = __atomic_load_n(&jps.poll_ok, __ATOMIC_ACQUIRE);
+	if (ok == 0) {
+		/* Not found yet (the threads' polls were armed when they were
+		 * looked at): this thread may tell, for a later sample. */
+		long env_off = __atomic_load_n(&jps.env_off, __ATOMIC_ACQUIRE);
+		if (env_off >= 0 && jps.state_off >= 0)
+			jp_poll_find((uintptr_t)thread, env_off);
+		return 0;
+	}
+	if (ok != 1)
 		return 0;
 	const volatile uintptr_t *w = (const volatile uintptr_t *)(thread + jps.poll_off);
 	return w[0] == JP_POLL_DISARMED && w[1] == jps.poll_page;
