@@ -73,9 +73,13 @@ func (r *report) header(ts []engine.Thread, seq int) *reports.Profile {
 		a.lockHeader(p)
 	}
 	if b, ok := a.source.(jvmti.BCI); ok && b.Stats().KeptRunning > 0 {
-		p.Notes = append(p.Notes, fmt.Sprintf("BCI: %d classes left as they were, their methods not seen: a method of each was running a loop when they would have been instrumented "+
+		what := fmt.Sprintf("%d classes left as they were, their methods not seen: a method of each was", b.Stats().KeptRunning)
+		if b.Stats().KeptRunning == 1 {
+			what = "1 class left as it was, its methods not seen: a method of it was"
+		}
+		p.Notes = append(p.Notes, "BCI: "+what+" running a loop when it would have been instrumented "+
 			"(HotSpot never compiles the replaced version of a method, so that loop would have run interpreted until it returned: for a program's main loop, the rest of the run, "+
-			"after the profile too); log-msg names them", b.Stats().KeptRunning))
+			"after the profile too); log-msg names them")
 	}
 	if r.cal != nil {
 		p.Notes = append(p.Notes, "Calibration: final minima (every event calibrated with the minimum over the whole run, per type/transition sequence)")

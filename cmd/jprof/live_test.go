@@ -520,7 +520,7 @@ func TestProfileKeepsRunningLoop(t *testing.T) {
 			require.Len(t, logs, 1, "the log-rt kept in %s", dir)
 			b, err := os.ReadFile(logs[0])
 			require.NoError(t, err)
-			assert.Contains(t, string(b), "BCI: 1 classes left as they were, their methods not seen: a method of each was running a loop")
+			assert.Contains(t, string(b), "BCI: 1 class left as it was, its methods not seen: a method of it was running a loop")
 			assert.Contains(t, string(b), "LoopWork.step(J)J")
 			assert.NotContains(t, string(b), "LoopMain.main")
 			msg, err := os.ReadFile(fmt.Sprintf("/tmp/jprof-%d/log-msg_%d", os.Getuid(), pid))
