@@ -73,6 +73,7 @@ type agent struct {
 	loaded    time.Time // when the agent loaded
 	live      bool      // loaded into a running JVM (Agent_OnAttach)
 	since     time.Time // when collection last started; zero when off
+	lastStart time.Time // when collection last started, kept when it stops
 	resetAt   time.Time // the last reset; zero if none
 	// baseAt is when the counts of the next log-rt start: the first start
 	// of collection, the last reset or the last interval flush, as
@@ -146,7 +147,7 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string, live bool) (*agent, 
 	// Attached, START waits for the attach to be complete (below).
 	start := opts.Start && a.outErr == nil && !live
 	if start {
-		a.started, a.since = true, a.loaded
+		a.started, a.since, a.lastStart = true, a.loaded, a.loaded
 		a.baseAt, a.baseKind = a.loaded, reports.CumulativeSinceStart
 	}
 	cfg := jvmti.Config{Start: start, Calibrate: opts.Calibrate, LogGen: opts.genMode(),

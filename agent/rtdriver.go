@@ -171,6 +171,7 @@ func (a *agent) startLocked() error {
 		return err
 	}
 	a.started, a.since = true, time.Now()
+	a.lastStart = a.since
 	switch {
 	case a.baseAt.IsZero():
 		a.baseAt, a.baseKind = a.since, reports.CumulativeSinceStart
@@ -236,11 +237,11 @@ func (a *agent) flushLocked(interval bool) (string, error) {
 		}
 		why := ""
 		switch on := engine.Collecting(); {
-		case on || (a.started && a.since.After(a.resetAt)):
+		case on || (a.started && a.lastStart.After(a.resetAt)):
 			// Collection was on: nothing it sees ran.
-			since := "collecting since " + stamp(a.since) + ", but"
+			since := "collecting since " + stamp(a.lastStart) + ", but"
 			if !on {
-				since = "collection was on from " + stamp(a.since) + ", but while it was"
+				since = "collection was on from " + stamp(a.lastStart) + ", but while it was"
 			}
 			why = fmt.Sprintf(" (%s no method it sees ran: %s)", since, a.seenMethods())
 		default:
@@ -499,7 +500,7 @@ func (a *agent) seenMethods() string {
 	case a.opts.BCI && a.opts.AllMethods:
 		return "every method outside java.base"
 	case a.opts.BCI:
-		return "methods outside java.base, trivial ones and classes left as they were excepted (the log-rt header and log-msg say which)"
+		return "methods outside java.base but trivial ones and those of classes left as they were (log-msg names them)"
 	}
 	return "Java methods"
 }
