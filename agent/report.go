@@ -73,8 +73,9 @@ func (r *report) header(ts []engine.Thread, seq int) *reports.Profile {
 		a.lockHeader(p)
 	}
 	if b, ok := a.source.(jvmti.BCI); ok && b.Stats().KeptRunning > 0 {
-		what := fmt.Sprintf("%d classes left as they were, their methods not seen: a method of each was", b.Stats().KeptRunning)
-		if b.Stats().KeptRunning == 1 {
+		kept := b.Stats().KeptRunning
+		what := fmt.Sprintf("%d classes left as they were, their methods not seen: a method of each was", kept)
+		if kept == 1 {
 			what = "1 class left as it was, its methods not seen: a method of it was"
 		}
 		p.Notes = append(p.Notes, "BCI: "+what+" running a loop when it would have been instrumented "+

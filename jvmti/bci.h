@@ -61,6 +61,11 @@ struct jp_bci_state {
 };
 extern struct jp_bci_state bci;
 
+/* bci_class_wanted says whether the transformer instruments class c (a
+ * JNI call into it); *sig gets the class's signature, its ';' cut, or
+ * NULL (JVMTI's: the caller deallocates it). */
+int bci_class_wanted(JNIEnv *jni, jclass c, char **sig);
+
 /* bci_loops.c: bci_running_loops lists the classes with a method that
  * has a loop and is running on some thread now (global refs, *n of them;
  * NULL with *n = 0 when there are none or they cannot be told);

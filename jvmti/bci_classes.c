@@ -312,6 +312,32 @@ void bci_retransform_named(JNIEnv *jni, jobjectArray names)
 	free(want_names);
 }
 
+int bci_class_wanted(JNIEnv *jni, jclass c, char **sig)
+{
+	jvmtiEnv *jvmti = jpvm.jvmti;
+	jobject loader = NULL;
+	int keep = 0;
+	*sig = NULL;
+	if ((*jvmti)->GetClassSignature(jvmti, c, sig, NULL) != JVMTI_ERROR_NONE || *sig == NULL)
+		return 0;
+	size_t l = strlen(*sig);
+	if (l > 2 && (*sig)[0] == 'L' && (*sig)[l - 1] == ';' && (*jvmti)->GetClassLoader(jvmti, c, &loader) == JVMTI_ERROR_NONE) {
+		(*sig)[l - 1] = 0;
+		jstring jname = (*jni)->NewStringUTF(jni, *sig + 1);
+		if (jname != NULL)
+			keep = (*jni)->CallStaticBooleanMethod(jni, bci.transformer, bci.m_wanted, jname, (jboolean)(loader == NULL));
+		if ((*jni)->ExceptionCheck(jni)) {
+			(*jni)->ExceptionClear(jni);
+			keep = 0;
+		}
+		if (jname != NULL)
+			(*jni)->DeleteLocalRef(jni, jname);
+		if (loader != NULL)
+			(*jni)->DeleteLocalRef(jni, loader);
+	}
+	return keep;
+}
+
 /* bci_retransform retransforms the loaded classes the transformer
  * wants. Called with bci_lock held, on a thread attached to the VM. */
 void bci_retransform(JNIEnv *jni)
@@ -332,30 +358,8 @@ void bci_retransform(JNIEnv *jni)
 	for (jint i = 0; i < n; i++) {
 		jboolean mod = JNI_FALSE;
 		char *sig = NULL;
-		jobject loader = NULL;
-		int keep = 0;
-		if ((*jvmti)->IsModifiableClass(jvmti, classes[i], &mod) == JVMTI_ERROR_NONE && mod &&
-		    (*jvmti)->GetClassSignature(jvmti, classes[i], &sig, NULL) == JVMTI_ERROR_NONE && sig != NULL) {
-			size_t l = strlen(sig);
-			if (l > 2 && sig[0] == 'L' && sig[l - 1] == ';' &&
-			    (*jvmti)->GetClassLoader(jvmti, classes[i], &loader) == JVMTI_ERROR_NONE) {
-				sig[l - 1] = 0;
-				jstring jname = (*jni)->NewStringUTF(jni, sig + 1);
-				if (jname != NULL)
-					keep = (*jni)->CallStaticBooleanMethod(jni, bci.transformer, bci.m_wanted, jname,
-									       (jboolean)(loader == NULL));
-				if ((*jni)->ExceptionCheck(jni)) {
-					(*jni)->ExceptionClear(jni);
-					keep = 0;
-				}
-				if (keep && bci_keep_running(jni, running, nrun, classes[i], sig + 1))
-					keep = 0;
-				if (jname != NULL)
-					(*jni)->DeleteLocalRef(jni, jname);
-				if (loader != NULL)
-					(*jni)->DeleteLocalRef(jni, loader);
-			}
-		}
+		int keep = (*jvmti)->IsModifiableClass(jvmti, classes[i], &mod) == JVMTI_ERROR_NONE && mod &&
+			   bci_class_wanted(jni, classes[i], &sig) && !bci_keep_running(jni, running, nrun, classes[i], sig + 1);
 		if (sig != NULL)
 			(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
 		if (keep && want != NULL)

@@ -106,33 +106,6 @@ static int bc_method_loops(jvmtiEnv *jvmti, jmethodID m)
 	return r;
 }
 
-/* bc_wanted says whether the transformer instruments class c. */
-static int bc_wanted(jvmtiEnv *jvmti, JNIEnv *jni, jclass c)
-{
-	char *sig = NULL;
-	jobject loader = NULL;
-	int keep = 0;
-	if ((*jvmti)->GetClassSignature(jvmti, c, &sig, NULL) != JVMTI_ERROR_NONE || sig == NULL)
-		return 0;
-	size_t l = strlen(sig);
-	if (l > 2 && sig[0] == 'L' && sig[l - 1] == ';' && (*jvmti)->GetClassLoader(jvmti, c, &loader) == JVMTI_ERROR_NONE) {
-		sig[l - 1] = 0;
-		jstring jname = (*jni)->NewStringUTF(jni, sig + 1);
-		if (jname != NULL)
-			keep = (*jni)->CallStaticBooleanMethod(jni, bci.transformer, bci.m_wanted, jname, (jboolean)(loader == NULL));
-		if ((*jni)->ExceptionCheck(jni)) {
-			(*jni)->ExceptionClear(jni);
-			keep = 0;
-		}
-		if (jname != NULL)
-			(*jni)->DeleteLocalRef(jni, jname);
-		if (loader != NULL)
-			(*jni)->DeleteLocalRef(jni, loader);
-	}
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
-	return keep;
-}
-
 /*
  * bci_running_loops: a loop that runs for the program's life is where a
  * thread's own code starts (a main loop, the run() of a worker or of an
@@ -172,7 +145,10 @@ jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
 			if ((*jvmti)->IsMethodNative(jvmti, m, &native) != JVMTI_ERROR_NONE || native ||
 			    (*jvmti)->GetMethodDeclaringClass(jvmti, m, &c) != JVMTI_ERROR_NONE || c == NULL)
 				continue;
-			int wanted = bc_wanted(jvmti, jni, c);
+			char *sig = NULL;
+			int wanted = bci_class_wanted(jni, c, &sig);
+			if (sig != NULL)
+				(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
 			if (wanted && bc_method_loops(jvmti, m))
 				found = c;
 			else
