@@ -237,7 +237,7 @@ func (a *agent) flushLocked(interval bool) (string, error) {
 		}
 		why := ""
 		switch on := engine.Collecting(); {
-		case on || (a.started && a.lastStart.After(a.resetAt)):
+		case on || a.lastStart.After(a.resetAt):
 			// Collection was on: nothing it sees ran.
 			since := "collecting since " + stamp(a.lastStart) + ", but"
 			if !on {
