@@ -191,15 +191,18 @@ func TestBCIFFMProbes(t *testing.T) {
 }
 
 // By default BCI leaves out exactly the trivial methods (no call but into
-// java.base, no loop, throw or lock, at most 35 bytes of bytecode; main
+// java.base or to trivial methods, of the class or another, no loop,
+// throw or lock, at most 35 bytes of bytecode; main
 // always instrumented, however small), their time in their
 // callers', says so in the header and counts them in log-msg; ALLMETHODS
 // instruments them.
 func TestBCITrivialMethods(t *testing.T) {
 	trivial := []string{"TrivialCases.getField()I", "TrivialCases.setField(I)V", "TrivialCases.empty()V",
 		"TrivialCases.constant()I", "TrivialCases.arith(II)I", "TrivialCases.branchy(I)I", "TrivialCases.callsJdk(I)I",
-		"TrivialCases.<init>()V"} // Object's constructor is java.base's
-	kept := []string{"TrivialCases.loops(I)I", "TrivialCases.calls(I)I", "TrivialCases.locked(I)I",
+		"TrivialCases.chain(I)I", "TrivialCases.crossClass()I", "TrivialCases$Box.get()I", "TrivialCases$Box.<init>()V",
+		"TrivialCases.<init>()V"} // Object's constructor is java.base's, Box's is trivial
+	// viaInterface: an interface's method may run anything.
+	kept := []string{"TrivialCases.loops(I)I", "TrivialCases.calls(I)I", "TrivialCases.viaInterface(LTrivialCases$Getter;)I", "TrivialCases.locked(I)I",
 		"TrivialCases.throwsSome(I)I", "TrivialCases.catches(I)I", "TrivialCases.big(JJJJ)J", "TrivialCases.main([Ljava/lang/String;)V"}
 	for _, all := range []bool{false, true} {
 		opts := "CALLTREE,START,NORTDRIVER"

@@ -9,7 +9,8 @@ public class Driven {
     static long total;
 
     static long work(int x) { return leaf(x) + 1; }
-    static long leaf(int x) { return x * 31L; }
+    // A loop: not trivial, so neither is work (BCI instruments both).
+    static long leaf(int x) { long s = x; for (int i = 0; i < 2; i++) s = s * 31 + i; return s; }
     static native long nmul(int x);
 
     public static void main(String[] args) throws Exception {

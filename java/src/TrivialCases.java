@@ -1,10 +1,21 @@
-/** Methods BCI leaves out by default (trivial: no call but into java.base,
- *  no loop, no throw, no catch, no lock, at most 35 bytes of bytecode) and methods
- *  just past each of those lines, called a known number of times. */
+/** Methods BCI leaves out by default (trivial: no call but into java.base
+ *  or to trivial methods, no loop, no throw, no catch, no lock, at most 35
+ *  bytes of bytecode) and methods just past each of those lines, called a
+ *  known number of times. */
 public class TrivialCases {
     static final int N = 1000;
     private int field;
     private static long total;
+    private final Box box = new Box();
+
+    interface Getter { int get(); }
+
+    /** Another class's trivial methods, found in its class file (it is
+     *  not loaded when TrivialCases is). */
+    static final class Box implements Getter {
+        int v = 7;
+        public int get() { return v; }
+    }
 
     // Trivial.
     int getField() { return field; }
@@ -14,10 +25,13 @@ public class TrivialCases {
     static int arith(int a, int b) { return a * 31 + b; }
     static int branchy(int a) { return a > 0 ? a : -a; }
     static int callsJdk(int a) { return Math.abs(a) + Integer.hashCode(a); }
+    static int chain(int a) { return branchy(a) + 1; }
+    int crossClass() { return box.get() + 1; }
 
     // Not trivial: each crosses one line.
     static int loops(int n) { int s = 0; for (int i = 0; i < n; i++) s += i; return s; }
-    static int calls(int a) { return branchy(a) + 1; }
+    static int calls(int a) { return loops(a) + 1; }
+    static int viaInterface(Getter g) { return g.get() + 1; }
     static synchronized int locked(int a) { return a + 1; }
     static int throwsSome(int a) { if (a < 0) throw new IllegalArgumentException(); return a; }
     static int catches(int a) { try { return Integer.parseInt("x"); } catch (NumberFormatException e) { return a; } }
@@ -36,7 +50,8 @@ public class TrivialCases {
             s += t.getField();
             t.empty();
             s += constant() + arith(i, 3) + branchy(-i);
-            s += callsJdk(-i) + loops(10) + calls(-i) + locked(i) + throwsSome(i) + big(i, 2, 3, 4);
+            s += callsJdk(-i) + loops(10) + calls(3) + locked(i) + throwsSome(i) + big(i, 2, 3, 4);
+            s += chain(-i) + t.crossClass() + viaInterface(t.box);
             if (i % 10 == 0)
                 s += catches(i);
         }

@@ -331,15 +331,8 @@ public final class Transformer {
             if (only.isEmpty() && !wrap)
                 return null;
         }
-        Set<String> trivial = (flags & ALL_METHODS) != 0 ? Set.of() : Trivial.scan(cr);
-        if (sel != null && !trivial.isEmpty()) {
-            // A root is instrumented whatever its size.
-            Set<String> t = new HashSet<>();
-            for (String m : trivial)
-                if (!sel.isRoot(cr.getClassName(), m.substring(0, m.indexOf('('))))
-                    t.add(m);
-            trivial = t;
-        }
+        // A root is instrumented whatever its size.
+        Set<String> trivial = (flags & ALL_METHODS) != 0 ? Set.of() : Trivial.scan(cr, loader, sel);
         ClassWriter cw = new ClassWriter(cr, 0); // MethodProbes gives the maxima
         Instrument ci = new Instrument(cw, version, skip, only, sel, trivial, wrap, r == null ? null : r.handles);
         cr.accept(ci, ClassReader.EXPAND_FRAMES);
