@@ -24,7 +24,7 @@ type BCIConfig struct {
 	Roots string
 	// AllMethods instruments trivial methods too (see Trivial.java:
 	// loop-free methods of at most 35 bytes of bytecode that call
-	// nothing but java.base).
+	// nothing but java.base and other trivial methods).
 	AllMethods bool
 	// FFMProbes makes the probes FFM critical downcalls on JDK 22 and
 	// later instead of JNI natives (bci.c).
@@ -121,10 +121,10 @@ type BCIStats struct {
 	Failed    uint64        // classes the transformer or the VM refused: left as they were
 	Hooks     uint64        // class file hooks that ran the transformer
 	HookTime  time.Duration // their total time, on the loading threads
-	// KeptRunning counts the classes a retransformation left as they
-	// were because one of their methods was running a loop: HotSpot never
-	// compiles a method version a redefinition replaced, so that loop
-	// would have run interpreted until it returned.
+	// KeptRunning counts the classes the last start's retransformation
+	// left as they were because one of their methods was running a loop:
+	// HotSpot never compiles a method version a redefinition replaced, so
+	// that loop would have run interpreted until it returned.
 	KeptRunning uint64
 	// Retransforms counts RetransformClasses calls (each walks every
 	// class and compiled method of the VM at a safepoint), and

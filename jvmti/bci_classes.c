@@ -351,6 +351,7 @@ void bci_retransform(JNIEnv *jni)
 	}
 	jclass *want = calloc(n > 0 ? n : 1, sizeof(jclass));
 	jint nw = 0, nrun = 0;
+	uint64_t kept = 0;
 	/* Attached only: a JVM started with the agent chose to run with it
 	 * (and a late start's profile misses nothing); an attach promises
 	 * to leave the program at its old speed. */
@@ -359,7 +360,11 @@ void bci_retransform(JNIEnv *jni)
 		jboolean mod = JNI_FALSE;
 		char *sig = NULL;
 		int keep = (*jvmti)->IsModifiableClass(jvmti, classes[i], &mod) == JVMTI_ERROR_NONE && mod &&
-			   bci_class_wanted(jni, classes[i], &sig) && !bci_keep_running(jni, running, nrun, classes[i], sig + 1);
+			   bci_class_wanted(jni, classes[i], &sig);
+		if (keep && bci_keep_running(jni, running, nrun, classes[i], sig + 1)) {
+			keep = 0;
+			kept++;
+		}
 		if (sig != NULL)
 			(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
 		if (keep && want != NULL)
@@ -368,6 +373,10 @@ void bci_retransform(JNIEnv *jni)
 			(*jni)->DeleteLocalRef(jni, classes[i]);
 	}
 	bci_running_free(jni, running, nrun);
+	/* The profile's header tells the classes its own start left alone
+	 * (a detach's are the same ones, and uninstrumented anyway). */
+	if (bci.instrumenting)
+		__atomic_store_n(&bci.kept_running, kept, __ATOMIC_RELAXED);
 	if (want != NULL)
 		bci_retransform_list(jni, want, nw);
 	free(want);

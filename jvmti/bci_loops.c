@@ -106,6 +106,27 @@ static int bc_method_loops(jvmtiEnv *jvmti, jmethodID m)
 	return r;
 }
 
+/* bottom_frames gets a thread's bottom JP_LOOP_DEPTH frames (a negative
+ * start counts from the bottom), or 0. The thread runs on between the
+ * frame count and the stack trace: a stack that has shrunk below the
+ * count meanwhile (a loop calling a method, the common case here) makes
+ * the trace an error, so it is taken again. */
+static jint bottom_frames(jvmtiEnv *jvmti, jthread th, jvmtiFrameInfo *fr)
+{
+	for (int attempt = 0; attempt < 16; attempt++) {
+		jint fc = 0, got = 0;
+		if ((*jvmti)->GetFrameCount(jvmti, th, &fc) != JVMTI_ERROR_NONE || fc <= 0)
+			return 0;
+		jint d = fc < JP_LOOP_DEPTH ? fc : JP_LOOP_DEPTH;
+		jvmtiError e = (*jvmti)->GetStackTrace(jvmti, th, -d, d, fr, &got);
+		if (e == JVMTI_ERROR_NONE)
+			return got;
+		if (e != JVMTI_ERROR_ILLEGAL_ARGUMENT)
+			return 0;
+	}
+	return 0;
+}
+
 /*
  * bci_running_loops: a loop that runs for the program's life is where a
  * thread's own code starts (a main loop, the run() of a worker or of an
@@ -129,13 +150,7 @@ jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
 	jclass *cs = NULL;
 	jvmtiFrameInfo fr[JP_LOOP_DEPTH];
 	for (jint t = 0; t < nt; t++) {
-		/* The bottom frames (a negative start counts from the bottom). */
-		jint fc = 0, got = 0;
-		if ((*jvmti)->GetFrameCount(jvmti, ths[t], &fc) != JVMTI_ERROR_NONE || fc <= 0)
-			fc = 0;
-		jint d = fc < JP_LOOP_DEPTH ? fc : JP_LOOP_DEPTH;
-		if (d > 0 && (*jvmti)->GetStackTrace(jvmti, ths[t], -d, d, fr, &got) != JVMTI_ERROR_NONE)
-			got = 0;
+		jint got = bottom_frames(jvmti, ths[t], fr);
 		(*jni)->DeleteLocalRef(jni, ths[t]);
 		jclass found = NULL;
 		for (jint f = got - 1; f >= 0; f--) {
@@ -188,7 +203,6 @@ int bci_keep_running(JNIEnv *jni, jclass *cs, jint n, jclass c, const char *sig)
 	for (jint i = 0; i < n; i++) {
 		if (!(*jni)->IsSameObject(jni, cs[i], c))
 			continue;
-		__atomic_add_fetch(&bci.kept_running, 1, __ATOMIC_RELAXED);
 		jp_notef("BCI: class %s left as it was: a method of it is running a loop (a retransformation would leave "
 			 "that loop interpreted until it returns)", sig);
 		return 1;

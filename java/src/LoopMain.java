@@ -2,7 +2,9 @@
 // in the class of main, calling work in a class of its own
 // (LoopWork.step). For the test that a BCI profile attached to it leaves
 // LoopMain as it was (a retransformation would leave main's loop
-// interpreted until it returned: never) and instruments LoopWork.
+// interpreted until it returned: never) and instruments LoopWork. step's
+// loop is as long as main's own, so that the thread's stack changes depth
+// as often as it can while the agent looks at it.
 public class LoopMain {
     static volatile long sink;
 
@@ -22,7 +24,7 @@ public class LoopMain {
 final class LoopWork {
     static long step(long x) {
         long h = x;
-        for (int i = 0; i < 50; i++)
+        for (int i = 0; i < 1000; i++)
             h = h * 6364136223846793005L + i;
         return h;
     }

@@ -26,12 +26,15 @@ public class TrivialCases {
     static int branchy(int a) { return a > 0 ? a : -a; }
     static int callsJdk(int a) { return Math.abs(a) + Integer.hashCode(a); }
     static int chain(int a) { return branchy(a) + 1; }
+    static int wide(int a) { return a * 31 + a * 17 - a * 13 + (a ^ 7) + (a | 3); }
     int crossClass() { return box.get() + 1; }
 
     // Not trivial: each crosses one line.
     static int loops(int n) { int s = 0; for (int i = 0; i < n; i++) s += i; return s; }
     static int calls(int a) { return loops(a) + 1; }
     static int viaInterface(Getter g) { return g.get() + 1; }
+    /** Small, but with its trivial callees more than 70 bytes of work. */
+    static int fanOut(int a) { return wide(a) + wide(a + 1) + wide(a + 2); }
     static synchronized int locked(int a) { return a + 1; }
     static int throwsSome(int a) { if (a < 0) throw new IllegalArgumentException(); return a; }
     static int catches(int a) { try { return Integer.parseInt("x"); } catch (NumberFormatException e) { return a; } }
@@ -51,7 +54,7 @@ public class TrivialCases {
             t.empty();
             s += constant() + arith(i, 3) + branchy(-i);
             s += callsJdk(-i) + loops(10) + calls(3) + locked(i) + throwsSome(i) + big(i, 2, 3, 4);
-            s += chain(-i) + t.crossClass() + viaInterface(t.box);
+            s += chain(-i) + t.crossClass() + viaInterface(t.box) + fanOut(i);
             if (i % 10 == 0)
                 s += catches(i);
         }

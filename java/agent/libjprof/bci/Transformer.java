@@ -46,7 +46,7 @@ public final class Transformer {
     private static Set<String> basePackages = new HashSet<>();
     /** -Dlibjprof.bci.base=true: java.base too (an experiment, for the
      *  measurement in BENCHMARKS.md), but for java.lang.invoke and jdk.internal. */
-    private static final boolean BASE = Boolean.getBoolean("libjprof.bci.base");
+    static final boolean BASE = Boolean.getBoolean("libjprof.bci.base");
     private static Map<String, Module> bootModules = new HashMap<>();
     private static String[] includes = new String[0], excludes = new String[0];
     private static final ConcurrentHashMap<String, Integer> ids = new ConcurrentHashMap<>();
@@ -140,6 +140,17 @@ public final class Transformer {
         } catch (Throwable e) {
             Probe.note("BCI: retransforming for ROOTS failed: " + e);
         }
+    }
+
+    /** builtin: a loader of the JDK's own (boot, platform, application),
+     *  whose classes are those of the boot layer and the class path. */
+    static boolean builtin(ClassLoader loader) {
+        return loader == null || loader.getClass().getName().startsWith("jdk.internal.loader.ClassLoaders$");
+    }
+
+    /** bootModule is the boot layer's module of a class, or null. */
+    static Module bootModule(String cls) {
+        return bootModules.get(pkg(cls));
     }
 
     static boolean inBase(String cls) {
@@ -243,7 +254,9 @@ public final class Transformer {
                     // (the hook writes it and takes the class out).
                     Rewritten r = new Rewritten();
                     byte[] out = rewrite(bytes, skip, loader, how, wanted, wrap, r);
-                    return skip.isEmpty() ? TransformCache.entry(bytes, out, r.handles, r.trivialLeft, r.wrapped) : out;
+                    // An entry is named by its class's bytes alone: a
+                    // rewrite that another class's file decided is not kept.
+                    return skip.isEmpty() && !r.dependent ? TransformCache.entry(bytes, out, r.handles, r.trivialLeft, r.wrapped) : out;
                 } catch (ClassTooLargeException e) {
                     // A cached class has a constant more per method: one
                     // near the pool's limit is rewritten, and not kept.
@@ -294,6 +307,8 @@ public final class Transformer {
     static final class Rewritten {
         final Map<Integer, TransformCache.Handle> handles = new HashMap<>();
         long trivialLeft, wrapped;
+        /** Its trivial methods depend on other classes' files. */
+        boolean dependent;
     }
 
     /** rewrite rewrites a class; with r, for the cache: the probes'
@@ -332,7 +347,10 @@ public final class Transformer {
                 return null;
         }
         // A root is instrumented whatever its size.
-        Set<String> trivial = (flags & ALL_METHODS) != 0 ? Set.of() : Trivial.scan(cr, loader, sel);
+        Trivial.Found tf = (flags & ALL_METHODS) != 0 ? null : Trivial.scan(cr, builtin(loader), sel);
+        Set<String> trivial = tf == null ? Set.of() : tf.methods;
+        if (r != null)
+            r.dependent = tf != null && tf.dependent;
         ClassWriter cw = new ClassWriter(cr, 0); // MethodProbes gives the maxima
         Instrument ci = new Instrument(cw, version, skip, only, sel, trivial, wrap, r == null ? null : r.handles);
         cr.accept(ci, ClassReader.EXPAND_FRAMES);

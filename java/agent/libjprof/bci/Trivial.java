@@ -1,6 +1,9 @@
 package libjprof.bci;
 
+import java.io.File;
+import java.io.IOException;
 import java.io.InputStream;
+import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -8,6 +11,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.jar.JarFile;
+import java.util.zip.ZipEntry;
+import java.util.zip.ZipFile;
 
 import org.objectweb.asm.ClassReader;
 import org.objectweb.asm.ClassVisitor;
@@ -23,130 +29,259 @@ import org.objectweb.asm.Opcodes;
  * nothing (a handler's work, an exception's cost, is an answer), take no
  * monitor, have at most MAX_BYTES of bytecode and call nothing but
  * methods that make no event: java.base's (which is not instrumented)
- * and other trivial methods. That takes in empty methods, field getters
- * and setters, constant methods, one-line delegates to the JDK (an
- * AtomicInteger's get, a hashCode) and chains of them (a getter that
- * returns another object's getter, a constructor whose superclass's
- * constructor is empty): leaves of the profile that HotSpot always
- * inlines (its MaxInlineSize is 35 bytes, at every level of a chain),
- * whose own work, a few instructions, would cost less than the probes.
- * Their time, with that of the calls they make, counts in their
- * callers', as it does once the JIT has inlined them; a call that runs
- * an instrumented method anyway (an override of the trivial method
- * called, compareTo declared on a JDK type) shows that method under the
- * caller. (The NetBeans profiler, JFluid's successor, leaves out
- * getters, setters and empty methods by default.) A main method, a
- * thread's run and a ROOTS root are always instrumented: the tree
- * starts there.
+ * and other trivial methods, with at most MAX_CLOSURE bytes of bytecode
+ * for the method and the trivial methods it calls together. That takes
+ * in empty methods, field getters and setters, constant methods,
+ * one-line delegates to the JDK (an AtomicInteger's get, a hashCode) and
+ * short chains of them (a getter that returns another object's getter, a
+ * constructor whose superclass's constructor only sets fields): leaves of
+ * the profile that HotSpot always inlines (its MaxInlineSize is 35
+ * bytes), whose own work, a few instructions, would cost less than the
+ * probes. Their time, with that of the calls they make, counts in their
+ * callers', as it does once the JIT has inlined them. A call that runs an
+ * instrumented method anyway (an override of the trivial method called,
+ * compareTo declared on a JDK type) shows that method under the trivial
+ * method's caller. An interface's method is never taken for trivial (a
+ * default method is overridden as a rule). (The NetBeans profiler,
+ * JFluid's successor, leaves out getters, setters and empty methods by
+ * default.) A main method, a thread's run and a ROOTS root are always
+ * instrumented: the tree starts there.
  *
- * Whether a call's target is trivial is known from its class's scan:
- * the class itself, a class scanned before (its own load, or an earlier
- * lookup), or, read then, the class file its loader would define (the
- * JDK's loaders only; another loader's classes count as instrumented).
- * The scans are kept by class name, a set of method names each; a chain
- * is followed MAX_DEPTH classes deep. A scan is one pass of the class
- * file with the debug information and frames skipped.
+ * Whether another class's method is trivial comes from that class's own
+ * scan, or from its class file read then: from the boot layer's modules
+ * (the JDK's) or the class path, never through a class loader, whose
+ * code would run in the middle of a class load (a program's loader may
+ * do anything; the JDK's own URL handlers load and initialise classes).
+ * A class on neither counts as instrumented. Reads follow a chain
+ * MAX_DEPTH classes deep (a deeper one counts as instrumented, in the
+ * classes where it was first met); each class is read once, its answer
+ * kept by class name, for MAX_KNOWN classes (a set of small methods
+ * each). Nothing is read while
+ * java.base is instrumented (-Dlibjprof.bci.base), whose classes the
+ * reads themselves need. A scan is one pass of the class file with the
+ * debug information and frames skipped.
  */
 final class Trivial extends ClassVisitor {
     /** HotSpot's MaxInlineSize: methods up to it are inlined whatever their call count. */
     static final int MAX_BYTES = 35;
+    /** A trivial method's bytecode with that of the trivial methods it
+     *  calls, each call counted, at most. */
+    static final int MAX_CLOSURE = 2 * MAX_BYTES;
     /** Classes a lookup reads, one behind another, at most. */
     private static final int MAX_DEPTH = 4;
+    /** Calls among a class's own methods followed, nested, at most. */
+    private static final int MAX_CHAIN = 8;
+    /** Classes whose trivial methods are kept, at most. */
+    private static final int MAX_KNOWN = 1 << 16;
 
-    /** Trivial methods by class, for the calls of classes scanned later;
-     *  by name alone (two loaders' classes of one name may differ: then
-     *  a tiny caller may be left out whose callee is instrumented, and
-     *  the callee shows under the caller's caller). */
-    private static final ConcurrentHashMap<String, Set<String>> known = new ConcurrentHashMap<>();
+    /** Trivial methods by class: name+desc -> bytecode with its trivial
+     *  callees'. By name alone: a class of a loader of the program's that
+     *  has the name of a class-path class may differ from it; then a tiny
+     *  caller may be left out whose callee is instrumented, which shows
+     *  under the caller's caller. */
+    private static final ConcurrentHashMap<String, Known> known = new ConcurrentHashMap<>();
 
-    private final ClassLoader loader;
+    /** A class's trivial methods, each with its closure, and whether one
+     *  is trivial through another class's method. */
+    private static final class Known {
+        final Map<String, Integer> methods;
+        final boolean dependent;
+
+        Known(Map<String, Integer> methods, boolean dependent) {
+            this.methods = methods;
+            this.dependent = dependent;
+        }
+    }
+
     private final Selective sel;
     private final int depth;
     private String cls;
-    /** Methods small and plain enough, each with the calls it makes
-     *  that may make an event: {owner, name+desc}. */
-    private final Map<String, List<String[]>> candidates = new HashMap<>();
+    /** Methods small and plain enough, with their calls that may make an event. */
+    private final Map<String, Candidate> candidates = new HashMap<>();
+    /** A method was found trivial through another class's. */
+    private boolean dependent;
 
-    private Trivial(ClassLoader loader, Selective sel, int depth) {
+    private static final class Candidate {
+        int bytes;
+        /** {owner, name+desc} */
+        final List<String[]> calls = new ArrayList<>();
+    }
+
+    /** What a scan found: the trivial methods, and whether any is
+     *  trivial through another class's method (then the class's rewrite
+     *  depends on that class's file too: BCICACHE does not keep it). */
+    static final class Found {
+        final Set<String> methods;
+        final boolean dependent;
+
+        Found(Set<String> methods, boolean dependent) {
+            this.methods = methods;
+            this.dependent = dependent;
+        }
+    }
+
+    private Trivial(Selective sel, int depth) {
         super(Opcodes.ASM9);
-        this.loader = loader;
         this.sel = sel;
         this.depth = depth;
     }
 
-    /** scan returns the name+descriptor of the class's trivial methods,
-     *  without the roots of sel, and keeps them for later lookups. */
-    static Set<String> scan(ClassReader cr, ClassLoader loader, Selective sel) {
-        Set<String> found = new Trivial(loader, sel, 0).run(cr);
-        known.put(cr.getClassName(), found);
-        return found;
+    /** scan returns the class's trivial methods, without the roots of
+     *  sel; a class of the JDK's loaders (builtin) is kept for later
+     *  lookups. */
+    static Found scan(ClassReader cr, boolean builtin, Selective sel) {
+        // Scanned again when it was read for a lookup before: that read
+        // may have stopped short at MAX_DEPTH.
+        Trivial t = new Trivial(sel, 0);
+        Known k = new Known(t.run(cr), t.dependent);
+        if (builtin)
+            keep(cr.getClassName(), k);
+        return new Found(k.methods.isEmpty() ? Set.of() : k.methods.keySet(), k.dependent);
     }
 
-    private Set<String> run(ClassReader cr) {
+    private static void keep(String owner, Known k) {
+        if (known.size() < MAX_KNOWN)
+            known.put(owner, k);
+    }
+
+    private Map<String, Integer> run(ClassReader cr) {
         cr.accept(this, ClassReader.SKIP_DEBUG | ClassReader.SKIP_FRAMES);
-        Set<String> found = new HashSet<>();
-        Map<String, Boolean> done = new HashMap<>();
-        for (String m : candidates.keySet())
-            if (trivial(m, done))
-                found.add(m);
-        return found.isEmpty() ? Set.of() : found;
+        Map<String, Integer> found = new HashMap<>();
+        Map<String, Integer> done = new HashMap<>();
+        for (String m : candidates.keySet()) {
+            int n = closure(m, done, 0);
+            if (n >= 0)
+                found.put(m, n);
+        }
+        return found.isEmpty() ? Map.of() : found;
     }
 
-    /** trivial resolves a candidate of this class: its calls must all
-     *  make no event. A cycle among the class's own methods is not
-     *  trivial (it is a loop). */
-    private boolean trivial(String m, Map<String, Boolean> done) {
-        Boolean b = done.get(m);
+    /** closure resolves a candidate of this class: its bytecode with that
+     *  of the trivial methods it calls, or -1 when it is not trivial. A
+     *  cycle among the class's methods is not trivial (it is a loop). */
+    private int closure(String m, Map<String, Integer> done, int nest) {
+        Integer b = done.get(m);
         if (b != null)
             return b;
-        List<String[]> calls = candidates.get(m);
-        if (calls == null)
-            return false;
-        done.put(m, false);
-        for (String[] c : calls) {
-            boolean ok = c[0].equals(cls) ? trivial(c[1], done) : lookup(c[0], depth + 1).contains(c[1]);
-            if (!ok || (sel != null && sel.isRoot(c[0], c[1].substring(0, c[1].indexOf('(')))))
-                return false;
+        Candidate c = candidates.get(m);
+        if (c == null)
+            return -1;
+        if (nest > MAX_CHAIN)
+            return -1;
+        done.put(m, -1);
+        int total = c.bytes;
+        for (String[] call : c.calls) {
+            if (sel != null && sel.isRoot(call[0], call[1].substring(0, call[1].indexOf('(')))) {
+                total = -1;
+                break;
+            }
+            int n = call[0].equals(cls) ? closure(call[1], done, nest + 1) : other(call[0], call[1]);
+            if (n < 0 || (total += n) > MAX_CLOSURE) {
+                total = -1;
+                break;
+            }
         }
-        done.put(m, true);
-        return true;
+        done.put(m, total);
+        return total;
+    }
+
+    /** other is another class's method's closure, -1 if not trivial. */
+    private int other(String owner, String m) {
+        if (Transformer.BASE)
+            return -1;
+        Integer n = lookup(owner).methods.get(m);
+        if (n == null)
+            return -1;
+        dependent = true;
+        return n;
     }
 
     /** lookup returns what is known of another class's trivial methods,
      *  reading its class file when nothing is. */
-    private Set<String> lookup(String owner, int d) {
-        Set<String> s = known.get(owner);
-        if (s != null || d > MAX_DEPTH)
-            return s != null ? s : Set.of();
+    private Known lookup(String owner) {
+        Known k = known.get(owner);
+        if (k != null)
+            return k;
+        if (depth >= MAX_DEPTH || known.size() >= MAX_KNOWN)
+            return NONE;
         byte[] b = classFile(owner);
-        if (b == null) {
-            known.putIfAbsent(owner, Set.of());
-            return Set.of();
+        k = NONE;
+        if (b != null) {
+            Trivial t = new Trivial(sel, depth + 1);
+            try {
+                k = new Known(t.run(new ClassReader(Transformer.asmReadable(b))), t.dependent);
+            } catch (RuntimeException e) {
+                // a class file ASM cannot read: its methods count as instrumented
+            }
         }
-        try {
-            s = new Trivial(loader, sel, d).run(new ClassReader(Transformer.asmReadable(b)));
-        } catch (RuntimeException e) {
-            s = Set.of(); // a class file ASM cannot read: its methods count as instrumented
-        }
-        Set<String> had = known.putIfAbsent(owner, s);
-        return had != null ? had : s;
+        // Kept even where a chain went past MAX_DEPTH: a class is read
+        // once, and what such a chain decides is only ever to instrument.
+        keep(owner, k);
+        return k;
     }
 
-    /** classFile reads a class as the loader scanning it would find it:
-     *  through a loader of the JDK's (the boot loader's classes through
-     *  the platform loader, which finds any module's); another loader's
-     *  resources could run the program's code or load its classes in the
-     *  middle of a class load, so the system loader is asked instead. */
-    private byte[] classFile(String owner) {
-        ClassLoader l = loader == null ? ClassLoader.getPlatformClassLoader() : loader;
-        if (l.getClass().getModule() != Object.class.getModule()) {
-            l = ClassLoader.getSystemClassLoader();
-            if (l.getClass().getModule() != Object.class.getModule())
-                return null;
+    private static final Known NONE = new Known(Map.of(), false);
+
+    /** classFile reads a class of the boot layer's modules or of the
+     *  class path, null if it is in neither. A module's reader and a
+     *  class path of files are read directly: no class loader's code,
+     *  no URL handler. */
+    private static byte[] classFile(String owner) {
+        String name = owner + ".class";
+        Module m = Transformer.bootModule(owner);
+        try {
+            if (m != null) {
+                try (InputStream in = m.getResourceAsStream(name)) {
+                    return in == null ? null : in.readAllBytes();
+                }
+            }
+            return ClassPath.read(name);
+        } catch (IOException | RuntimeException e) {
+            return null;
         }
-        try (InputStream in = l.getResourceAsStream(owner + ".class")) {
-            return in == null ? null : in.readAllBytes();
-        } catch (Throwable e) {
+    }
+
+    /** ClassPath reads class files from java.class.path's directories and
+     *  jars (not their manifests' Class-Path), the jars opened once and
+     *  kept open, as the application class loader keeps its own. */
+    private static final class ClassPath {
+        private static List<Object> entries;
+
+        static synchronized byte[] read(String name) throws IOException {
+            if (entries == null) {
+                entries = new ArrayList<>();
+                String cp = System.getProperty("java.class.path", "");
+                for (String e : cp.split(File.pathSeparator))
+                    if (!e.isEmpty())
+                        entries.add(new File(e));
+            }
+            for (int i = 0; i < entries.size(); i++) {
+                Object e = entries.get(i);
+                if (e instanceof File) {
+                    File f = (File) e;
+                    if (f.isDirectory()) {
+                        File c = new File(f, name);
+                        if (c.isFile())
+                            return Files.readAllBytes(c.toPath());
+                        continue;
+                    }
+                    if (!f.isFile()) {
+                        entries.set(i, Boolean.FALSE);
+                        continue;
+                    }
+                    e = new JarFile(f, false, ZipFile.OPEN_READ, Runtime.version());
+                    entries.set(i, e);
+                }
+                if (e instanceof JarFile) {
+                    JarFile j = (JarFile) e;
+                    ZipEntry z = j.getEntry(name);
+                    if (z != null) {
+                        try (InputStream in = j.getInputStream(z)) {
+                            return in.readAllBytes();
+                        }
+                    }
+                }
+            }
             return null;
         }
     }
@@ -174,7 +309,7 @@ final class Trivial extends ClassVisitor {
             int bytes;
             boolean heavy;
             final Set<Label> seen = new HashSet<>();
-            final List<String[]> calls = new ArrayList<>();
+            final Candidate c = new Candidate();
 
             private void add(int n) {
                 bytes += n;
@@ -216,9 +351,12 @@ final class Trivial extends ClassVisitor {
             public void visitMethodInsn(int op, String owner, String n, String d, boolean itf) {
                 // A call into a class that is never instrumented (java.base)
                 // adds no node: the method is still a leaf of the profile.
-                // Another is resolved once the class is scanned.
-                if (owner.charAt(0) != '[' && !Transformer.neverInstrumented(owner))
-                    calls.add(new String[] {owner, n + d});
+                // Another is resolved once the class is scanned; an
+                // interface's method may run anything.
+                if (owner.charAt(0) != '[' && !Transformer.neverInstrumented(owner)) {
+                    heavy |= itf;
+                    c.calls.add(new String[] {owner, n + d});
+                }
                 add(op == Opcodes.INVOKEINTERFACE ? 5 : 3);
             }
 
@@ -266,8 +404,10 @@ final class Trivial extends ClassVisitor {
 
             @Override
             public void visitEnd() {
-                if (!heavy)
-                    candidates.put(key, calls);
+                if (!heavy) {
+                    c.bytes = bytes;
+                    candidates.put(key, c);
+                }
             }
         };
     }
