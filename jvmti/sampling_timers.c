@@ -59,7 +59,9 @@ static int jp_perf_arm(jp_sthread *s)
 	struct f_owner_ex owner = { F_OWNER_TID, s->tid };
 	if (fcntl(fd, F_SETOWN_EX, &owner) != 0 || fcntl(fd, F_SETSIG, jps.signo) != 0 ||
 	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_ASYNC) != 0 || ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
+		int e = errno;
 		close(fd);
+		errno = e;
 		return -1;
 	}
 	return fd;
@@ -79,8 +81,17 @@ void jp_arm(jp_sthread *s)
 			JP_COUNT(perf_armed);
 			return;
 		}
-		/* Refused once, refused for all: no use trying each thread. */
-		jps.perf_refused = 1;
+		/* A thread that has ended (its record not yet dropped) is
+		 * not there to sample. */
+		if (errno == ESRCH)
+			return;
+		/* Refused (permissions, no such event): refused for all, no
+		 * use trying each thread. Anything else (out of descriptors)
+		 * is this thread's: it gets a POSIX timer, the others still
+		 * perf events, whose period is not rounded up to the tick. */
+		if (errno == EACCES || errno == EPERM || errno == ENOENT || errno == ENODEV || errno == EOPNOTSUPP ||
+		    errno == ENOSYS)
+			jps.perf_refused = 1;
 	}
 	if (jps.kind == JP_SAMPLE_CPU) {
 		struct sigevent sev;

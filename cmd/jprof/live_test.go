@@ -572,3 +572,29 @@ func TestListAgentColumn(t *testing.T) {
 	assert.Regexp(t, fmt.Sprintf(`(?m)^ *%d +\d+  - +Service$`, none.Result().PID), list)
 	assert.Contains(t, list, "without a control socket (NORTDRIVER)")
 }
+
+// TestProfileCPUAgain: a second CPU profile of the same JVM samples as
+// the first did, with perf task-clock events (a 1 ms period). A thread
+// that ended while no profile ran (its record not yet dropped) once made
+// the next start give up on perf for every thread, and their POSIX CPU
+// timers fire at the kernel's tick at the earliest: four times fewer
+// samples on this kernel.
+func TestProfileCPUAgain(t *testing.T) {
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "ThreadChurn", Args: []string{"100000000", "2"}, Options: "-"})
+	pid := strconv.Itoa(p.Result().PID)
+	time.Sleep(300 * time.Millisecond)
+	timers := regexp.MustCompile(`timers: (\d+) perf task-clock events, (\d+) POSIX CPU timers`)
+	for i := 1; i <= 3; i++ {
+		dir := t.TempDir() + "/"
+		code, _, stderr := jprofBin(t, "profile", "-d", "1s", "-e", "cpu", "-o", dir, pid)
+		require.Equal(t, 0, code, stderr)
+		logs, _ := filepath.Glob(filepath.Join(dir, "log-rt.*"))
+		require.Len(t, logs, 1, "the log-rt kept in %s", dir)
+		b, err := os.ReadFile(logs[0])
+		require.NoError(t, err)
+		m := timers.FindSubmatch(b)
+		require.NotNil(t, m, "profile %d: no timers note", i)
+		assert.Equal(t, "0", string(m[2]), "profile %d: POSIX timers (perf given up): %s", i, m[0])
+		time.Sleep(200 * time.Millisecond) // threads end while nothing samples
+	}
+}
