@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/libjprof/libjprof/internal/nearest"
 )
 
 // Option names: the list and reference the errors and -h show, the lookup
@@ -45,56 +47,13 @@ func OptionHelp() string {
 	return b.String()
 }
 
-// sourceOptions are the options that choose the event source.
-var sourceOptions = map[string]bool{"BCI": true, "METHODEVENTS": true, "SAMPLE": true, "ALLOC": true, "LOCK": true}
-
-// namesSource says whether an option string sets an event source
-// (NOBCI and NOMETHODEVENTS do too; NOSAMPLE and the like only unset
-// theirs).
-func namesSource(opts string) bool {
-	for _, raw := range strings.Split(opts, ",") {
-		name, _, _ := strings.Cut(strings.TrimSpace(raw), "=")
-		name = strings.ToUpper(name)
-		if sourceOptions[name] || name == "NOBCI" || name == "NOMETHODEVENTS" {
-			return true
-		}
-	}
-	return false
-}
-
-// nearestOption is the option name a mistyped one most likely meant: the
-// one at the smallest edit distance, if that is at most 2 (and less than
-// half the name), else "".
+// nearestOption is the option name a mistyped one most likely meant, or "".
 func nearestOption(upper string) string {
-	upper = strings.TrimPrefix(upper, "NO")
-	best, bestD := "", 3
-	for _, s := range optionSpecs {
-		if d := editDistance(upper, s.name); d < bestD && 2*d < len(s.name) {
-			best, bestD = s.name, d
-		}
+	names := make([]string, len(optionSpecs))
+	for i, s := range optionSpecs {
+		names[i] = s.name
 	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b (bytes).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return nearest.Name(strings.TrimPrefix(upper, "NO"), names)
 }
 
 // lookupOption finds the spec for an upper-case option name, which may

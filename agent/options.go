@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/libjprof/libjprof/engine"
+	"github.com/libjprof/libjprof/internal/sourceopts"
 	"github.com/libjprof/libjprof/jvmti"
 	"github.com/libjprof/libjprof/ptt"
 )
@@ -386,9 +387,10 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 		// An event source named in JPROFOPTS replaces the -agentpath
 		// options' (JPROFOPTS wins); two in one string are a mistake,
 		// which the checks below name.
-		if part.origin == originEnv && namesSource(part.opts) {
+		if part.origin == originEnv && sourceopts.Named(part.opts) {
 			o.source, o.Sample, o.Alloc, o.Lock = "", nil, nil, nil
 		}
+		named := "" // BCI or METHODEVENTS as this string left it
 		for _, raw := range strings.Split(part.opts, ",") {
 			tok := strings.TrimSpace(raw)
 			if tok == "" {
@@ -398,6 +400,12 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 			if err != nil {
 				err.Origin = part.origin
 				return nil, err
+			}
+			if spec.name == sourceBCI || spec.name == sourceMethodEvents {
+				if named != "" && o.source != named {
+					return nil, &OptionError{Option: tok, Origin: part.origin, Reason: "one event source at a time: BCI or METHODEVENTS"}
+				}
+				named = o.source
 			}
 			switch {
 			case spec.name == "LOGPATH":
@@ -409,7 +417,7 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 				metricsFrom = part.origin
 			case spec.name == "CALLTREE" || spec.name == "RTARCF" || spec.name == "CALLFLOW":
 				modeFrom = part.origin
-			case sourceOptions[spec.name]:
+			case sourceopts.Names[spec.name]:
 				sourceFrom = part.origin
 			}
 		}

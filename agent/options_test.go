@@ -98,6 +98,8 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"ROOTS=Foo. bar", "ROOTS=Foo. bar", "Class.method"},
 		{"SAMPLE,ROOTS=Foo.bar", "ROOTS", "sampling has none"},
 		{"SAMPLE,BCI", "SAMPLE", "one event source at a time"},
+		{"BCI,METHODEVENTS", "METHODEVENTS", "one event source at a time: BCI or METHODEVENTS"},
+		{"METHODEVENTS,START,BCI", "BCI", "one event source at a time: BCI or METHODEVENTS"},
 		{"ALLOC,LOCK", "LOCK", "one event source at a time"},
 		{"METHODEVENTS,SAMPLE", "SAMPLE", "one event source at a time"},
 		{"METHODEVENTS,INCLUDE=a.b", "INCLUDE", "not with METHODEVENTS"},

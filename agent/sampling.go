@@ -36,11 +36,13 @@ func (a *agent) sampleHeader(p *reports.Profile) {
 		since = "the attach at " + stamp(a.loaded)
 	}
 	line := fmt.Sprintf("Sampling since %s: %d samples; %d Java threads sampled from their start", since, st.Samples, st.Threads)
-	if st.Samples > 0 {
+	// The Java threads' own: the JVM's threads are sampled at a period
+	// of their own.
+	if js := st.Samples - min(st.JVMSamples, st.Samples); js > 0 && st.Weight > st.JVMWeight {
 		// POSIX CPU timers fire at the kernel's tick at the earliest,
 		// and a loaded timer thread wakes late: the real interval can
 		// be longer than the period asked for.
-		line += fmt.Sprintf(", one per %s of %s on average", period((st.Weight / time.Duration(st.Samples)).Truncate(time.Microsecond)), what)
+		line += fmt.Sprintf(", one per %s of %s on average", period(((st.Weight - st.JVMWeight) / time.Duration(js)).Truncate(time.Microsecond)), what)
 	}
 	line += fmt.Sprintf("; per thread at most %d contexts (SAMPLENODES=) and %d frames", s.MaxNodes, s.Depth)
 	if s.Kind != jvmti.SampleWall {

@@ -55,11 +55,14 @@ func eventHelp() string {
 
 // liveFlags are the flags the live commands share.
 type liveFlags struct {
-	event   *string
-	out     *string
-	lib     *string
-	opts    *string
-	timeout *time.Duration
+	event *string
+	// eventSet: -e was given (without it, an agent loaded earlier
+	// profiles what it was loaded for).
+	eventSet bool
+	out      *string
+	lib      *string
+	opts     *string
+	timeout  *time.Duration
 }
 
 func addLiveFlags(fs *flag.FlagSet, withEvent, withOut bool) liveFlags {
@@ -155,7 +158,7 @@ func liveProfile(args []string, stdout io.Writer) error {
 		return context.WithTimeout(context.Background(), *lf.timeout)
 	}
 	ctx, cancel := cmdCtx()
-	st, err := checkEvent(ctx, lt, *lf.event)
+	st, err := checkEvent(ctx, lt, lf)
 	cancel()
 	if err != nil {
 		return err
@@ -234,7 +237,7 @@ func liveStart(args []string, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), *lf.timeout)
 	defer cancel()
 	defer lt.close()
-	if _, err := checkEvent(ctx, lt, *lf.event); err != nil {
+	if _, err := checkEvent(ctx, lt, lf); err != nil {
 		return err
 	}
 	detail, err := lt.do(ctx, "start")

@@ -221,6 +221,16 @@ func profileAgentpath(t *testing.T, java string) {
 	code, _, stderr = jprofBin(t, "profile", "-d", "1s", "-e", "cpu", pid)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "cannot change to -e cpu; use -e bci")
+	// Without -e, the agent profiles what it was loaded for.
+	code, _, stderr = jprofBin(t, "profile", "-d", "1s", "-o", out, pid)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "-e bci, for 1s")
+	// An output that cannot be written is refused before the profile.
+	t0 := time.Now()
+	code, _, stderr = jprofBin(t, "profile", "-d", "10s", "-o", "/nonexistent/p.html", pid)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "no directory /nonexistent to write it in")
+	assert.Less(t, time.Since(t0), 5*time.Second, "refused before the profile ran")
 }
 
 // TestAttachRefused: what cannot be done says why, and leaves the JVM

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/libjprof/libjprof/reports"
 )
 
@@ -25,6 +27,14 @@ func checkOut(out string) error {
 	}
 	for _, ext := range []string{".html", ".pb.gz", ".pprof", ".collapsed", ".txt"} {
 		if strings.HasSuffix(out, ext) {
+			// Found before the profile runs, not after.
+			dir := filepath.Dir(out)
+			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+				return usagef("-o %s: no directory %s to write it in", out, dir)
+			}
+			if unix.Access(dir, unix.W_OK) != nil {
+				return usagef("-o %s: directory %s is not writable", out, dir)
+			}
 			return nil
 		}
 	}
@@ -48,11 +58,14 @@ func writeOutput(lt *liveTarget, path, out string, stdout, stderr io.Writer) err
 	if err == nil {
 		err = writeJLMOutput(host, out, stdout)
 	}
-	if err == nil && filepath.Dir(path) == jprofDir(lt.t) {
+	if err != nil {
+		return fmt.Errorf("%w (the profile itself is kept: %s)", err, host)
+	}
+	if filepath.Dir(path) == jprofDir(lt.t) {
 		os.Remove(host)
 		os.Remove(jlmPath(host))
 	}
-	return err
+	return nil
 }
 
 // jlmPath is the log-jlm written beside a log-rt (JLM).

@@ -21,6 +21,7 @@ import (
 
 	"github.com/libjprof/libjprof/agent/control"
 	"github.com/libjprof/libjprof/internal/attach"
+	"github.com/libjprof/libjprof/internal/sourceopts"
 )
 
 // liveTarget is a JVM found from the command line, with its agent's
@@ -166,6 +167,11 @@ func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io
 	}
 	opts := ev.opts + ",LOGPATH=" + logs
 	if *lf.opts != "" {
+		if sourceopts.Named(*lf.opts) {
+			// An event source in -opts replaces the event's, as one
+			// in JPROFOPTS replaces the -agentpath options'.
+			opts = sourceopts.Without(ev.opts) + ",LOGPATH=" + logs
+		}
 		opts += "," + *lf.opts
 	}
 	fmt.Fprintf(stderr, "jprof: loading libjprof into pid %d (%s): %s\n", t.PID, t.MainClass, opts)
@@ -268,8 +274,10 @@ func statusField(status, key string) string {
 }
 
 // checkEvent: the agent already in the JVM profiles what it was loaded
-// for, and nothing else.
-func checkEvent(ctx context.Context, lt *liveTarget, ev string) (string, error) {
+// for, and nothing else. Without -e, that is what it profiles (*ev
+// becomes its event).
+func checkEvent(ctx context.Context, lt *liveTarget, lf liveFlags) (string, error) {
+	ev := *lf.event
 	st, err := lt.do(ctx, "status")
 	if err != nil {
 		return "", err
@@ -287,6 +295,10 @@ func checkEvent(ctx context.Context, lt *liveTarget, ev string) (string, error) 
 		return st, nil
 	}
 	for i := range events {
+		if has(&events[i]) && !lf.eventSet {
+			*lf.event = events[i].name
+			return st, nil
+		}
 		if has(&events[i]) {
 			return "", fmt.Errorf("pid %d's agent, loaded earlier, profiles what -e %s does (%s, %s): it cannot change to -e %s; use -e %s, or restart the program",
 				lt.t.PID, events[i].name, events[i].source, events[i].kind, ev, events[i].name)
@@ -312,6 +324,7 @@ func openLive(name string, args []string, withEvent, withOut, load bool,
 	if err != nil {
 		return nil, lf, err
 	}
+	fs.Visit(func(f *flag.Flag) { lf.eventSet = lf.eventSet || f.Name == "e" })
 	if len(pos) != 1 {
 		return nil, lf, usagef("%s needs one pid or main class name", name)
 	}

@@ -14,9 +14,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/libjprof/libjprof/internal/atomicfile"
 	"github.com/libjprof/libjprof/internal/buildinfo"
+	"github.com/libjprof/libjprof/internal/nearest"
 	"github.com/libjprof/libjprof/reports"
 )
 
@@ -267,11 +269,28 @@ func dispatch(args []string, stdout io.Writer) error {
 		}
 		return err
 	}
+	var names []string
+	for _, c := range commands {
+		names = append(names, c.name)
+	}
+	if near := nearest.Name(name, names); near != "" {
+		return usagef("unknown command %q; did you mean %s?", name, near)
+	}
 	return usagef("unknown command %q", name)
 }
 
 // parse parses flags anywhere among the arguments ("FILE -o OUT" as well
 // as "-o OUT FILE") and returns the positional arguments.
+// flagOf is the flag an error of flag.Parse names ("... for flag -d: ..."), or "".
+func flagOf(err error) string {
+	_, rest, ok := strings.Cut(err.Error(), "for flag -")
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, ":")
+	return name
+}
+
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	fs.SetOutput(io.Discard)
 	var pos []string
@@ -279,6 +298,11 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, helpRequested{fs}
+			}
+			if f := fs.Lookup(flagOf(err)); f != nil {
+				if _, ok := f.Value.(interface{ Get() any }).Get().(time.Duration); ok {
+					return nil, usagef("%s: %v (a duration has a unit: 30s, 2m, 500ms)", fs.Name(), err)
+				}
 			}
 			return nil, usagef("%s: %v", fs.Name(), err)
 		}
