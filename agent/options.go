@@ -185,7 +185,7 @@ var optionSpecs = []optionSpec{
 		return nil
 	}},
 	{name: "JLM", help: "with BCI: also the exact lock monitor, as JProf's JLM: per monitor class and site, takes, recursive and contended ones, hold time, contended and Object.wait time, in log-jlm beside each log-rt (jprof report jlm)", set: boolOpt(func(o *Options) *bool { return &o.JLM })},
-	{name: "ALLMETHODS", help: "with BCI: instrument trivial methods too (default: methods that call nothing but java.base and other trivial methods, have no loop and at most 35 bytes of bytecode, such as getters, setters, one-line delegates to the JDK and chains of them, are left out and their time counts in their callers)", set: boolOpt(func(o *Options) *bool { return &o.AllMethods })},
+	{name: "ALLMETHODS", help: "with BCI: instrument trivial methods too (default: methods that call nothing but java.base and other trivial methods, have no loop and at most 35 bytes of bytecode (70 with the trivial methods they call), such as getters, setters, one-line delegates to the JDK and chains of them, are left out and their time counts in their callers)", set: boolOpt(func(o *Options) *bool { return &o.AllMethods })},
 	{name: "FFMPROBES", help: "with BCI on JDK 22 and later: the injected probes are FFM critical downcalls instead of JNI calls: about a tenth less per event once the program's code is compiled, but more JIT work while it is (see BENCHMARKS.md); for long-running programs. It turns native access on for unnamed modules (as --enable-native-access=ALL-UNNAMED) and adds a compiler directive for every method (C1 does not inline the probes) above any of the program's own; not with ROOTS or log-gen", set: boolOpt(func(o *Options) *bool { return &o.FFMProbes })},
 	{name: "BCICACHE", hasValue: true, optValue: true, help: "with BCI: keep rewritten classes in a directory between runs (default $XDG_CACHE_HOME/libjprof/bci, else ~/.cache/libjprof/bci), so that a later run reads a class rewritten before instead of rewriting it: a shorter start-up. The directory must be this user's and not writable by others (it is created so); past " + bciCacheCapText + " the least recently written contexts (JVMs, option sets, libjprof builds) are removed; not used with ROOTS or JLM, or when attaching",
 		set: func(o *Options, v string, on bool) error {
@@ -402,10 +402,14 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 				return nil, err
 			}
 			if spec.name == sourceBCI || spec.name == sourceMethodEvents {
-				if named != "" && o.source != named {
+				src := o.source
+				if src == "" {
+					src = sourceBCI // NOMETHODEVENTS: the default
+				}
+				if named != "" && src != named {
 					return nil, &OptionError{Option: tok, Origin: part.origin, Reason: "one event source at a time: BCI or METHODEVENTS"}
 				}
-				named = o.source
+				named = src
 			}
 			switch {
 			case spec.name == "LOGPATH":

@@ -100,6 +100,7 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"SAMPLE,BCI", "SAMPLE", "one event source at a time"},
 		{"BCI,METHODEVENTS", "METHODEVENTS", "one event source at a time: BCI or METHODEVENTS"},
 		{"METHODEVENTS,START,BCI", "BCI", "one event source at a time: BCI or METHODEVENTS"},
+		{"BCI,METHODEVENTS,NOMETHODEVENTS", "METHODEVENTS", "one event source at a time: BCI or METHODEVENTS"},
 		{"ALLOC,LOCK", "LOCK", "one event source at a time"},
 		{"METHODEVENTS,SAMPLE", "SAMPLE", "one event source at a time"},
 		{"METHODEVENTS,INCLUDE=a.b", "INCLUDE", "not with METHODEVENTS"},

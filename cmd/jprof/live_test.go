@@ -263,6 +263,7 @@ func TestAttachRefused(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(bin, "jprof"), b, 0o755))
 		cmd := exec.Command("runuser", "-u", "nobody", "--", filepath.Join(bin, "jprof"), "profile", "-d", "1s", pid)
+		cmd.Dir = os.TempDir() // where nobody may write the default output
 		o, err := cmd.CombinedOutput()
 		require.Error(t, err, "%s", o)
 		assert.Contains(t, string(o), "only that user or root")
@@ -604,6 +605,9 @@ func TestProfileCPUAgain(t *testing.T) {
 		require.NoError(t, err)
 		m := timers.FindSubmatch(b)
 		require.NotNil(t, m, "profile %d: no timers note", i)
+		if i == 1 && string(m[1]) == "0" {
+			t.Skip("perf events refused on this host (perf_event_paranoid, seccomp): POSIX timers from the first")
+		}
 		assert.Equal(t, "0", string(m[2]), "profile %d: POSIX timers (perf given up): %s", i, m[0])
 		time.Sleep(200 * time.Millisecond) // threads end while nothing samples
 	}

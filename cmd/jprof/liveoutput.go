@@ -22,7 +22,14 @@ import (
 // checkOut refuses an -o whose kind is not known, before anything is
 // done to the JVM.
 func checkOut(out string) error {
-	if out == "" || isDirOut(out) {
+	if out == "" {
+		// The default, jprof-<pid>.html here.
+		if unix.Access(".", unix.W_OK) != nil {
+			return usagef("the current directory is not writable: name an output with -o")
+		}
+		return nil
+	}
+	if isDirOut(out) {
 		return nil
 	}
 	for _, ext := range []string{".html", ".pb.gz", ".pprof", ".collapsed", ".txt"} {

@@ -30,6 +30,7 @@ type liveTarget struct {
 	t      *attach.Target
 	client *control.Client
 	logs   string // the agent's LOGPATH as the JVM sees it ("" until known)
+	loaded bool   // this command loaded the agent
 }
 
 func (lt *liveTarget) close() {
@@ -295,7 +296,8 @@ func checkEvent(ctx context.Context, lt *liveTarget, lf liveFlags) (string, erro
 		return st, nil
 	}
 	for i := range events {
-		if has(&events[i]) && !lf.eventSet {
+		// -opts may have named another source for the load.
+		if has(&events[i]) && (!lf.eventSet || lt.loaded) {
 			*lf.event = events[i].name
 			return st, nil
 		}
@@ -341,6 +343,9 @@ func openLive(name string, args []string, withEvent, withOut, load bool,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *lf.timeout)
 	defer cancel()
-	lt, _, err := connect(ctx, pos[0], lf, load, warnings)
+	lt, loaded, err := connect(ctx, pos[0], lf, load, warnings)
+	if lt != nil {
+		lt.loaded = loaded
+	}
 	return lt, lf, err
 }

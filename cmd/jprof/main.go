@@ -279,8 +279,6 @@ func dispatch(args []string, stdout io.Writer) error {
 	return usagef("unknown command %q", name)
 }
 
-// parse parses flags anywhere among the arguments ("FILE -o OUT" as well
-// as "-o OUT FILE") and returns the positional arguments.
 // flagOf is the flag an error of flag.Parse names ("... for flag -d: ..."), or "".
 func flagOf(err error) string {
 	_, rest, ok := strings.Cut(err.Error(), "for flag -")
@@ -291,6 +289,8 @@ func flagOf(err error) string {
 	return name
 }
 
+// parse parses flags anywhere among the arguments ("FILE -o OUT" as well
+// as "-o OUT FILE") and returns the positional arguments.
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	fs.SetOutput(io.Discard)
 	var pos []string
@@ -300,8 +300,10 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 				return nil, helpRequested{fs}
 			}
 			if f := fs.Lookup(flagOf(err)); f != nil {
-				if _, ok := f.Value.(interface{ Get() any }).Get().(time.Duration); ok {
-					return nil, usagef("%s: %v (a duration has a unit: 30s, 2m, 500ms)", fs.Name(), err)
+				if g, ok := f.Value.(flag.Getter); ok {
+					if _, ok := g.Get().(time.Duration); ok {
+						return nil, usagef("%s: %v (a duration has a unit: 30s, 2m, 500ms)", fs.Name(), err)
+					}
 				}
 			}
 			return nil, usagef("%s: %v", fs.Name(), err)

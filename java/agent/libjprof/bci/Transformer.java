@@ -347,8 +347,8 @@ public final class Transformer {
                 return null;
         }
         // A root is instrumented whatever its size.
-        Trivial.Found tf = (flags & ALL_METHODS) != 0 ? null : Trivial.scan(cr, builtin(loader), sel);
-        Set<String> trivial = tf == null ? Set.of() : tf.methods;
+        Trivial.Known tf = (flags & ALL_METHODS) != 0 ? null : Trivial.scan(cr, builtin(loader), sel);
+        Set<String> trivial = tf == null ? Set.of() : tf.methods.keySet();
         if (r != null)
             r.dependent = tf != null && tf.dependent;
         ClassWriter cw = new ClassWriter(cr, 0); // MethodProbes gives the maxima

@@ -1,9 +1,9 @@
 package libjprof.bci;
 
 import java.io.File;
+import java.io.FileInputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -41,11 +41,15 @@ import org.objectweb.asm.Opcodes;
  * callers', as it does once the JIT has inlined them. A call that runs an
  * instrumented method anyway (an override of the trivial method called,
  * compareTo declared on a JDK type) shows that method under the trivial
- * method's caller. An interface's method is never taken for trivial (a
+ * method's caller. A call to an interface's method is never trivial (a
  * default method is overridden as a rule). (The NetBeans profiler,
  * JFluid's successor, leaves out getters, setters and empty methods by
  * default.) A main method, a thread's run and a ROOTS root are always
- * instrumented: the tree starts there.
+ * instrumented: the tree starts there. Only the classes of the JDK's
+ * loaders (the boot layer and the class path) are known to the others:
+ * a class of a program's own loader (an application server's, a fat
+ * jar's) may be left out for its calls within itself, not for calls to
+ * the classes of its loader.
  *
  * Whether another class's method is trivial comes from that class's own
  * scan, or from its class file read then: from the boot layer's modules
@@ -82,8 +86,10 @@ final class Trivial extends ClassVisitor {
     private static final ConcurrentHashMap<String, Known> known = new ConcurrentHashMap<>();
 
     /** A class's trivial methods, each with its closure, and whether one
-     *  is trivial through another class's method. */
-    private static final class Known {
+     *  is trivial through another class's method (then the class's
+     *  rewrite depends on that class's file too: BCICACHE does not keep
+     *  it). */
+    static final class Known {
         final Map<String, Integer> methods;
         final boolean dependent;
 
@@ -107,19 +113,6 @@ final class Trivial extends ClassVisitor {
         final List<String[]> calls = new ArrayList<>();
     }
 
-    /** What a scan found: the trivial methods, and whether any is
-     *  trivial through another class's method (then the class's rewrite
-     *  depends on that class's file too: BCICACHE does not keep it). */
-    static final class Found {
-        final Set<String> methods;
-        final boolean dependent;
-
-        Found(Set<String> methods, boolean dependent) {
-            this.methods = methods;
-            this.dependent = dependent;
-        }
-    }
-
     private Trivial(Selective sel, int depth) {
         super(Opcodes.ASM9);
         this.sel = sel;
@@ -129,20 +122,35 @@ final class Trivial extends ClassVisitor {
     /** scan returns the class's trivial methods, without the roots of
      *  sel; a class of the JDK's loaders (builtin) is kept for later
      *  lookups. */
-    static Found scan(ClassReader cr, boolean builtin, Selective sel) {
+    static Known scan(ClassReader cr, boolean builtin, Selective sel) {
         // Scanned again when it was read for a lookup before: that read
         // may have stopped short at MAX_DEPTH.
         Trivial t = new Trivial(sel, 0);
         Known k = new Known(t.run(cr), t.dependent);
         if (builtin)
-            keep(cr.getClassName(), k);
-        return new Found(k.methods.isEmpty() ? Set.of() : k.methods.keySet(), k.dependent);
+            keep(cr.getClassName(), k, true);
+        return k;
     }
 
-    private static void keep(String owner, Known k) {
-        if (known.size() < MAX_KNOWN)
+    /** keep remembers a class's answer: its own scan's over a lookup's,
+     *  which may have stopped short at MAX_DEPTH; none past MAX_KNOWN
+     *  classes (said once in log-msg: later classes' calls to other
+     *  classes then count as instrumented). */
+    private static void keep(String owner, Known k, boolean own) {
+        if (known.size() >= MAX_KNOWN) {
+            if (!full) {
+                full = true;
+                Probe.note("BCI: trivial methods of " + MAX_KNOWN + " classes known: later classes' calls to others count as instrumented");
+            }
+            return;
+        }
+        if (own)
             known.put(owner, k);
+        else
+            known.putIfAbsent(owner, k);
     }
+
+    private static volatile boolean full;
 
     private Map<String, Integer> run(ClassReader cr) {
         cr.accept(this, ClassReader.SKIP_DEBUG | ClassReader.SKIP_FRAMES);
@@ -216,7 +224,7 @@ final class Trivial extends ClassVisitor {
         }
         // Kept even where a chain went past MAX_DEPTH: a class is read
         // once, and what such a chain decides is only ever to instrument.
-        keep(owner, k);
+        keep(owner, k, false);
         return k;
     }
 
@@ -261,15 +269,20 @@ final class Trivial extends ClassVisitor {
                     File f = (File) e;
                     if (f.isDirectory()) {
                         File c = new File(f, name);
-                        if (c.isFile())
-                            return Files.readAllBytes(c.toPath());
+                        if (c.isFile()) {
+                            // java.io, not java.nio: no file system
+                            // provider's code in the middle of a class load.
+                            try (InputStream in = new FileInputStream(c)) {
+                                return in.readAllBytes();
+                            }
+                        }
                         continue;
                     }
-                    if (!f.isFile()) {
-                        entries.set(i, Boolean.FALSE);
-                        continue;
+                    try {
+                        e = f.isFile() ? new JarFile(f, false, ZipFile.OPEN_READ, Runtime.version()) : Boolean.FALSE;
+                    } catch (IOException | RuntimeException x) {
+                        e = Boolean.FALSE; // not a jar it can read: skipped, as the JDK's loader does
                     }
-                    e = new JarFile(f, false, ZipFile.OPEN_READ, Runtime.version());
                     entries.set(i, e);
                 }
                 if (e instanceof JarFile) {
