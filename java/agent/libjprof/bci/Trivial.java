@@ -60,10 +60,10 @@ import org.objectweb.asm.Opcodes;
  * MAX_DEPTH classes deep (a deeper one counts as instrumented, in the
  * classes where it was first met); each class is read once, its answer
  * kept by class name, for MAX_KNOWN classes (a set of small methods
- * each). Nothing is read while
- * java.base is instrumented (-Dlibjprof.bci.base), whose classes the
- * reads themselves need. A scan is one pass of the class file with the
- * debug information and frames skipped.
+ * each). Nothing is read while java.base is instrumented
+ * (-Dlibjprof.bci.base), whose classes the reads themselves need. A scan
+ * is one pass of the class file with the debug information and frames
+ * skipped.
  */
 final class Trivial extends ClassVisitor {
     /** HotSpot's MaxInlineSize: methods up to it are inlined whatever their call count. */
