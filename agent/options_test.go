@@ -212,7 +212,7 @@ func TestEventSource(t *testing.T) {
 		{"BCI", "", true, "BCI"},
 		{"METHODEVENTS", "", false, "METHODEVENTS"},
 		{"NOBCI", "", false, "METHODEVENTS"},
-		{"METHODEVENTS,BCI", "", true, "BCI"},
+		{"METHODEVENTS", "BCI", true, "BCI"}, // JPROFOPTS wins; both in one string: TestParseOptionsErrors
 		{"METHODEVENTS", "NOMETHODEVENTS", true, "BCI"},
 		{"BCI", "METHODEVENTS", false, "METHODEVENTS"},
 		{"SAMPLE", "", false, "SAMPLE"},
