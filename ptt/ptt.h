@@ -376,15 +376,11 @@ static inline void jp_ptt_perf_read(jp_ptt_thread *t, jp_ptt_reading *r)
 	r->interrupts = 0;
 }
 
-/* jp_ptt_read fills r with the calling thread's current metrics. */
-static inline void jp_ptt_read(jp_ptt_thread *t, jp_ptt_reading *r)
+/* jp_ptt_read_other is jp_ptt_read for every case but a bpf slot's. */
+static __attribute__((noinline, unused)) void jp_ptt_read_other(jp_ptt_thread *t, jp_ptt_reading *r)
 {
 	switch (jp_ptt.backend) {
 	case JP_PTT_BPF:
-		if (t->bpf_slot) {
-			jp_ptt_bpf_slot_read_at(t->bpf_slot, &t->anchor, r);
-			return;
-		}
 		if (t->perf_page) { /* no slot: its own perf event */
 			jp_ptt_perf_read(t, r);
 			return;
@@ -403,6 +399,18 @@ static inline void jp_ptt_read(jp_ptt_thread *t, jp_ptt_reading *r)
 	r->v[0] = jp_ptt_clock_ns();
 	r->dispatches = 0;
 	r->interrupts = 0;
+}
+
+/* jp_ptt_read fills r with the calling thread's current metrics. The bpf
+ * slot's read, the common case, is inlined into the per-event path: a
+ * call there costs its register saves on every event. */
+static inline __attribute__((always_inline)) void jp_ptt_read(jp_ptt_thread *t, jp_ptt_reading *r)
+{
+	if (__builtin_expect(jp_ptt.backend == JP_PTT_BPF && t->bpf_slot != NULL, 1)) {
+		jp_ptt_bpf_slot_read_at(t->bpf_slot, &t->anchor, r);
+		return;
+	}
+	jp_ptt_read_other(t, r);
 }
 
 #endif /* JP_PTT_H */
