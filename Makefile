@@ -12,7 +12,11 @@ JAVA_HOME ?= $(shell dirname $$(dirname $$(readlink -f $$(command -v javac 2>/de
 export JAVA_HOME
 JAVAC     ?= $(JAVA_HOME)/bin/javac
 JAVA      ?= $(JAVA_HOME)/bin/java
-export CGO_CFLAGS := -O2 -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
+# Go's build cache does not see a C header outside a package's own
+# directory (engine and jvmti include ptt/ptt.h): the headers' hash in the
+# flags, which the cache does see, rebuilds what includes them.
+C_HEADERS_HASH := $(shell cat ptt/*.h engine/*.h jvmti/*.h 2>/dev/null | sha1sum | cut -c1-12)
+export CGO_CFLAGS := -O2 -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux -DJP_HEADERS_$(C_HEADERS_HASH)
 # Go's asynchronous preemption signals (SIGURG) must never reach Java
 # threads: turn it off in the library's default GODEBUG.
 GOLDFLAGS := -X=runtime.godebugDefault=asyncpreemptoff=1
