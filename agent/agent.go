@@ -380,6 +380,7 @@ func (a *agent) VMDeath() {
 	if b, ok := a.source.(jvmti.BCI); ok {
 		st := b.Stats()
 		a.log.Info("BCI summary", zap.Uint64("classesRewritten", st.Rewritten), zap.Uint64("classesLeftAsTheyWere", st.Failed),
+			zap.Uint64("classesLeftForARunningLoop", st.KeptRunning),
 			zap.Uint64("transformerCalls", st.Hooks), zap.Duration("transformerTime", st.HookTime),
 			zap.Uint64("retransformCalls", st.Retransforms), zap.Duration("retransformTime", st.RetransformTime),
 			zap.Uint64("firstRunsFollowed", st.Expands), zap.Uint64("probeCallsWhileNotCollecting", st.IdleCalls),

@@ -64,10 +64,11 @@ static jint bc_len(const unsigned char *code, jint n, jint i)
 	return op < sizeof len ? len[op] : 0;
 }
 
-/* bc_loops says whether a method's code jumps backwards (1), not (0). An
- * instruction it cannot read counts as a loop: leaving a class alone costs
- * less than a loop run interpreted. */
-static int bc_loops(const unsigned char *code, jint n)
+/* bc_loops says whether a method's code at bytecode index at is inside a
+ * loop (1), not (0): whether a backward jump spans it. An instruction it
+ * cannot read counts as a loop: leaving a class alone costs less than a
+ * loop run interpreted. */
+static int bc_loops(const unsigned char *code, jint n, jlocation at)
 {
 	for (jint i = 0; i < n;) {
 		jint l = bc_len(code, n, i);
@@ -79,29 +80,32 @@ static int bc_loops(const unsigned char *code, jint n)
 			off = (int16_t)((uint16_t)code[i + 1] << 8 | code[i + 2]);
 		else if (op == 0xc8 || op == 0xc9) /* goto_w, jsr_w */
 			off = bc_s32(code + i + 1);
-		if (off < 0)
+#define JP_SPANS(o) ((o) < 0 && i + (jlocation)(o) <= at && at <= i)
+		if (JP_SPANS(off))
 			return 1;
 		if (op == 0xaa || op == 0xab) { /* the default, then each target */
 			jint p = (i + 4) & ~3;
-			if (bc_s32(code + p) < 0)
+			if (JP_SPANS(bc_s32(code + p)))
 				return 1;
-			for (jint at = p + 12; at + 4 <= i + l; at += op == 0xaa ? 4 : 8)
-				if (bc_s32(code + at) < 0)
+			for (jint t = p + 12; t + 4 <= i + l; t += op == 0xaa ? 4 : 8)
+				if (JP_SPANS(bc_s32(code + t)))
 					return 1;
 		}
+#undef JP_SPANS
 		i += l;
 	}
 	return 0;
 }
 
-/* bc_method_loops: does m have a loop? Unknown counts as yes. */
-static int bc_method_loops(jvmtiEnv *jvmti, jmethodID m)
+/* bc_method_loops: is m's frame, at bytecode index at, inside a loop?
+ * Unknown counts as yes. */
+static int bc_method_loops(jvmtiEnv *jvmti, jmethodID m, jlocation at)
 {
 	jint n = 0;
 	unsigned char *code = NULL;
 	if ((*jvmti)->GetBytecodes(jvmti, m, &n, &code) != JVMTI_ERROR_NONE || code == NULL)
 		return 1;
-	int r = bc_loops(code, n);
+	int r = bc_loops(code, n, at);
 	(*jvmti)->Deallocate(jvmti, code);
 	return r;
 }
@@ -127,17 +131,44 @@ static jint bottom_frames(jvmtiEnv *jvmti, jthread th, jvmtiFrameInfo *fr)
 	return 0;
 }
 
+/* Program frames looked at per thread, from the bottom: a lifelong loop
+ * is in the thread's entry or a call or two above it (main calling a
+ * run loop of its own); higher up, methods come and go. */
+#define JP_LOOP_FRAMES 3
+
+/* bci_keep_class adds c (a local ref, deleted here) to the classes to
+ * leave alone, once. */
+static void bci_keep_class(JNIEnv *jni, jclass **cs, jint *n, jint *cap, jclass c)
+{
+	int have = 0;
+	for (jint k = 0; k < *n && !have; k++)
+		have = (*jni)->IsSameObject(jni, (*cs)[k], c);
+	if (!have && *n == *cap) {
+		jint ncap = *cap ? 2 * *cap : 16;
+		jclass *g = realloc(*cs, sizeof **cs * (size_t)ncap);
+		if (g != NULL) {
+			*cs = g;
+			*cap = ncap;
+		}
+	}
+	if (!have && *n < *cap && ((*cs)[*n] = (*jni)->NewGlobalRef(jni, c)) != NULL)
+		(*n)++;
+	(*jni)->DeleteLocalRef(jni, c);
+}
+
 /*
  * bci_running_loops: a loop that runs for the program's life is where a
  * thread's own code starts (a main loop, the run() of a worker or of an
- * event loop), at the bottom of its stack under the JDK's frames; the
- * frames above it come and go. So on each thread the outermost frame of
- * a class the transformer instruments, if its method has a loop, names
- * the class to leave alone: one per thread at most, and never a method
- * that merely happens to be running above it (where a program spends
- * most of its time, in methods that return), so that their classes are
- * not kept out of the profile. A lifelong loop one call above a thread's
- * entry (an entry that delegates) is missed: it runs interpreted.
+ * event loop) or a call or two above it (main calling the program's run
+ * loop), at the bottom of its stack under the JDK's frames; the frames
+ * above come and go. So on each thread the first frame that is inside a
+ * loop (where its method is: a call from the loop's body), among the
+ * JP_LOOP_FRAMES outermost frames of classes the transformer instruments,
+ * names the class to leave alone; never a method called from that loop
+ * or merely running higher up (where a program spends most of its time,
+ * in methods that return), so that their classes are not kept out of the
+ * profile. A lifelong loop deeper in a thread's frames, or called from
+ * another loop, is missed: it runs interpreted.
  */
 jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
 {
@@ -152,8 +183,8 @@ jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
 	for (jint t = 0; t < nt; t++) {
 		jint got = bottom_frames(jvmti, ths[t], fr);
 		(*jni)->DeleteLocalRef(jni, ths[t]);
-		jclass found = NULL;
-		for (jint f = got - 1; f >= 0; f--) {
+		int own = 0; /* program frames seen, from the bottom */
+		for (jint f = got - 1; f >= 0 && own < JP_LOOP_FRAMES; f--) {
 			jmethodID m = fr[f].method;
 			jboolean native = JNI_FALSE;
 			jclass c = NULL;
@@ -164,28 +195,16 @@ jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
 			int wanted = bci_class_wanted(jni, c, &sig);
 			if (sig != NULL)
 				(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
-			if (wanted && bc_method_loops(jvmti, m))
-				found = c;
-			else
-				(*jni)->DeleteLocalRef(jni, c);
 			if (wanted)
+				own++;
+			if (wanted && bc_method_loops(jvmti, m, fr[f].location)) {
+				/* The first frame inside a loop, from the bottom:
+				 * what runs above it is called from it, and returns. */
+				bci_keep_class(jni, &cs, n, &cap, c);
 				break;
+			}
+			(*jni)->DeleteLocalRef(jni, c);
 		}
-		if (found == NULL)
-			continue;
-		int have = 0;
-		for (jint k = 0; k < *n && !have; k++)
-			have = (*jni)->IsSameObject(jni, cs[k], found);
-		if (!have && *n == cap) {
-			jclass *g = realloc(cs, sizeof *cs * (size_t)(cap = cap ? 2 * cap : 16));
-			if (g != NULL)
-				cs = g;
-			else
-				cap = *n;
-		}
-		if (!have && *n < cap && (cs[*n] = (*jni)->NewGlobalRef(jni, found)) != NULL)
-			(*n)++;
-		(*jni)->DeleteLocalRef(jni, found);
 	}
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)ths);
 	return cs;

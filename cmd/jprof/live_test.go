@@ -520,30 +520,36 @@ func TestProfileJLM(t *testing.T) {
 // says so; the classes it calls are instrumented.
 func TestProfileKeepsRunningLoop(t *testing.T) {
 	for _, jdk := range jvmtest.JDKs() {
-		t.Run(jdk.Name, func(t *testing.T) {
-			p := jvmtest.Launch(t, jvmtest.Run{Class: "LoopMain", Args: []string{"120"}, Options: "-", Java: jdk.Java})
-			pid := p.Result().PID
-			p.Expect(fmt.Sprintf("ready %d", pid))
-			// Three profiles: main's loop calls step, so the thread's stack
-			// changes depth while the agent reads it (once missed, the loop
-			// ran interpreted for good).
-			for i := 1; i <= 3; i++ {
-				dir := t.TempDir() + "/"
-				code, _, stderr := jprofBin(t, "profile", "-d", "1s", "-e", "bci", "-o", dir, strconv.Itoa(pid))
-				require.Equal(t, 0, code, stderr)
-				logs, _ := filepath.Glob(filepath.Join(dir, "log-rt.*"))
-				require.Len(t, logs, 1, "the log-rt kept in %s", dir)
-				b, err := os.ReadFile(logs[0])
+		// main's own loop, and a loop main calls (LoopRun.loop, while
+		// main, which has a loop too, is not in it): the first frame from
+		// the bottom that is in a loop is left alone, never the step it
+		// calls.
+		for _, c := range []struct{ main, kept, method string }{{"LoopMain", "LoopMain", "LoopMain.main"}, {"LoopDelegate", "LoopRun", "LoopRun.loop"}} {
+			t.Run(jdk.Name+"/"+c.kept, func(t *testing.T) {
+				p := jvmtest.Launch(t, jvmtest.Run{Class: c.main, Args: []string{"120"}, Options: "-", Java: jdk.Java})
+				pid := p.Result().PID
+				p.Expect(fmt.Sprintf("ready %d", pid))
+				// Three profiles: the loop calls step, so the thread's stack
+				// changes depth while the agent reads it (once missed, the
+				// loop ran interpreted for good).
+				for i := 1; i <= 3; i++ {
+					dir := t.TempDir() + "/"
+					code, _, stderr := jprofBin(t, "profile", "-d", "1s", "-e", "bci", "-o", dir, strconv.Itoa(pid))
+					require.Equal(t, 0, code, stderr)
+					logs, _ := filepath.Glob(filepath.Join(dir, "log-rt.*"))
+					require.Len(t, logs, 1, "the log-rt kept in %s", dir)
+					b, err := os.ReadFile(logs[0])
+					require.NoError(t, err)
+					assert.Contains(t, string(b), "BCI: 1 class left as it was, its methods not seen: a method of it was running a loop", "profile %d", i)
+					assert.Contains(t, string(b), "LoopWork.step(J)J")
+					assert.NotContains(t, string(b), c.method)
+				}
+				msg, err := os.ReadFile(fmt.Sprintf("/tmp/jprof-%d/log-msg_%d", os.Getuid(), pid))
 				require.NoError(t, err)
-				assert.Contains(t, string(b), "BCI: 1 class left as it was, its methods not seen: a method of it was running a loop", "profile %d", i)
-				assert.Contains(t, string(b), "LoopWork.step(J)J")
-				assert.NotContains(t, string(b), "LoopMain.main")
-			}
-			msg, err := os.ReadFile(fmt.Sprintf("/tmp/jprof-%d/log-msg_%d", os.Getuid(), pid))
-			require.NoError(t, err)
-			// At each start and each detach.
-			assert.Equal(t, 6, strings.Count(string(msg), "BCI: class LoopMain left as it was: a method of it is running a loop"))
-		})
+				// At each start and each detach.
+				assert.Equal(t, 6, strings.Count(string(msg), "BCI: class "+c.kept+" left as it was: a method of it is running a loop"))
+			})
+		}
 	}
 }
 

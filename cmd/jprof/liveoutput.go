@@ -30,6 +30,10 @@ func checkOut(out string) error {
 		return nil
 	}
 	if isDirOut(out) {
+		// One that exists must be writable; one that does not is made.
+		if fi, err := os.Stat(out); err == nil && fi.IsDir() && unix.Access(out, unix.W_OK) != nil {
+			return usagef("-o %s: directory not writable", out)
+		}
 		return nil
 	}
 	for _, ext := range []string{".html", ".pb.gz", ".pprof", ".collapsed", ".txt"} {

@@ -166,15 +166,19 @@ func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io
 	if err != nil {
 		return nil, false, err
 	}
-	opts := ev.opts + ",LOGPATH=" + logs
-	if *lf.opts != "" {
-		if sourceopts.Named(*lf.opts) {
-			// An event source in -opts replaces the event's, as one
-			// in JPROFOPTS replaces the -agentpath options'.
-			opts = sourceopts.Without(ev.opts) + ",LOGPATH=" + logs
-		}
-		opts += "," + *lf.opts
+	base := ev.opts
+	if *lf.opts != "" && sourceopts.Named(*lf.opts) {
+		// An event source in -opts replaces the event's, as one in
+		// JPROFOPTS replaces the -agentpath options'.
+		base = sourceopts.Without(base)
 	}
+	var parts []string
+	for _, p := range []string{base, "LOGPATH=" + logs, *lf.opts} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	opts := strings.Join(parts, ",")
 	fmt.Fprintf(stderr, "jprof: loading libjprof into pid %d (%s): %s\n", t.PID, t.MainClass, opts)
 	t0 := time.Now()
 	if err := t.LoadAgent(ctx, filepath.Join(dir, "libjprof.so"), opts); err != nil {

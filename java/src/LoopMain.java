@@ -21,6 +21,19 @@ public class LoopMain {
     }
 }
 
+/** LoopDelegate's run loop. */
+final class LoopRun {
+    static void loop(long end) {
+        long s = 0;
+        while (System.nanoTime() < end) {
+            for (int i = 0; i < 1000; i++)
+                s = s * 31 + (i ^ (s >>> 7));
+            s += LoopWork.step(s);
+            LoopMain.sink = s;
+        }
+    }
+}
+
 final class LoopWork {
     static long step(long x) {
         long h = x;
