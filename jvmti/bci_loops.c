@@ -131,9 +131,9 @@ static jint bottom_frames(jvmtiEnv *jvmti, jthread th, jvmtiFrameInfo *fr)
 	return 0;
 }
 
-/* Program frames looked at per thread, from the bottom: a lifelong loop
- * is in the thread's entry or a call or two above it (main calling a
- * run loop of its own); higher up, methods come and go. */
+/* Program frames looked at on the main thread, from the bottom: a
+ * lifelong loop is in main or a call or two above it (main calling a run
+ * loop of its own); higher up, methods come and go. */
 #define JP_LOOP_FRAMES 3
 
 /* bci_keep_class adds c (a local ref, deleted here) to the classes to
@@ -159,12 +159,13 @@ static void bci_keep_class(JNIEnv *jni, jclass **cs, jint *n, jint *cap, jclass 
 /*
  * bci_running_loops: a loop that runs for the program's life is where a
  * thread's own code starts (a main loop, the run() of a worker or of an
- * event loop) or a call or two above it (main calling the program's run
- * loop), at the bottom of its stack under the JDK's frames; the frames
- * above come and go. So on each thread the first frame that is inside a
- * loop (where its method is: a call from the loop's body), among the
- * JP_LOOP_FRAMES outermost frames of classes the transformer instruments,
- * names the class to leave alone; never a method called from that loop
+ * event loop) or, on the main thread, a call or two above it (main
+ * calling the program's run loop), at the bottom of its stack under the
+ * JDK's frames; the frames above come and go. So on each thread the
+ * first frame that is inside a loop (where its method is: a call from
+ * the loop's body), among its outermost frames of classes the
+ * transformer instruments (JP_LOOP_FRAMES on the main thread, one
+ * elsewhere), names the class to leave alone; never a method called from that loop
  * or merely running higher up (where a program spends most of its time,
  * in methods that return), so that their classes are not kept out of the
  * profile. A lifelong loop deeper in a thread's frames, or called from
@@ -182,9 +183,25 @@ jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
 	jvmtiFrameInfo fr[JP_LOOP_DEPTH];
 	for (jint t = 0; t < nt; t++) {
 		jint got = bottom_frames(jvmti, ths[t], fr);
+		/* Up to JP_LOOP_FRAMES on the main thread (main calling the
+		 * program's run loop); elsewhere the first program frame only:
+		 * a pool's task or a short thread's run() that calls a loop is
+		 * work that returns, and its class belongs in the profile. */
+		int limit = 1;
+		jvmtiThreadInfo ti;
+		if ((*jvmti)->GetThreadInfo(jvmti, ths[t], &ti) == JVMTI_ERROR_NONE) {
+			if (ti.name != NULL && strcmp(ti.name, "main") == 0)
+				limit = JP_LOOP_FRAMES;
+			if (ti.name != NULL)
+				(*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
+			if (ti.thread_group != NULL)
+				(*jni)->DeleteLocalRef(jni, ti.thread_group);
+			if (ti.context_class_loader != NULL)
+				(*jni)->DeleteLocalRef(jni, ti.context_class_loader);
+		}
 		(*jni)->DeleteLocalRef(jni, ths[t]);
 		int own = 0; /* program frames seen, from the bottom */
-		for (jint f = got - 1; f >= 0 && own < JP_LOOP_FRAMES; f--) {
+		for (jint f = got - 1; f >= 0 && own < limit; f--) {
 			jmethodID m = fr[f].method;
 			jboolean native = JNI_FALSE;
 			jclass c = NULL;

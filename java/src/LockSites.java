@@ -62,23 +62,7 @@ public class LockSites {
     public static void main(String[] args) throws Exception {
         if (args.length > 0)
             System.out.println("ready " + ProcessHandle.current().pid());
-        rounds(args);
-    }
-
-    // The program's loop, out of main: a BCI profile attached while the
-    // first frame of a thread's own code runs a loop leaves that frame's
-    // class as it was (README, Profile a running JVM).
-    static void rounds(String[] args) throws Exception {
-        if (args.length > 1 && args[0].equals("gate")) {
-            java.nio.file.Path gate = java.nio.file.Path.of(args[1]);
-            while (!java.nio.file.Files.exists(gate))
-                Thread.sleep(10);
-            round();
-            Thread.sleep(Long.MAX_VALUE);
-        }
-        do {
-            round();
-        } while (args.length > 0);
+        LockRounds.rounds(args);
     }
 
     static void round() throws Exception {
@@ -117,5 +101,23 @@ public class LockSites {
         for (Thread t : ts)
             t.join();
         System.out.println("enter_ns=" + enterNs + " wait_ns=" + waitNs + " park_ns=" + parkNs);
+    }
+}
+
+/** The program's loop, in a class of its own: a BCI profile attached
+ *  while the main thread runs a loop (in main, or a call or two above it)
+ *  leaves that loop's class as it was (README, Profile a running JVM). */
+final class LockRounds {
+    static void rounds(String[] args) throws Exception {
+        if (args.length > 1 && args[0].equals("gate")) {
+            java.nio.file.Path gate = java.nio.file.Path.of(args[1]);
+            while (!java.nio.file.Files.exists(gate))
+                Thread.sleep(10);
+            LockSites.round();
+            Thread.sleep(Long.MAX_VALUE);
+        }
+        do {
+            LockSites.round();
+        } while (args.length > 0);
     }
 }
