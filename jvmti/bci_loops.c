@@ -64,11 +64,11 @@ static jint bc_len(const unsigned char *code, jint n, jint i)
 	return op < sizeof len ? len[op] : 0;
 }
 
-/* bc_loops says whether a method's code at bytecode index at is inside a
+/* bc_in_loop says whether a method's code at bytecode index at is inside a
  * loop (1), not (0): whether a backward jump spans it. An instruction it
  * cannot read counts as a loop: leaving a class alone costs less than a
  * loop run interpreted. */
-static int bc_loops(const unsigned char *code, jint n, jlocation at)
+static int bc_in_loop(const unsigned char *code, jint n, jlocation at)
 {
 	for (jint i = 0; i < n;) {
 		jint l = bc_len(code, n, i);
@@ -97,15 +97,15 @@ static int bc_loops(const unsigned char *code, jint n, jlocation at)
 	return 0;
 }
 
-/* bc_method_loops: is m's frame, at bytecode index at, inside a loop?
+/* bc_frame_in_loop: is m's frame, at bytecode index at, inside a loop?
  * Unknown counts as yes. */
-static int bc_method_loops(jvmtiEnv *jvmti, jmethodID m, jlocation at)
+static int bc_frame_in_loop(jvmtiEnv *jvmti, jmethodID m, jlocation at)
 {
 	jint n = 0;
 	unsigned char *code = NULL;
 	if ((*jvmti)->GetBytecodes(jvmti, m, &n, &code) != JVMTI_ERROR_NONE || code == NULL)
 		return 1;
-	int r = bc_loops(code, n, at);
+	int r = bc_in_loop(code, n, at);
 	(*jvmti)->Deallocate(jvmti, code);
 	return r;
 }
@@ -165,10 +165,10 @@ static void bci_keep_class(JNIEnv *jni, jclass **cs, jint *n, jint *cap, jclass 
  * first frame that is inside a loop (where its method is: a call from
  * the loop's body), among its outermost frames of classes the
  * transformer instruments (JP_LOOP_FRAMES on the main thread, one
- * elsewhere), names the class to leave alone; never a method called from that loop
- * or merely running higher up (where a program spends most of its time,
- * in methods that return), so that their classes are not kept out of the
- * profile. A lifelong loop deeper in a thread's frames, or called from
+ * elsewhere), names the class to leave alone; never a method called
+ * from that loop or merely running higher up (where a program spends
+ * most of its time, in methods that return), so that their classes are
+ * not kept out of the profile. A lifelong loop deeper in a thread's frames, or called from
  * another loop, is missed: it runs interpreted.
  */
 jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
@@ -214,7 +214,7 @@ jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
 				(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
 			if (wanted)
 				own++;
-			if (wanted && bc_method_loops(jvmti, m, fr[f].location)) {
+			if (wanted && bc_frame_in_loop(jvmti, m, fr[f].location)) {
 				/* The first frame inside a loop, from the bottom:
 				 * what runs above it is called from it, and returns. */
 				bci_keep_class(jni, &cs, n, &cap, c);

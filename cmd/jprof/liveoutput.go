@@ -22,34 +22,39 @@ import (
 // checkOut refuses an -o whose kind is not known, before anything is
 // done to the JVM.
 func checkOut(out string) error {
+	// Found before the profile runs, not after.
 	if out == "" {
 		// The default, jprof-<pid>.html here.
-		if unix.Access(".", unix.W_OK) != nil {
+		if !writable(".") {
 			return usagef("the current directory is not writable: name an output with -o")
 		}
 		return nil
 	}
 	if isDirOut(out) {
 		// One that exists must be writable; one that does not is made.
-		if fi, err := os.Stat(out); err == nil && fi.IsDir() && unix.Access(out, unix.W_OK) != nil {
+		if fi, err := os.Stat(out); err == nil && fi.IsDir() && !writable(out) {
 			return usagef("-o %s: directory not writable", out)
 		}
 		return nil
 	}
 	for _, ext := range []string{".html", ".pb.gz", ".pprof", ".collapsed", ".txt"} {
 		if strings.HasSuffix(out, ext) {
-			// Found before the profile runs, not after.
 			dir := filepath.Dir(out)
 			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 				return usagef("-o %s: no directory %s to write it in", out, dir)
 			}
-			if unix.Access(dir, unix.W_OK) != nil {
+			if !writable(dir) {
 				return usagef("-o %s: directory %s is not writable", out, dir)
 			}
 			return nil
 		}
 	}
 	return usagef("-o %s: want a name ending in .html (flame graph), .pb.gz (pprof), .collapsed or .txt (collapsed stacks), or a directory (an existing one, or a name ending in /)", out)
+}
+
+// writable says whether this user may create files in dir.
+func writable(dir string) bool {
+	return unix.Access(dir, unix.W_OK) == nil
 }
 
 func isDirOut(out string) bool {

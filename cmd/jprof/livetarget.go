@@ -134,37 +134,37 @@ func agentFiles(lib string) ([]string, error) {
 }
 
 // connect finds the JVM's agent, loading libjprof into the JVM first if
-// it has none. It says what it does on stderr.
-func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io.Writer) (*liveTarget, bool, error) {
+// it has none (lt.loaded). It says what it does on stderr.
+func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io.Writer) (*liveTarget, error) {
 	t, err := findTarget(arg)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	lt := &liveTarget{t: t}
 	if lt.client, err = dialAgent(ctx, t); err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if lt.client != nil || !load {
 		if lt.client == nil {
-			return nil, false, fmt.Errorf("pid %d (%s) has no libjprof agent: jprof start or jprof profile loads one", t.PID, t.MainClass)
+			return nil, fmt.Errorf("pid %d (%s) has no libjprof agent: jprof start or jprof profile loads one", t.PID, t.MainClass)
 		}
 		if lf.opts != nil && *lf.opts != "" {
 			fmt.Fprintf(stderr, "jprof: warning: -opts %s not used: pid %d has its agent already, with the options it was loaded with\n", *lf.opts, t.PID)
 		}
-		return lt, false, nil
+		return lt, nil
 	}
 	ev := lookupEvent(*lf.event)
 	files, err := agentFiles(*lf.lib)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	dir, err := t.Stage(files...)
 	if err != nil {
-		return nil, false, fmt.Errorf("pid %d: making libjprof reachable by the JVM: %w", t.PID, err)
+		return nil, fmt.Errorf("pid %d: making libjprof reachable by the JVM: %w", t.PID, err)
 	}
 	logs, err := outputDir(t)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	base := ev.opts
 	if *lf.opts != "" && sourceopts.Named(*lf.opts) {
@@ -183,18 +183,19 @@ func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io
 	t0 := time.Now()
 	if err := t.LoadAgent(ctx, filepath.Join(dir, "libjprof.so"), opts); err != nil {
 		if why := attachError(t); why != "" {
-			return nil, false, fmt.Errorf("%w: %s", err, why)
+			return nil, fmt.Errorf("%w: %s", err, why)
 		}
-		return nil, false, err
+		return nil, err
 	}
 	if lt.client, err = dialAgent(ctx, t); err != nil || lt.client == nil {
 		if err == nil {
 			err = errors.New("no control socket after the load")
 		}
-		return nil, false, fmt.Errorf("pid %d: libjprof loaded but does not answer: %w", t.PID, err)
+		return nil, fmt.Errorf("pid %d: libjprof loaded but does not answer: %w", t.PID, err)
 	}
 	fmt.Fprintf(stderr, "jprof: libjprof loaded in %v\n", time.Since(t0).Round(time.Millisecond))
-	return lt, true, nil
+	lt.loaded = true
+	return lt, nil
 }
 
 func lookupEvent(name string) *struct{ name, opts, source, kind, about string } {
@@ -300,12 +301,12 @@ func checkEvent(ctx context.Context, lt *liveTarget, lf liveFlags) (string, erro
 		return st, nil
 	}
 	for i := range events {
-		// -opts may have named another source for the load.
-		if has(&events[i]) && (!lf.eventSet || lt.loaded) {
-			*lf.event = events[i].name
-			return st, nil
-		}
 		if has(&events[i]) {
+			// -opts may have named another source for the load.
+			if !lf.eventSet || lt.loaded {
+				*lf.event = events[i].name
+				return st, nil
+			}
 			return "", fmt.Errorf("pid %d's agent, loaded earlier, profiles what -e %s does (%s, %s): it cannot change to -e %s; use -e %s, or restart the program",
 				lt.t.PID, events[i].name, events[i].source, events[i].kind, ev, events[i].name)
 		}
@@ -347,9 +348,6 @@ func openLive(name string, args []string, withEvent, withOut, load bool,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *lf.timeout)
 	defer cancel()
-	lt, loaded, err := connect(ctx, pos[0], lf, load, warnings)
-	if lt != nil {
-		lt.loaded = loaded
-	}
+	lt, err := connect(ctx, pos[0], lf, load, warnings)
 	return lt, lf, err
 }
