@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/zip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -163,4 +164,72 @@ func TestBCICacheEvict(t *testing.T) {
 	require.NoError(t, err)
 	defer unix.Close(fd)
 	assert.EqualValues(t, bciCacheCap-(160<<20), budget)
+}
+
+// A class whose trivial methods call another class's (TrivialCases's
+// crossClass calls Box.get) is kept when that class is in a jar of the
+// class path, under a name holding the jars' stamps: a second run reads
+// every class, and one after the jar changed rewrites the dependent class
+// again while the others still hit. Where the callee is in a directory,
+// whose files may change unseen, the dependent class is not kept.
+func TestBCICacheDependsOnJars(t *testing.T) {
+	jvmtest.Build(t)
+	jar := filepath.Join(t.TempDir(), "trivial.jar")
+	writeJar(t, jar, filepath.Join(jvmtest.Root(), "build", "java"), "TrivialCases*.class")
+	plain := jvmtest.Start(t, jvmtest.Run{Class: "TrivialCases", Options: "CALLTREE,START,NORTDRIVER"})
+	require.Equal(t, 0, plain.ExitCode, plain.Stderr)
+	want := methodCalls(plain.LogRT(t, 1))
+	require.Zero(t, want["TrivialCases.crossClass()I"], "crossClass is trivial through Box.get")
+
+	run := func(dir string, cp []string) (read, notHeld, added int) {
+		t.Helper()
+		r := jvmtest.Start(t, jvmtest.Run{Class: "TrivialCases", ClassPath: cp, Options: "CALLTREE,START,NORTDRIVER,BCICACHE=" + dir})
+		require.Equal(t, 0, r.ExitCode, r.Stderr)
+		assert.Equal(t, want, methodCalls(r.LogRT(t, 1)), "the same tree as without the cache")
+		return bciCacheCounts(t, r.ReadFile(t, "msg"))
+	}
+	// The second run may load classes the first did not (the agent's own
+	// code takes other paths when classes hit): the third is the steady
+	// state.
+	dir := filepath.Join(t.TempDir(), "cache")
+	_, _, added := run(dir, []string{jar})
+	assert.NotZero(t, added)
+	run(dir, []string{jar})
+	read, notHeld, _ := run(dir, []string{jar})
+	assert.NotZero(t, read)
+	assert.Zero(t, notHeld, "every class kept, TrivialCases under the jar's stamp")
+
+	later := time.Now().Add(time.Minute)
+	require.NoError(t, os.Chtimes(jar, later, later))
+	read, notHeld, _ = run(dir, []string{jar})
+	assert.NotZero(t, read, "the classes that depend on no other still hit")
+	assert.Equal(t, 1, notHeld, "TrivialCases rewritten again: the jar it depends on changed")
+
+	// From build/java's directory: TrivialCases is never kept.
+	other := filepath.Join(t.TempDir(), "cache")
+	run(other, nil)
+	run(other, nil)
+	_, notHeld, _ = run(other, nil)
+	assert.Equal(t, 1, notHeld, "TrivialCases depends on a directory's class: not kept")
+}
+
+// writeJar writes a jar of dir's files that match pattern.
+func writeJar(t *testing.T, jar, dir, pattern string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, pattern))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	f, err := os.Create(jar)
+	require.NoError(t, err)
+	w := zip.NewWriter(f)
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		require.NoError(t, err)
+		e, err := w.Create(filepath.Base(name))
+		require.NoError(t, err)
+		_, err = e.Write(b)
+		require.NoError(t, err)
+	}
+	require.NoError(t, w.Close())
+	require.NoError(t, f.Close())
 }

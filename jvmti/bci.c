@@ -424,8 +424,12 @@ static void bci_keep_out_of_c2(JNIEnv *jni)
  * if collection started at load, instruments what loaded before. */
 static void bci_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 {
-	(void)jvmti;
 	(void)thread;
+	char *patch = NULL;
+	if ((*jvmti)->GetSystemProperty(jvmti, "jdk.module.patch.0", &patch) == JVMTI_ERROR_NONE && patch != NULL) {
+		bci.flags |= JP_BCI_PATCHED;
+		(*jvmti)->Deallocate(jvmti, (unsigned char *)patch);
+	}
 	static const JNINativeMethod natives[] = {
 		{ "enter", "(I)V", (void *)bci_enter },
 		{ "exit", "(I)V", (void *)bci_exit },

@@ -110,7 +110,8 @@ void bci_ffm_setup(JNIEnv *jni);
 /* BCICACHE (bci_cache.c): an entry's file name, and the lookup. */
 #define JP_BCI_CACHE_NAME 192
 void jp_bci_cache_name(const char *cls, const unsigned char *data, jint len, char *out);
-int jp_bci_cache_hit(jvmtiEnv *jvmti, const char *cls, const char *name, jint len, jint *new_len,
+void jp_bci_cache_name_cp(const char *plain, char *out);
+int jp_bci_cache_hit(jvmtiEnv *jvmti, const char *cls, const char *const names[2], jint len, jint *new_len,
 		     unsigned char **new_data);
 void jp_bci_cache_setup(jvmtiEnv *jvmti);
 void jp_bci_cache_flush(int last);

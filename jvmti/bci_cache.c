@@ -90,20 +90,26 @@ static const char *bci_cache_apply(jvmtiEnv *jvmti, const char *cls, const unsig
 /*
  * jp_bci_cache_hit looks a class up. 1: answered, *new_data set to the
  * class rewritten with this run's handles, or left alone for a class
- * the transformer keeps as it is; 0: not held, rewrite it. name is the
- * entry's name (jp_bci_cache_name).
+ * the transformer keeps as it is; 0: not held, rewrite it. names are
+ * the entry's two possible names, tried in turn: its own
+ * (jp_bci_cache_name) and with the class path's stamp
+ * (jp_bci_cache_name_cp).
  */
-int jp_bci_cache_hit(jvmtiEnv *jvmti, const char *cls, const char *name, jint len, jint *new_len,
+int jp_bci_cache_hit(jvmtiEnv *jvmti, const char *cls, const char *const names[2], jint len, jint *new_len,
 		     unsigned char **new_data)
 {
-	size_t n = 0;
-	int damaged = 0;
-	const unsigned char *e = jp_pack_find(name, &n, &damaged);
-	const char *why = e != NULL ? bci_cache_apply(jvmti, cls, e, n, len, new_len, new_data)
-				    : damaged ? "damaged: its check does not match" : "";
+	const unsigned char *e = NULL;
+	const char *why = "";
+	for (int i = 0; i < 2 && why != NULL; i++) {
+		size_t n = 0;
+		int damaged = 0;
+		e = jp_pack_find(names[i], &n, &damaged);
+		why = e != NULL ? bci_cache_apply(jvmti, cls, e, n, len, new_len, new_data)
+				: damaged ? "damaged: its check does not match" : "";
+		if (why != NULL && *why)
+			jp_cache_say(&said_entry, "BCI: BCICACHE entry %s not used (%s); such entries are rewritten again", names[i], why);
+	}
 	if (why != NULL) {
-		if (*why)
-			jp_cache_say(&said_entry, "BCI: BCICACHE entry %s not used (%s); such entries are rewritten again", name, why);
 		__atomic_add_fetch(&bci.cache_misses, 1, __ATOMIC_RELAXED);
 		return 0;
 	}

@@ -155,7 +155,10 @@ void JNICALL jp_bci_class_file_load(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefin
 	int cacheable = __atomic_load_n(&bci.cache_on, __ATOMIC_ACQUIRE) && redefined == NULL && !bci.selective;
 	if (cacheable) {
 		jp_bci_cache_name(name, data, len, entry);
-		if (jp_bci_cache_hit(jvmti, name, entry, len, new_len, new_data))
+		char cp[JP_BCI_CACHE_NAME];
+		jp_bci_cache_name_cp(entry, cp);
+		const char *const names[2] = { entry, cp };
+		if (jp_bci_cache_hit(jvmti, name, names, len, new_len, new_data))
 			goto done;
 	}
 	if ((*jni)->PushLocalFrame(jni, 8) != 0) {
@@ -190,11 +193,19 @@ void JNICALL jp_bci_class_file_load(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefin
 		jbyte magic[4] = { 0 };
 		if (n >= 4)
 			(*jni)->GetByteArrayRegion(jni, out, 0, 4, magic);
-		if (memcmp(magic, "JPC1", 4) == 0) {
+		/* JPC2: an entry whose rewrite depends on the class path's jars,
+		 * kept under the name that holds their stamp, as JPC1. */
+		int cpdep = memcmp(magic, "JPC2", 4) == 0;
+		if (cpdep || memcmp(magic, "JPC1", 4) == 0) {
 			unsigned char *e = malloc((size_t)n);
 			if (e != NULL) {
 				(*jni)->GetByteArrayRegion(jni, out, 0, n, (jbyte *)e);
-				jp_bci_cache_add(jvmti, name, entry, e, (size_t)n, len, new_len, new_data);
+				char cp[JP_BCI_CACHE_NAME];
+				if (cpdep) {
+					e[3] = '1';
+					jp_bci_cache_name_cp(entry, cp);
+				}
+				jp_bci_cache_add(jvmti, name, cpdep ? cp : entry, e, (size_t)n, len, new_len, new_data);
 				free(e);
 			} else {
 				__atomic_add_fetch(&bci.failed, 1, __ATOMIC_RELAXED);

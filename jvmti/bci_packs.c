@@ -33,7 +33,7 @@
 
 /* The format of packs and entries, and what a handle's mark means: a
  * change to either must change the context (bci_cache_context). */
-#define JP_CACHE_FORMAT "libjprof-bcicache-2"
+#define JP_CACHE_FORMAT "libjprof-bcicache-3"
 #define JP_PACK_MAGIC 0x4a504b31u  /* a pack: "JPK1" */
 #define JP_PACK_FLUSH (16u << 20) /* a run's new entries, written as a pack at this */
 #define JP_PACK_MERGE 8
@@ -50,6 +50,10 @@ struct jp_pack_ref {
 static struct {
 	int dirfd;       /* the context's directory */
 	uint64_t key[2]; /* its secret */
+	/* The class path's jars (java.class.path, then the boot class path's
+	 * append), stamped and keyed: part of the name of an entry whose
+	 * rewrite depends on their classes (jp_bci_cache_name_cp). */
+	uint64_t cp;
 	struct jp_pack_ref *tab; /* open addressing, by name; read-only once published */
 	uint32_t cap, n;
 	/* This run's new entries, a pack's records, not yet written. */
@@ -77,6 +81,15 @@ void jp_bci_cache_name(const char *cls, const unsigned char *data, jint len, cha
 	}
 	snprintf(out + n, JP_BCI_CACHE_NAME - n, "-%d-%016llx%016llx", (int)len, (unsigned long long)a,
 		 (unsigned long long)b);
+}
+
+/* jp_bci_cache_name_cp writes into out the name of the entry of a
+ * class whose rewrite depends on classes of the class path's jars (its
+ * trivial methods call theirs): its plain name with the jars' stamp, so
+ * that a changed jar is a miss. */
+void jp_bci_cache_name_cp(const char *plain, char *out)
+{
+	snprintf(out, JP_BCI_CACHE_NAME, "%s-%016llx", plain, (unsigned long long)pk.cp);
 }
 
 void jp_cache_say(int *said, const char *fmt, const char *what, const char *why)
@@ -226,8 +239,38 @@ static int pk_finish(struct jp_pack_out *o, int ok)
 	return -1;
 }
 
+/* bci_cache_stamp chains into (*a, *b) the identity of each file of a
+ * path list (size, time, inode: a jar rewritten in place or replaced
+ * changes it) or only its name for what is not a regular file (a
+ * directory's classes may change under the same stamp: Trivial.java
+ * lets no kept class depend on them). */
+static void bci_cache_stamp(const char *list, uint64_t *a, uint64_t *b)
+{
+	while (list != NULL && *list != 0) {
+		const char *end = strchr(list, ':');
+		size_t len = end ? (size_t)(end - list) : strlen(list);
+		char path[4096], st_desc[4200];
+		if (len > 0 && len < sizeof path) {
+			memcpy(path, list, len);
+			path[len] = 0;
+			struct stat st;
+			int n;
+			if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+				n = snprintf(st_desc, sizeof st_desc, "|%s:%lld:%lld.%09ld:%llu", path, (long long)st.st_size,
+					     (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, (unsigned long long)st.st_ino);
+			else
+				n = snprintf(st_desc, sizeof st_desc, "|%s:-", path);
+			if (n > 0 && (size_t)n < sizeof st_desc)
+				jp_cache_hash2((const unsigned char *)st_desc, (size_t)n, *a, *b, a, b);
+		}
+		list = end ? end + 1 : NULL;
+	}
+}
+
 /* bci_cache_context names the context directory: a hash of what decides
- * the transformer's output. -1 if the jar cannot be read. */
+ * the transformer's output: its jar, the options and the JVM (its
+ * version, home and runtime image, whose classes' trivial methods other
+ * classes' rewrites may depend on). -1 if the jar cannot be read. */
 static int bci_cache_context(jvmtiEnv *jvmti, char *out, size_t outlen)
 {
 	int fd = open(bci.jar, O_RDONLY | O_CLOEXEC);
@@ -262,6 +305,13 @@ static int bci_cache_context(jvmtiEnv *jvmti, char *out, size_t outlen)
 			(*jvmti)->Deallocate(jvmti, (unsigned char *)v);
 	}
 	jp_cache_hash2((const unsigned char *)desc, strlen(desc), ja, jb, &da, &db);
+	char *home = NULL;
+	if ((*jvmti)->GetSystemProperty(jvmti, "java.home", &home) == JVMTI_ERROR_NONE && home != NULL) {
+		char img[4096];
+		if ((size_t)snprintf(img, sizeof img, "%s/lib/modules", home) < sizeof img)
+			bci_cache_stamp(img, &da, &db);
+		(*jvmti)->Deallocate(jvmti, (unsigned char *)home);
+	}
 	snprintf(out, outlen, "ctx-%016llx%016llx", (unsigned long long)da, (unsigned long long)db);
 	return 0;
 }
@@ -447,6 +497,17 @@ void jp_bci_cache_setup(jvmtiEnv *jvmti)
 		jp_notef("BCI: BCICACHE %s not used: %s", bci.cache_name, why);
 		return;
 	}
+	uint64_t a = pk.key[0], b = pk.key[1];
+	static const char *const paths[] = { "java.class.path", "jdk.boot.class.path.append" };
+	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+		char *v = NULL;
+		if ((*jvmti)->GetSystemProperty(jvmti, paths[i], &v) == JVMTI_ERROR_NONE && v != NULL) {
+			bci_cache_stamp(v, &a, &b);
+			(*jvmti)->Deallocate(jvmti, (unsigned char *)v);
+		}
+		jp_cache_hash2((const unsigned char *)"|", 1, a, b, &a, &b); /* ends a list */
+	}
+	pk.cp = a ^ b;
 	bci_cache_packs(writable);
 	pk.budget = bci.cache_budget;
 	bci.cache_writable = writable;

@@ -25,6 +25,10 @@ final class TransformCache {
     private TransformCache() {}
 
     private static final int MAGIC = 0x4a504331; // "JPC1"
+    /** An entry whose rewrite depends on the class path's jars (a trivial
+     *  method calling theirs): the agent keeps it under a name with their
+     *  stamps, as a JPC1 entry. */
+    private static final int MAGIC_JARS = 0x4a504332; // "JPC2"
     /**
      * CACHED_ID marks a handle in a class kept in the cache (the agent
      * takes it off, bci.h's bci_id): so marked, a handle's constant is
@@ -56,9 +60,9 @@ final class TransformCache {
      * this runs inside a class load, which must not start loading a
      * class of the JDK that may need the one being loaded.
      */
-    static byte[] entry(byte[] in, byte[] out, Map<Integer, Handle> handles, long trivial, long wrapped) {
+    static byte[] entry(byte[] in, byte[] out, Map<Integer, Handle> handles, long trivial, long wrapped, boolean jars) {
         if (out == null)
-            return header(in.length, 0, 0, 0, 0);
+            return header(in.length, 0, 0, 0, 0, false);
         for (int h : handles.keySet())
             if (h < 0) // the engine's overflow handle, shared by methods past its bound
                 return out;
@@ -92,7 +96,7 @@ final class TransformCache {
         }
         if (n != handles.size())
             return out;
-        byte[] e = header(in.length, trivial, wrapped, n, size + 4 + out.length);
+        byte[] e = header(in.length, trivial, wrapped, n, size + 4 + out.length, jars);
         int p = HEADER;
         for (int i = 0; i < n; i++) {
             p = putInt(e, p, at[i]);
@@ -112,9 +116,9 @@ final class TransformCache {
      *  class (length, bytes; length 0: left as it was), big-endian. */
     private static final int HEADER = 20;
 
-    private static byte[] header(int inLen, long trivial, long wrapped, int n, int rest) {
+    private static byte[] header(int inLen, long trivial, long wrapped, int n, int rest, boolean jars) {
         byte[] e = new byte[HEADER + (n == 0 && rest == 0 ? 4 : rest)];
-        int p = putInt(e, 0, MAGIC);
+        int p = putInt(e, 0, jars ? MAGIC_JARS : MAGIC);
         p = putInt(e, p, inLen);
         p = putInt(e, p, (int) trivial);
         p = putInt(e, p, (int) wrapped);

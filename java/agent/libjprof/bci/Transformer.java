@@ -48,6 +48,9 @@ public final class Transformer {
      *  measurement in BENCHMARKS.md), but for java.lang.invoke and jdk.internal. */
     static final boolean BASE = Boolean.getBoolean("libjprof.bci.base");
     private static Map<String, Module> bootModules = new HashMap<>();
+    /** The boot layer's modules read from the runtime image (jrt:). */
+    private static Set<String> imageModules = Set.of();
+
     private static String[] includes = new String[0], excludes = new String[0];
     private static final ConcurrentHashMap<String, Integer> ids = new ConcurrentHashMap<>();
     /** handle -> {class, name+desc}: what selective instrumentation expands. */
@@ -58,7 +61,7 @@ public final class Transformer {
     /** init's flags: instrument trivial methods too (ALLMETHODS); wrap
      *  native methods (see NATIVE_PREFIX); count monitors (JLM); call
      *  Probe's FFM downcalls instead of its natives. */
-    static final int ALL_METHODS = 1, NATIVES = 2, JLM = 4, FFM = 8;
+    static final int ALL_METHODS = 1, NATIVES = 2, JLM = 4, FFM = 8, PATCHED = 16;
     /** transform's: the class is being retransformed; it is, and its
      *  native methods were wrapped at its first load. */
     static final int RETRANSFORMING = 1, WRAPPED = 2;
@@ -88,6 +91,11 @@ public final class Transformer {
         Transformer.flags = flags;
         Map<String, Module> mods = new HashMap<>();
         Set<String> base = new HashSet<>();
+        Set<String> img = new HashSet<>();
+        for (java.lang.module.ResolvedModule r : ModuleLayer.boot().configuration().modules())
+            if (r.reference().location().map(u -> "jrt".equals(u.getScheme())).orElse(false))
+                img.add(r.name());
+        imageModules = img;
         for (Module m : ModuleLayer.boot().modules()) {
             for (String p : m.getPackages()) {
                 String ip = p.replace('.', '/');
@@ -146,6 +154,13 @@ public final class Transformer {
      *  whose classes are those of the boot layer and the class path. */
     static boolean builtin(ClassLoader loader) {
         return loader == null || loader.getClass().getName().startsWith("jdk.internal.loader.ClassLoaders$");
+    }
+
+    /** inImage: a boot layer module of the JDK's runtime image (not of
+     *  --module-path's files, and none with --patch-module, whose files
+     *  may change). */
+    static boolean inImage(Module m) {
+        return imageModules.contains(m.getName()) && (flags & PATCHED) == 0;
     }
 
     /** bootModule is the boot layer's module of a class, or null. */
@@ -234,7 +249,7 @@ public final class Transformer {
                 if (selective != null)
                     Hierarchy.record(reader(bytes), cls, Set.of(), null, loader);
                 else if (cached)
-                    return TransformCache.entry(bytes, null, null, 0, 0);
+                    return TransformCache.entry(bytes, null, null, 0, 0, false);
                 return null;
             }
             Set<String> skip = new HashSet<>();
@@ -254,9 +269,12 @@ public final class Transformer {
                     // (the hook writes it and takes the class out).
                     Rewritten r = new Rewritten();
                     byte[] out = rewrite(bytes, skip, loader, how, wanted, wrap, r);
-                    // An entry is named by its class's bytes alone: a
-                    // rewrite that another class's file decided is not kept.
-                    return skip.isEmpty() && !r.dependent ? TransformCache.entry(bytes, out, r.handles, r.trivialLeft, r.wrapped) : out;
+                    // An entry is named by its class's bytes (and the
+                    // class path's jars' stamps when they decided its
+                    // rewrite): one that other files decided is not kept.
+                    return skip.isEmpty() && r.deps != Trivial.FILES
+                            ? TransformCache.entry(bytes, out, r.handles, r.trivialLeft, r.wrapped, r.deps == Trivial.JARS)
+                            : out;
                 } catch (ClassTooLargeException e) {
                     // A cached class has a constant more per method: one
                     // near the pool's limit is rewritten, and not kept.
@@ -307,8 +325,8 @@ public final class Transformer {
     static final class Rewritten {
         final Map<Integer, TransformCache.Handle> handles = new HashMap<>();
         long trivialLeft, wrapped;
-        /** Its trivial methods depend on other classes' files. */
-        boolean dependent;
+        /** What its trivial methods depend on (Trivial's levels). */
+        int deps;
     }
 
     /** rewrite rewrites a class; with r, for the cache: the probes'
@@ -350,7 +368,7 @@ public final class Transformer {
         Trivial.Known tf = (flags & ALL_METHODS) != 0 ? null : Trivial.scan(cr, builtin(loader), sel);
         Set<String> trivial = tf == null ? Set.of() : tf.methods.keySet();
         if (r != null)
-            r.dependent = tf != null && tf.dependent;
+            r.deps = tf == null ? Trivial.FIXED : tf.deps;
         ClassWriter cw = new ClassWriter(cr, 0); // MethodProbes gives the maxima
         Instrument ci = new Instrument(cw, version, skip, only, sel, trivial, wrap, r == null ? null : r.handles);
         cr.accept(ci, ClassReader.EXPAND_FRAMES);

@@ -12,7 +12,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.jar.JarFile;
-import java.util.zip.ZipEntry;
 import java.util.zip.ZipFile;
 
 import org.objectweb.asm.ClassReader;
@@ -85,18 +84,41 @@ final class Trivial extends ClassVisitor {
      *  under the caller's caller. */
     private static final ConcurrentHashMap<String, Known> known = new ConcurrentHashMap<>();
 
-    /** A class's trivial methods, each with its closure, and whether one
-     *  is trivial through another class's method (then the class's
-     *  rewrite depends on that class's file too: BCICACHE does not keep
-     *  it). */
+    /** A class's trivial methods, each with its closure, and what they
+     *  depend on beyond the class's own file (deps): when one is trivial
+     *  through another class's method, the class's rewrite depends on
+     *  that class's file too. */
     static final class Known {
         final Map<String, Integer> methods;
-        final boolean dependent;
+        final int deps;
+        /** Where the class's file is, once asked: 1 + its level. */
+        private volatile int origin;
 
-        Known(Map<String, Integer> methods, boolean dependent) {
+        Known(Map<String, Integer> methods, int deps) {
             this.methods = methods;
-            this.dependent = dependent;
+            this.deps = deps;
         }
+    }
+
+    /** Levels of what a rewrite depends on, for BCICACHE: on no file that
+     *  can change while its context stays the same (the context holds the
+     *  JDK, its runtime image included: jvmti/bci_packs.c); on the class
+     *  path's jars (their stamps are then part of the entry's name); on
+     *  other files (a directory's, a module's outside the image, one found
+     *  nowhere): not kept. */
+    static final int FIXED = 0, JARS = 1, FILES = 2;
+
+    /** level says where the class's file is. By name, as the answers are
+     *  kept: the class path's first holder is the one the application
+     *  loader loads. */
+    private static int level(String owner, Known k) {
+        int o = k.origin;
+        if (o == 0) {
+            Module m = Transformer.bootModule(owner);
+            int l = m != null ? (Transformer.inImage(m) ? FIXED : FILES) : ClassPath.inJar(owner + ".class") ? JARS : FILES;
+            k.origin = o = 1 + l;
+        }
+        return o - 1;
     }
 
     private final Selective sel;
@@ -104,8 +126,8 @@ final class Trivial extends ClassVisitor {
     private String cls;
     /** Methods small and plain enough, with their calls that may make an event. */
     private final Map<String, Candidate> candidates = new HashMap<>();
-    /** A method was found trivial through another class's. */
-    private boolean dependent;
+    /** What the trivial methods found depend on (a level). */
+    private int deps;
 
     private static final class Candidate {
         int bytes;
@@ -126,7 +148,7 @@ final class Trivial extends ClassVisitor {
         // Scanned again when it was read for a lookup before: that read
         // may have stopped short at MAX_DEPTH.
         Trivial t = new Trivial(sel, 0);
-        Known k = new Known(t.run(cr), t.dependent);
+        Known k = new Known(t.run(cr), t.deps);
         if (builtin)
             keep(cr.getClassName(), k, true);
         return k;
@@ -197,10 +219,13 @@ final class Trivial extends ClassVisitor {
     private int other(String owner, String m) {
         if (Transformer.BASE)
             return -1;
-        Integer n = lookup(owner).methods.get(m);
+        Known k = lookup(owner);
+        Integer n = k.methods.get(m);
         if (n == null)
             return -1;
-        dependent = true;
+        // Its answer came from its file, and from what the files it
+        // depends on answered.
+        deps = Math.max(deps, Math.max(k.deps, level(owner, k)));
         return n;
     }
 
@@ -217,7 +242,7 @@ final class Trivial extends ClassVisitor {
         if (b != null) {
             Trivial t = new Trivial(sel, depth + 1);
             try {
-                k = new Known(t.run(new ClassReader(Transformer.asmReadable(b))), t.dependent);
+                k = new Known(t.run(new ClassReader(Transformer.asmReadable(b))), t.deps);
             } catch (RuntimeException e) {
                 // a class file ASM cannot read: its methods count as instrumented
             }
@@ -228,7 +253,7 @@ final class Trivial extends ClassVisitor {
         return k;
     }
 
-    private static final Known NONE = new Known(Map.of(), false);
+    private static final Known NONE = new Known(Map.of(), FIXED);
 
     /** classFile reads a class of the boot layer's modules or of the
      *  class path, null if it is in neither. A module's reader and a
@@ -255,7 +280,37 @@ final class Trivial extends ClassVisitor {
     private static final class ClassPath {
         private static List<Object> entries;
 
+        /** inJar: the first entry of the class path holding name is a jar. */
+        static synchronized boolean inJar(String name) {
+            try {
+                Object e = find(name);
+                return e instanceof JarFile;
+            } catch (IOException | RuntimeException x) {
+                return false;
+            }
+        }
+
         static synchronized byte[] read(String name) throws IOException {
+            Object e = find(name);
+            if (e instanceof File) {
+                // java.io, not java.nio: no file system provider's code
+                // in the middle of a class load.
+                try (InputStream in = new FileInputStream(new File((File) e, name))) {
+                    return in.readAllBytes();
+                }
+            }
+            if (e instanceof JarFile) {
+                JarFile j = (JarFile) e;
+                try (InputStream in = j.getInputStream(j.getEntry(name))) {
+                    return in.readAllBytes();
+                }
+            }
+            return null;
+        }
+
+        /** find returns the first entry holding name: a directory's File,
+         *  a JarFile, or null. */
+        private static Object find(String name) throws IOException {
             if (entries == null) {
                 entries = new ArrayList<>();
                 String cp = System.getProperty("java.class.path", "");
@@ -268,14 +323,8 @@ final class Trivial extends ClassVisitor {
                 if (e instanceof File) {
                     File f = (File) e;
                     if (f.isDirectory()) {
-                        File c = new File(f, name);
-                        if (c.isFile()) {
-                            // java.io, not java.nio: no file system
-                            // provider's code in the middle of a class load.
-                            try (InputStream in = new FileInputStream(c)) {
-                                return in.readAllBytes();
-                            }
-                        }
+                        if (new File(f, name).isFile())
+                            return f;
                         continue;
                     }
                     try {
@@ -285,15 +334,8 @@ final class Trivial extends ClassVisitor {
                     }
                     entries.set(i, e);
                 }
-                if (e instanceof JarFile) {
-                    JarFile j = (JarFile) e;
-                    ZipEntry z = j.getEntry(name);
-                    if (z != null) {
-                        try (InputStream in = j.getInputStream(z)) {
-                            return in.readAllBytes();
-                        }
-                    }
-                }
+                if (e instanceof JarFile && ((JarFile) e).getEntry(name) != null)
+                    return e;
             }
             return null;
         }
