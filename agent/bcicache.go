@@ -120,7 +120,7 @@ func (a *agent) bciCache(cfg *jvmti.BCIConfig, live bool) {
 	if abs, err := filepath.Abs(dir); err == nil && dir != "" {
 		dir = abs
 	}
-	why := ""
+	why, applies := "", false
 	fd, budget := -1, int64(0)
 	var evicted []string
 	switch {
@@ -133,15 +133,22 @@ func (a *agent) bciCache(cfg *jvmti.BCIConfig, live bool) {
 	default:
 		var err error
 		if fd, budget, evicted, err = openBCICache(dir); err != nil {
-			why = err.Error()
+			why, applies = err.Error(), true
 		}
 	}
 	if why != "" {
+		a.opts.BCICacheOn = false
 		msg := "BCICACHE not used: " + why
+		if !a.opts.BCICacheAsked {
+			if !applies { // the default, where a cache has no place: nothing lost
+				a.log.Info(msg)
+				return
+			}
+			msg = "BCICACHE (on by default) not used: " + why + "; every class is rewritten at each start (NOBCICACHE turns it off, BCICACHE=dir puts it elsewhere)"
+		}
 		fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
 		a.log.Warn(msg)
 		a.notes = append(a.notes, msg)
-		a.opts.BCICacheOn = false
 		return
 	}
 	a.opts.BCICache = dir

@@ -233,3 +233,36 @@ func writeJar(t *testing.T, jar, dir, pattern string) {
 	require.NoError(t, w.Close())
 	require.NoError(t, f.Close())
 }
+
+// BCICACHE is on by default for BCI at the JVM's start, in
+// $XDG_CACHE_HOME/libjprof/bci; NOBCICACHE turns it off; where a cache
+// does not apply (ROOTS) and none was asked for, nothing is said on
+// stderr.
+func TestBCICacheDefault(t *testing.T) {
+	home := t.TempDir()
+	env := []string{"XDG_CACHE_HOME=" + home}
+	dir := filepath.Join(home, "libjprof", "bci")
+	for run := 0; run < 2; run++ {
+		r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Env: env, Options: "CALLTREE,START,NORTDRIVER"})
+		require.Equal(t, 0, r.ExitCode, r.Stderr)
+		read, _, added := bciCacheCounts(t, r.ReadFile(t, "msg"))
+		if run == 0 {
+			assert.NotZero(t, added)
+		} else {
+			assert.NotZero(t, read)
+		}
+		assert.Contains(t, r.ReadFile(t, "rt.1"), "BCI: BCICACHE "+dir)
+		assert.EqualValues(t, 1000, methodCalls(r.LogRT(t, 1))["hellop.myA()V"])
+	}
+	off := t.TempDir()
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Env: []string{"XDG_CACHE_HOME=" + off}, Options: "NOBCICACHE,CALLTREE,START,NORTDRIVER"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.NoDirExists(t, filepath.Join(off, "libjprof"))
+	assert.NotContains(t, r.ReadFile(t, "msg"), "BCI cache")
+
+	r = jvmtest.Start(t, jvmtest.Run{Class: "hellop", Env: []string{"XDG_CACHE_HOME=" + off}, Options: "ROOTS=hellop.myA,CALLTREE,START,NORTDRIVER"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.NotContains(t, r.Stderr, "BCICACHE")
+	assert.Contains(t, r.ReadFile(t, "msg"), "BCICACHE not used: not with ROOTS")
+	assert.NoDirExists(t, filepath.Join(off, "libjprof"))
+}

@@ -83,8 +83,14 @@ func runJVM(ctx context.Context, java string, r jvmRun, timeout time.Duration) (
 	}
 	cmd := exec.CommandContext(ctx, prog, args...)
 	cmd.Dir = r.Dir
+	if r.Dir != "" {
+		// libjprof's BCICACHE is on by default: a run's default cache is
+		// its own, empty (a first run's cost, writing it included); the
+		// rows of later runs name a filled one (BCICACHE=dir).
+		cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(r.Dir, ".cache"))
+	}
 	if len(r.Env) > 0 {
-		cmd.Env = append(os.Environ(), r.Env...)
+		cmd.Env = append(append(os.Environ(), cmd.Env...), r.Env...)
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
