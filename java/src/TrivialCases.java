@@ -17,6 +17,30 @@ public class TrivialCases {
         public int get() { return v; }
     }
 
+    /** Calls through a subclass's name to a superclass's method: the JVM
+     *  runs the nearest superclass's, a JDK class's (ThreadLocal.get) or
+     *  another trivial one (Box.get), and a JDK method without code
+     *  (AbstractList.get: the subclass's runs) is not trivial. */
+    static final class Local extends ThreadLocal<Integer> {
+        Integer peek() { return get(); }
+    }
+    static final class SubBox extends BoxBase {
+        int viaSuper() { return base() + 1; }
+    }
+    static class BoxBase {
+        int b = 3;
+        int base() { return b; }
+    }
+    static final class Items extends java.util.AbstractList<Integer> {
+        public Integer get(int i) { int s = 0; for (int k = 0; k < i; k++) s += k; return s; }
+        public int size() { return 3; }
+        Integer first() { return get(2); }
+    }
+    // Static: TrivialCases's constructor stays trivial.
+    private static final Local LOCAL = new Local();
+    private static final SubBox SUB = new SubBox();
+    private static final Items ITEMS = new Items();
+
     // Trivial.
     int getField() { return field; }
     void setField(int v) { field = v; }
@@ -55,6 +79,8 @@ public class TrivialCases {
             s += constant() + arith(i, 3) + branchy(-i);
             s += callsJdk(-i) + loops(10) + calls(3) + locked(i) + throwsSome(i) + big(i, 2, 3, 4);
             s += chain(-i) + t.crossClass() + viaInterface(t.box) + fanOut(i);
+            LOCAL.set(i);
+            s += LOCAL.peek() + SUB.viaSuper() + ITEMS.first();
             if (i % 10 == 0)
                 s += catches(i);
         }

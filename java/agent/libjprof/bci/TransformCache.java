@@ -61,8 +61,8 @@ final class TransformCache {
      * class of the JDK that may need the one being loaded.
      */
     static byte[] entry(byte[] in, byte[] out, Map<Integer, Handle> handles, long trivial, long wrapped, boolean jars) {
-        if (out == null)
-            return header(in.length, 0, 0, 0, 0, false);
+        if (out == null) // left as it was: every method trivial, maybe through the jars'
+            return header(in.length, 0, 0, 0, 0, jars);
         for (int h : handles.keySet())
             if (h < 0) // the engine's overflow handle, shared by methods past its bound
                 return out;

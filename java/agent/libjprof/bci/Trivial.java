@@ -5,6 +5,7 @@ import java.io.FileInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -91,12 +92,24 @@ final class Trivial extends ClassVisitor {
     static final class Known {
         final Map<String, Integer> methods;
         final int deps;
+        /** Its superclass (null: none known), and the hashes of the
+         *  methods it declares, sorted: a call to a method it does not
+         *  declare runs its superclass's (a hash shared by chance only
+         *  makes a method count as declared, so as instrumented). */
+        final String superName;
+        private final int[] declared;
         /** Where the class's file is, once asked: 1 + its level. */
         private volatile int origin;
 
-        Known(Map<String, Integer> methods, int deps) {
+        Known(Map<String, Integer> methods, int deps, String superName, int[] declared) {
             this.methods = methods;
             this.deps = deps;
+            this.superName = superName;
+            this.declared = declared;
+        }
+
+        boolean declares(String m) {
+            return Arrays.binarySearch(declared, m.hashCode()) >= 0;
         }
     }
 
@@ -128,6 +141,9 @@ final class Trivial extends ClassVisitor {
     private final Map<String, Candidate> candidates = new HashMap<>();
     /** What the trivial methods found depend on (a level). */
     private int deps;
+    private String superName;
+    /** Hashes of the methods the class declares. */
+    private final Set<Integer> declared = new HashSet<>();
 
     private static final class Candidate {
         int bytes;
@@ -148,7 +164,7 @@ final class Trivial extends ClassVisitor {
         // Scanned again when it was read for a lookup before: that read
         // may have stopped short at MAX_DEPTH.
         Trivial t = new Trivial(sel, 0);
-        Known k = new Known(t.run(cr), t.deps);
+        Known k = t.known(cr);
         if (builtin)
             keep(cr.getClassName(), k, true);
         return k;
@@ -173,6 +189,23 @@ final class Trivial extends ClassVisitor {
     }
 
     private static volatile boolean full;
+
+    /** known scans a class. */
+    private Known known(ClassReader cr) {
+        Map<String, Integer> m = run(cr);
+        return new Known(m, deps, superName, sorted(declared));
+    }
+
+    /** sorted: no streams or lambdas here, whose first use would spin
+     *  classes in the middle of a class load. */
+    private static int[] sorted(Set<Integer> hs) {
+        int[] d = new int[hs.size()];
+        int i = 0;
+        for (int h : hs)
+            d[i++] = h;
+        Arrays.sort(d);
+        return d;
+    }
 
     private Map<String, Integer> run(ClassReader cr) {
         cr.accept(this, ClassReader.SKIP_DEBUG | ClassReader.SKIP_FRAMES);
@@ -205,7 +238,13 @@ final class Trivial extends ClassVisitor {
                 total = -1;
                 break;
             }
-            int n = call[0].equals(cls) ? closure(call[1], done, nest + 1) : other(call[0], call[1]);
+            int n;
+            if (!call[0].equals(cls))
+                n = other(call[0], call[1]);
+            else if (candidates.containsKey(call[1]) || declared.contains(call[1].hashCode()) || superName == null)
+                n = closure(call[1], done, nest + 1);
+            else // inherited: this class's own name on a superclass's method
+                n = other(superName, call[1]);
             if (n < 0 || (total += n) > MAX_CLOSURE) {
                 total = -1;
                 break;
@@ -215,18 +254,65 @@ final class Trivial extends ClassVisitor {
         return total;
     }
 
-    /** other is another class's method's closure, -1 if not trivial. */
+    /** other is another class's method's closure, -1 if not trivial: the
+     *  method the owner declares or, as the JVM resolves a call, the one
+     *  its nearest superclass declares (a class of java.base's: a call
+     *  that makes no event, if it declares the method with code). */
     private int other(String owner, String m) {
         if (Transformer.BASE)
             return -1;
-        Known k = lookup(owner);
-        Integer n = k.methods.get(m);
-        if (n == null)
-            return -1;
-        // Its answer came from its file, and from what the files it
-        // depends on answered.
-        deps = Math.max(deps, Math.max(k.deps, level(owner, k)));
-        return n;
+        for (int up = 0; up < MAX_SUPERS; up++) {
+            if (Transformer.neverInstrumented(owner))
+                return baseDeclares(owner, m) ? 0 : -1;
+            Known k = lookup(owner);
+            Integer n = k.methods.get(m);
+            if (n == null && (k.declares(m) || k.superName == null))
+                return -1;
+            // Its answer came from its file (that it declares the method
+            // or not), and from what the files it depends on answered.
+            deps = Math.max(deps, Math.max(k.deps, level(owner, k)));
+            if (n != null)
+                return n;
+            owner = k.superName;
+        }
+        return -1;
+    }
+
+    /** Superclasses a call's resolution climbs, at most. */
+    private static final int MAX_SUPERS = 8;
+
+    /** java.base's classes by name: the hashes of the methods each
+     *  declares with code, sorted (an empty array: unreadable). */
+    private static final ConcurrentHashMap<String, int[]> base = new ConcurrentHashMap<>();
+
+    /** baseDeclares: a class of java.base declares m with code (an
+     *  abstract method or none: an interface's default, or a subclass's
+     *  override, may run: not trivial). Read from java.base's module. */
+    private static boolean baseDeclares(String owner, String m) {
+        int[] d = base.get(owner);
+        if (d == null) {
+            d = new int[0];
+            byte[] b = classFile(owner);
+            if (b != null) {
+                Set<Integer> hs = new HashSet<>();
+                try {
+                    new ClassReader(Transformer.asmReadable(b)).accept(new ClassVisitor(Opcodes.ASM9) {
+                        @Override
+                        public MethodVisitor visitMethod(int access, String name, String desc, String sig, String[] exc) {
+                            if ((access & Opcodes.ACC_ABSTRACT) == 0)
+                                hs.add((name + desc).hashCode());
+                            return null;
+                        }
+                    }, ClassReader.SKIP_CODE | ClassReader.SKIP_DEBUG | ClassReader.SKIP_FRAMES);
+                } catch (RuntimeException e) {
+                    hs.clear(); // a class file ASM cannot read: nothing counts as declared
+                }
+                d = sorted(hs);
+            }
+            if (base.size() < MAX_KNOWN)
+                base.put(owner, d);
+        }
+        return Arrays.binarySearch(d, m.hashCode()) >= 0;
     }
 
     /** lookup returns what is known of another class's trivial methods,
@@ -242,7 +328,7 @@ final class Trivial extends ClassVisitor {
         if (b != null) {
             Trivial t = new Trivial(sel, depth + 1);
             try {
-                k = new Known(t.run(new ClassReader(Transformer.asmReadable(b))), t.deps);
+                k = t.known(new ClassReader(Transformer.asmReadable(b)));
             } catch (RuntimeException e) {
                 // a class file ASM cannot read: its methods count as instrumented
             }
@@ -253,7 +339,7 @@ final class Trivial extends ClassVisitor {
         return k;
     }
 
-    private static final Known NONE = new Known(Map.of(), FIXED);
+    private static final Known NONE = new Known(Map.of(), FIXED, null, new int[0]);
 
     /** classFile reads a class of the boot layer's modules or of the
      *  class path, null if it is in neither. A module's reader and a
@@ -352,10 +438,14 @@ final class Trivial extends ClassVisitor {
     @Override
     public void visit(int version, int access, String name, String sig, String sup, String[] ifs) {
         cls = name;
+        // An interface's methods are called with invokeinterface, never
+        // trivial: nothing to resolve through it.
+        superName = (access & Opcodes.ACC_INTERFACE) != 0 ? null : sup;
     }
 
     @Override
     public MethodVisitor visitMethod(int access, String name, String desc, String sig, String[] exc) {
+        declared.add((name + desc).hashCode());
         if ((access & (Opcodes.ACC_ABSTRACT | Opcodes.ACC_NATIVE | Opcodes.ACC_SYNCHRONIZED)) != 0 || entryPoint(name, desc)
                 || (sel != null && sel.isRoot(cls, name)))
             return null;
