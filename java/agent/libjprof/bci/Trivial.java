@@ -41,7 +41,9 @@ import org.objectweb.asm.Opcodes;
  * callers', as it does once the JIT has inlined them. A call that runs an
  * instrumented method anyway (an override of the trivial method called,
  * compareTo declared on a JDK type) shows that method under the trivial
- * method's caller. A call to an interface's method is never trivial (a
+ * method's caller. A call naming a class that inherits the method is
+ * resolved as the JVM resolves it, to the nearest superclass's. A call
+ * to an interface's method is never trivial (a
  * default method is overridden as a rule). (The NetBeans profiler,
  * JFluid's successor, leaves out getters, setters and empty methods by
  * default.) A main method, a thread's run and a ROOTS root are always
