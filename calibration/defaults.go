@@ -1,6 +1,7 @@
 package calibration
 
 import (
+	"bytes"
 	"embed"
 	"fmt"
 	"io/fs"
@@ -50,24 +51,71 @@ func Default(jvm, version, metric, backend string) (*Table, bool) {
 	return DefaultFor(Path{Source: SourceJVMTI, Reads: "2", Clock: ClockVDSO}, jvm, version, metric, backend)
 }
 
-// DefaultFor is Default for the tables taken on path p.
+// DefaultFor is Default for the tables taken on path p. It parses the
+// tables' headers to choose, then the chosen file alone: every JVM start
+// asks, and the rows of all the tables are most of a megabyte.
 func DefaultFor(p Path, jvm, version, metric, backend string) (*Table, bool) {
-	ts, err := Embedded()
+	// The embedded tables are checked by the package's tests; a bad one
+	// must not stop a profiling run, which can calibrate online: errors
+	// are no table.
+	names, err := fs.Glob(shipped, "tables/*.cal")
 	if err != nil {
-		// The embedded tables are checked by the package's tests; a bad
-		// one must not stop a profiling run, which can calibrate online.
 		return nil, false
 	}
 	var same []*Table
-	for _, t := range ts {
-		if t.MatchesPath(p) == nil {
-			same = append(same, t)
+	from := map[*Table]string{}
+	for _, n := range names {
+		b, err := shipped.ReadFile(n)
+		if err != nil {
+			return nil, false
+		}
+		hdr := b
+		// One table to a file, as the trainer writes them: its header
+		// is the comment lines before its first row.
+		if bytes.Count(b, []byte(formatLine)) == 1 {
+			if i := bytes.Index(b, []byte("\n# sequence")); i >= 0 {
+				hdr = b[:i+1]
+			}
+		}
+		ts, err := ParseAll(bytes.NewReader(hdr))
+		if err != nil {
+			return nil, false
+		}
+		for _, t := range ts {
+			if t.MatchesPath(p) == nil {
+				same = append(same, t)
+				from[t] = n
+			}
 		}
 	}
-	return pick(same, jvm, version, metric, backend)
+	best := choose(same, jvm, version, metric, backend)
+	if best == nil {
+		return nil, false
+	}
+	if len(best.Entries) > 0 { // a file of several tables, parsed whole
+		return best.Clone(), true
+	}
+	b, err := shipped.ReadFile(from[best]) // the header chosen: its whole table
+	if err != nil {
+		return nil, false
+	}
+	ts, err := ParseAll(bytes.NewReader(b))
+	if err != nil || len(ts) != 1 {
+		return nil, false
+	}
+	return ts[0], true
 }
 
 func pick(ts []*Table, jvm, version, metric, backend string) (*Table, bool) {
+	if best := choose(ts, jvm, version, metric, backend); best != nil {
+		return best.Clone(), true
+	}
+	return nil, false
+}
+
+// choose returns the table of ts a run should use (see Default), nil if
+// none matches.
+func choose(ts []*Table, jvm, version, metric, backend string) *Table {
 	var best *Table
 	better := func(t, than *Table) bool {
 		if te, be := t.JVMVersion == version, than.JVMVersion == version; te != be {
@@ -86,8 +134,5 @@ func pick(ts []*Table, jvm, version, metric, backend string) (*Table, bool) {
 			best = t
 		}
 	}
-	if best == nil {
-		return nil, false
-	}
-	return best.Clone(), true
+	return best
 }

@@ -82,3 +82,27 @@ func TestPick(t *testing.T) {
 	_, err = loadFS(bad, "tables")
 	assert.ErrorContains(t, err, "tables/x.cal")
 }
+
+// DefaultFor chooses from the tables' headers and returns the chosen
+// table whole: the same as choosing among every table parsed.
+func TestDefaultForHeaders(t *testing.T) {
+	all, err := Embedded()
+	require.NoError(t, err)
+	require.NotEmpty(t, all)
+	for _, tab := range all {
+		p := tab.Provenance
+		path := p.Path()
+		var same []*Table
+		for _, u := range all {
+			if u.MatchesPath(path) == nil {
+				same = append(same, u)
+			}
+		}
+		want, ok := pick(same, p.JVM, p.JVMVersion, p.Metric, p.Backend)
+		require.True(t, ok)
+		got, ok := DefaultFor(path, p.JVM, p.JVMVersion, p.Metric, p.Backend)
+		require.True(t, ok, "%+v", p)
+		assert.Equal(t, want, got, "%+v", p)
+		assert.NotEmpty(t, got.Entries)
+	}
+}
