@@ -50,4 +50,9 @@ typedef struct jp_map {
 	uint32_t used;
 } jp_map;
 
+/* A thread's edge cache (jp_thread.edges): JP_EDGES slots (64 KiB), made
+ * once its child map holds JP_EDGES_FROM edges (a tree of megabytes). */
+#define JP_EDGES (1u << 12)
+#define JP_EDGES_FROM (1u << 14)
+
 #endif /* JP_ARENA_H */

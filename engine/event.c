@@ -24,9 +24,18 @@ void jp_gen_record(jp_thread *t, uint32_t node, int tr, uint32_t key, const uint
 uint32_t jp_child(jp_thread *t, uint32_t parent, uintptr_t key, int other)
 {
 	uintptr_t k1 = key | (other ? 1 : 0);
+	jp_slot *e = NULL;
+	if (t->edges != NULL) {
+		e = &t->edges[jp_map_hash(k1, parent) & (JP_EDGES - 1)];
+		if (e->k1 == k1 && e->k2 == parent)
+			return e->val;
+	}
 	jp_slot *s = jp_map_find(&t->children, k1, parent);
-	if (__builtin_expect(s->k1 != 0, 1))
+	if (__builtin_expect(s->k1 != 0, 1)) {
+		if (e != NULL)
+			*e = *s;
 		return s->val;
+	}
 	/* First time on this path: the slow part, the agent's own (naming a
 	 * method the first time asks the JVM), read past (jp_thread's grew). */
 	t->grew = 1;
@@ -47,6 +56,8 @@ uint32_t jp_child(jp_thread *t, uint32_t parent, uintptr_t key, int other)
 	 * this path makes another node of the same name, merged by readers. */
 	if (jp_map_put(&t->children, s, k1, parent, n) != 0)
 		t->alloc_failures++;
+	if (t->edges == NULL && t->children.used >= JP_EDGES_FROM)
+		t->edges = jp_walloc(JP_EDGES * sizeof(jp_slot)); /* read past: grew is set above */
 	return n;
 }
 

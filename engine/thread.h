@@ -44,6 +44,12 @@ typedef struct jp_thread {
 	uint32_t stack_cap;
 	uint32_t lost;    /* frames entered that could not be recorded (no memory) */
 	jp_map children;  /* (source key, parent) -> node; the Other context of a key has its low bit set */
+	/* Once the map holds JP_EDGES_FROM edges: a direct-mapped cache of
+	 * the edges found last (JP_EDGES slots, in L2), NULL before. Past a
+	 * few megabytes of map, most lookups the frame and node caches miss
+	 * are a cache miss in the map; the edges a program walks over and
+	 * over are few. */
+	jp_slot *edges;
 	jp_map seqmap;    /* (key+1, node) -> index in seqs */
 	uint32_t prev_running; /* type that ran before the previous event */
 	uint32_t prev_tr;      /* transition of the previous event */

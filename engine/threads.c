@@ -60,6 +60,8 @@ static void jp_thread_owned_free(jp_thread *t)
 	free(t->stack);
 	t->stack = NULL;
 	jp_map_free(&t->children);
+	jp_zfree(t->edges, JP_EDGES * sizeof(jp_slot));
+	t->edges = NULL;
 	jp_map_free(&t->seqmap);
 	if (t->src_state != NULL && jp.src_state_free != NULL)
 		jp.src_state_free(t->src_state);
