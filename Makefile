@@ -149,7 +149,7 @@ train: deps all
 # never the user's.
 test: deps all
 	$(GO) vet ./...
-	rm -rf $(BUILD)/test-cache
+	rm -rf $(BUILD)/test-cache && mkdir -p $(BUILD)/test-cache
 	XDG_CACHE_HOME=$(abspath $(BUILD))/test-cache $(GO) test -count=1 -timeout 45m ./...
 
 # clean: remove build/.

@@ -33,6 +33,26 @@ func defaultBCICache() string {
 	return ""
 }
 
+// defaultBase checks where the default directory goes: $XDG_CACHE_HOME,
+// or the home directory (its .cache may be made), must exist and be this
+// user's. A root process with another user's HOME (sudo keeping it)
+// must not make root's directories in that user's home, nor a missing
+// home.
+func defaultBase(dir string) error {
+	base := filepath.Dir(filepath.Dir(dir)) // <base>/libjprof/bci
+	if os.Getenv("XDG_CACHE_HOME") == "" {
+		base = filepath.Dir(base) // <home>/.cache/libjprof/bci
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(base, &st); err != nil {
+		return fmt.Errorf("%s: %w", base, err)
+	}
+	if int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%s is not this user's (uid %d)", base, os.Geteuid())
+	}
+	return nil
+}
+
 // openBCICache makes BCICACHE's directory (this user's only) if it is
 // missing, opens it and checks what it opened: a directory (not a
 // symbolic link), this user's, not writable by group or others, since
@@ -130,9 +150,17 @@ func (a *agent) bciCache(cfg *jvmti.BCIConfig, live bool) {
 		why = "not with JLM (lock sites are numbered by the run)"
 	case live:
 		why = "not when attached (classes loaded before are retransformed, which the cache does not hold)"
+	case !a.opts.BCICacheAsked && dir == "":
+		why, applies = "no $XDG_CACHE_HOME or home directory to put it in", true
 	default:
 		var err error
-		if fd, budget, evicted, err = openBCICache(dir); err != nil {
+		if !a.opts.BCICacheAsked {
+			err = defaultBase(dir)
+		}
+		if err == nil {
+			fd, budget, evicted, err = openBCICache(dir)
+		}
+		if err != nil {
 			why, applies = err.Error(), true
 		}
 	}
@@ -140,11 +168,15 @@ func (a *agent) bciCache(cfg *jvmti.BCIConfig, live bool) {
 		a.opts.BCICacheOn = false
 		msg := "BCICACHE not used: " + why
 		if !a.opts.BCICacheAsked {
-			if !applies { // the default, where a cache has no place: nothing lost
-				a.log.Info(msg)
-				return
+			// The default: a start no faster, said in log-msg and, where
+			// a cache would apply, in the header; not on stderr at every
+			// start (BCICACHE=dir, which warns there, or NOBCICACHE).
+			if applies {
+				msg = "BCICACHE (on by default) not used: " + why + "; BCICACHE=dir puts it elsewhere"
+				a.notes = append(a.notes, msg)
 			}
-			msg = "BCICACHE (on by default) not used: " + why + "; every class is rewritten at each start (NOBCICACHE turns it off, BCICACHE=dir puts it elsewhere)"
+			a.log.Info(msg)
+			return
 		}
 		fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
 		a.log.Warn(msg)

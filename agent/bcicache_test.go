@@ -266,4 +266,23 @@ func TestBCICacheDefault(t *testing.T) {
 	assert.NotContains(t, r.Stderr, "BCICACHE")
 	assert.Contains(t, r.ReadFile(t, "msg"), "BCICACHE not used: not with ROOTS")
 	assert.NoDirExists(t, filepath.Join(off, "libjprof"))
+
+	// No home to put it in, or one that is not this user's: nothing
+	// made there, nothing on stderr, said in log-msg and the header.
+	missing := filepath.Join(t.TempDir(), "missing")
+	homes := []string{missing}
+	if os.Geteuid() == 0 {
+		other := t.TempDir()
+		require.NoError(t, os.Chown(other, 4242, 4242))
+		homes = append(homes, other)
+	}
+	for _, h := range homes {
+		r = jvmtest.Start(t, jvmtest.Run{Class: "hellop", Env: []string{"XDG_CACHE_HOME=", "HOME=" + h}, Options: "CALLTREE,START,NORTDRIVER"})
+		require.Equal(t, 0, r.ExitCode, r.Stderr)
+		assert.NotContains(t, r.Stderr, "BCICACHE", h)
+		assert.Contains(t, r.ReadFile(t, "msg"), "BCICACHE (on by default) not used: ", h)
+		assert.Contains(t, r.ReadFile(t, "rt.1"), "BCICACHE (on by default) not used: ", h)
+		assert.NoDirExists(t, filepath.Join(h, ".cache"), h)
+		assert.EqualValues(t, 1000, methodCalls(r.LogRT(t, 1))["hellop.myA()V"])
+	}
 }

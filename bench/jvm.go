@@ -83,15 +83,22 @@ func runJVM(ctx context.Context, java string, r jvmRun, timeout time.Duration) (
 	}
 	cmd := exec.CommandContext(ctx, prog, args...)
 	cmd.Dir = r.Dir
+	env := os.Environ()
 	if r.Dir != "" {
 		// libjprof's BCICACHE is on by default: a run's default cache is
-		// its own, empty (a first run's cost, writing it included); the
-		// rows of later runs name a filled one (BCICACHE=dir).
-		cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(r.Dir, ".cache"))
+		// its own, empty (a first run's cost, writing it included; a
+		// directory may serve several runs); the rows of later runs name
+		// a filled one (BCICACHE=dir).
+		xdg := filepath.Join(r.Dir, ".cache")
+		if err := os.RemoveAll(xdg); err != nil {
+			return nil, err
+		}
+		if err := os.Mkdir(xdg, 0o700); err != nil {
+			return nil, err
+		}
+		env = append(env, "XDG_CACHE_HOME="+xdg)
 	}
-	if len(r.Env) > 0 {
-		cmd.Env = append(append(os.Environ(), cmd.Env...), r.Env...)
-	}
+	cmd.Env = append(env, r.Env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	t0 := time.Now()

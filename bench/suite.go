@@ -207,6 +207,16 @@ func Run(ctx context.Context, opts Options, parts []Part) (*Suite, error) {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	defer os.RemoveAll(tmp)
+	// libjprof's BCICACHE is on by default: the JVMs this suite starts
+	// without a cache of their own (runJVM gives each timed run one) use
+	// one of the suite's, never the user's.
+	xdg := filepath.Join(tmp, "xdg-cache")
+	if err := os.Mkdir(xdg, 0o700); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	if err := os.Setenv("XDG_CACHE_HOME", xdg); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
 
 	var errs []error
 	for i, p := range parts {

@@ -425,11 +425,8 @@ static void bci_keep_out_of_c2(JNIEnv *jni)
 static void bci_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 {
 	(void)thread;
-	char *patch = NULL;
-	if ((*jvmti)->GetSystemProperty(jvmti, "jdk.module.patch.0", &patch) == JVMTI_ERROR_NONE && patch != NULL) {
-		bci.flags |= JP_BCI_PATCHED;
-		(*jvmti)->Deallocate(jvmti, (unsigned char *)patch);
-	}
+	if (bci.cache_fd >= 0 && jp_bci_foreign(jvmti))
+		bci.flags |= JP_BCI_FOREIGN;
 	static const JNINativeMethod natives[] = {
 		{ "enter", "(I)V", (void *)bci_enter },
 		{ "exit", "(I)V", (void *)bci_exit },

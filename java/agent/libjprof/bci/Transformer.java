@@ -61,7 +61,7 @@ public final class Transformer {
     /** init's flags: instrument trivial methods too (ALLMETHODS); wrap
      *  native methods (see NATIVE_PREFIX); count monitors (JLM); call
      *  Probe's FFM downcalls instead of its natives. */
-    static final int ALL_METHODS = 1, NATIVES = 2, JLM = 4, FFM = 8, PATCHED = 16;
+    static final int ALL_METHODS = 1, NATIVES = 2, JLM = 4, FFM = 8, FOREIGN = 16;
     /** transform's: the class is being retransformed; it is, and its
      *  native methods were wrapped at its first load. */
     static final int RETRANSFORMING = 1, WRAPPED = 2;
@@ -89,6 +89,7 @@ public final class Transformer {
      */
     public static void init(String include, String exclude, String roots, int flags) {
         Transformer.flags = flags;
+        classPath = System.getProperty("java.class.path", "");
         Map<String, Module> mods = new HashMap<>();
         Set<String> base = new HashSet<>();
         Set<String> img = new HashSet<>();
@@ -156,11 +157,27 @@ public final class Transformer {
         return loader == null || loader.getClass().getName().startsWith("jdk.internal.loader.ClassLoaders$");
     }
 
+    /** The class path at VM init: what the application loader searches
+     *  and BCICACHE stamps, whatever the program sets the property to
+     *  later. */
+    private static String classPath = "";
+
+    static String classPath() {
+        return classPath;
+    }
+
     /** inImage: a boot layer module of the JDK's runtime image (not of
-     *  --module-path's files, and none with --patch-module, whose files
-     *  may change). */
+     *  --module-path's files), whose classes are their files. */
     static boolean inImage(Module m) {
-        return imageModules.contains(m.getName()) && (flags & PATCHED) == 0;
+        return imageModules.contains(m.getName()) && !foreign();
+    }
+
+    /** foreign: the JVM's classes may not be their files (another agent,
+     *  a patched or upgraded module, a boot class path append: the
+     *  agent's jp_bci_foreign), so no rewrite that depends on another
+     *  class's file is kept. */
+    static boolean foreign() {
+        return (flags & FOREIGN) != 0;
     }
 
     /** bootModule is the boot layer's module of a class, or null. */

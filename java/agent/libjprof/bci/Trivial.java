@@ -127,10 +127,13 @@ final class Trivial extends ClassVisitor {
      *  kept: the class path's first holder is the one the application
      *  loader loads. */
     private static int level(String owner, Known k) {
+        if (k == NONE) // not found, or not read (a chain too deep): another run may find it
+            return FILES;
         int o = k.origin;
         if (o == 0) {
             Module m = Transformer.bootModule(owner);
-            int l = m != null ? (Transformer.inImage(m) ? FIXED : FILES) : ClassPath.inJar(owner + ".class") ? JARS : FILES;
+            int l = m != null ? (Transformer.inImage(m) ? FIXED : FILES)
+                    : !Transformer.foreign() && ClassPath.inStampedJar(owner + ".class") ? JARS : FILES;
             k.origin = o = 1 + l;
         }
         return o - 1;
@@ -268,11 +271,13 @@ final class Trivial extends ClassVisitor {
                 return baseDeclares(owner, m) ? 0 : -1;
             Known k = lookup(owner);
             Integer n = k.methods.get(m);
+            // Its answer, trivial or not, came from its file (that it
+            // declares the method or not), and from what the files it
+            // depends on answered: a class's rewrite depends on every
+            // class it asked.
+            deps = Math.max(deps, Math.max(k.deps, level(owner, k)));
             if (n == null && (k.declares(m) || k.superName == null))
                 return -1;
-            // Its answer came from its file (that it declares the method
-            // or not), and from what the files it depends on answered.
-            deps = Math.max(deps, Math.max(k.deps, level(owner, k)));
             if (n != null)
                 return n;
             owner = k.superName;
@@ -368,14 +373,42 @@ final class Trivial extends ClassVisitor {
     private static final class ClassPath {
         private static List<Object> entries;
 
-        /** inJar: the first entry of the class path holding name is a jar. */
-        static synchronized boolean inJar(String name) {
+        /** inStampedJar: the class the application loader loads by this
+         *  name is a jar's of the class path, whose stamp BCICACHE's
+         *  entries hold: the first holder is a jar, with no directory
+         *  before it (whose files may change unseen, and shadow it) and
+         *  no jar before it or it naming others in its manifest's
+         *  Class-Path (which the loader searches, and nothing stamps). */
+        static synchronized boolean inStampedJar(String name) {
             try {
                 Object e = find(name);
-                return e instanceof JarFile;
+                if (!(e instanceof JarFile))
+                    return false;
+                for (Object x : entries) {
+                    if (x instanceof File && ((File) x).isDirectory())
+                        return false;
+                    if (x instanceof JarFile && namesOthers((JarFile) x))
+                        return false;
+                    if (x == e)
+                        return true;
+                }
+                return false;
             } catch (IOException | RuntimeException x) {
                 return false;
             }
+        }
+
+        /** Jars whose manifest has a Class-Path, by whether it has. */
+        private static final Map<JarFile, Boolean> classPathIn = new HashMap<>();
+
+        private static boolean namesOthers(JarFile j) throws IOException {
+            Boolean b = classPathIn.get(j);
+            if (b == null) {
+                java.util.jar.Manifest mf = j.getManifest();
+                b = mf != null && mf.getMainAttributes().getValue("Class-Path") != null;
+                classPathIn.put(j, b);
+            }
+            return b;
         }
 
         static synchronized byte[] read(String name) throws IOException {
@@ -401,7 +434,7 @@ final class Trivial extends ClassVisitor {
         private static Object find(String name) throws IOException {
             if (entries == null) {
                 entries = new ArrayList<>();
-                String cp = System.getProperty("java.class.path", "");
+                String cp = Transformer.classPath();
                 for (String e : cp.split(File.pathSeparator))
                     if (!e.isEmpty())
                         entries.add(new File(e));
