@@ -40,7 +40,7 @@ func defaultBCICache() string {
 // home.
 func defaultBase(dir string) error {
 	base := filepath.Dir(filepath.Dir(dir)) // <base>/libjprof/bci
-	if os.Getenv("XDG_CACHE_HOME") == "" {
+	if !filepath.IsAbs(os.Getenv("XDG_CACHE_HOME")) {
 		base = filepath.Dir(base) // <home>/.cache/libjprof/bci
 	}
 	var st unix.Stat_t
@@ -140,7 +140,7 @@ func (a *agent) bciCache(cfg *jvmti.BCIConfig, live bool) {
 	if abs, err := filepath.Abs(dir); err == nil && dir != "" {
 		dir = abs
 	}
-	why, applies := "", false
+	why := ""
 	fd, budget := -1, int64(0)
 	var evicted []string
 	switch {
@@ -150,37 +150,24 @@ func (a *agent) bciCache(cfg *jvmti.BCIConfig, live bool) {
 		why = "not with JLM (lock sites are numbered by the run)"
 	case live:
 		why = "not when attached (classes loaded before are retransformed, which the cache does not hold)"
-	case !a.opts.BCICacheAsked && dir == "":
-		why, applies = "no $XDG_CACHE_HOME or home directory to put it in", true
 	default:
 		var err error
-		if !a.opts.BCICacheAsked {
+		if a.opts.BCICache == defaultBCICache() {
 			err = defaultBase(dir)
 		}
 		if err == nil {
 			fd, budget, evicted, err = openBCICache(dir)
 		}
 		if err != nil {
-			why, applies = err.Error(), true
+			why = err.Error()
 		}
 	}
 	if why != "" {
-		a.opts.BCICacheOn = false
 		msg := "BCICACHE not used: " + why
-		if !a.opts.BCICacheAsked {
-			// The default: a start no faster, said in log-msg and, where
-			// a cache would apply, in the header; not on stderr at every
-			// start (BCICACHE=dir, which warns there, or NOBCICACHE).
-			if applies {
-				msg = "BCICACHE (on by default) not used: " + why + "; BCICACHE=dir puts it elsewhere"
-				a.notes = append(a.notes, msg)
-			}
-			a.log.Info(msg)
-			return
-		}
 		fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
 		a.log.Warn(msg)
 		a.notes = append(a.notes, msg)
+		a.opts.BCICacheOn = false
 		return
 	}
 	a.opts.BCICache = dir

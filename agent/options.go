@@ -112,10 +112,7 @@ type Options struct {
 	// (BCICACHE[=dir]; "" when there is no default place for it).
 	BCICacheOn bool
 	BCICache   string
-	// BCICacheAsked: BCICACHE or NOBCICACHE was given. Without either,
-	// a BCI run started with the JVM uses the default directory when it
-	// can, and says nothing where the cache does not apply.
-	BCICacheAsked bool
+
 	// JLM counts, with BCI, every monitor instrumented code takes
 	// (log-jlm): JProf's Java Lock Monitor.
 	JLM bool
@@ -191,9 +188,9 @@ var optionSpecs = []optionSpec{
 	{name: "JLM", help: "with BCI: also the exact lock monitor, as JProf's JLM: per monitor class and site, takes, recursive and contended ones, hold time, contended and Object.wait time, in log-jlm beside each log-rt (jprof report jlm)", set: boolOpt(func(o *Options) *bool { return &o.JLM })},
 	{name: "ALLMETHODS", help: "with BCI: instrument trivial methods too (default: methods that call nothing but java.base and other trivial methods, have no loop and at most 35 bytes of bytecode (70 with the trivial methods they call), such as getters, setters, one-line delegates to the JDK and chains of them, are left out and their time counts in their callers)", set: boolOpt(func(o *Options) *bool { return &o.AllMethods })},
 	{name: "FFMPROBES", help: "with BCI on JDK 22 and later: the injected probes are FFM critical downcalls instead of JNI calls: about a tenth less per event once the program's code is compiled, but more JIT work while it is (see BENCHMARKS.md); for long-running programs. It turns native access on for unnamed modules (as --enable-native-access=ALL-UNNAMED) and adds a compiler directive for every method (C1 does not inline the probes) above any of the program's own; not with ROOTS or log-gen", set: boolOpt(func(o *Options) *bool { return &o.FFMProbes })},
-	{name: "BCICACHE", hasValue: true, optValue: true, help: "with BCI, on by default (NOBCICACHE: off): keep rewritten classes in a directory between runs (default $XDG_CACHE_HOME/libjprof/bci, else ~/.cache/libjprof/bci), so that a later run reads a class rewritten before instead of rewriting it: a shorter start-up. The directory must be this user's and not writable by others (it is created so); past " + bciCacheCapText + " the least recently written contexts (JVMs, option sets, libjprof builds) are removed; not used with ROOTS or JLM, or when attaching",
+	{name: "BCICACHE", hasValue: true, optValue: true, help: "with BCI: keep rewritten classes in a directory between runs (default $XDG_CACHE_HOME/libjprof/bci, else ~/.cache/libjprof/bci), so that a later run reads a class rewritten before instead of rewriting it: a shorter start-up. The directory must be this user's and not writable by others (it is created so); past " + bciCacheCapText + " the least recently written contexts (JVMs, option sets, libjprof builds) are removed; not used with ROOTS or JLM, or when attaching",
 		set: func(o *Options, v string, on bool) error {
-			o.BCICacheOn, o.BCICache, o.BCICacheAsked = on, v, true
+			o.BCICacheOn, o.BCICache = on, v
 			if on && v == "" {
 				o.BCICache = defaultBCICache()
 			}
@@ -453,14 +450,11 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 		for _, f := range []struct {
 			name string
 			set  bool
-		}{{"INCLUDE", o.Include != ""}, {"EXCLUDE", o.Exclude != ""}, {"ALLMETHODS", o.AllMethods}, {"JLM", o.JLM}, {"FFMPROBES", o.FFMProbes}, {"BCICACHE", o.BCICacheOn && o.BCICacheAsked}} {
+		}{{"INCLUDE", o.Include != ""}, {"EXCLUDE", o.Exclude != ""}, {"ALLMETHODS", o.AllMethods}, {"JLM", o.JLM}, {"FFMPROBES", o.FFMProbes}, {"BCICACHE", o.BCICacheOn}} {
 			if f.set {
 				return nil, &OptionError{Option: f.name, Reason: "selects what bytecode instrumentation (BCI, the default source) instruments: not with " + o.sourceName()}
 			}
 		}
-	}
-	if o.BCI && !o.BCICacheAsked {
-		o.BCICacheOn, o.BCICache = true, defaultBCICache()
 	}
 	if err := o.checkControl(); err != nil {
 		return nil, err

@@ -40,8 +40,8 @@ func TestParseOptions(t *testing.T) {
 		{name: "rtdriver settings", opts: "PORT=9000,HOST=0.0.0.0,TOKEN=s3cret", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true, Port: 9000, Host: "0.0.0.0", Token: "s3cret"}},
 		{name: "no rtdriver", opts: "NORTDRIVER", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log", Calibrate: true}},
 		{name: "same mode twice", opts: "CALLTREE,CALLTREE", want: Options{Mode: ModeCallTree, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},
-		{name: "no BCI cache", opts: "NOBCICACHE", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true, BCICacheAsked: true}},
-		{name: "BCI cache elsewhere", opts: "BCICACHE=/tmp/c", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true, BCICacheOn: true, BCICache: "/tmp/c", BCICacheAsked: true}},
+		{name: "BCI cache", opts: "BCICACHE=/tmp/c", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true, BCICacheOn: true, BCICache: "/tmp/c"}},
+		{name: "NOBCICACHE", opts: "BCICACHE=/tmp/c,NOBCICACHE", want: Options{Mode: ModeRTArcf, LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o, err := ParseOptions(c.opts, c.env)
@@ -53,9 +53,6 @@ func TestParseOptions(t *testing.T) {
 			}
 			want.VThreads = true // default on; not varied here
 			want.BCI = true      // the default source; TestEventSource varies it
-			if !want.BCICacheAsked { // on by default with BCI
-				want.BCICacheOn, want.BCICache = true, defaultBCICache()
-			}
 			if want.SampleNodes == 0 {
 				want.SampleNodes = defaultSampleNodes
 			}

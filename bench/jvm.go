@@ -85,10 +85,9 @@ func runJVM(ctx context.Context, java string, r jvmRun, timeout time.Duration) (
 	cmd.Dir = r.Dir
 	env := os.Environ()
 	if r.Dir != "" {
-		// libjprof's BCICACHE is on by default: a run's default cache is
-		// its own, empty (a first run's cost, writing it included; a
-		// directory may serve several runs); the rows of later runs name
-		// a filled one (BCICACHE=dir).
+		// A run's default cache directory (BCICACHE without a
+		// directory) is its own, empty (a directory may serve several
+		// runs): never the user's; rows that want a filled one name it.
 		xdg := filepath.Join(r.Dir, ".cache")
 		if err := os.RemoveAll(xdg); err != nil {
 			return nil, err

@@ -207,9 +207,8 @@ func Run(ctx context.Context, opts Options, parts []Part) (*Suite, error) {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	// libjprof's BCICACHE is on by default: the JVMs this suite starts
-	// without a cache of their own (runJVM gives each timed run one) use
-	// one of the suite's, never the user's.
+	// The JVMs this suite starts use a BCICACHE default directory of the
+	// suite's (runJVM gives each timed run its own), never the user's.
 	xdg := filepath.Join(tmp, "xdg-cache")
 	if err := os.Mkdir(xdg, 0o700); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)

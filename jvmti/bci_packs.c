@@ -17,6 +17,7 @@
  * into one. A bad pack is used up to its bad record, and said once.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -256,8 +257,10 @@ static void bci_cache_stamp(const char *list, int one, uint64_t *a, uint64_t *b)
 			struct stat st;
 			int n;
 			if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
-				n = snprintf(st_desc, sizeof st_desc, "|%s:%lld:%lld.%09ld:%llu", path, (long long)st.st_size,
-					     (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, (unsigned long long)st.st_ino);
+				n = snprintf(st_desc, sizeof st_desc, "|%s:%lld:%lld.%09ld:%lld.%09ld:%llu:%llu", path,
+					     (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
+					     (long long)st.st_ctim.tv_sec, st.st_ctim.tv_nsec, (unsigned long long)st.st_ino,
+					     (unsigned long long)st.st_dev);
 			else
 				n = snprintf(st_desc, sizeof st_desc, "|%s:-", path);
 			if (n > 0 && (size_t)n < sizeof st_desc)
@@ -276,7 +279,11 @@ static int bci_foreign_opt(const char *o, int *agents)
 {
 	static const char *const agent[] = { "-agentpath:", "-agentlib:", "-javaagent:" };
 	static const char *const foreign[] = { "--patch-module", "-Djdk.module.patch", "--upgrade-module-path",
-					       "-Djdk.module.upgrade.path", "-Xbootclasspath/a", "-Xbootclasspath/p" };
+					       "-Djdk.module.upgrade.path", "-Xbootclasspath/a", "-Xbootclasspath/p",
+					       "--add-modules", "-Djdk.module.addmods", "--limit-modules", "-Djdk.module.limitmods",
+					       "-XX:VMOptionsFile", "-Xrun" };
+	if (strncmp(o, "-J", 2) == 0) /* a JDK tool's launcher passes these to the JVM */
+		o += 2;
 	for (size_t i = 0; i < sizeof agent / sizeof agent[0]; i++)
 		if (strncmp(o, agent[i], strlen(agent[i])) == 0)
 			++*agents;
@@ -336,15 +343,23 @@ int jp_bci_foreign(jvmtiEnv *jvmti)
 			continue;
 		char tok[4096];
 		while (*v) {
-			while (*v == ' ' || *v == '\t' || *v == '\n')
+			while (*v != 0 && isspace((unsigned char)*v))
 				v++;
-			size_t l = strcspn(v, " \t\n");
-			if (l > 0 && l < sizeof tok) {
-				memcpy(tok, v, l);
-				tok[l] = 0;
-				foreign |= bci_foreign_opt(tok, &agents) || tok[0] == '@';
+			/* A token: up to white space outside quotes, quotes taken
+			 * out, as the JVM reads these variables. */
+			size_t l = 0;
+			char q = 0;
+			for (; *v != 0 && (q != 0 || !isspace((unsigned char)*v)); v++) {
+				if (q == 0 && (*v == '\'' || *v == '"'))
+					q = *v;
+				else if (q != 0 && *v == q)
+					q = 0;
+				else if (l < sizeof tok - 1)
+					tok[l++] = *v;
 			}
-			v += l;
+			tok[l] = 0;
+			if (l > 0)
+				foreign |= bci_foreign_opt(tok, &agents) || tok[0] == '@';
 		}
 	}
 	return foreign || agents > 1;
@@ -385,7 +400,8 @@ static int bci_cache_context(jvmtiEnv *jvmti, char *out, size_t outlen)
 	const char *filters[2] = { bci.include ? bci.include : "", bci.exclude ? bci.exclude : "" };
 	for (int i = 0; i < 2; i++)
 		jp_cache_hash2((const unsigned char *)filters[i], strlen(filters[i]) + 1, da, db, &da, &db);
-	static const char *const props[] = { "java.vm.version", "java.home", "libjprof.bci.base", "jdk.module.path" };
+	static const char *const props[] = { "java.vm.version", "java.home", "libjprof.bci.base", "jdk.module.path",
+					     "jdk.util.jar.enableMultiRelease", "jdk.util.jar.version" };
 	for (size_t i = 0; i < sizeof props / sizeof props[0]; i++) {
 		char *v = NULL;
 		(*jvmti)->GetSystemProperty(jvmti, props[i], &v);

@@ -385,7 +385,9 @@ final class Trivial extends ClassVisitor {
                 if (!(e instanceof JarFile))
                     return false;
                 for (Object x : entries) {
-                    if (x instanceof File && ((File) x).isDirectory())
+                    // A directory, or an entry that is neither a jar nor a
+                    // directory yet: its files may change, or appear, unseen.
+                    if (x instanceof File || x == Boolean.FALSE)
                         return false;
                     if (x instanceof JarFile && namesOthers((JarFile) x))
                         return false;
@@ -436,8 +438,7 @@ final class Trivial extends ClassVisitor {
                 entries = new ArrayList<>();
                 String cp = Transformer.classPath();
                 for (String e : cp.split(File.pathSeparator))
-                    if (!e.isEmpty())
-                        entries.add(new File(e));
+                    entries.add(new File(e.isEmpty() ? "." : e)); // empty: the working directory, as the JDK's loader reads it
             }
             for (int i = 0; i < entries.size(); i++) {
                 Object e = entries.get(i);
