@@ -87,10 +87,10 @@ final class Trivial extends ClassVisitor {
      *  under the caller's caller. */
     private static final ConcurrentHashMap<String, Known> known = new ConcurrentHashMap<>();
 
-    /** A class's trivial methods, each with its closure, and what they
-     *  depend on beyond the class's own file (deps): when one is trivial
-     *  through another class's method, the class's rewrite depends on
-     *  that class's file too. */
+    /** A class's trivial methods, each with its closure, and what the
+     *  decisions depend on beyond the class's own file (deps): every
+     *  other class file asked, whatever it answered, so the class's
+     *  rewrite depends on those files too. */
     static final class Known {
         final Map<String, Integer> methods;
         final int deps;
