@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -102,7 +103,7 @@ func envGODEBUG() string { return os.Getenv("GODEBUG") }
 func newAgent(vm unsafe.Pointer, agentOpts, envOpts string, live bool) (*agent, error) {
 	opts, err := ParseOptions(agentOpts, envOpts)
 	if err != nil {
-		return nil, err
+		return nil, attachError(err, live)
 	}
 	if live {
 		if err := opts.checkLive(); err != nil {
@@ -121,7 +122,7 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string, live bool) (*agent, 
 	if err != nil {
 		var stop error
 		if a.outErr, stop = logPathError(opts, err); stop != nil {
-			return nil, stop
+			return nil, attachError(stop, live)
 		}
 	}
 	a.log.Info("libjprof loading", zap.String("version", strings.TrimSpace(buildinfo.String("libjprof"))),
@@ -223,6 +224,17 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string, live bool) (*agent, 
 	}
 	a.log.Info("libjprof loaded", zap.Bool("start", opts.Start), zap.Bool("attached", live))
 	return a, nil
+}
+
+// attachError words an option error for an attach: the options came
+// from jprof (its -e and -opts), and the JVM runs on without the agent.
+func attachError(err error, live bool) error {
+	if !live {
+		return err
+	}
+	msg := strings.ReplaceAll(err.Error(), originAgent, "the attach's options (jprof's -e and -opts)")
+	msg = strings.ReplaceAll(msg, "so the JVM does not start", "so the agent is not loaded (the JVM runs on)")
+	return errors.New(msg)
 }
 
 // VMInit implements jvmti.Handler.
@@ -380,7 +392,7 @@ func (a *agent) VMDeath() {
 	if b, ok := a.source.(jvmti.BCI); ok {
 		st := b.Stats()
 		a.log.Info("BCI summary", zap.Uint64("classesRewritten", st.Rewritten), zap.Uint64("classesLeftAsTheyWere", st.Failed),
-			zap.Uint64("classesLeftForARunningLoop", st.KeptRunning),
+			zap.Uint64("classesLeftForARunningLoop", st.KeptRunning), zap.Uint64("classesLeftInstrumentedAtDetach", st.KeptAtDetach),
 			zap.Uint64("transformerCalls", st.Hooks), zap.Duration("transformerTime", st.HookTime),
 			zap.Uint64("retransformCalls", st.Retransforms), zap.Duration("retransformTime", st.RetransformTime),
 			zap.Uint64("firstRunsFollowed", st.Expands), zap.Uint64("probeCallsWhileNotCollecting", st.IdleCalls),

@@ -77,7 +77,7 @@ func openBCICache(dir string) (fd int, budget int64, evicted []string, err error
 	case int(st.Uid) != os.Geteuid():
 		err = fmt.Errorf("%s is not this user's (uid %d)", dir, os.Geteuid())
 	case st.Mode&0o022 != 0:
-		err = fmt.Errorf("%s is writable by others (mode %o)", dir, st.Mode&0o777)
+		err = fmt.Errorf("%s is writable by others (mode %o)", dir, st.Mode&0o7777)
 	}
 	if err != nil {
 		unix.Close(fd)
@@ -152,7 +152,7 @@ func (a *agent) bciCache(cfg *jvmti.BCIConfig, live bool) {
 		why = "not when attached (classes loaded before are retransformed, which the cache does not hold)"
 	default:
 		var err error
-		if a.opts.BCICache == defaultBCICache() {
+		if dir != "" && a.opts.BCICache == defaultBCICache() {
 			err = defaultBase(dir)
 		}
 		if err == nil {

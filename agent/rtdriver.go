@@ -439,7 +439,8 @@ func (a *agent) Detach() (string, error) {
 	detail := "collection off"
 	if b, ok := a.source.(jvmti.BCI); ok {
 		st := b.Stats()
-		detail = fmt.Sprintf("collection off; instrumented classes given their own bytes back (%d left instrumented in all, as log-msg says)", st.Failed)
+		detail = fmt.Sprintf("collection off; instrumented classes given their own bytes back (%d left instrumented: %d running a loop now, which would run interpreted restored, their probes returning at once; %d refused before; as log-msg says)",
+			st.Failed+st.KeptAtDetach, st.KeptAtDetach, st.Failed)
 	} else if _, ok := a.source.(jvmti.Sampler); ok {
 		detail = "collection off; sampling timers deleted"
 	}

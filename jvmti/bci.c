@@ -559,6 +559,7 @@ void jp_bci_stats(uint64_t *out)
 	out[8] = __atomic_load_n(&bci.nroots, __ATOMIC_RELAXED);
 	out[9] = __atomic_load_n(&bci.idle_calls, __ATOMIC_RELAXED);
 	out[10] = __atomic_load_n(&bci.kept_running, __ATOMIC_RELAXED);
+	out[11] = __atomic_load_n(&bci.kept_detach, __ATOMIC_RELAXED);
 }
 
 static int bci_setup(jvmtiEnv *jvmti, jvmtiCapabilities *caps, jvmtiEventCallbacks *cb, int live, char *err,

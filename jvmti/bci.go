@@ -126,6 +126,10 @@ type BCIStats struct {
 	// HotSpot never compiles a method version a redefinition replaced, so
 	// that loop would have run interpreted until it returned.
 	KeptRunning uint64
+	// KeptAtDetach counts the classes the last detach left instrumented
+	// for the same reason: restored, the loop would run interpreted;
+	// instrumented, it runs compiled, its probes returning at once.
+	KeptAtDetach uint64
 	// Retransforms counts RetransformClasses calls (each walks every
 	// class and compiled method of the VM at a safepoint), and
 	// RetransformTime their total time, hooks included.
@@ -141,18 +145,18 @@ type BCIStats struct {
 	Roots uint64
 	// IdleCalls counts probe calls while not collecting, in steps of
 	// 1024 per thread: instrumented code that still runs after a stop.
-	// After a detach it stays where it is.
+	// After a detach it grows only with the classes left instrumented.
 	IdleCalls uint64
 }
 
 // Stats reads the source's counters.
 func (BCI) Stats() BCIStats {
-	var v [11]C.uint64_t
+	var v [12]C.uint64_t
 	C.jp_bci_stats(&v[0])
 	return BCIStats{Rewritten: uint64(v[0]), Failed: uint64(v[1]), Hooks: uint64(v[2]), HookTime: time.Duration(v[3]),
 		Retransforms: uint64(v[4]), RetransformTime: time.Duration(v[5]),
 		Expands: uint64(v[6]), ExpandTime: time.Duration(v[7]), Roots: uint64(v[8]), IdleCalls: uint64(v[9]),
-		KeptRunning: uint64(v[10])}
+		KeptRunning: uint64(v[10]), KeptAtDetach: uint64(v[11])}
 }
 
 // RootMethods is how many methods are roots now (see BCIStats.Roots).

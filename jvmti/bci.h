@@ -58,6 +58,14 @@ struct jp_bci_state {
 	/* Classes a retransformation left as they were because a method of
 	 * theirs was running a loop (bci_loops.c). */
 	uint64_t kept_running;
+	/* Classes the last detach left instrumented for the same reason: the
+	 * restored version would run that loop interpreted, the instrumented
+	 * one runs it compiled, its probes returning at once. */
+	uint64_t kept_detach;
+	/* The classes the last start left alone (global refs), under
+	 * bci_lock. */
+	jclass *start_kept;
+	jint nstart_kept;
 };
 extern struct jp_bci_state bci;
 
@@ -70,7 +78,7 @@ int bci_class_wanted(JNIEnv *jni, jclass c, char **sig);
  * has a loop and is running on some thread now (global refs, *n of them;
  * NULL with *n = 0 when there are none or they cannot be told);
  * bci_running_free frees the list. bci_keep_running says whether class
- * c is on it, and if so says so in log-msg and counts it. */
+ * c is on it, and if so says so in log-msg (sig NULL: only asks). */
 jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n);
 void bci_running_free(JNIEnv *jni, jclass *cs, jint n);
 int bci_keep_running(JNIEnv *jni, jclass *cs, jint n, jclass c, const char *sig);

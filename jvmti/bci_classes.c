@@ -80,6 +80,7 @@ int bci_enable(jvmtiEnv *jvmti, int live, char *err, int errlen)
 		snprintf(err, errlen, "BCI: AddCapabilities(retransform classes) failed: JVMTI error %d", (int)e);
 		return -1;
 	}
+
 	/* Attached, natives stay as they are: the wrappers could never be
 	 * taken out again (a retransformation cannot remove methods), and
 	 * detaching must leave the program as it was. */
@@ -374,7 +375,10 @@ void bci_retransform(JNIEnv *jni)
 			   bci_class_wanted(jni, classes[i], &sig);
 		if (keep && bci_keep_running(jni, running, nrun, classes[i], sig + 1)) {
 			keep = 0;
-			kept++;
+			/* At a detach, one the start left alone was never
+			 * instrumented: not one left instrumented. */
+			if (bci.instrumenting || !bci_keep_running(jni, bci.start_kept, bci.nstart_kept, classes[i], NULL))
+				kept++;
 		}
 		if (sig != NULL)
 			(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
@@ -383,11 +387,17 @@ void bci_retransform(JNIEnv *jni)
 		else
 			(*jni)->DeleteLocalRef(jni, classes[i]);
 	}
-	bci_running_free(jni, running, nrun);
-	/* The profile's header tells the classes its own start left alone
-	 * (a detach's are the same ones, and uninstrumented anyway). */
-	if (bci.instrumenting)
+	/* The profile's header tells the classes its own start left alone;
+	 * the detach, the ones it leaves instrumented. */
+	if (bci.instrumenting) {
 		__atomic_store_n(&bci.kept_running, kept, __ATOMIC_RELAXED);
+		bci_running_free(jni, bci.start_kept, bci.nstart_kept);
+		bci.start_kept = running;
+		bci.nstart_kept = nrun;
+	} else {
+		__atomic_store_n(&bci.kept_detach, kept, __ATOMIC_RELAXED);
+		bci_running_free(jni, running, nrun);
+	}
 	if (want != NULL)
 		bci_retransform_list(jni, want, nw);
 	free(want);
@@ -411,10 +421,12 @@ int bci_detach(char *err, int errlen)
 		uint64_t failed = __atomic_load_n(&bci.failed, __ATOMIC_RELAXED);
 		bci.instrumenting = 0;
 		bci_retransform(jni);
-		uint64_t left = __atomic_load_n(&bci.failed, __ATOMIC_RELAXED) - failed;
+		uint64_t left = __atomic_load_n(&bci.failed, __ATOMIC_RELAXED) - failed +
+				__atomic_load_n(&bci.kept_detach, __ATOMIC_RELAXED);
 		if (left > 0)
-			jp_notef("BCI: detach: %llu classes keep their instrumentation (their probes return at once)",
-				  (unsigned long long)left);
+			jp_notef("BCI: detach: %llu classes keep their instrumentation (their probes return at once, "
+				 "a JNI call each, while those methods run)",
+				 (unsigned long long)left);
 	}
 	bci.instrumenting = 0;
 	jp_jlm_events(0);

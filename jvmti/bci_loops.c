@@ -209,7 +209,12 @@ jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
 			    (*jvmti)->GetMethodDeclaringClass(jvmti, m, &c) != JVMTI_ERROR_NONE || c == NULL)
 				continue;
 			char *sig = NULL;
-			int wanted = bci_class_wanted(jni, c, &sig);
+			/* Only a class a retransformation would change: not a
+			 * hidden one (a lambda's Runnable, whose run() calls
+			 * the lambda's body). */
+			jboolean mod = JNI_FALSE;
+			int wanted = (*jvmti)->IsModifiableClass(jvmti, c, &mod) == JVMTI_ERROR_NONE && mod &&
+				     bci_class_wanted(jni, c, &sig);
 			if (sig != NULL)
 				(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
 			if (wanted)
@@ -239,6 +244,8 @@ int bci_keep_running(JNIEnv *jni, jclass *cs, jint n, jclass c, const char *sig)
 	for (jint i = 0; i < n; i++) {
 		if (!(*jni)->IsSameObject(jni, cs[i], c))
 			continue;
+		if (sig == NULL) /* only asked */
+			return 1;
 		jp_notef("BCI: class %s left as it was: a method of it is running a loop (a retransformation would leave "
 			 "that loop interpreted until it returns)", sig);
 		return 1;

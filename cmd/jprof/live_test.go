@@ -553,6 +553,34 @@ func TestProfileKeepsRunningLoop(t *testing.T) {
 	}
 }
 
+// A loop that starts during an attached BCI profile, in a class
+// instrumented meanwhile, is running at the detach: that class keeps its
+// instrumentation (restored, the loop would run interpreted for good),
+// and jprof's detach line and log-msg say so.
+func TestProfileDetachKeepsLoop(t *testing.T) {
+	gate := filepath.Join(t.TempDir(), "gate")
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "LoopLater", Args: []string{gate, "60"}, Options: "-"})
+	pid := p.Result().PID
+	p.Expect(fmt.Sprintf("ready %d", pid))
+	msgFile := fmt.Sprintf("/tmp/jprof-%d/log-msg_%d", os.Getuid(), pid)
+	go func() { // the gate opens once the profile has started
+		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			if b, _ := os.ReadFile(msgFile); strings.Contains(string(b), "collection started") {
+				break
+			}
+		}
+		_ = os.WriteFile(gate, nil, 0o600)
+	}()
+	code, _, stderr := jprofBin(t, "profile", "-d", "4s", "-e", "bci", "-o", t.TempDir()+"/", strconv.Itoa(pid))
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "1 left instrumented: 1 running a loop now")
+	msg, err := os.ReadFile(msgFile)
+	require.NoError(t, err)
+	assert.Contains(t, string(msg), "BCI: class LaterGate left as it was: a method of it is running a loop")
+	assert.Contains(t, string(msg), "BCI: class LaterRun left as it was: a method of it is running a loop")
+	assert.Contains(t, string(msg), "BCI: detach: 1 classes keep their instrumentation")
+}
+
 // TestProfileRecoversWalksAttached: sampling attached to a running JVM
 // recovers the walks AsyncGetCallTrace fails on the threads that ran
 // before the attach too (each thread's stack bounds from HotSpot's own
