@@ -62,7 +62,7 @@ final class TransformCache {
      */
     static byte[] entry(byte[] in, byte[] out, Map<Integer, Handle> handles, long trivial, long wrapped, boolean jars) {
         if (out == null) // left as it was: every method trivial, maybe through the jars'
-            return header(in.length, 0, 0, 0, 0, jars);
+            return header(in.length, trivial, 0, 0, 0, jars);
         for (int h : handles.keySet())
             if (h < 0) // the engine's overflow handle, shared by methods past its bound
                 return out;

@@ -389,12 +389,14 @@ public final class Transformer {
         ClassWriter cw = new ClassWriter(cr, 0); // MethodProbes gives the maxima
         Instrument ci = new Instrument(cw, version, skip, only, sel, trivial, wrap, r == null ? null : r.handles);
         cr.accept(ci, ClassReader.EXPAND_FRAMES);
-        if (first && ci.changed) {
+        if (first) { // a class with nothing left to instrument counts its trivial methods too
             trivialLeft.addAndGet(ci.trivialLeft);
-            nativesWrapped.addAndGet(ci.wrapped);
-            if (r != null) {
+            if (r != null)
                 r.trivialLeft = ci.trivialLeft;
-                r.wrapped = ci.wrapped;
+            if (ci.changed) {
+                nativesWrapped.addAndGet(ci.wrapped);
+                if (r != null)
+                    r.wrapped = ci.wrapped;
             }
         }
         return ci.changed ? cw.toByteArray() : null;
