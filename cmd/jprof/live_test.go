@@ -577,7 +577,7 @@ func TestProfileDetachKeepsLoop(t *testing.T) {
 	msg, err := os.ReadFile(msgFile)
 	require.NoError(t, err)
 	assert.Contains(t, string(msg), "BCI: class LaterGate left as it was: a method of it is running a loop")
-	assert.Contains(t, string(msg), "BCI: class LaterRun left as it was: a method of it is running a loop")
+	assert.Contains(t, string(msg), "BCI: class LoopRun left as it was: a method of it is running a loop")
 	assert.Contains(t, string(msg), "BCI: detach: 1 classes keep their instrumentation")
 }
 
