@@ -1,6 +1,7 @@
 /*
- * bci_cache.h: what BCICACHE's two files share: bci_cache.c (classes in
- * and out of entries) and bci_packs.c (the files that keep them).
+ * bci_cache.h: what BCICACHE's files share: bci_cache.c (classes in and
+ * out of entries), bci_packs.c (the files that keep them) and
+ * bci_context.c (what decides whether an entry holds).
  */
 #ifndef JP_BCI_CACHE_H
 #define JP_BCI_CACHE_H
@@ -49,5 +50,11 @@ void jp_cache_say(int *said, const char *fmt, const char *what, const char *why)
 /* bci_packs.c: a verified entry by name, and keeping a new one. */
 const unsigned char *jp_pack_find(const char *name, size_t *n, int *damaged);
 void jp_pack_add(const char *name, const unsigned char *e, size_t n);
+
+/* bci_context.c: the context's directory name (-1: the jar unread),
+ * the stamps of a path list's files (of one path, with one), chained
+ * into (*a, *b). */
+int jp_bci_cache_context(jvmtiEnv *jvmti, const char *format, char *out, size_t outlen);
+void jp_bci_cache_stamp(const char *list, int one, uint64_t *a, uint64_t *b);
 
 #endif /* JP_BCI_CACHE_H */
