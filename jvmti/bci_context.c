@@ -18,10 +18,11 @@
 #include "bci_cache.h"
 
 /* jp_bci_cache_stamp chains into (*a, *b) the identity of each file of a
- * path list (of one path, with one) (size, time, inode: a jar rewritten in place or replaced
- * changes it) or only its name for what is not a regular file (a
- * directory's classes may change under the same stamp: Trivial.java
- * lets no kept class depend on them). */
+ * path list (of one path, with one): its size, modification and change
+ * times, inode and device (a jar rewritten in place or replaced changes
+ * them), or only its name for what is not a regular file (a directory's
+ * classes may change under the same stamp: Trivial.java lets no kept
+ * class depend on them). */
 void jp_bci_cache_stamp(const char *list, int one, uint64_t *a, uint64_t *b)
 {
 	while (list != NULL && *list != 0) {
