@@ -168,7 +168,7 @@ func AgentsOfPID(base string, pid int) []Agent {
 		dirs, _ := filepath.Glob(filepath.Join(base, socketDirPrefix+"*"))
 		for _, d := range dirs {
 			p := filepath.Join(d, strconv.Itoa(pid)+socketSuffix)
-			if owner, ok := agentSocket(d, p); ok && !seen[p] && (want < 0 || owner == want) {
+			if owner, ok := agentSocket(d, p); ok && !seen[p] && (want < 0 || owner == want) && !stale(p) {
 				seen[p] = true
 				found = append(found, Agent{PID: pid, UID: owner, Path: p})
 			}
@@ -203,6 +203,18 @@ func agentSocket(dir, path string) (int, bool) {
 	}
 	owner, ok := fileOwner(path)
 	return owner, ok && owner == dirUID
+}
+
+// stale says a socket has nothing listening: left by a JVM killed
+// before its agent could remove it, whose PID another process now has
+// (PIDs come back, within seconds on a busy machine with 32,768 of them).
+func stale(path string) bool {
+	c, err := net.DialTimeout("unix", path, 300*time.Millisecond)
+	if err != nil {
+		return errors.Is(err, syscall.ECONNREFUSED)
+	}
+	c.Close()
+	return false
 }
 
 // ProcOwner is the user the process pid runs as, as /proc shows it.

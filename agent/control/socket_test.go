@@ -30,12 +30,14 @@ func TestUnixSocket(t *testing.T) {
 	path := SocketPath(base, uid, 4242)
 	assert.Equal(t, filepath.Join(base, ".libjprof-"+strconv.Itoa(uid), "4242.sock"), path)
 
-	// A socket a killed JVM of the same PID left behind.
+	// A socket a killed JVM of the same PID left behind: nothing listens,
+	// so it is not an agent of the process that has the PID now.
 	require.NoError(t, os.Mkdir(filepath.Dir(path), 0o700))
 	old, err := net.Listen("unix", path)
 	require.NoError(t, err)
 	old.(*net.UnixListener).SetUnlinkOnClose(false)
 	old.Close()
+	assert.Empty(t, AgentsOfPID(base, 4242), "a stale socket")
 
 	f := newFake()
 	s, err := Listen(Config{Controller: f, Socket: path, NoTCP: true})
