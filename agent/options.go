@@ -488,6 +488,9 @@ func parseOne(o *Options, tok string) (*optionSpec, *OptionError) {
 		return nil, &OptionError{Option: tok, Reason: "takes no value"}
 	case !on && hasEq:
 		return nil, &OptionError{Option: tok, Reason: "a NO option takes no value"}
+	case spec.optValue && hasEq && strings.TrimSpace(value) == "":
+		// BCICACHE=$DIR with DIR unset, say: not the default unasked.
+		return nil, &OptionError{Option: tok, Reason: fmt.Sprintf("an empty value: give one, or %s alone for its default", spec.name)}
 	}
 	if err := spec.set(o, value, on); err != nil {
 		return nil, &OptionError{Option: tok, Reason: err.Error()}

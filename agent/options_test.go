@@ -76,6 +76,8 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"NOSTART=1", "NOSTART=1", "takes no value"},
 		{"LOGPATH", "LOGPATH", "needs a value"},
 		{"LOGPATH=", "LOGPATH=", "needs a directory"},
+		{"BCICACHE=", "BCICACHE=", "an empty value: give one, or BCICACHE alone for its default"},
+		{"SAMPLE= ", "SAMPLE=", "an empty value"},
 		{"NOLOGPATH=/x", "NOLOGPATH=/x", "a NO option takes no value"},
 		{"LOGPREFIX=a/b", "LOGPREFIX=a/b", "without '/'"},
 		{"METRICS=", "METRICS=", "needs one or more metrics"},
