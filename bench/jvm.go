@@ -83,21 +83,9 @@ func runJVM(ctx context.Context, java string, r jvmRun, timeout time.Duration) (
 	}
 	cmd := exec.CommandContext(ctx, prog, args...)
 	cmd.Dir = r.Dir
-	env := os.Environ()
-	if r.Dir != "" {
-		// A run's default cache directory (BCICACHE without a
-		// directory) is its own, empty (a directory may serve several
-		// runs): never the user's; rows that want a filled one name it.
-		xdg := filepath.Join(r.Dir, ".cache")
-		if err := os.RemoveAll(xdg); err != nil {
-			return nil, err
-		}
-		if err := os.Mkdir(xdg, 0o700); err != nil {
-			return nil, err
-		}
-		env = append(env, "XDG_CACHE_HOME="+xdg)
+	if len(r.Env) > 0 {
+		cmd.Env = append(os.Environ(), r.Env...)
 	}
-	cmd.Env = append(env, r.Env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	t0 := time.Now()

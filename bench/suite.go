@@ -207,15 +207,6 @@ func Run(ctx context.Context, opts Options, parts []Part) (*Suite, error) {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	// The JVMs this suite starts use a BCICACHE default directory of the
-	// suite's (runJVM gives each timed run its own), never the user's.
-	xdg := filepath.Join(tmp, "xdg-cache")
-	if err := os.Mkdir(xdg, 0o700); err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
-	}
-	if err := os.Setenv("XDG_CACHE_HOME", xdg); err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
-	}
 
 	var errs []error
 	for i, p := range parts {

@@ -425,7 +425,7 @@ static void bci_keep_out_of_c2(JNIEnv *jni)
 static void bci_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 {
 	(void)thread;
-	if (bci.cache_fd >= 0 && jp_bci_foreign(jvmti))
+	if (bci.cache_fd >= 0 && jp_bci_foreign())
 		bci.flags |= JP_BCI_FOREIGN;
 	static const JNINativeMethod natives[] = {
 		{ "enter", "(I)V", (void *)bci_enter },

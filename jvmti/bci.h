@@ -122,7 +122,7 @@ void jp_bci_cache_name_cp(const char *plain, char *out);
 int jp_bci_cache_hit(jvmtiEnv *jvmti, const char *cls, const char *const names[2], jint len, jint *new_len,
 		     unsigned char **new_data);
 void jp_bci_cache_setup(jvmtiEnv *jvmti);
-int jp_bci_foreign(jvmtiEnv *jvmti);
+int jp_bci_foreign(void);
 void jp_bci_cache_flush(int last);
 int jp_bci_cache_add(jvmtiEnv *jvmti, const char *cls, const char *name, const unsigned char *e, size_t n, jint len,
 		     jint *new_len, unsigned char **new_data);

@@ -80,7 +80,6 @@ int bci_enable(jvmtiEnv *jvmti, int live, char *err, int errlen)
 		snprintf(err, errlen, "BCI: AddCapabilities(retransform classes) failed: JVMTI error %d", (int)e);
 		return -1;
 	}
-
 	/* Attached, natives stay as they are: the wrappers could never be
 	 * taken out again (a retransformation cannot remove methods), and
 	 * detaching must leave the program as it was. */
@@ -152,11 +151,10 @@ void JNICALL jp_bci_class_file_load(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefin
 	jp_aside_begin(jp_thread_self(), &aside);
 	/* A first load outside ROOTS may be in BCICACHE (answered here, in C),
 	 * and may go there. */
-	char entry[JP_BCI_CACHE_NAME];
+	char entry[JP_BCI_CACHE_NAME], cp[JP_BCI_CACHE_NAME]; /* its names: plain, and with the class path's stamp */
 	int cacheable = __atomic_load_n(&bci.cache_on, __ATOMIC_ACQUIRE) && redefined == NULL && !bci.selective;
 	if (cacheable) {
 		jp_bci_cache_name(name, data, len, entry);
-		char cp[JP_BCI_CACHE_NAME];
 		jp_bci_cache_name_cp(entry, cp);
 		const char *const names[2] = { entry, cp };
 		if (jp_bci_cache_hit(jvmti, name, names, len, new_len, new_data))
@@ -201,11 +199,8 @@ void JNICALL jp_bci_class_file_load(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefin
 			unsigned char *e = malloc((size_t)n);
 			if (e != NULL) {
 				(*jni)->GetByteArrayRegion(jni, out, 0, n, (jbyte *)e);
-				char cp[JP_BCI_CACHE_NAME];
-				if (cpdep) {
+				if (cpdep)
 					e[3] = '1';
-					jp_bci_cache_name_cp(entry, cp);
-				}
 				jp_bci_cache_add(jvmti, name, cpdep ? cp : entry, e, (size_t)n, len, new_len, new_data);
 				free(e);
 			} else {

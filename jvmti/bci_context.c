@@ -79,9 +79,8 @@ static int bci_foreign_opt(const char *o, int *agents)
  * foreign) and the environment variables the launcher and the JVM read.
  * A JVM made by a program of its own, through JNI, is judged by the
  * options in the environment only. */
-int jp_bci_foreign(jvmtiEnv *jvmti)
+int jp_bci_foreign(void)
 {
-	(void)jvmti;
 	int agents = 0, foreign = 0;
 	char buf[65536];
 	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);

@@ -134,10 +134,7 @@ func Launch(t testing.TB, r Run) *Proc {
 	}
 	p.cmd = exec.CommandContext(p.ctx, prog, args...)
 	p.cmd.Dir = dir
-	// BCICACHE's default directory is each run's own, empty, unless the
-	// test says otherwise (BCICACHE=dir, or XDG_CACHE_HOME in Env), so
-	// that runs stay independent of each other and of the user's.
-	p.cmd.Env = append(append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir()), r.Env...)
+	p.cmd.Env = append(os.Environ(), r.Env...)
 	p.cmd.Stderr = &p.stderr
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)

@@ -276,10 +276,10 @@ final class Trivial extends ClassVisitor {
             // depends on answered: a class's rewrite depends on every
             // class it asked.
             deps = Math.max(deps, Math.max(k.deps, level(owner, k)));
-            if (n == null && (k.declares(m) || k.superName == null))
-                return -1;
             if (n != null)
                 return n;
+            if (k.declares(m) || k.superName == null)
+                return -1;
             owner = k.superName;
         }
         return -1;
