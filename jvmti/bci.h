@@ -75,8 +75,9 @@ extern struct jp_bci_state bci;
 int bci_class_wanted(JNIEnv *jni, jclass c, char **sig);
 
 /* bci_loops.c: bci_running_loops lists the classes with a method that
- * has a loop and is running on some thread now (global refs, *n of them;
- * NULL with *n = 0 when there are none or they cannot be told);
+ * has a loop and is running on some thread, seen twice half a second
+ * apart (global refs, *n of them; NULL with *n = 0 when there are none or
+ * they cannot be told; it waits only when some thread is in a loop);
  * bci_running_free frees the list. bci_keep_running says whether class
  * c is on it, and if so says so in log-msg (sig NULL: only asks). */
 jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n);

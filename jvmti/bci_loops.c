@@ -17,8 +17,10 @@
  * log-msg and counted.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bci.h"
 
@@ -131,10 +133,17 @@ static jint bottom_frames(jvmtiEnv *jvmti, jthread th, jvmtiFrameInfo *fr)
 	return 0;
 }
 
-/* Program frames looked at on the main thread, from the bottom: a
- * lifelong loop is in main or a call or two above it (main calling a run
- * loop of its own); higher up, methods come and go. */
+/* Program frames looked at on each thread, from the bottom: a lifelong
+ * loop is in a thread's first own frame (a main, a worker's run) or a
+ * call or two above it (main calling the program's run loop, a thread's
+ * lambda calling an engine's); higher up, methods come and go. */
 #define JP_LOOP_FRAMES 3
+
+/* How long a loop must be seen running to count as lifelong: longer than
+ * a task's or a short thread's work usually runs, short enough to add
+ * little to an attach (the wait happens only when some thread is in a
+ * loop at the first look). */
+#define JP_LOOP_SETTLE_MS 500
 
 /* bci_keep_class adds c (a local ref, deleted here) to the classes to
  * leave alone, once. */
@@ -156,20 +165,70 @@ static void bci_keep_class(JNIEnv *jni, jclass **cs, jint *n, jint *cap, jclass 
 	(*jni)->DeleteLocalRef(jni, c);
 }
 
+/* A thread's loop as one look saw it: the frames from the bottom up to
+ * the first of its own code inside a loop. */
+struct loop_seen {
+	jthread th; /* global ref */
+	jint nm;    /* frames from the bottom, the loop's included */
+	jmethodID m[JP_LOOP_DEPTH];
+};
+
+/* thread_loop looks at th's bottom frames for the first of the thread's
+ * own code (a class the transformer instruments) that is inside a loop,
+ * among its first JP_LOOP_FRAMES: fills s (not th) and returns that
+ * frame's class (a local ref), or NULL. */
+static jclass thread_loop(jvmtiEnv *jvmti, JNIEnv *jni, jthread th, struct loop_seen *s)
+{
+	jvmtiFrameInfo fr[JP_LOOP_DEPTH];
+	jint got = bottom_frames(jvmti, th, fr);
+	int own = 0; /* program frames seen, from the bottom */
+	for (jint f = got - 1; f >= 0 && own < JP_LOOP_FRAMES; f--) {
+		jmethodID m = fr[f].method;
+		jboolean native = JNI_FALSE;
+		jclass c = NULL;
+		if ((*jvmti)->IsMethodNative(jvmti, m, &native) != JVMTI_ERROR_NONE || native ||
+		    (*jvmti)->GetMethodDeclaringClass(jvmti, m, &c) != JVMTI_ERROR_NONE || c == NULL)
+			continue;
+		char *sig = NULL;
+		/* Only a class a retransformation would change: not a hidden
+		 * one (a lambda's Runnable, whose run() calls the lambda's
+		 * body). */
+		jboolean mod = JNI_FALSE;
+		int wanted = (*jvmti)->IsModifiableClass(jvmti, c, &mod) == JVMTI_ERROR_NONE && mod &&
+			     bci_class_wanted(jni, c, &sig);
+		if (sig != NULL)
+			(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
+		if (wanted)
+			own++;
+		if (wanted && bc_frame_in_loop(jvmti, m, fr[f].location)) {
+			/* The first frame inside a loop, from the bottom: what
+			 * runs above it is called from it, and returns. */
+			s->nm = got - f;
+			for (jint k = 0; k < s->nm; k++)
+				s->m[k] = fr[got - 1 - k].method;
+			return c;
+		}
+		(*jni)->DeleteLocalRef(jni, c);
+	}
+	return NULL;
+}
+
 /*
  * bci_running_loops: a loop that runs for the program's life is where a
  * thread's own code starts (a main loop, the run() of a worker or of an
- * event loop) or, on the main thread, a call or two above it (main
+ * event loop) or a call or two above it (main, or a thread's lambda,
  * calling the program's run loop), at the bottom of its stack under the
  * JDK's frames; the frames above come and go. So on each thread the
  * first frame that is inside a loop (where its method is: a call from
- * the loop's body), among its outermost frames of classes the
- * transformer instruments (JP_LOOP_FRAMES on the main thread, one
- * elsewhere), names the class to leave alone; never a method called
+ * the loop's body), among its outermost JP_LOOP_FRAMES frames of classes
+ * the transformer instruments, is a candidate; never a method called
  * from that loop or merely running higher up (where a program spends
- * most of its time, in methods that return), so that their classes are
- * not kept out of the profile. A lifelong loop deeper in a thread's frames, or called from
- * another loop, is missed: it runs interpreted.
+ * most of its time, in methods that return). A candidate still running
+ * JP_LOOP_SETTLE_MS later (the same thread, the same frames under it)
+ * names the class to leave alone: a task of a pool, a short thread's
+ * work, a loop that was about to end, are not kept out of the profile. A
+ * lifelong loop deeper in a thread's frames, or called from another
+ * loop, is missed: it runs interpreted.
  */
 jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
 {
@@ -178,57 +237,35 @@ jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
 	jint nt = 0;
 	if ((*jvmti)->GetAllThreads(jvmti, &nt, &ths) != JVMTI_ERROR_NONE)
 		return NULL;
-	jint cap = 0;
-	jclass *cs = NULL;
-	jvmtiFrameInfo fr[JP_LOOP_DEPTH];
+	struct loop_seen *seen = calloc(nt > 0 ? (size_t)nt : 1, sizeof *seen);
+	jint ns = 0;
 	for (jint t = 0; t < nt; t++) {
-		jint got = bottom_frames(jvmti, ths[t], fr);
-		/* Up to JP_LOOP_FRAMES on the main thread (main calling the
-		 * program's run loop); elsewhere the first program frame only:
-		 * a pool's task or a short thread's run() that calls a loop is
-		 * work that returns, and its class belongs in the profile. */
-		int limit = 1;
-		jvmtiThreadInfo ti;
-		if ((*jvmti)->GetThreadInfo(jvmti, ths[t], &ti) == JVMTI_ERROR_NONE) {
-			if (ti.name != NULL && strcmp(ti.name, "main") == 0)
-				limit = JP_LOOP_FRAMES;
-			if (ti.name != NULL)
-				(*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
-			if (ti.thread_group != NULL)
-				(*jni)->DeleteLocalRef(jni, ti.thread_group);
-			if (ti.context_class_loader != NULL)
-				(*jni)->DeleteLocalRef(jni, ti.context_class_loader);
+		jclass c = seen != NULL ? thread_loop(jvmti, jni, ths[t], &seen[ns]) : NULL;
+		if (c != NULL) {
+			(*jni)->DeleteLocalRef(jni, c);
+			if ((seen[ns].th = (*jni)->NewGlobalRef(jni, ths[t])) != NULL)
+				ns++;
 		}
 		(*jni)->DeleteLocalRef(jni, ths[t]);
-		int own = 0; /* program frames seen, from the bottom */
-		for (jint f = got - 1; f >= 0 && own < limit; f--) {
-			jmethodID m = fr[f].method;
-			jboolean native = JNI_FALSE;
-			jclass c = NULL;
-			if ((*jvmti)->IsMethodNative(jvmti, m, &native) != JVMTI_ERROR_NONE || native ||
-			    (*jvmti)->GetMethodDeclaringClass(jvmti, m, &c) != JVMTI_ERROR_NONE || c == NULL)
-				continue;
-			char *sig = NULL;
-			/* Only a class a retransformation would change: not a
-			 * hidden one (a lambda's Runnable, whose run() calls
-			 * the lambda's body). */
-			jboolean mod = JNI_FALSE;
-			int wanted = (*jvmti)->IsModifiableClass(jvmti, c, &mod) == JVMTI_ERROR_NONE && mod &&
-				     bci_class_wanted(jni, c, &sig);
-			if (sig != NULL)
-				(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
-			if (wanted)
-				own++;
-			if (wanted && bc_frame_in_loop(jvmti, m, fr[f].location)) {
-				/* The first frame inside a loop, from the bottom:
-				 * what runs above it is called from it, and returns. */
-				bci_keep_class(jni, &cs, n, &cap, c);
-				break;
-			}
-			(*jni)->DeleteLocalRef(jni, c);
-		}
 	}
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)ths);
+	if (ns > 0) {
+		struct timespec d = {JP_LOOP_SETTLE_MS / 1000, (JP_LOOP_SETTLE_MS % 1000) * 1000000L};
+		while (nanosleep(&d, &d) != 0 && errno == EINTR)
+			;
+	}
+	jint cap = 0;
+	jclass *cs = NULL;
+	struct loop_seen now;
+	for (jint i = 0; i < ns; i++) {
+		jclass c = thread_loop(jvmti, jni, seen[i].th, &now);
+		if (c != NULL && now.nm == seen[i].nm && memcmp(now.m, seen[i].m, sizeof now.m[0] * (size_t)now.nm) == 0)
+			bci_keep_class(jni, &cs, n, &cap, c);
+		else if (c != NULL)
+			(*jni)->DeleteLocalRef(jni, c);
+		(*jni)->DeleteGlobalRef(jni, seen[i].th);
+	}
+	free(seen);
 	return cs;
 }
 

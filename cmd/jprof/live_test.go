@@ -524,9 +524,18 @@ func TestProfileKeepsRunningLoop(t *testing.T) {
 		// main, which has a loop too, is not in it): the first frame from
 		// the bottom that is in a loop is left alone, never the step it
 		// calls.
-		for _, c := range []struct{ main, kept, method string }{{"LoopMain", "LoopMain", "LoopMain.main"}, {"LoopDelegate", "LoopRun", "LoopRun.loop"}} {
-			t.Run(jdk.Name+"/"+c.kept, func(t *testing.T) {
-				p := jvmtest.Launch(t, jvmtest.Run{Class: c.main, Args: []string{"120"}, Options: "-", Java: jdk.Java})
+		// And the same loop on a thread whose lambda calls it
+		// (LoopDelegate thread): seen twice, half a second apart, it is
+		// no task that ends.
+		for _, c := range []struct {
+			main, mode, kept, method string
+		}{{"LoopMain", "", "LoopMain", "LoopMain.main"}, {"LoopDelegate", "", "LoopRun", "LoopRun.loop"}, {"LoopDelegate", "thread", "LoopRun", "LoopRun.loop"}} {
+			t.Run(jdk.Name+"/"+c.kept+c.mode, func(t *testing.T) {
+				args := []string{"120"}
+				if c.mode != "" {
+					args = append(args, c.mode)
+				}
+				p := jvmtest.Launch(t, jvmtest.Run{Class: c.main, Args: args, Options: "-", Java: jdk.Java})
 				pid := p.Result().PID
 				p.Expect(fmt.Sprintf("ready %d", pid))
 				// Three profiles: the loop calls step, so the thread's stack
