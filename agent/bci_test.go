@@ -203,13 +203,17 @@ func TestBCITrivialMethods(t *testing.T) {
 		"TrivialCases.<init>()V", // Object's constructor is java.base's, Box's is trivial
 		// Calls to a superclass's method through the subclass's name.
 		"TrivialCases$Local.peek()Ljava/lang/Integer;", "TrivialCases$SubBox.viaSuper()I", "TrivialCases$BoxBase.base()I",
-		"TrivialCases$SubBox.<init>()V"}
+		"TrivialCases$SubBox.<init>()V",
+		// Checks: the paths that end in a throw are not counted.
+		"TrivialCases.throwsSome(I)I", "TrivialCases.checked(I)I", "TrivialCases.throwPathCalls(I)I",
+		"TrivialCases.wraps(Ljava/lang/String;)I"}
 	// viaInterface: an interface's method may run anything; fanOut: its
 	// trivial callees make it more than 70 bytes of work; Items.first:
-	// the JDK's AbstractList.get has no code (Items.get, with a loop, runs).
+	// the JDK's AbstractList.get has no code (Items.get, with a loop, runs);
+	// fails: it always throws.
 	kept := []string{"TrivialCases.loops(I)I", "TrivialCases.calls(I)I", "TrivialCases.viaInterface(LTrivialCases$Getter;)I",
 		"TrivialCases.fanOut(I)I", "TrivialCases.locked(I)I",
-		"TrivialCases.throwsSome(I)I", "TrivialCases.catches(I)I", "TrivialCases.big(JJJJ)J", "TrivialCases.main([Ljava/lang/String;)V",
+		"TrivialCases.fails(I)I", "TrivialCases.catches(I)I", "TrivialCases.big(JJJJ)J", "TrivialCases.main([Ljava/lang/String;)V",
 		"TrivialCases$Items.first()Ljava/lang/Integer;", "TrivialCases$Items.get(I)Ljava/lang/Integer;"}
 	for _, all := range []bool{false, true} {
 		opts := "CALLTREE,START,NORTDRIVER"

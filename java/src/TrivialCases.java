@@ -1,7 +1,7 @@
 /** Methods BCI leaves out by default (trivial: no call but into java.base
- *  or to trivial methods, no loop, no throw, no catch, no lock, at most 35
- *  bytes of bytecode) and methods just past each of those lines, called a
- *  known number of times. */
+ *  or to trivial methods, no loop, no catch, no lock, at most 35 bytes of
+ *  bytecode, paths that end in a throw not counted) and methods just past
+ *  each of those lines, called a known number of times. */
 public class TrivialCases {
     static final int N = 1000;
     private int field;
@@ -52,6 +52,14 @@ public class TrivialCases {
     static int chain(int a) { return branchy(a) + 1; }
     static int wide(int a) { return a * 31 + a * 17 - a * 13 + (a ^ 7) + (a | 3); }
     int crossClass() { return box.get() + 1; }
+    // Checks: what only a throw follows is not counted, its calls
+    // (a string concatenation's call site, a method with a loop) and its
+    // size included.
+    static int throwsSome(int a) { if (a < 0) throw new IllegalArgumentException(); return a; }
+    static int checked(int a) { if (a < 0) throw new IllegalStateException("negative: " + a + " of " + N + " at " + total); return a + 1; }
+    static int throwPathCalls(int a) { if (a < 0) throw new IllegalArgumentException(String.valueOf(loops(-a))); return a; }
+    /** Its handler only throws again (wraps the exception). */
+    static int wraps(String v) { try { return Integer.parseInt(v); } catch (NumberFormatException e) { throw new IllegalArgumentException(e); } }
 
     // Not trivial: each crosses one line.
     static int loops(int n) { int s = 0; for (int i = 0; i < n; i++) s += i; return s; }
@@ -60,7 +68,8 @@ public class TrivialCases {
     /** Small, but with its trivial callees more than 70 bytes of work. */
     static int fanOut(int a) { return wide(a) + wide(a + 1) + wide(a + 2); }
     static synchronized int locked(int a) { return a + 1; }
-    static int throwsSome(int a) { if (a < 0) throw new IllegalArgumentException(); return a; }
+    /** It always throws: no normal path. */
+    static int fails(int a) { throw new UnsupportedOperationException("fails " + a); }
     static int catches(int a) { try { return Integer.parseInt("x"); } catch (NumberFormatException e) { return a; } }
     static long big(long a, long b, long c, long d) {
         // More than 35 bytes of straight-line arithmetic.
@@ -78,11 +87,19 @@ public class TrivialCases {
             t.empty();
             s += constant() + arith(i, 3) + branchy(-i);
             s += callsJdk(-i) + loops(10) + calls(3) + locked(i) + throwsSome(i) + big(i, 2, 3, 4);
+            s += checked(i) + throwPathCalls(i) + wraps("12");
             s += chain(-i) + t.crossClass() + viaInterface(t.box) + fanOut(i);
             LOCAL.set(i);
             s += LOCAL.peek() + SUB.viaSuper() + ITEMS.first();
             if (i % 10 == 0)
                 s += catches(i);
+            if (i % 100 == 0) {
+                try {
+                    s += fails(i);
+                } catch (UnsupportedOperationException e) {
+                    s++;
+                }
+            }
         }
         total = s;
         System.out.println("trivialcases: " + total);

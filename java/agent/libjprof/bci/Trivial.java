@@ -25,19 +25,23 @@ import org.objectweb.asm.Opcodes;
 /**
  * Trivial finds the methods of a class that cannot hold a profile's
  * answer, which the transformer leaves uninstrumented unless ALLMETHODS
- * is given: methods that have no loop, throw nothing themselves, catch
- * nothing (a handler's work, an exception's cost, is an answer), take no
- * monitor, have at most MAX_BYTES of bytecode and call nothing but
- * methods that make no event: java.base's (which is not instrumented)
- * and other trivial methods, with at most MAX_CLOSURE bytes of bytecode
- * for the method and the trivial methods it calls together. That takes
- * in empty methods, field getters and setters, constant methods,
- * one-line delegates to the JDK (an AtomicInteger's get, a hashCode) and
- * short chains of them (a getter that returns another object's getter, a
- * constructor whose superclass's constructor only sets fields): leaves of
- * the profile that HotSpot always inlines (its MaxInlineSize is 35
- * bytes), whose own work, a few instructions, would cost less than the
- * probes. Their time, with that of the calls they make, counts in their
+ * is given: methods that have no loop, recover from no exception (a
+ * handler's work, an exception's cost, is an answer; a handler that only
+ * throws again is a throw's path), take no monitor, and whose normal
+ * paths (those that reach a return) have at most MAX_BYTES of bytecode
+ * and call nothing but methods that make no event: java.base's (which is
+ * not instrumented) and other trivial methods, with at most MAX_CLOSURE
+ * bytes of bytecode for the method and the trivial methods it calls
+ * together. A path that can only end in a throw (a check's failure) does
+ * not count: it is rare by design, and its work, the exception's, counts
+ * in the caller. That takes in empty methods, field getters and setters,
+ * constant methods, argument checks, one-line delegates to the JDK (an
+ * AtomicInteger's get, a hashCode) and short chains of them (a getter
+ * that returns another object's getter, a constructor whose superclass's
+ * constructor only sets fields): leaves of the profile that HotSpot
+ * inlines (always up to its MaxInlineSize of 35 bytes; a check with a
+ * long throw path where it is hot), whose own work, a few instructions,
+ * would cost less than the probes. Their time, with that of the calls they make, counts in their
  * callers', as it does once the JIT has inlined them. A call that runs an
  * instrumented method anyway (an override of the trivial method called,
  * compareTo declared on a JDK type) shows that method under the trivial
@@ -487,25 +491,60 @@ final class Trivial extends ClassVisitor {
             return null;
         final String key = name + desc;
         return new MethodVisitor(Opcodes.ASM9) {
-            int bytes;
+            /** The method's instructions, in order: what each is (a
+             *  bit set of the kinds below), its size, its jump's target
+             *  and its call. Kept only while the method may still be
+             *  trivial; a method is scanned once per class load. */
+            int n;
+            int[] kind = new int[32], size = new int[32];
+            Label[] target = new Label[32];
+            String[][] call = new String[32][];
+            /** Where each label is: the instruction after it. */
+            final Map<Label, Integer> at = new HashMap<>();
+            /** Past any line on every path: no more to record. */
             boolean heavy;
-            final Set<Label> seen = new HashSet<>();
+            /** Bytes of all the instructions, an early way out. */
+            int all;
             final Candidate c = new Candidate();
 
-            private void add(int n) {
-                bytes += n;
-                heavy |= bytes > MAX_BYTES;
+            private void add(int k, int b, Label l, String[] cl) {
+                if (heavy)
+                    return;
+                all += b;
+                // Code on paths that end in a throw has no size limit, a
+                // normal path's is MAX_BYTES: more than a few times that
+                // is no check that throws, but a method.
+                if (all > 8 * MAX_BYTES) {
+                    heavy = true;
+                    return;
+                }
+                if (n == kind.length) {
+                    kind = Arrays.copyOf(kind, 2 * n);
+                    size = Arrays.copyOf(size, 2 * n);
+                    target = Arrays.copyOf(target, 2 * n);
+                    call = Arrays.copyOf(call, 2 * n);
+                }
+                kind[n] = k;
+                size[n] = b;
+                target[n] = l;
+                call[n] = cl;
+                n++;
+            }
+
+            private void add(int b) {
+                add(0, b, null, null);
             }
 
             @Override
             public void visitLabel(Label l) {
-                seen.add(l);
+                at.put(l, n);
             }
 
             @Override
             public void visitInsn(int op) {
-                heavy |= op == Opcodes.ATHROW || op == Opcodes.MONITORENTER;
-                add(1);
+                if (op == Opcodes.MONITORENTER)
+                    heavy = true;
+                add(op == Opcodes.ATHROW ? THROW : op >= Opcodes.IRETURN && op <= Opcodes.RETURN ? RETURN : 0, 1, null, null);
             }
 
             @Override
@@ -534,23 +573,24 @@ final class Trivial extends ClassVisitor {
                 // adds no node: the method is still a leaf of the profile.
                 // Another is resolved once the class is scanned; an
                 // interface's method may run anything.
-                if (owner.charAt(0) != '[' && !Transformer.neverInstrumented(owner)) {
-                    heavy |= itf;
-                    c.calls.add(new String[] {owner, n + d});
-                }
-                add(op == Opcodes.INVOKEINTERFACE ? 5 : 3);
+                boolean event = owner.charAt(0) != '[' && !Transformer.neverInstrumented(owner);
+                add(event && itf ? HEAVY : 0, op == Opcodes.INVOKEINTERFACE ? 5 : 3, null, event ? new String[] {owner, n + d} : null);
             }
 
             @Override
             public void visitInvokeDynamicInsn(String n, String d, Handle bsm, Object... args) {
-                heavy = true;
+                // A lambda's or a string concatenation's call site: linked
+                // at its first run (classes spun). On a path to a throw
+                // (an exception's message) it is the throw's cost.
+                add(HEAVY, 5, null, null);
             }
 
             @Override
             public void visitJumpInsn(int op, Label l) {
                 // A jump to a label already seen goes backwards: a loop.
-                heavy |= seen.contains(l) || op == Opcodes.JSR;
-                add(3);
+                if (at.containsKey(l) || op == Opcodes.JSR)
+                    heavy = true;
+                add(op == Opcodes.GOTO ? GOTO : BRANCH, 3, l, null);
             }
 
             @Override
@@ -563,9 +603,14 @@ final class Trivial extends ClassVisitor {
                 add(3);
             }
 
+            /** Exception handlers: one that can reach a return is work
+             *  a program does (recovering), one that only throws again
+             *  (wrapping the exception, a finally's copy) is a throw's. */
+            final List<Label> handlers = new ArrayList<>();
+
             @Override
             public void visitTryCatchBlock(Label start, Label end, Label handler, String type) {
-                heavy = true;
+                handlers.add(handler);
             }
 
             @Override
@@ -583,13 +628,50 @@ final class Trivial extends ClassVisitor {
                 add(4);
             }
 
+            /** A method's normal paths, those that reach a return, are
+             *  what counts: at most MAX_BYTES, nothing heavy on them,
+             *  their calls resolved. A path that can only end in a throw
+             *  (a check's failure: the exception built, its message
+             *  formatted) is taken rarely by design, and HotSpot compiles
+             *  it as an uncommon trap once it has never run; its code and
+             *  calls count in the caller, as the exception does. A
+             *  method with no normal path always throws: kept. */
             @Override
             public void visitEnd() {
-                if (!heavy) {
-                    c.bytes = bytes;
-                    candidates.put(key, c);
+                if (heavy || n == 0)
+                    return;
+                // Jumps go forward only (a backward one made it heavy):
+                // one pass from the end settles which instructions
+                // reach a return.
+                boolean[] normal = new boolean[n + 1];
+                for (int i = n - 1; i >= 0; i--) {
+                    int k = kind[i];
+                    Integer t = target[i] != null ? at.get(target[i]) : null;
+                    boolean jump = t != null && normal[t];
+                    normal[i] = (k & RETURN) != 0 || (k & GOTO) != 0 ? (k & RETURN) != 0 || jump
+                            : (k & THROW) != 0 ? false
+                            : normal[i + 1] || ((k & BRANCH) != 0 && jump);
                 }
+                if (!normal[0])
+                    return;
+                for (Label h : handlers) {
+                    Integer i = at.get(h);
+                    if (i == null || normal[i])
+                        return;
+                }
+                for (int i = 0; i < n; i++) {
+                    if (!normal[i])
+                        continue;
+                    if ((kind[i] & HEAVY) != 0 || (c.bytes += size[i]) > MAX_BYTES)
+                        return;
+                    if (call[i] != null)
+                        c.calls.add(call[i]);
+                }
+                candidates.put(key, c);
             }
         };
     }
+
+    /** What an instruction is, for the paths through a method. */
+    private static final int RETURN = 1, THROW = 2, GOTO = 4, BRANCH = 8, HEAVY = 16;
 }
