@@ -192,7 +192,8 @@ func TestBCIFFMProbes(t *testing.T) {
 
 // By default BCI leaves out exactly the trivial methods (no call but into
 // java.base or to trivial methods, of the class or another, no loop,
-// throw or lock, at most 35 bytes of bytecode; main
+// no recovering handler, no monitor, at most 35 bytes of bytecode on the
+// paths that return, those that only end in a throw not counted; main
 // always instrumented, however small), their time in their
 // callers', says so in the header and counts them in log-msg; ALLMETHODS
 // instruments them.

@@ -93,8 +93,11 @@ func WorkloadConfigs() []Config {
 		{Key: KeyClock, Name: "libjprof RTARCF PTT=clock", Agent: LibJProf, Options: methodEvents + rtarcf + ",PTT=clock", Backend: "clock"},
 		{Key: KeyGeneric, Name: "libjprof CALLTREE GENERIC", Agent: LibJProf, Options: "METHODEVENTS,CALLTREE,GENERIC"},
 		// The other event sources keep the JIT: compare them with "no agent (JIT)".
-		{Key: KeyBCITree, Name: "libjprof BCI CALLTREE", Agent: LibJProf, Options: "BCI,CALLTREE"},
-		{Key: KeyBCIBPF, Name: "libjprof BCI RTARCF PTT=bpf", Agent: LibJProf, Options: "BCI," + rtarcf + ",PTT=bpf", Backend: "bpf"},
+		// ALLMETHODS: every call of the program is probed, so that the
+		// cost divides by events that really ran (by default BCI leaves
+		// out the workload's trivial methods, unwind1-3 among them).
+		{Key: KeyBCITree, Name: "libjprof BCI CALLTREE", Agent: LibJProf, Options: "BCI,ALLMETHODS,CALLTREE"},
+		{Key: KeyBCIBPF, Name: "libjprof BCI RTARCF PTT=bpf", Agent: LibJProf, Options: "BCI,ALLMETHODS," + rtarcf + ",PTT=bpf", Backend: "bpf"},
 		{Key: KeySample, Name: "libjprof SAMPLE (1 ms of CPU per thread)", Agent: LibJProf, Options: "SAMPLE"},
 	}
 }

@@ -45,8 +45,9 @@
  *
  * On JDK 22 and later the probes can be FFM critical downcalls instead
  * (FFMPROBES, bci_ffm.c): no JNI transitions, but a method handle call to
- * compile in every instrumented method. Tried on JDK 17: its critical
- * natives (CriticalJNINatives set through vmflags.c, the probes a Java
+ * compile in every instrumented method. Tried on JDK 17, and removed:
+ * its critical natives (CriticalJNINatives set through vmflags.c's
+ * jp_vm_set_bool_flag, the probes a Java
  * method calling a JavaCritical_ entry, JNI for a thread's first event)
  * were used by compiled code, as perf showed, and ran no faster than the
  * JNI probes (BenchWorkload 13.1-13.8 ms against 12.7-12.9, groovy
@@ -500,13 +501,17 @@ static void bci_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 	if (bci.cache_fd >= 0 && !bci.selective)
 		jp_bci_cache_setup(jvmti);
 	bci_busy = 0;
+	jint nrun = 0;
+	jclass *running = bci.instrumenting ? bci_loops_first(jni, &nrun) : NULL;
 	pthread_mutex_lock(&bci_lock);
 	bci.ready = 1;
 	if (bci.instrumenting) {
 		jp_jlm_events(1);
-		bci_retransform(jni);
+		bci_retransform(jni, running, nrun);
+		running = NULL;
 	}
 	pthread_mutex_unlock(&bci_lock);
+	bci_running_free(jni, running, nrun);
 	/* After the retransformation, and busy: the management classes it
 	 * loads are the agent's business, not rewritten as they load, nor
 	 * retransformed here (a VM-wide stop for a dozen classes). */
@@ -521,6 +526,12 @@ static void bci_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
  * VM is dying. */
 int jp_bci_set(int on)
 {
+	/* The loops are looked for first, outside the lock (the look
+	 * waits), and before collection starts, so that a profile's time
+	 * is all instrumented. */
+	JNIEnv *jni = on && !bci.instrumenting && bci.ready ? jp_env() : NULL;
+	jint nrun = 0;
+	jclass *running = jni != NULL ? bci_loops_first(jni, &nrun) : NULL;
 	pthread_mutex_lock(&bci_lock);
 	int rc = 0;
 	if (on && jp.dead) {
@@ -529,16 +540,20 @@ int jp_bci_set(int on)
 		jp_collect(1);
 		if (!bci.instrumenting) {
 			bci.instrumenting = 1;
-			JNIEnv *jni = bci.ready ? jp_env() : NULL;
+			if (jni == NULL && bci.ready)
+				jni = jp_env();
 			if (jni != NULL) {
 				jp_jlm_events(1);
-				bci_retransform(jni);
+				bci_retransform(jni, running, nrun);
+				running = NULL;
 			}
 		}
 	} else {
 		jp_collect(0);
 	}
 	pthread_mutex_unlock(&bci_lock);
+	if (running != NULL)
+		bci_running_free(jni, running, nrun);
 	return rc;
 }
 

@@ -145,8 +145,11 @@ int jp_jlm_vm_init(JNIEnv *jni, jclass probe);
 void jp_jlm_events(int on);
 
 /* bci_retransform retransforms every loaded class the transformer wants
- * (bci_lock held); bci_retransform_named those named (Java strings). */
-void bci_retransform(JNIEnv *jni);
+ * but those of running (bci_loops_first's, looked for before bci_lock is
+ * taken: it waits; taken over); bci_retransform_named those named (Java
+ * strings). */
+jclass *bci_loops_first(JNIEnv *jni, jint *n);
+void bci_retransform(JNIEnv *jni, jclass *running, jint nrun);
 void bci_retransform_named(JNIEnv *jni, jobjectArray names);
 /* The source's enable and detach (jp_bci_ops). */
 int bci_enable(jvmtiEnv *jvmti, int live, char *err, int errlen);

@@ -345,24 +345,33 @@ int bci_class_wanted(JNIEnv *jni, jclass c, char **sig)
 	return keep;
 }
 
+/* bci_loops_first: the classes of lifelong loops (bci_running_loops),
+ * looked for before bci_lock is taken (the look waits) by a caller about
+ * to retransform, attached only: a JVM started with the agent chose to
+ * run with it (and a late start's profile misses nothing); an attach
+ * promises to leave the program at its old speed. */
+jclass *bci_loops_first(JNIEnv *jni, jint *n)
+{
+	*n = 0;
+	return jpvm.live ? bci_running_loops(jpvm.jvmti, jni, n) : NULL;
+}
+
 /* bci_retransform retransforms the loaded classes the transformer
- * wants. Called with bci_lock held, on a thread attached to the VM. */
-void bci_retransform(JNIEnv *jni)
+ * wants, leaving alone those of running (bci_loops_first's, taken
+ * over). Called with bci_lock held, on a thread attached to the VM. */
+void bci_retransform(JNIEnv *jni, jclass *running, jint nrun)
 {
 	jvmtiEnv *jvmti = jpvm.jvmti;
 	jint n = 0;
 	jclass *classes = NULL;
 	if ((*jvmti)->GetLoadedClasses(jvmti, &n, &classes) != JVMTI_ERROR_NONE) {
 		jp_notef("BCI: GetLoadedClasses failed: loaded classes not instrumented");
+		bci_running_free(jni, running, nrun);
 		return;
 	}
 	jclass *want = calloc(n > 0 ? n : 1, sizeof(jclass));
-	jint nw = 0, nrun = 0;
+	jint nw = 0;
 	uint64_t kept = 0;
-	/* Attached only: a JVM started with the agent chose to run with it
-	 * (and a late start's profile misses nothing); an attach promises
-	 * to leave the program at its old speed. */
-	jclass *running = jpvm.live ? bci_running_loops(jvmti, jni, &nrun) : NULL;
 	for (jint i = 0; i < n; i++) {
 		jboolean mod = JNI_FALSE;
 		char *sig = NULL;
@@ -411,11 +420,14 @@ int bci_detach(char *err, int errlen)
 		snprintf(err, errlen, "BCI: the calling thread is not attached to the VM");
 		return -1;
 	}
+	jint nrun = 0;
+	jclass *running = bci.instrumenting && bci.ready ? bci_loops_first(jni, &nrun) : NULL;
 	pthread_mutex_lock(&bci_lock);
 	if (bci.instrumenting && bci.ready && !jp.dead) {
 		uint64_t failed = __atomic_load_n(&bci.failed, __ATOMIC_RELAXED);
 		bci.instrumenting = 0;
-		bci_retransform(jni);
+		bci_retransform(jni, running, nrun);
+		running = NULL;
 		uint64_t left = __atomic_load_n(&bci.failed, __ATOMIC_RELAXED) - failed +
 				__atomic_load_n(&bci.kept_detach, __ATOMIC_RELAXED);
 		if (left > 0)
@@ -426,6 +438,7 @@ int bci_detach(char *err, int errlen)
 	bci.instrumenting = 0;
 	jp_jlm_events(0);
 	pthread_mutex_unlock(&bci_lock);
+	bci_running_free(jni, running, nrun);
 	return 0;
 }
 
@@ -439,6 +452,8 @@ int jp_bci_roots(const char *roots, char *err, int errlen)
 		snprintf(err, errlen, "BCI is not set up (yet)");
 		return -1;
 	}
+	jint nrun = 0;
+	jclass *running = bci.instrumenting ? bci_loops_first(jni, &nrun) : NULL;
 	pthread_mutex_lock(&bci_lock);
 	/* Under ROOTS what is rewritten depends on the run: BCICACHE is
 	 * neither read nor added to from now on (before the transformer
@@ -469,12 +484,15 @@ int jp_bci_roots(const char *roots, char *err, int errlen)
 		__atomic_store_n(&bci.nroots, 0, __ATOMIC_RELAXED);
 		bci_runs_reset();
 		bci.selective = roots[0] != 0 && strcmp(roots, "all") != 0;
-		if (bci.instrumenting)
-			bci_retransform(jni);
+		if (bci.instrumenting) {
+			bci_retransform(jni, running, nrun);
+			running = NULL;
+		}
 		if (jp.collecting)
 			jp_collect(1);
 	}
 	pthread_mutex_unlock(&bci_lock);
+	bci_running_free(jni, running, nrun);
 	return rc;
 }
 

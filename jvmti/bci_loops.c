@@ -271,7 +271,7 @@ jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
 
 void bci_running_free(JNIEnv *jni, jclass *cs, jint n)
 {
-	for (jint i = 0; i < n; i++)
+	for (jint i = 0; cs != NULL && i < n; i++)
 		(*jni)->DeleteGlobalRef(jni, cs[i]);
 	free(cs);
 }

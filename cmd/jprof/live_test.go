@@ -497,8 +497,14 @@ func TestProfileLockTotals(t *testing.T) {
 func TestProfileJLM(t *testing.T) {
 	for _, jdk := range jvmtest.JDKs() {
 		t.Run(jdk.Name, func(t *testing.T) {
-			p := jvmtest.Launch(t, jvmtest.Run{Class: "LockSites", Args: []string{"forever"}, Options: "-", Java: jdk.Java})
+			// The round starts once the profile has: its contenders,
+			// each in its loop for a quarter of a second, are not
+			// there to be taken for lifelong loops at the attach, however
+			// slowly a loaded machine runs them.
+			gate := filepath.Join(t.TempDir(), "go")
+			p := jvmtest.Launch(t, jvmtest.Run{Class: "LockSites", Args: []string{"gate", gate}, Options: "-", Java: jdk.Java})
 			p.Expect(fmt.Sprintf("ready %d", p.Result().PID))
+			openOnStart(t, p.Result().PID, gate)
 			dir := t.TempDir()
 			code, stdout, stderr := jprofBin(t, "profile", "-d", "2s", "-e", "jlm", "-o", filepath.Join(dir, "p.html"), strconv.Itoa(p.Result().PID))
 			require.Equal(t, 0, code, stderr)
@@ -572,14 +578,7 @@ func TestProfileDetachKeepsLoop(t *testing.T) {
 	pid := p.Result().PID
 	p.Expect(fmt.Sprintf("ready %d", pid))
 	msgFile := fmt.Sprintf("/tmp/jprof-%d/log-msg_%d", os.Getuid(), pid)
-	go func() { // the gate opens once the profile has started
-		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-			if b, _ := os.ReadFile(msgFile); strings.Contains(string(b), "collection started") {
-				break
-			}
-		}
-		_ = os.WriteFile(gate, nil, 0o600)
-	}()
+	openOnStart(t, pid, gate)
 	code, _, stderr := jprofBin(t, "profile", "-d", "4s", "-e", "bci", "-o", t.TempDir()+"/", strconv.Itoa(pid))
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stderr, "1 left instrumented: 1 running a loop now")
@@ -588,6 +587,20 @@ func TestProfileDetachKeepsLoop(t *testing.T) {
 	assert.Contains(t, string(msg), "BCI: class LaterGate left as it was: a method of it is running a loop")
 	assert.Contains(t, string(msg), "BCI: class LoopRun left as it was: a method of it is running a loop")
 	assert.Contains(t, string(msg), "BCI: detach: 1 classes keep their instrumentation")
+}
+
+// openOnStart makes the file gate once the profile attached to pid has
+// started collecting (its log-msg says so), or after 30 s.
+func openOnStart(t *testing.T, pid int, gate string) {
+	msgFile := fmt.Sprintf("/tmp/jprof-%d/log-msg_%d", os.Getuid(), pid)
+	go func() {
+		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			if b, _ := os.ReadFile(msgFile); strings.Contains(string(b), "collection started") {
+				break
+			}
+		}
+		_ = os.WriteFile(gate, nil, 0o600)
+	}()
 }
 
 // TestProfileRecoversWalksAttached: sampling attached to a running JVM

@@ -1,7 +1,8 @@
 /** Methods BCI leaves out by default (trivial: no call but into java.base
- *  or to trivial methods, no loop, no catch, no lock, at most 35 bytes of
- *  bytecode, paths that end in a throw not counted) and methods just past
- *  each of those lines, called a known number of times. */
+ *  or to trivial methods, no loop, no handler that recovers, no monitor,
+ *  at most 35 bytes of bytecode, paths that end in a throw not counted)
+ *  and methods just past each of those lines, called a known number of
+ *  times. */
 public class TrivialCases {
     static final int N = 1000;
     private int field;

@@ -47,7 +47,7 @@ import org.objectweb.asm.Opcodes;
  * compareTo declared on a JDK type) shows that method under the trivial
  * method's caller. A call naming a class that inherits the method is
  * resolved as the JVM resolves it, to the nearest superclass's. A call
- * to an interface's method is never trivial (a
+ * to an interface's method on a path that returns is never trivial (a
  * default method is overridden as a rule). (The NetBeans profiler,
  * JFluid's successor, leaves out getters, setters and empty methods by
  * default.) A main method, a thread's run and a ROOTS root are always
