@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,7 +56,18 @@ type AttachCycles struct {
 	// are touched as the agent's transformer allocates in it, as any
 	// program that allocates touches them, up to the heap's size.
 	OffHeapBefore, OffHeap1, OffHeapEnd int64
-	Err                                 string
+	// OffHeapMid is outside the heap after half the cycles: the growth
+	// from there on is what each cycle keeps once the JVM is warm.
+	OffHeapMid int64
+	// JVMGrowth is what the JVM's Native Memory Tracking (committed)
+	// says its own memory grew by after the first cycle (bytes), and
+	// JVMTop its largest categories' growth; the rest of the growth
+	// outside the heap is the agent's, the C library's arenas and the
+	// JVM's untracked memory. NMTErr says why they are missing.
+	JVMGrowth int64
+	JVMTop    string
+	NMTErr    string
+	Err       string
 }
 
 // Phases of one throughput run (the smoke test's, RealSmall, are 3×
@@ -133,11 +145,12 @@ type opsLine struct {
 	ops float64
 }
 
-func startService(ctx context.Context, s *Suite, dir string) (*service, error) {
+func startService(ctx context.Context, s *Suite, dir string, jvmArgs ...string) (*service, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, s.Opts.Java, "-cp", filepath.Join(s.Opts.Root, "build", "java"), "Service")
+	args := append(append([]string{}, jvmArgs...), "-cp", filepath.Join(s.Opts.Root, "build", "java"), "Service")
+	cmd := exec.CommandContext(ctx, s.Opts.Java, args...)
 	cmd.Dir = dir
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -307,7 +320,8 @@ func (a *Attach) throughput(ctx context.Context, s *Suite, jprof, dir string, r 
 }
 
 func (a *Attach) cycles(ctx context.Context, s *Suite, jprof, dir string, c *AttachCycles) error {
-	sv, err := startService(ctx, s, dir)
+	// NMT: which of the growth is the JVM's own memory.
+	sv, err := startService(ctx, s, dir, "-XX:NativeMemoryTracking=summary")
 	if err != nil {
 		return err
 	}
@@ -325,13 +339,71 @@ func (a *Attach) cycles(ctx context.Context, s *Suite, jprof, dir string, c *Att
 		c.Done++
 		if i == 0 {
 			c.RSS1, c.OffHeap1 = vmRSS(sv.pid), offHeapRSS(ctx, sv.pid)
+			if _, err := jcmd(ctx, sv.pid, "VM.native_memory baseline"); err != nil {
+				c.NMTErr = err.Error()
+			}
+		}
+		if i == c.N/2-1 {
+			c.OffHeapMid = offHeapRSS(ctx, sv.pid)
 		}
 	}
 	c.RSSEnd, c.OffHeapEnd = vmRSS(sv.pid), offHeapRSS(ctx, sv.pid)
 	if c.RSSEnd == 0 {
 		return errors.New("the JVM is gone after the cycles")
 	}
+	if c.NMTErr == "" {
+		diff, err := jcmd(ctx, sv.pid, "VM.native_memory summary.diff")
+		if err == nil {
+			c.JVMGrowth, c.JVMTop, err = parseNMTDiff(diff)
+		}
+		if err != nil {
+			c.NMTErr = err.Error()
+		}
+	}
 	return nil
+}
+
+// jcmd runs a diagnostic command in the JVM pid through the attach
+// mechanism and returns its output.
+func jcmd(ctx context.Context, pid int, command string) (string, error) {
+	t, err := attach.Open(pid)
+	if err != nil {
+		return "", err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return t.Execute(cctx, "jcmd", command)
+}
+
+var (
+	nmtTotal = regexp.MustCompile(`(?m)^Total: reserved=\d+KB(?: [+-]\d+KB)?, committed=\d+KB(?: ([+-]\d+)KB)?`)
+	nmtCat   = regexp.MustCompile(`(?m)^-\s+(.+?) \(reserved=\d+KB(?: [+-]\d+KB)?, committed=\d+KB(?: ([+-]\d+)KB)?`)
+)
+
+// parseNMTDiff reads jcmd VM.native_memory summary.diff: the committed
+// memory's change (bytes) and its three largest growths by category.
+func parseNMTDiff(out string) (int64, string, error) {
+	m := nmtTotal.FindStringSubmatch(out)
+	if m == nil {
+		return 0, "", fmt.Errorf("no NMT total in %q", oneLine(out))
+	}
+	total, _ := strconv.ParseInt(m[1], 10, 64)
+	type cat struct {
+		name string
+		kb   int64
+	}
+	var cats []cat
+	for _, c := range nmtCat.FindAllStringSubmatch(out, -1) {
+		if kb, _ := strconv.ParseInt(c[2], 10, 64); kb > 0 {
+			cats = append(cats, cat{c[1], kb})
+		}
+	}
+	sort.Slice(cats, func(i, j int) bool { return cats[i].kb > cats[j].kb })
+	var top []string
+	for i := 0; i < len(cats) && i < 3; i++ {
+		top = append(top, fmt.Sprintf("%s +%.1f", cats[i].name, float64(cats[i].kb)/1024))
+	}
+	return total << 10, strings.Join(top, ", "), nil
 }
 
 func (a *Attach) Markdown(out io.Writer, s *Suite) error {
@@ -366,21 +438,29 @@ func (a *Attach) Markdown(out io.Writer, s *Suite) error {
 	}
 	fmt.Fprintf(out, "Attach/profile/detach cycles on one JVM (`jprof profile -d 200ms -e E -o c.collapsed <pid>` again and again), "+
 		"its resident set (VmRSS) before the first, after the first and after the last:\n\n")
-	fmt.Fprintf(out, "| -e | cycles done | RSS before, MiB | after 1, MiB | after all, MiB | growth after the first, MiB | outside the Java heap: before, after 1, after all, MiB | its growth after the first, MiB |\n|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(out, "| -e | cycles done | RSS before, MiB | after 1, MiB | after all, MiB | growth after the first, MiB | outside the Java heap: before, after 1, after half, after all, MiB | its growth after the first, MiB | over the second half, MiB | of it the JVM's own (NMT), MiB: total, largest |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--|\n")
 	for _, c := range a.Cycles {
 		if c.Err != "" {
-			fmt.Fprintf(out, "| %s | %d of %d: %s | | | | | | |\n", c.Event, c.Done, c.N, oneLine(c.Err))
+			fmt.Fprintf(out, "| %s | %d of %d: %s | | | | | | | | |\n", c.Event, c.Done, c.N, oneLine(c.Err))
 			continue
 		}
-		fmt.Fprintf(out, "| %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f, %.1f, %.1f | %.1f |\n", c.Event, c.Done, mib(c.RSSBefore), mib(c.RSS1), mib(c.RSSEnd),
-			mib(c.RSSEnd-c.RSS1), mib(c.OffHeapBefore), mib(c.OffHeap1), mib(c.OffHeapEnd), mib(c.OffHeapEnd-c.OffHeap1))
+		nmt := fmt.Sprintf("%+.1f: %s", mib(c.JVMGrowth), c.JVMTop)
+		if c.NMTErr != "" {
+			nmt = "not read: " + oneLine(c.NMTErr)
+		}
+		fmt.Fprintf(out, "| %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f, %.1f, %.1f, %.1f | %.1f | %.1f | %s |\n", c.Event, c.Done, mib(c.RSSBefore), mib(c.RSS1), mib(c.RSSEnd),
+			mib(c.RSSEnd-c.RSS1), mib(c.OffHeapBefore), mib(c.OffHeap1), mib(c.OffHeapMid), mib(c.OffHeapEnd), mib(c.OffHeapEnd-c.OffHeap1),
+			mib(c.OffHeapEnd-c.OffHeapMid), nmt)
 	}
 	fmt.Fprintln(out)
 	fmt.Fprintf(out, "The Java heap's share of the growth is its pages touched for the first time: BCI's transformer "+
 		"(ASM, in the JVM) allocates as it rewrites every loaded class at each start and detach, and the collector hands out "+
 		"fresh regions of the committed heap until all have been used once, as in any program that allocates; the heap's "+
-		"size bounds it. Outside the heap (the agent's C and Go memory, the JVM's metadata and code) is what the agent "+
-		"itself keeps.\n\n")
+		"size bounds it. Outside the heap are the agent's C and Go memory and the JVM's own: the JVM runs with "+
+		"`-XX:NativeMemoryTracking=summary`, and its growth after the first cycle (a baseline then, `summary.diff` at the end) "+
+		"is the last column. The JVM's arena chunks (memory its compilers, class redefinition and stack walks take and "+
+		"give back to a pool it trims every few seconds), metadata of the replaced class versions and code are its own caches, "+
+		"not the agent's; the growth over the second half of the cycles is what a cycle keeps once the JVM is warm.\n\n")
 	return nil
 }
 
@@ -396,13 +476,7 @@ var heapRange = regexp.MustCompile(`\[0x([0-9a-f]+), 0x([0-9a-f]+)\)`)
 // offHeapRSS is the JVM's resident set outside the Java heap (bytes; 0
 // if it cannot be told).
 func offHeapRSS(ctx context.Context, pid int) int64 {
-	t, err := attach.Open(pid)
-	if err != nil {
-		return 0
-	}
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	info, err := t.Execute(cctx, "jcmd", "GC.heap_info")
+	info, err := jcmd(ctx, pid, "GC.heap_info")
 	m := heapRange.FindStringSubmatch(info)
 	if err != nil || m == nil {
 		return 0
@@ -463,8 +537,12 @@ func attachTargets(a *Attach) []Target {
 				ok = false
 				continue
 			}
-			parts = append(parts, fmt.Sprintf("-e %s: %d done, RSS outside the Java heap +%.1f MiB after the first (with the heap's touched pages +%.1f)",
-				c.Event, c.Done, mib(c.OffHeapEnd-c.OffHeap1), mib(c.RSSEnd-c.RSS1)))
+			p := fmt.Sprintf("-e %s: %d done, RSS outside the Java heap +%.1f MiB after the first (with the heap's touched pages +%.1f), %+.1f over the second half",
+				c.Event, c.Done, mib(c.OffHeapEnd-c.OffHeap1), mib(c.RSSEnd-c.RSS1), mib(c.OffHeapEnd-c.OffHeapMid))
+			if c.NMTErr == "" {
+				p += fmt.Sprintf("; the JVM's own memory (NMT) %+.1f of it", mib(c.JVMGrowth))
+			}
+			parts = append(parts, p)
 			ok = ok && c.OffHeap1 > 0 && c.OffHeapEnd-c.OffHeap1 < attachRSSBound
 		}
 		tg.Measured, tg.Met = strings.Join(parts, "; "), yesNo(ok)

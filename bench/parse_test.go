@@ -110,3 +110,34 @@ func TestWalkShares(t *testing.T) {
 	_, _, ok = walkShares("no summary")
 	assert.False(t, ok)
 }
+
+func TestParseNMTDiff(t *testing.T) {
+	out := `27254:
+
+Native Memory Tracking:
+
+Total: reserved=7854847KB +5751KB, committed=480103KB +5203KB
+
+-                 Java Heap (reserved=6172672KB, committed=397312KB)
+                            (mmap: reserved=6172672KB, committed=397312KB)
+ 
+-                     Class (reserved=1048759KB +32KB, committed=375KB +32KB)
+-                      Code (reserved=247974KB +181KB, committed=7834KB +181KB)
+-                        GC (reserved=267191KB -27KB, committed=52871KB -27KB)
+-               Arena Chunk (reserved=4590KB +4415KB, committed=4590KB +4415KB)
+-                 Metaspace (reserved=65550KB, committed=1870KB +448KB)
+`
+	total, top, err := parseNMTDiff(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total != 5203<<10 {
+		t.Errorf("total %d, want %d", total, 5203<<10)
+	}
+	if want := "Arena Chunk +4.3, Metaspace +0.4, Code +0.2"; top != want {
+		t.Errorf("top %q, want %q", top, want)
+	}
+	if _, _, err := parseNMTDiff("Native memory tracking is not enabled"); err == nil {
+		t.Error("no error without NMT")
+	}
+}
