@@ -444,7 +444,11 @@ func (a *agent) Detach() (string, error) {
 	} else if _, ok := a.source.(jvmti.Sampler); ok {
 		detail = "collection off; sampling timers deleted"
 	}
-	detail += fmt.Sprintf(" in %v; start profiles again", time.Since(t0).Round(time.Millisecond))
+	detail += fmt.Sprintf(" in %v", time.Since(t0).Round(time.Millisecond))
+	if d := trimMalloc(); d < -(1 << 20) {
+		detail += fmt.Sprintf("; %.1f MiB of free C heap given back to the system", float64(-d)/(1<<20))
+	}
+	detail += "; start profiles again"
 	a.log.Info("detached", zap.String("detail", detail))
 	return detail, nil
 }

@@ -460,7 +460,8 @@ func (a *Attach) Markdown(out io.Writer, s *Suite) error {
 		"`-XX:NativeMemoryTracking=summary`, and its growth after the first cycle (a baseline then, `summary.diff` at the end) "+
 		"is the last column. The JVM's arena chunks (memory its compilers, class redefinition and stack walks take and "+
 		"give back to a pool it trims every few seconds), metadata of the replaced class versions and code are its own caches, "+
-		"not the agent's; the growth over the second half of the cycles is what a cycle keeps once the JVM is warm.\n\n")
+		"not the agent's; what the JVM frees stays resident in the C library's arenas unless given back, which each detach "+
+		"does (`malloc_trim`). The growth over the second half of the cycles is what a cycle keeps once the JVM is warm.\n\n")
 	return nil
 }
 
