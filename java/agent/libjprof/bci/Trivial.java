@@ -1,7 +1,5 @@
 package libjprof.bci;
 
-import java.io.File;
-import java.io.FileInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.ArrayList;
@@ -12,8 +10,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.jar.JarFile;
-import java.util.zip.ZipFile;
 
 import org.objectweb.asm.ClassReader;
 import org.objectweb.asm.ClassVisitor;
@@ -367,102 +363,6 @@ final class Trivial extends ClassVisitor {
             }
             return ClassPath.read(name);
         } catch (IOException | RuntimeException e) {
-            return null;
-        }
-    }
-
-    /** ClassPath reads class files from java.class.path's directories and
-     *  jars (not their manifests' Class-Path), the jars opened once and
-     *  kept open, as the application class loader keeps its own. */
-    private static final class ClassPath {
-        private static List<Object> entries;
-
-        /** inStampedJar: the class the application loader loads by this
-         *  name is a jar's of the class path, whose stamp BCICACHE's
-         *  entries hold: the first holder is a jar, with no directory
-         *  before it (whose files may change unseen, and shadow it) and
-         *  no jar before it or it naming others in its manifest's
-         *  Class-Path (which the loader searches, and nothing stamps). */
-        static synchronized boolean inStampedJar(String name) {
-            try {
-                Object e = find(name);
-                if (!(e instanceof JarFile))
-                    return false;
-                for (Object x : entries) {
-                    // A directory, or an entry that is neither a jar nor a
-                    // directory yet: its files may change, or appear, unseen.
-                    if (x instanceof File || x == Boolean.FALSE)
-                        return false;
-                    if (x instanceof JarFile && namesOthers((JarFile) x))
-                        return false;
-                    if (x == e)
-                        return true;
-                }
-                return false;
-            } catch (IOException | RuntimeException x) {
-                return false;
-            }
-        }
-
-        /** Jars whose manifest has a Class-Path, by whether it has. */
-        private static final Map<JarFile, Boolean> classPathIn = new HashMap<>();
-
-        private static boolean namesOthers(JarFile j) throws IOException {
-            Boolean b = classPathIn.get(j);
-            if (b == null) {
-                java.util.jar.Manifest mf = j.getManifest();
-                b = mf != null && mf.getMainAttributes().getValue("Class-Path") != null;
-                classPathIn.put(j, b);
-            }
-            return b;
-        }
-
-        static synchronized byte[] read(String name) throws IOException {
-            Object e = find(name);
-            if (e instanceof File) {
-                // java.io, not java.nio: no file system provider's code
-                // in the middle of a class load.
-                try (InputStream in = new FileInputStream(new File((File) e, name))) {
-                    return in.readAllBytes();
-                }
-            }
-            if (e instanceof JarFile) {
-                JarFile j = (JarFile) e;
-                try (InputStream in = j.getInputStream(j.getEntry(name))) {
-                    return in.readAllBytes();
-                }
-            }
-            return null;
-        }
-
-        /** find returns the first entry holding name: a directory's File,
-         *  a JarFile, or null. */
-        private static Object find(String name) throws IOException {
-            if (entries == null) {
-                entries = new ArrayList<>();
-                String cp = Transformer.classPath();
-                for (String e : cp.split(File.pathSeparator))
-                    entries.add(new File(e.isEmpty() ? "." : e)); // empty: the working directory, as the JDK's loader reads it
-            }
-            for (int i = 0; i < entries.size(); i++) {
-                Object e = entries.get(i);
-                if (e instanceof File) {
-                    File f = (File) e;
-                    if (f.isDirectory()) {
-                        if (new File(f, name).isFile())
-                            return f;
-                        continue;
-                    }
-                    try {
-                        e = f.isFile() ? new JarFile(f, false, ZipFile.OPEN_READ, Runtime.version()) : Boolean.FALSE;
-                    } catch (IOException | RuntimeException x) {
-                        e = Boolean.FALSE; // not a jar it can read: skipped, as the JDK's loader does
-                    }
-                    entries.set(i, e);
-                }
-                if (e instanceof JarFile && ((JarFile) e).getEntry(name) != null)
-                    return e;
-            }
             return null;
         }
     }
