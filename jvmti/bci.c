@@ -47,12 +47,11 @@
  * (FFMPROBES, bci_ffm.c): no JNI transitions, but a method handle call to
  * compile in every instrumented method. Tried on JDK 17, and removed:
  * its critical natives (CriticalJNINatives set through vmflags.c's
- * jp_vm_set_bool_flag, the probes a Java
- * method calling a JavaCritical_ entry, JNI for a thread's first event)
- * were used by compiled code, as perf showed, and ran no faster than the
- * JNI probes (BenchWorkload 13.1-13.8 ms against 12.7-12.9, groovy
- * 7.6-8.3 s against 7.3-7.7 s, interleaved): the transitions are not
- * where an event's time goes.
+ * jp_vm_set_bool_flag, the probes a Java method calling a JavaCritical_
+ * entry, JNI for a thread's first event) were used by compiled code, as
+ * perf showed, and ran no faster than the JNI probes (BenchWorkload
+ * 13.1-13.8 ms against 12.7-12.9, groovy 7.6-8.3 s against 7.3-7.7 s,
+ * interleaved): the transitions are not where an event's time goes.
  */
 #define _GNU_SOURCE
 #include <errno.h>
