@@ -170,6 +170,7 @@ func (a *agent) startLocked() error {
 		}
 		return err
 	}
+	a.warnObsoleteLater()
 	a.started, a.since = true, time.Now()
 	a.lastStart = a.since
 	switch {
@@ -435,12 +436,19 @@ func (a *agent) Detach() (string, error) {
 	if err := a.vm.Do(a.source.Detach); err != nil {
 		return "", err
 	}
+	a.warnObsoleteLater()
 	a.since = time.Time{}
 	detail := "collection off"
 	if b, ok := a.source.(jvmti.BCI); ok {
 		st := b.Stats()
-		detail = fmt.Sprintf("collection off; instrumented classes given their own bytes back (%d left instrumented: %d running a loop now, which would run interpreted restored, their probes returning at once; %d refused before; as log-msg says)",
-			st.Failed+st.KeptAtDetach, st.KeptAtDetach, st.Failed)
+		detail = "collection off; instrumented classes given their own bytes back"
+		if st.KeptAtDetach > 0 {
+			detail += fmt.Sprintf("; %d kept their instrumentation while a loop of theirs runs (restored, it would run interpreted; their probes return at once; log-msg names them)", st.KeptAtDetach)
+			a.restoreKeptLater(b)
+		}
+		if st.Failed > 0 {
+			detail += fmt.Sprintf("; %d could not be rewritten before, as log-msg says", st.Failed)
+		}
 	} else if _, ok := a.source.(jvmti.Sampler); ok {
 		detail = "collection off; sampling timers deleted"
 	}
@@ -451,6 +459,42 @@ func (a *agent) Detach() (string, error) {
 	detail += "; start profiles again"
 	a.log.Info("detached", zap.String("detail", detail))
 	return detail, nil
+}
+
+// warnObsoleteLater has log-msg name, a second after an attached BCI
+// agent retransformed the program's classes, the loops left running in
+// replaced method versions (interpreted until they return): those the
+// looks for lifelong loops missed.
+func (a *agent) warnObsoleteLater() {
+	b, ok := a.source.(jvmti.BCI)
+	if !ok || !a.live {
+		return
+	}
+	time.AfterFunc(time.Second, func() {
+		_ = a.vm.Do(func() error {
+			b.WarnObsolete()
+			return nil
+		})
+	})
+}
+
+// restoreKept gives the classes a detach left instrumented their own
+// bytes back once their loops have returned: checked every second, for
+// an hour at most (a lifelong loop keeps its class instrumented), and no
+// more once a profile starts again.
+func (a *agent) restoreKeptLater(b jvmti.BCI) {
+	go func() {
+		for i := 0; i < 3600; i++ {
+			time.Sleep(time.Second)
+			left := 0
+			if err := a.vm.Do(func() error {
+				left = b.RestoreKept()
+				return nil
+			}); err != nil || left == 0 {
+				return
+			}
+		}
+	}()
 }
 
 // Shutdown implements control.Controller: profiling stops for good; the

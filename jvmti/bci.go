@@ -98,13 +98,25 @@ func (BCI) Stop() error {
 	return nil
 }
 
-// SetRoots changes the roots of selective instrumentation ("" or "all":
-// every method) and re-instruments the loaded classes. The caller must be
-// a thread attached to the VM.
 // Detach stops collecting and retransforms the instrumented classes back
 // to their own bytes; Start instruments again.
 func (BCI) Detach() error { return detach() }
 
+// WarnObsolete says in log-msg which loops run in a method version a
+// retransformation replaced (interpreted until they return). Attached
+// agents only; the caller must be a thread attached to the VM, a while
+// after the retransformation.
+func (BCI) WarnObsolete() { C.jp_bci_warn_obsolete() }
+
+// RestoreKept gives the classes the last detach left instrumented (a loop
+// of theirs was running) their own bytes back once their loops have
+// returned, and says how many are still kept. The caller must be a
+// thread attached to the VM.
+func (BCI) RestoreKept() int { return int(C.jp_bci_restore_kept()) }
+
+// SetRoots changes the roots of selective instrumentation ("" or "all":
+// every method) and re-instruments the loaded classes. The caller must be
+// a thread attached to the VM.
 func (BCI) SetRoots(roots string) error {
 	cs := C.CString(roots)
 	defer C.free(unsafe.Pointer(cs))

@@ -66,6 +66,10 @@ struct jp_bci_state {
 	 * bci_lock. */
 	jclass *start_kept;
 	jint nstart_kept;
+	/* The classes the last detach left instrumented, until their loops
+	 * return (jp_bci_restore_kept), under bci_lock. */
+	jclass *detach_kept;
+	jint ndetach_kept;
 };
 extern struct jp_bci_state bci;
 
@@ -75,14 +79,22 @@ extern struct jp_bci_state bci;
 int bci_class_wanted(JNIEnv *jni, jclass c, char **sig);
 
 /* bci_loops.c: bci_running_loops lists the classes with a method that
- * has a loop and is running on some thread, seen twice half a second
- * apart (global refs, *n of them; NULL with *n = 0 when there are none or
- * they cannot be told; it waits only when some thread is in a loop);
+ * has a loop and is running on some thread, seen at three looks over
+ * half a second (global refs, *n of them; NULL with *n = 0 when there are
+ * none or they cannot be told; it waits only when some thread is in a
+ * loop);
  * bci_running_free frees the list. bci_keep_running says whether class
- * c is on it, and if so says so in log-msg (sig NULL: only asks). */
+ * c is on it. */
 jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n);
 void bci_running_free(JNIEnv *jni, jclass *cs, jint n);
-int bci_keep_running(JNIEnv *jni, jclass *cs, jint n, jclass c, const char *sig);
+
+int bci_keep_running(JNIEnv *jni, jclass *cs, jint n, jclass c);
+/* bci_keep_add adds c (not deleted) to the list *cs of *n global refs. */
+void bci_keep_add(JNIEnv *jni, jclass **cs, jint *n, jclass c);
+/* bci_loops_now says, for each class of cs (n of them), whether a method
+ * of it runs a loop on some thread now: an array of n, NULL where none
+ * does (not refs: only compared); NULL when it cannot be told. */
+jclass *bci_loops_now(jvmtiEnv *jvmti, JNIEnv *jni, jclass *cs, jint n);
 
 #define JP_BCI_IDLE_STEP 1024
 

@@ -377,12 +377,21 @@ void bci_retransform(JNIEnv *jni, jclass *running, jint nrun)
 		char *sig = NULL;
 		int keep = (*jvmti)->IsModifiableClass(jvmti, classes[i], &mod) == JVMTI_ERROR_NONE && mod &&
 			   bci_class_wanted(jni, classes[i], &sig);
-		if (keep && bci_keep_running(jni, running, nrun, classes[i], sig + 1)) {
+		if (keep && bci_keep_running(jni, running, nrun, classes[i])) {
 			keep = 0;
 			/* At a detach, one the start left alone was never
 			 * instrumented: not one left instrumented. */
-			if (bci.instrumenting || !bci_keep_running(jni, bci.start_kept, bci.nstart_kept, classes[i], NULL))
+			if (bci.instrumenting) {
 				kept++;
+				jp_notef("BCI: class %s left as it was: a method of it is running a loop (a retransformation "
+					 "would leave that loop interpreted until it returns)", sig + 1);
+			} else if (!bci_keep_running(jni, bci.start_kept, bci.nstart_kept, classes[i])) {
+				kept++;
+				bci_keep_add(jni, &bci.detach_kept, &bci.ndetach_kept, classes[i]);
+				jp_notef("BCI: class %s keeps its instrumentation: a method of it is running a loop (restored, "
+					 "that loop would run interpreted until it returns); its probes return at once",
+					 sig + 1);
+			}
 		}
 		if (sig != NULL)
 			(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
@@ -402,10 +411,61 @@ void bci_retransform(JNIEnv *jni, jclass *running, jint nrun)
 		__atomic_store_n(&bci.kept_detach, kept, __ATOMIC_RELAXED);
 		bci_running_free(jni, running, nrun);
 	}
+	if (bci.instrumenting) { /* a start instruments them again anyway */
+		bci_running_free(jni, bci.detach_kept, bci.ndetach_kept);
+		bci.detach_kept = NULL;
+		bci.ndetach_kept = 0;
+	}
 	if (want != NULL)
 		bci_retransform_list(jni, want, nw);
 	free(want);
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)classes);
+}
+
+/* jp_bci_restore_kept gives the classes a detach left instrumented (a
+ * loop of theirs was running) their own bytes back once no loop of
+ * theirs runs any more, so that their other callers do not pay the
+ * probes until the next profile: called every second after such a
+ * detach (agent/rtdriver.go), on a thread attached to the VM. Returns
+ * how many are still kept (0: nothing more to do). */
+int jp_bci_restore_kept(void)
+{
+	JNIEnv *jni = jp_env();
+	if (jni == NULL)
+		return 0;
+	pthread_mutex_lock(&bci_lock);
+	int left = 0;
+	if (bci.instrumenting || jp.dead) {
+		bci_running_free(jni, bci.detach_kept, bci.ndetach_kept);
+		bci.detach_kept = NULL;
+		bci.ndetach_kept = 0;
+	} else if (bci.ndetach_kept > 0) {
+		jclass *busy = bci_loops_now(jpvm.jvmti, jni, bci.detach_kept, bci.ndetach_kept);
+		jclass *done = calloc((size_t)bci.ndetach_kept, sizeof *done);
+		jint nd = 0, nk = 0;
+		for (jint i = 0; i < bci.ndetach_kept; i++) {
+			jclass c = bci.detach_kept[i];
+			if (busy != NULL && busy[i] == NULL && done != NULL) {
+				done[nd++] = (*jni)->NewLocalRef(jni, c);
+				char *sig = NULL;
+				(*jpvm.jvmti)->GetClassSignature(jpvm.jvmti, c, &sig, NULL);
+				jp_notef("BCI: class %s given its own bytes back: its loop has returned", sig != NULL ? sig : "?");
+				if (sig != NULL)
+					(*jpvm.jvmti)->Deallocate(jpvm.jvmti, (unsigned char *)sig);
+				(*jni)->DeleteGlobalRef(jni, c);
+			} else {
+				bci.detach_kept[nk++] = c;
+			}
+		}
+		bci.ndetach_kept = nk;
+		if (nd > 0)
+			bci_retransform_list(jni, done, nd);
+		free(done);
+		free(busy);
+		left = nk;
+	}
+	pthread_mutex_unlock(&bci_lock);
+	return left;
 }
 
 /* bci_detach stops rewriting classes and gives the instrumented ones

@@ -18,15 +18,15 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "bci.h"
 
-/* Frames looked at per thread, from the bottom: where a thread's own
- * code starts (under the JDK's frames of a thread's start or a pool's
- * worker) is seldom deeper than this. */
+/* Frames looked at per thread, from the bottom: a loop that lasts is
+ * seldom deeper than this under a thread's start or a pool's worker. */
 #define JP_LOOP_DEPTH 64
 
 static int32_t bc_s32(const unsigned char *b)
@@ -133,17 +133,13 @@ static jint bottom_frames(jvmtiEnv *jvmti, jthread th, jvmtiFrameInfo *fr)
 	return 0;
 }
 
-/* Program frames looked at on each thread, from the bottom: a lifelong
- * loop is in a thread's first own frame (a main, a worker's run) or a
- * call or two above it (main calling the program's run loop, a thread's
- * lambda calling an engine's); higher up, methods come and go. */
-#define JP_LOOP_FRAMES 3
-
 /* How long a loop must be seen running to count as lifelong: longer than
  * a task's or a short thread's work usually runs, short enough to add
  * little to an attach (the wait happens only when some thread is in a
  * loop at the first look). */
 #define JP_LOOP_SETTLE_MS 500
+/* Looks over that time: the first, and two more. */
+#define JP_LOOP_LOOKS 3
 
 /* bci_keep_class adds c (a local ref, deleted here) to the classes to
  * leave alone, once. */
@@ -165,70 +161,84 @@ static void bci_keep_class(JNIEnv *jni, jclass **cs, jint *n, jint *cap, jclass 
 	(*jni)->DeleteLocalRef(jni, c);
 }
 
-/* A thread's loop as one look saw it: the frames from the bottom up to
- * the first of its own code inside a loop. */
+/* A thread's frames as one look saw them, from the bottom, and which of
+ * them are of classes the transformer instruments and inside a loop. */
 struct loop_seen {
 	jthread th; /* global ref */
-	jint nm;    /* frames from the bottom, the loop's included */
+	jint nm;
+	jint top; /* the thread's top frame, from the bottom (-1: not among them) */
 	jmethodID m[JP_LOOP_DEPTH];
+	uint64_t loop; /* bit k: frame k from the bottom is a candidate */
 };
 
-/* thread_loop looks at th's bottom frames for the first of the thread's
- * own code (a class the transformer instruments) that is inside a loop,
- * among its first JP_LOOP_FRAMES: fills s (not th) and returns that
- * frame's class (a local ref), or NULL. */
-static jclass thread_loop(jvmtiEnv *jvmti, JNIEnv *jni, jthread th, struct loop_seen *s)
+/* frame_class is the class of method m if the transformer would change
+ * it (not a native method, not a hidden class such as a lambda's
+ * Runnable), a local ref, or NULL. */
+static jclass frame_class(jvmtiEnv *jvmti, JNIEnv *jni, jmethodID m)
+{
+	jboolean native = JNI_FALSE;
+	jclass c = NULL;
+	if ((*jvmti)->IsMethodNative(jvmti, m, &native) != JVMTI_ERROR_NONE || native ||
+	    (*jvmti)->GetMethodDeclaringClass(jvmti, m, &c) != JVMTI_ERROR_NONE || c == NULL)
+		return NULL;
+	char *sig = NULL;
+	jboolean mod = JNI_FALSE;
+	int wanted = (*jvmti)->IsModifiableClass(jvmti, c, &mod) == JVMTI_ERROR_NONE && mod && bci_class_wanted(jni, c, &sig);
+	if (sig != NULL)
+		(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
+	if (!wanted) {
+		(*jni)->DeleteLocalRef(jni, c);
+		return NULL;
+	}
+	return c;
+}
+
+/* thread_loops looks at th's bottom frames: fills s (not th) with them
+ * and marks those of classes the transformer instruments that are
+ * inside a loop; returns how many are. */
+static int thread_loops(jvmtiEnv *jvmti, JNIEnv *jni, jthread th, struct loop_seen *s)
 {
 	jvmtiFrameInfo fr[JP_LOOP_DEPTH];
 	jint got = bottom_frames(jvmti, th, fr);
-	int own = 0; /* program frames seen, from the bottom */
-	for (jint f = got - 1; f >= 0 && own < JP_LOOP_FRAMES; f--) {
-		jmethodID m = fr[f].method;
-		jboolean native = JNI_FALSE;
-		jclass c = NULL;
-		if ((*jvmti)->IsMethodNative(jvmti, m, &native) != JVMTI_ERROR_NONE || native ||
-		    (*jvmti)->GetMethodDeclaringClass(jvmti, m, &c) != JVMTI_ERROR_NONE || c == NULL)
+	int n = 0;
+	s->nm = got;
+	s->top = got < JP_LOOP_DEPTH ? got - 1 : -1;
+	s->loop = 0;
+	for (jint k = 0; k < got; k++) {
+		jint f = got - 1 - k;
+		s->m[k] = fr[f].method;
+		jclass c = frame_class(jvmti, jni, fr[f].method);
+		if (c == NULL)
 			continue;
-		char *sig = NULL;
-		/* Only a class a retransformation would change: not a hidden
-		 * one (a lambda's Runnable, whose run() calls the lambda's
-		 * body). */
-		jboolean mod = JNI_FALSE;
-		int wanted = (*jvmti)->IsModifiableClass(jvmti, c, &mod) == JVMTI_ERROR_NONE && mod &&
-			     bci_class_wanted(jni, c, &sig);
-		if (sig != NULL)
-			(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
-		if (wanted)
-			own++;
-		if (wanted && bc_frame_in_loop(jvmti, m, fr[f].location)) {
-			/* The first frame inside a loop, from the bottom: what
-			 * runs above it is called from it, and returns. */
-			s->nm = got - f;
-			for (jint k = 0; k < s->nm; k++)
-				s->m[k] = fr[got - 1 - k].method;
-			return c;
+		if (bc_frame_in_loop(jvmti, fr[f].method, fr[f].location)) {
+			s->loop |= 1ull << k;
+			n++;
 		}
 		(*jni)->DeleteLocalRef(jni, c);
 	}
-	return NULL;
+	return n;
 }
 
 /*
- * bci_running_loops: a loop that runs for the program's life is where a
- * thread's own code starts (a main loop, the run() of a worker or of an
- * event loop) or a call or two above it (main, or a thread's lambda,
- * calling the program's run loop), at the bottom of its stack under the
- * JDK's frames; the frames above come and go. So on each thread the
- * first frame that is inside a loop (where its method is: a call from
- * the loop's body), among its outermost JP_LOOP_FRAMES frames of classes
- * the transformer instruments, is a candidate; never a method called
- * from that loop or merely running higher up (where a program spends
- * most of its time, in methods that return). A candidate still running
- * JP_LOOP_SETTLE_MS later (the same thread, the same frames under it)
- * names the class to leave alone: a task of a pool, a short thread's
- * work, a loop that was about to end, are not kept out of the profile. A
- * lifelong loop deeper in a thread's frames, or called from another
- * loop, is missed: it runs interpreted.
+ * bci_running_loops: a loop that runs for the program's life (a main
+ * loop, the run() of a worker or of an event loop, a server's loop that
+ * a retry loop calls again) is a frame that stays, with the same frames
+ * under it, while the frames above it come and go. So each thread's
+ * frames of classes the transformer instruments that are inside a loop
+ * (where their method is: a call from the loop's body), among its
+ * JP_LOOP_DEPTH outermost, are candidates, and a candidate still there
+ * at the looks JP_LOOP_SETTLE_MS / 2 and JP_LOOP_SETTLE_MS later (the
+ * same thread, the same frames from the bottom up to it, inside a loop
+ * again) names a class to leave alone: the outermost such frame, and
+ * those above it that were not the top frame at one of the looks at
+ * least (a loop that calls: a server's loop under a retry loop), never a
+ * hot method the loop calls that was caught in its own loop each time,
+ * at the top. A task of a pool, a short thread's
+ * work, a loop that was about to end, are gone by then and not kept out
+ * of the profile. A loop that
+ * starts between the looks, one deeper than JP_LOOP_DEPTH frames, or on
+ * a virtual thread (which GetAllThreads does not list) is missed: it
+ * runs interpreted (jp_bci_warn_obsolete says so of platform threads').
  */
 jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
 {
@@ -238,35 +248,131 @@ jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
 	if ((*jvmti)->GetAllThreads(jvmti, &nt, &ths) != JVMTI_ERROR_NONE)
 		return NULL;
 	struct loop_seen *seen = calloc(nt > 0 ? (size_t)nt : 1, sizeof *seen);
+	/* Per thread, over the looks: the candidates that stayed, and the
+	 * frames that were not the top one at some look. */
+	uint64_t *stayed = calloc(nt > 0 ? (size_t)nt : 1, sizeof *stayed);
+	uint64_t *called = calloc(nt > 0 ? (size_t)nt : 1, sizeof *called);
 	jint ns = 0;
 	for (jint t = 0; t < nt; t++) {
-		jclass c = seen != NULL ? thread_loop(jvmti, jni, ths[t], &seen[ns]) : NULL;
-		if (c != NULL) {
-			(*jni)->DeleteLocalRef(jni, c);
-			if ((seen[ns].th = (*jni)->NewGlobalRef(jni, ths[t])) != NULL)
-				ns++;
+		if (seen != NULL && stayed != NULL && called != NULL && thread_loops(jvmti, jni, ths[t], &seen[ns]) > 0 &&
+		    (seen[ns].th = (*jni)->NewGlobalRef(jni, ths[t])) != NULL) {
+			stayed[ns] = seen[ns].loop;
+			called[ns] = seen[ns].top >= 0 ? ~(1ull << seen[ns].top) : ~0ull;
+			ns++;
 		}
 		(*jni)->DeleteLocalRef(jni, ths[t]);
 	}
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)ths);
-	if (ns > 0) {
-		struct timespec d = {JP_LOOP_SETTLE_MS / 1000, (JP_LOOP_SETTLE_MS % 1000) * 1000000L};
+	struct loop_seen now;
+	for (int look = 1; look < JP_LOOP_LOOKS && ns > 0; look++) {
+		long ms = JP_LOOP_SETTLE_MS / (JP_LOOP_LOOKS - 1);
+		struct timespec d = {ms / 1000, (ms % 1000) * 1000000L};
 		while (nanosleep(&d, &d) != 0 && errno == EINTR)
 			;
+		for (jint i = 0; i < ns; i++) {
+			if (stayed[i] == 0)
+				continue;
+			thread_loops(jvmti, jni, seen[i].th, &now);
+			/* The frames the looks share from the bottom. */
+			jint same = 0;
+			while (same < now.nm && same < seen[i].nm && now.m[same] == seen[i].m[same])
+				same++;
+			stayed[i] &= now.loop & (same >= 64 ? ~0ull : (1ull << same) - 1);
+			called[i] |= now.top >= 0 ? ~(1ull << now.top) : ~0ull;
+		}
 	}
 	jint cap = 0;
 	jclass *cs = NULL;
-	struct loop_seen now;
 	for (jint i = 0; i < ns; i++) {
-		jclass c = thread_loop(jvmti, jni, seen[i].th, &now);
-		if (c != NULL && now.nm == seen[i].nm && memcmp(now.m, seen[i].m, sizeof now.m[0] * (size_t)now.nm) == 0)
-			bci_keep_class(jni, &cs, n, &cap, c);
-		else if (c != NULL)
-			(*jni)->DeleteLocalRef(jni, c);
+		/* The outermost loop that stayed, and those above it that
+		 * called out at some look: a method the lifelong loop calls
+		 * over and over, caught in its own loop at every look, was
+		 * the top frame each time, and returns. */
+		uint64_t keep = stayed[i] & (called[i] | (stayed[i] & -stayed[i]));
+		for (jint k = 0; keep != 0 && k < seen[i].nm; k++) {
+			jclass c = keep >> k & 1 ? frame_class(jvmti, jni, seen[i].m[k]) : NULL;
+			if (c != NULL)
+				bci_keep_class(jni, &cs, n, &cap, c);
+		}
 		(*jni)->DeleteGlobalRef(jni, seen[i].th);
 	}
 	free(seen);
+	free(stayed);
+	free(called);
 	return cs;
+}
+
+/* jp_bci_warn_obsolete says in log-msg which loops are running in a
+ * replaced method version (a loop the looks missed, see
+ * bci_running_loops), which HotSpot runs interpreted until it returns:
+ * once per method. Called a while after a retransformation of an
+ * attached agent (agent/rtdriver.go), so that only frames that have
+ * lasted are named: a hot method caught in its loop at the
+ * retransformation has returned by then, and its next calls run the new
+ * version. On a thread attached to the VM. */
+void jp_bci_warn_obsolete(void)
+{
+	JNIEnv *jni = jp_env();
+	if (!jpvm.live || jni == NULL)
+		return;
+	jvmtiEnv *jvmti = jpvm.jvmti;
+	static jmethodID warned[64];
+	static int nwarned;
+	jthread *ths = NULL;
+	jint nt = 0;
+	if ((*jvmti)->GetAllThreads(jvmti, &nt, &ths) != JVMTI_ERROR_NONE)
+		return;
+	jvmtiFrameInfo fr[JP_LOOP_DEPTH];
+	for (jint t = 0; t < nt; t++) {
+		/* The top frames: where a loop the looks missed, deeper than
+		 * they look, runs. */
+		jint got = 0;
+		if ((*jvmti)->GetStackTrace(jvmti, ths[t], 0, JP_LOOP_DEPTH, fr, &got) != JVMTI_ERROR_NONE)
+			got = 0;
+		for (jint f = 0; f < got; f++) {
+			jboolean old = JNI_FALSE;
+			if ((*jvmti)->IsMethodObsolete(jvmti, fr[f].method, &old) != JVMTI_ERROR_NONE || !old)
+				continue;
+			jint n = 0;
+			unsigned char *code = NULL;
+			if ((*jvmti)->GetBytecodes(jvmti, fr[f].method, &n, &code) != JVMTI_ERROR_NONE || code == NULL)
+				continue;
+			int loop = bc_in_loop(code, n, fr[f].location);
+			(*jvmti)->Deallocate(jvmti, code);
+			int seen = 0;
+			for (int i = 0; i < nwarned && !seen; i++)
+				seen = warned[i] == fr[f].method;
+			if (!loop || seen)
+				continue;
+			if (nwarned < (int)(sizeof warned / sizeof warned[0]))
+				warned[nwarned++] = fr[f].method;
+			char *name = NULL, *sig = NULL;
+			jclass c = NULL;
+			(*jvmti)->GetMethodName(jvmti, fr[f].method, &name, NULL, NULL);
+			if ((*jvmti)->GetMethodDeclaringClass(jvmti, fr[f].method, &c) == JVMTI_ERROR_NONE && c != NULL)
+				(*jvmti)->GetClassSignature(jvmti, c, &sig, NULL);
+			jvmtiThreadInfo ti = {0};
+			(*jvmti)->GetThreadInfo(jvmti, ths[t], &ti);
+			jp_notef("BCI: a loop in %s.%s on thread \"%s\" has been running since its class was retransformed: it "
+				 "runs interpreted until it returns (HotSpot never compiles a replaced method version); a lifelong "
+				 "loop stays slow after the profile",
+				 sig != NULL ? sig : "?", name != NULL ? name : "?", ti.name != NULL ? ti.name : "?");
+			if (ti.name != NULL)
+				(*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
+			if (ti.thread_group != NULL)
+				(*jni)->DeleteLocalRef(jni, ti.thread_group);
+			if (ti.context_class_loader != NULL)
+				(*jni)->DeleteLocalRef(jni, ti.context_class_loader);
+			if (name != NULL)
+				(*jvmti)->Deallocate(jvmti, (unsigned char *)name);
+			if (sig != NULL)
+				(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
+			if (c != NULL)
+				(*jni)->DeleteLocalRef(jni, c);
+		}
+		(*jni)->DeleteLocalRef(jni, ths[t]);
+	}
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)ths);
 }
 
 void bci_running_free(JNIEnv *jni, jclass *cs, jint n)
@@ -276,16 +382,52 @@ void bci_running_free(JNIEnv *jni, jclass *cs, jint n)
 	free(cs);
 }
 
-int bci_keep_running(JNIEnv *jni, jclass *cs, jint n, jclass c, const char *sig)
+void bci_keep_add(JNIEnv *jni, jclass **cs, jint *n, jclass c)
 {
-	for (jint i = 0; i < n; i++) {
-		if (!(*jni)->IsSameObject(jni, cs[i], c))
-			continue;
-		if (sig == NULL) /* only asked */
-			return 1;
-		jp_notef("BCI: class %s left as it was: a method of it is running a loop (a retransformation would leave "
-			 "that loop interpreted until it returns)", sig);
-		return 1;
+	jclass *g = realloc(*cs, sizeof **cs * (size_t)(*n + 1));
+	if (g == NULL)
+		return;
+	*cs = g;
+	if ((g[*n] = (*jni)->NewGlobalRef(jni, c)) != NULL)
+		(*n)++;
+}
+
+jclass *bci_loops_now(jvmtiEnv *jvmti, JNIEnv *jni, jclass *cs, jint n)
+{
+	jthread *ths = NULL;
+	jint nt = 0;
+	jclass *busy = calloc(n > 0 ? (size_t)n : 1, sizeof *busy);
+	if (busy == NULL || (*jvmti)->GetAllThreads(jvmti, &nt, &ths) != JVMTI_ERROR_NONE) {
+		free(busy);
+		return NULL;
 	}
+	jvmtiFrameInfo fr[2 * JP_LOOP_DEPTH];
+	for (jint t = 0; t < nt; t++) {
+		/* The bottom frames and the top ones: a loop the looks kept,
+		 * or one deeper. */
+		jint got = bottom_frames(jvmti, ths[t], fr), top = 0;
+		if ((*jvmti)->GetStackTrace(jvmti, ths[t], 0, JP_LOOP_DEPTH, fr + got, &top) != JVMTI_ERROR_NONE)
+			top = 0;
+		for (jint f = 0; f < got + top; f++) {
+			jclass c = NULL;
+			if ((*jvmti)->GetMethodDeclaringClass(jvmti, fr[f].method, &c) != JVMTI_ERROR_NONE || c == NULL)
+				continue;
+			for (jint i = 0; i < n; i++)
+				if (busy[i] == NULL && (*jni)->IsSameObject(jni, cs[i], c) &&
+				    bc_frame_in_loop(jvmti, fr[f].method, fr[f].location))
+					busy[i] = cs[i];
+			(*jni)->DeleteLocalRef(jni, c);
+		}
+		(*jni)->DeleteLocalRef(jni, ths[t]);
+	}
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)ths);
+	return busy;
+}
+
+int bci_keep_running(JNIEnv *jni, jclass *cs, jint n, jclass c)
+{
+	for (jint i = 0; i < n; i++)
+		if ((*jni)->IsSameObject(jni, cs[i], c))
+			return 1;
 	return 0;
 }

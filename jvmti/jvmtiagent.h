@@ -271,6 +271,12 @@ const char *jp_bci_probes(void);
 /* jp_bci_handle is the handle of the instrumented method of this name
  * ("pkg/Class.name(desc)"), UINT32_MAX if the transformer registered none. */
 uint32_t jp_bci_handle(const char *name);
+/* jp_bci_warn_obsolete says in log-msg which loops run in replaced
+ * (interpreted) method versions, attached; on a VM-attached thread. */
+void jp_bci_warn_obsolete(void);
+/* jp_bci_restore_kept gives the classes a detach left instrumented their
+ * bytes back once their loops have returned; how many are still kept. */
+int jp_bci_restore_kept(void);
 void JNICALL jp_bci_class_file_load(jvmtiEnv *jvmti, JNIEnv *jni, jclass redefined, jobject loader,
 				    const char *name, jobject pd, jint len, const unsigned char *data,
 				    jint *new_len, unsigned char **new_data);

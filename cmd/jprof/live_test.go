@@ -527,16 +527,21 @@ func TestProfileJLM(t *testing.T) {
 func TestProfileKeepsRunningLoop(t *testing.T) {
 	for _, jdk := range jvmtest.JDKs() {
 		// main's own loop, and a loop main calls (LoopRun.loop, while
-		// main, which has a loop too, is not in it): the first frame from
-		// the bottom that is in a loop is left alone, never the step it
-		// calls.
-		// And the same loop on a thread whose lambda calls it
-		// (LoopDelegate thread): seen twice, half a second apart, it is
-		// no task that ends.
-		for _, c := range []struct {
-			main, mode, kept, method string
-		}{{"LoopMain", "", "LoopMain", "LoopMain.main"}, {"LoopDelegate", "", "LoopRun", "LoopRun.loop"}, {"LoopDelegate", "thread", "LoopRun", "LoopRun.loop"}} {
-			t.Run(jdk.Name+"/"+c.kept+c.mode, func(t *testing.T) {
+		// main, which has a loop too, is not in it): the loop is left
+		// alone, never the step it calls, a hot method caught in its own
+		// loop at every look.
+		// The same loop on a thread whose lambda calls it (LoopDelegate
+		// thread): seen at three looks over half a second, it is no task
+		// that ends. And a server's loop under a retry loop (LoopRetry):
+		// both loops stay, both classes are left alone.
+		type loopCase struct {
+			main, mode string
+			kept       []string
+			method     string
+		}
+		for _, c := range []loopCase{{"LoopMain", "", []string{"LoopMain"}, "LoopMain.main"}, {"LoopDelegate", "", []string{"LoopRun"}, "LoopRun.loop"},
+			{"LoopDelegate", "thread", []string{"LoopRun"}, "LoopRun.loop"}, {"LoopRetry", "", []string{"LoopRetry", "RetryServer"}, "RetryServer.serve"}} {
+			t.Run(jdk.Name+"/"+c.main+c.mode, func(t *testing.T) {
 				args := []string{"120"}
 				if c.mode != "" {
 					args = append(args, c.mode)
@@ -555,37 +560,80 @@ func TestProfileKeepsRunningLoop(t *testing.T) {
 					require.Len(t, logs, 1, "the log-rt kept in %s", dir)
 					b, err := os.ReadFile(logs[0])
 					require.NoError(t, err)
-					assert.Contains(t, string(b), "BCI: 1 class left as it was, its methods not seen: a method of it was running a loop", "profile %d", i)
+					what := "1 class left as it was, its methods not seen: a method of it was running a loop"
+					if len(c.kept) > 1 {
+						what = fmt.Sprintf("%d classes left as they were, their methods not seen: a method of each was running a loop", len(c.kept))
+					}
+					assert.Contains(t, string(b), "BCI: "+what, "profile %d", i)
 					assert.Contains(t, string(b), "LoopWork.step(J)J")
 					assert.NotContains(t, string(b), c.method)
 				}
 				msg, err := os.ReadFile(fmt.Sprintf("/tmp/jprof-%d/log-msg_%d", os.Getuid(), pid))
 				require.NoError(t, err)
-				// At each start and each detach.
-				assert.Equal(t, 6, strings.Count(string(msg), "BCI: class "+c.kept+" left as it was: a method of it is running a loop"))
+				// At each start (the detach has nothing to give back).
+				for _, k := range c.kept {
+					assert.Equal(t, 3, strings.Count(string(msg), "BCI: class "+k+" left as it was: a method of it is running a loop"), k)
+				}
+				assert.NotContains(t, string(msg), "keeps its instrumentation")
+				assert.NotContains(t, string(msg), "runs interpreted until it returns")
 			})
 		}
 	}
 }
 
+// TestProfileWarnsMissedLoop: a lifelong loop deeper than the looks for
+// running loops (LoopDeep: under 70 frames of recursion) is retransformed
+// under its feet and runs interpreted from then on; a second after the
+// start, log-msg names it.
+func TestProfileWarnsMissedLoop(t *testing.T) {
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "LoopDeep", Args: []string{"60"}, Options: "-"})
+	pid := p.Result().PID
+	p.Expect(fmt.Sprintf("ready %d", pid))
+	code, _, stderr := jprofBin(t, "profile", "-d", "2s", "-e", "bci", "-o", t.TempDir()+"/", strconv.Itoa(pid))
+	require.Equal(t, 0, code, stderr)
+	msgFile := fmt.Sprintf("/tmp/jprof-%d/log-msg_%d", os.Getuid(), pid)
+	want := `BCI: a loop in LLoopRun;.loop on thread "main" has been running since its class was retransformed`
+	var msg []byte
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if msg, _ = os.ReadFile(msgFile); strings.Contains(string(msg), want) {
+			break
+		}
+	}
+	assert.Contains(t, string(msg), want)
+	// Once per method, not at every look.
+	assert.Equal(t, 1, strings.Count(string(msg), want))
+}
+
 // A loop that starts during an attached BCI profile, in a class
 // instrumented meanwhile, is running at the detach: that class keeps its
 // instrumentation (restored, the loop would run interpreted for good),
-// and jprof's detach line and log-msg say so.
+// and jprof's detach line and log-msg say so; once the loop has
+// returned, the class is given its own bytes back.
 func TestProfileDetachKeepsLoop(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "gate")
-	p := jvmtest.Launch(t, jvmtest.Run{Class: "LoopLater", Args: []string{gate, "60"}, Options: "-"})
+	// The loop runs 7 s from the profile's start, past its detach.
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "LoopLater", Args: []string{gate, "7", "60"}, Options: "-"})
 	pid := p.Result().PID
 	p.Expect(fmt.Sprintf("ready %d", pid))
 	msgFile := fmt.Sprintf("/tmp/jprof-%d/log-msg_%d", os.Getuid(), pid)
 	openOnStart(t, pid, gate)
 	code, _, stderr := jprofBin(t, "profile", "-d", "4s", "-e", "bci", "-o", t.TempDir()+"/", strconv.Itoa(pid))
 	require.Equal(t, 0, code, stderr)
-	assert.Contains(t, stderr, "1 left instrumented: 1 running a loop now")
+	assert.Contains(t, stderr, "; 1 kept their instrumentation while a loop of theirs runs")
 	msg, err := os.ReadFile(msgFile)
 	require.NoError(t, err)
 	assert.Contains(t, string(msg), "BCI: class LaterGate left as it was: a method of it is running a loop")
-	assert.Contains(t, string(msg), "BCI: class LoopRun left as it was: a method of it is running a loop")
+	assert.Contains(t, string(msg), "BCI: class LoopRun keeps its instrumentation: a method of it is running a loop")
+	// Once the loop has returned, the class gets its own bytes back: its
+	// other callers do not pay the probes until the next profile.
+	want := "BCI: class LLoopRun; given its own bytes back: its loop has returned"
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end) && !strings.Contains(string(msg), want); time.Sleep(200 * time.Millisecond) {
+		msg, _ = os.ReadFile(msgFile)
+	}
+	assert.Contains(t, string(msg), want)
+	idle := statusField(status(t, pid), "idle-probe-calls")
+	time.Sleep(time.Second)
+	assert.Equal(t, idle, statusField(status(t, pid), "idle-probe-calls"), "no probe runs once the class is restored")
 	assert.Contains(t, string(msg), "BCI: detach: 1 classes keep their instrumentation")
 }
 

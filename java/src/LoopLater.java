@@ -5,12 +5,16 @@
 // start and, at the detach, leaves LoopRun instrumented (loaded and
 // instrumented during the profile, its loop running: restored, it would
 // run interpreted).
-// Arguments: FILE, then the seconds the loop runs.
+// Arguments: FILE, the seconds the loop runs, and optionally the seconds
+// the program stays after it (for the test that the class is given its
+// own bytes back once the loop has returned).
 public class LoopLater {
     public static void main(String[] args) throws InterruptedException {
         System.out.println("ready " + ProcessHandle.current().pid());
         LaterGate.await(java.nio.file.Path.of(args[0]));
         LoopRun.loop(System.nanoTime() + Long.parseLong(args[1]) * 1_000_000_000L);
+        if (args.length > 2)
+            Thread.sleep(Long.parseLong(args[2]) * 1000);
     }
 }
 
