@@ -166,7 +166,6 @@ static void bci_keep_class(JNIEnv *jni, jclass **cs, jint *n, jint *cap, jclass 
 struct loop_seen {
 	jthread th; /* global ref */
 	jint nm;
-	jint top; /* the thread's top frame, from the bottom (-1: not among them) */
 	jmethodID m[JP_LOOP_DEPTH];
 	uint64_t loop; /* bit k: frame k from the bottom is a candidate */
 };
@@ -202,7 +201,6 @@ static int thread_loops(jvmtiEnv *jvmti, JNIEnv *jni, jthread th, struct loop_se
 	jint got = bottom_frames(jvmti, th, fr);
 	int n = 0;
 	s->nm = got;
-	s->top = got < JP_LOOP_DEPTH ? got - 1 : -1;
 	s->loop = 0;
 	for (jint k = 0; k < got; k++) {
 		jint f = got - 1 - k;
@@ -221,24 +219,24 @@ static int thread_loops(jvmtiEnv *jvmti, JNIEnv *jni, jthread th, struct loop_se
 
 /*
  * bci_running_loops: a loop that runs for the program's life (a main
- * loop, the run() of a worker or of an event loop, a server's loop that
- * a retry loop calls again) is a frame that stays, with the same frames
+ * loop, the run() of a worker or of an event loop, an engine's loop a
+ * thread's lambda calls) is a frame that stays, with the same frames
  * under it, while the frames above it come and go. So each thread's
  * frames of classes the transformer instruments that are inside a loop
  * (where their method is: a call from the loop's body), among its
- * JP_LOOP_DEPTH outermost, are candidates, and a candidate still there
- * at the looks JP_LOOP_SETTLE_MS / 2 and JP_LOOP_SETTLE_MS later (the
- * same thread, the same frames from the bottom up to it, inside a loop
- * again) names a class to leave alone: the outermost such frame, and
- * those above it that were not the top frame at one of the looks at
- * least (a loop that calls: a server's loop under a retry loop), never a
- * hot method the loop calls that was caught in its own loop each time,
- * at the top. A task of a pool, a short thread's
- * work, a loop that was about to end, are gone by then and not kept out
- * of the profile. A loop that
- * starts between the looks, one deeper than JP_LOOP_DEPTH frames, or on
- * a virtual thread (which GetAllThreads does not list) is missed: it
- * runs interpreted (jp_bci_warn_obsolete says so of platform threads').
+ * JP_LOOP_DEPTH outermost, are candidates, and the outermost candidate
+ * still there at the looks JP_LOOP_SETTLE_MS / 2 and JP_LOOP_SETTLE_MS
+ * later (the same thread, the same frames from the bottom up to it,
+ * inside a loop again) names a class to leave alone. Only the
+ * outermost: a method that loop calls over and over, with a loop of its
+ * own, is there at every look too, and nothing the looks see tells it
+ * from a lifelong loop above the outermost (a server's loop under a
+ * retry loop). A task of a pool, a short thread's work, a loop that was
+ * about to end, are gone by then and not kept out of the profile. A
+ * lifelong loop above another, one that starts between the looks, one
+ * deeper than JP_LOOP_DEPTH frames, or one on a virtual thread (which
+ * GetAllThreads does not list) is missed: it runs interpreted, and
+ * jp_bci_warn_obsolete names those of platform threads.
  */
 jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
 {
@@ -248,16 +246,13 @@ jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
 	if ((*jvmti)->GetAllThreads(jvmti, &nt, &ths) != JVMTI_ERROR_NONE)
 		return NULL;
 	struct loop_seen *seen = calloc(nt > 0 ? (size_t)nt : 1, sizeof *seen);
-	/* Per thread, over the looks: the candidates that stayed, and the
-	 * frames that were not the top one at some look. */
+	/* Per thread, over the looks: the candidates that stayed. */
 	uint64_t *stayed = calloc(nt > 0 ? (size_t)nt : 1, sizeof *stayed);
-	uint64_t *called = calloc(nt > 0 ? (size_t)nt : 1, sizeof *called);
 	jint ns = 0;
 	for (jint t = 0; t < nt; t++) {
-		if (seen != NULL && stayed != NULL && called != NULL && thread_loops(jvmti, jni, ths[t], &seen[ns]) > 0 &&
+		if (seen != NULL && stayed != NULL && thread_loops(jvmti, jni, ths[t], &seen[ns]) > 0 &&
 		    (seen[ns].th = (*jni)->NewGlobalRef(jni, ths[t])) != NULL) {
 			stayed[ns] = seen[ns].loop;
-			called[ns] = seen[ns].top >= 0 ? ~(1ull << seen[ns].top) : ~0ull;
 			ns++;
 		}
 		(*jni)->DeleteLocalRef(jni, ths[t]);
@@ -278,17 +273,18 @@ jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
 			while (same < now.nm && same < seen[i].nm && now.m[same] == seen[i].m[same])
 				same++;
 			stayed[i] &= now.loop & (same >= 64 ? ~0ull : (1ull << same) - 1);
-			called[i] |= now.top >= 0 ? ~(1ull << now.top) : ~0ull;
 		}
 	}
 	jint cap = 0;
 	jclass *cs = NULL;
 	for (jint i = 0; i < ns; i++) {
-		/* The outermost loop that stayed, and those above it that
-		 * called out at some look: a method the lifelong loop calls
-		 * over and over, caught in its own loop at every look, was
-		 * the top frame each time, and returns. */
-		uint64_t keep = stayed[i] & (called[i] | (stayed[i] & -stayed[i]));
+		/* The outermost loop that stayed only: a method that loop
+		 * calls over and over, with a loop of its own, is there at
+		 * every look too, over the same frames, and looks can tell it
+		 * from a lifelong loop above the outermost (a server's loop
+		 * under a retry loop) by nothing; jp_bci_warn_obsolete names
+		 * such a loop when it is missed. */
+		uint64_t keep = stayed[i] & -stayed[i];
 		for (jint k = 0; keep != 0 && k < seen[i].nm; k++) {
 			jclass c = keep >> k & 1 ? frame_class(jvmti, jni, seen[i].m[k]) : NULL;
 			if (c != NULL)
@@ -298,7 +294,6 @@ jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
 	}
 	free(seen);
 	free(stayed);
-	free(called);
 	return cs;
 }
 

@@ -283,6 +283,7 @@ func TestProfileStaleSocket(t *testing.T) {
 	dir := control.SocketDir(control.SocketBase, os.Geteuid())
 	require.NoError(t, os.MkdirAll(dir, 0o700))
 	path := control.SocketPath(control.SocketBase, os.Geteuid(), p.Result().PID)
+	_ = os.Remove(path) // one an earlier JVM of this pid left
 	ln, err := net.Listen("unix", path)
 	require.NoError(t, err)
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
@@ -527,20 +528,19 @@ func TestProfileJLM(t *testing.T) {
 func TestProfileKeepsRunningLoop(t *testing.T) {
 	for _, jdk := range jvmtest.JDKs() {
 		// main's own loop, and a loop main calls (LoopRun.loop, while
-		// main, which has a loop too, is not in it): the loop is left
-		// alone, never the step it calls, a hot method caught in its own
-		// loop at every look.
+		// main, which has a loop too, is not in it): the outermost loop
+		// is left alone, never the step it calls, a hot method with a
+		// loop of its own.
 		// The same loop on a thread whose lambda calls it (LoopDelegate
 		// thread): seen at three looks over half a second, it is no task
-		// that ends. And a server's loop under a retry loop (LoopRetry):
-		// both loops stay, both classes are left alone.
+		// that ends.
 		type loopCase struct {
 			main, mode string
 			kept       []string
 			method     string
 		}
 		for _, c := range []loopCase{{"LoopMain", "", []string{"LoopMain"}, "LoopMain.main"}, {"LoopDelegate", "", []string{"LoopRun"}, "LoopRun.loop"},
-			{"LoopDelegate", "thread", []string{"LoopRun"}, "LoopRun.loop"}, {"LoopRetry", "", []string{"LoopRetry", "RetryServer"}, "RetryServer.serve"}} {
+			{"LoopDelegate", "thread", []string{"LoopRun"}, "LoopRun.loop"}} {
 			t.Run(jdk.Name+"/"+c.main+c.mode, func(t *testing.T) {
 				args := []string{"120"}
 				if c.mode != "" {
@@ -586,22 +586,29 @@ func TestProfileKeepsRunningLoop(t *testing.T) {
 // under its feet and runs interpreted from then on; a second after the
 // start, log-msg names it.
 func TestProfileWarnsMissedLoop(t *testing.T) {
-	p := jvmtest.Launch(t, jvmtest.Run{Class: "LoopDeep", Args: []string{"60"}, Options: "-"})
-	pid := p.Result().PID
-	p.Expect(fmt.Sprintf("ready %d", pid))
-	code, _, stderr := jprofBin(t, "profile", "-d", "2s", "-e", "bci", "-o", t.TempDir()+"/", strconv.Itoa(pid))
-	require.Equal(t, 0, code, stderr)
-	msgFile := fmt.Sprintf("/tmp/jprof-%d/log-msg_%d", os.Getuid(), pid)
-	want := `BCI: a loop in LLoopRun;.loop on thread "main" has been running since its class was retransformed`
-	var msg []byte
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if msg, _ = os.ReadFile(msgFile); strings.Contains(string(msg), want) {
-			break
-		}
+	// Deeper than the looks (LoopDeep), and above the outermost loop (a
+	// server's loop under a retry loop, LoopRetry: the retry loop's
+	// class is left alone).
+	for _, c := range []struct{ main, loop string }{{"LoopDeep", "LLoopRun;.loop"}, {"LoopRetry", "LRetryServer;.serve"}} {
+		t.Run(c.main, func(t *testing.T) {
+			p := jvmtest.Launch(t, jvmtest.Run{Class: c.main, Args: []string{"60"}, Options: "-"})
+			pid := p.Result().PID
+			p.Expect(fmt.Sprintf("ready %d", pid))
+			code, _, stderr := jprofBin(t, "profile", "-d", "2s", "-e", "bci", "-o", t.TempDir()+"/", strconv.Itoa(pid))
+			require.Equal(t, 0, code, stderr)
+			msgFile := fmt.Sprintf("/tmp/jprof-%d/log-msg_%d", os.Getuid(), pid)
+			want := `BCI: a loop in ` + c.loop + ` on thread "main" has been running since its class was retransformed`
+			var msg []byte
+			for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+				if msg, _ = os.ReadFile(msgFile); strings.Contains(string(msg), want) {
+					break
+				}
+			}
+			assert.Contains(t, string(msg), want)
+			// Once per method, not at every look.
+			assert.Equal(t, 1, strings.Count(string(msg), want))
+		})
 	}
-	assert.Contains(t, string(msg), want)
-	// Once per method, not at every look.
-	assert.Equal(t, 1, strings.Count(string(msg), want))
 }
 
 // A loop that starts during an attached BCI profile, in a class
