@@ -278,13 +278,13 @@ jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
 	jint cap = 0;
 	jclass *cs = NULL;
 	for (jint i = 0; i < ns; i++) {
-		/* The outermost loop that stayed only: a method that loop
-		 * calls over and over, with a loop of its own, is there at
-		 * every look too, over the same frames, and looks can tell it
-		 * from a lifelong loop above the outermost (a server's loop
-		 * under a retry loop) by nothing; jp_bci_warn_obsolete names
-		 * such a loop when it is missed. */
-		uint64_t keep = stayed[i] & -stayed[i];
+		/* The outermost loop of the first look, if it stayed: a
+		 * method that loop calls over and over, with a loop of its
+		 * own, is there at every look too, over the same frames, and
+		 * the looks can tell it from a lifelong loop above the
+		 * outermost (a server's loop under a retry loop) by nothing;
+		 * jp_bci_warn_obsolete names such a loop when it is missed. */
+		uint64_t keep = stayed[i] & seen[i].loop & -seen[i].loop;
 		for (jint k = 0; keep != 0 && k < seen[i].nm; k++) {
 			jclass c = keep >> k & 1 ? frame_class(jvmti, jni, seen[i].m[k]) : NULL;
 			if (c != NULL)
