@@ -161,6 +161,8 @@ void jp_jlm_events(int on);
  * taken: it waits; taken over); bci_retransform_named those named (Java
  * strings). */
 jclass *bci_loops_first(JNIEnv *jni, jint *n);
+/* bci_retransform_list retransforms classes (local refs, deleted). */
+void bci_retransform_list(JNIEnv *jni, jclass *want, jint nw);
 void bci_retransform(JNIEnv *jni, jclass *running, jint nrun);
 void bci_retransform_named(JNIEnv *jni, jobjectArray names);
 /* The source's enable and detach (jp_bci_ops). */

@@ -230,7 +230,7 @@ done:
 
 /* bci_retransform_list retransforms classes (local refs, deleted here);
  * classes that cannot be are named in log-msg and stay as they are. */
-static void bci_retransform_list(JNIEnv *jni, jclass *want, jint nw)
+void bci_retransform_list(JNIEnv *jni, jclass *want, jint nw)
 {
 	jvmtiEnv *jvmti = jpvm.jvmti;
 	/* In batches; a batch that fails is retried class by class, so that
@@ -420,52 +420,6 @@ void bci_retransform(JNIEnv *jni, jclass *running, jint nrun)
 		bci_retransform_list(jni, want, nw);
 	free(want);
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)classes);
-}
-
-/* jp_bci_restore_kept gives the classes a detach left instrumented (a
- * loop of theirs was running) their own bytes back once no loop of
- * theirs runs any more, so that their other callers do not pay the
- * probes until the next profile: called every second after such a
- * detach (agent/rtdriver.go), on a thread attached to the VM. Returns
- * how many are still kept (0: nothing more to do). */
-int jp_bci_restore_kept(void)
-{
-	JNIEnv *jni = jp_env();
-	if (jni == NULL)
-		return 0;
-	pthread_mutex_lock(&bci_lock);
-	int left = 0;
-	if (bci.instrumenting || jp.dead) {
-		bci_running_free(jni, bci.detach_kept, bci.ndetach_kept);
-		bci.detach_kept = NULL;
-		bci.ndetach_kept = 0;
-	} else if (bci.ndetach_kept > 0) {
-		jclass *busy = bci_loops_now(jpvm.jvmti, jni, bci.detach_kept, bci.ndetach_kept);
-		jclass *done = calloc((size_t)bci.ndetach_kept, sizeof *done);
-		jint nd = 0, nk = 0;
-		for (jint i = 0; i < bci.ndetach_kept; i++) {
-			jclass c = bci.detach_kept[i];
-			if (busy != NULL && busy[i] == NULL && done != NULL) {
-				done[nd++] = (*jni)->NewLocalRef(jni, c);
-				char *sig = NULL;
-				(*jpvm.jvmti)->GetClassSignature(jpvm.jvmti, c, &sig, NULL);
-				jp_notef("BCI: class %s given its own bytes back: its loop has returned", sig != NULL ? sig : "?");
-				if (sig != NULL)
-					(*jpvm.jvmti)->Deallocate(jpvm.jvmti, (unsigned char *)sig);
-				(*jni)->DeleteGlobalRef(jni, c);
-			} else {
-				bci.detach_kept[nk++] = c;
-			}
-		}
-		bci.ndetach_kept = nk;
-		if (nd > 0)
-			bci_retransform_list(jni, done, nd);
-		free(done);
-		free(busy);
-		left = nk;
-	}
-	pthread_mutex_unlock(&bci_lock);
-	return left;
 }
 
 /* bci_detach stops rewriting classes and gives the instrumented ones

@@ -13,11 +13,13 @@
  * attach promises to leave the program at its old speed; a program
  * started with the agent keeps it), the class of such a loop
  * (bci_running_loops says which) is left as it was: its methods are not
- * seen (at a detach, it keeps its probes, which return at once), said in
- * log-msg and counted.
+ * seen (at a detach, it keeps its probes, which return at once, until
+ * the loop has returned: jp_bci_restore_kept), said in log-msg and
+ * counted; a loop the looks miss is named (jp_bci_warn_obsolete).
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -368,6 +370,52 @@ void jp_bci_warn_obsolete(void)
 		(*jni)->DeleteLocalRef(jni, ths[t]);
 	}
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)ths);
+}
+
+/* jp_bci_restore_kept gives the classes a detach left instrumented (a
+ * loop of theirs was running) their own bytes back once no loop of
+ * theirs runs any more, so that their other callers do not pay the
+ * probes until the next profile: called every second after such a
+ * detach (agent/rtdriver.go), on a thread attached to the VM. Returns
+ * how many are still kept (0: nothing more to do). */
+int jp_bci_restore_kept(void)
+{
+	JNIEnv *jni = jp_env();
+	if (jni == NULL)
+		return 0;
+	pthread_mutex_lock(&bci_lock);
+	int left = 0;
+	if (bci.instrumenting || jp.dead) {
+		bci_running_free(jni, bci.detach_kept, bci.ndetach_kept);
+		bci.detach_kept = NULL;
+		bci.ndetach_kept = 0;
+	} else if (bci.ndetach_kept > 0) {
+		jclass *busy = bci_loops_now(jpvm.jvmti, jni, bci.detach_kept, bci.ndetach_kept);
+		jclass *done = calloc((size_t)bci.ndetach_kept, sizeof *done);
+		jint nd = 0, nk = 0;
+		for (jint i = 0; i < bci.ndetach_kept; i++) {
+			jclass c = bci.detach_kept[i];
+			if (busy != NULL && busy[i] == NULL && done != NULL) {
+				done[nd++] = (*jni)->NewLocalRef(jni, c);
+				char *sig = NULL;
+				(*jpvm.jvmti)->GetClassSignature(jpvm.jvmti, c, &sig, NULL);
+				jp_notef("BCI: class %s given its own bytes back: its loop has returned", sig != NULL ? sig : "?");
+				if (sig != NULL)
+					(*jpvm.jvmti)->Deallocate(jpvm.jvmti, (unsigned char *)sig);
+				(*jni)->DeleteGlobalRef(jni, c);
+			} else {
+				bci.detach_kept[nk++] = c;
+			}
+		}
+		bci.ndetach_kept = nk;
+		if (nd > 0)
+			bci_retransform_list(jni, done, nd);
+		free(done);
+		free(busy);
+		left = nk;
+	}
+	pthread_mutex_unlock(&bci_lock);
+	return left;
 }
 
 void bci_running_free(JNIEnv *jni, jclass *cs, jint n)
