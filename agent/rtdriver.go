@@ -478,7 +478,7 @@ func (a *agent) warnObsoleteLater() {
 	})
 }
 
-// restoreKept gives the classes a detach left instrumented their own
+// restoreKeptLater gives the classes a detach left instrumented their own
 // bytes back once their loops have returned: checked every second, for
 // an hour at most (a lifelong loop keeps its class instrumented), and no
 // more once a profile starts again.

@@ -89,12 +89,9 @@ jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n);
 void bci_running_free(JNIEnv *jni, jclass *cs, jint n);
 
 int bci_keep_running(JNIEnv *jni, jclass *cs, jint n, jclass c);
-/* bci_keep_add adds c (not deleted) to the list *cs of *n global refs. */
-void bci_keep_add(JNIEnv *jni, jclass **cs, jint *n, jclass c);
-/* bci_loops_now says, for each class of cs (n of them), whether a method
- * of it runs a loop on some thread now: an array of n, NULL where none
- * does (not refs: only compared); NULL when it cannot be told. */
-jclass *bci_loops_now(jvmtiEnv *jvmti, JNIEnv *jni, jclass *cs, jint n);
+/* bci_keep_class adds c (a ref the caller keeps) to the list *cs of *n
+ * global refs, once. */
+void bci_keep_class(JNIEnv *jni, jclass **cs, jint *n, jclass c);
 
 #define JP_BCI_IDLE_STEP 1024
 

@@ -387,7 +387,7 @@ void bci_retransform(JNIEnv *jni, jclass *running, jint nrun)
 					 "would leave that loop interpreted until it returns)", sig + 1);
 			} else if (!bci_keep_running(jni, bci.start_kept, bci.nstart_kept, classes[i])) {
 				kept++;
-				bci_keep_add(jni, &bci.detach_kept, &bci.ndetach_kept, classes[i]);
+				bci_keep_class(jni, &bci.detach_kept, &bci.ndetach_kept, classes[i]);
 				jp_notef("BCI: class %s keeps its instrumentation: a method of it is running a loop (restored, "
 					 "that loop would run interpreted until it returns); its probes return at once",
 					 sig + 1);

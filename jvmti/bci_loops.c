@@ -143,24 +143,17 @@ static jint bottom_frames(jvmtiEnv *jvmti, jthread th, jvmtiFrameInfo *fr)
 /* Looks over that time: the first, and two more. */
 #define JP_LOOP_LOOKS 3
 
-/* bci_keep_class adds c (a local ref, deleted here) to the classes to
- * leave alone, once. */
-static void bci_keep_class(JNIEnv *jni, jclass **cs, jint *n, jint *cap, jclass c)
+void bci_keep_class(JNIEnv *jni, jclass **cs, jint *n, jclass c)
 {
-	int have = 0;
-	for (jint k = 0; k < *n && !have; k++)
-		have = (*jni)->IsSameObject(jni, (*cs)[k], c);
-	if (!have && *n == *cap) {
-		jint ncap = *cap ? 2 * *cap : 16;
-		jclass *g = realloc(*cs, sizeof **cs * (size_t)ncap);
-		if (g != NULL) {
-			*cs = g;
-			*cap = ncap;
-		}
-	}
-	if (!have && *n < *cap && ((*cs)[*n] = (*jni)->NewGlobalRef(jni, c)) != NULL)
+	for (jint k = 0; k < *n; k++)
+		if ((*jni)->IsSameObject(jni, (*cs)[k], c))
+			return;
+	jclass *g = realloc(*cs, sizeof **cs * (size_t)(*n + 1));
+	if (g == NULL)
+		return;
+	*cs = g;
+	if ((g[*n] = (*jni)->NewGlobalRef(jni, c)) != NULL)
 		(*n)++;
-	(*jni)->DeleteLocalRef(jni, c);
 }
 
 /* A thread's frames as one look saw them, from the bottom, and which of
@@ -277,7 +270,6 @@ jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
 			stayed[i] &= now.loop & (same >= 64 ? ~0ull : (1ull << same) - 1);
 		}
 	}
-	jint cap = 0;
 	jclass *cs = NULL;
 	for (jint i = 0; i < ns; i++) {
 		/* The outermost loop of the first look, if it stayed: a
@@ -289,8 +281,10 @@ jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
 		uint64_t keep = stayed[i] & seen[i].loop & -seen[i].loop;
 		for (jint k = 0; keep != 0 && k < seen[i].nm; k++) {
 			jclass c = keep >> k & 1 ? frame_class(jvmti, jni, seen[i].m[k]) : NULL;
-			if (c != NULL)
-				bci_keep_class(jni, &cs, n, &cap, c);
+			if (c != NULL) {
+				bci_keep_class(jni, &cs, n, c);
+				(*jni)->DeleteLocalRef(jni, c);
+			}
 		}
 		(*jni)->DeleteGlobalRef(jni, seen[i].th);
 	}
@@ -372,6 +366,41 @@ void jp_bci_warn_obsolete(void)
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)ths);
 }
 
+/* loops_now says, for each class of cs (n of them), whether a method of
+ * it runs a loop on some thread now (1), in an array of n; NULL when it
+ * cannot be told. */
+static char *loops_now(jvmtiEnv *jvmti, JNIEnv *jni, jclass *cs, jint n)
+{
+	jthread *ths = NULL;
+	jint nt = 0;
+	char *busy = calloc(n > 0 ? (size_t)n : 1, 1);
+	if (busy == NULL || (*jvmti)->GetAllThreads(jvmti, &nt, &ths) != JVMTI_ERROR_NONE) {
+		free(busy);
+		return NULL;
+	}
+	jvmtiFrameInfo fr[2 * JP_LOOP_DEPTH];
+	for (jint t = 0; t < nt; t++) {
+		/* The bottom frames and the top ones: a loop the looks kept,
+		 * or one deeper. */
+		jint got = bottom_frames(jvmti, ths[t], fr), top = 0;
+		if ((*jvmti)->GetStackTrace(jvmti, ths[t], 0, JP_LOOP_DEPTH, fr + got, &top) != JVMTI_ERROR_NONE)
+			top = 0;
+		for (jint f = 0; f < got + top; f++) {
+			jclass c = NULL;
+			if ((*jvmti)->GetMethodDeclaringClass(jvmti, fr[f].method, &c) != JVMTI_ERROR_NONE || c == NULL)
+				continue;
+			for (jint i = 0; i < n; i++)
+				if (!busy[i] && (*jni)->IsSameObject(jni, cs[i], c) &&
+				    bc_frame_in_loop(jvmti, fr[f].method, fr[f].location))
+					busy[i] = 1;
+			(*jni)->DeleteLocalRef(jni, c);
+		}
+		(*jni)->DeleteLocalRef(jni, ths[t]);
+	}
+	(*jvmti)->Deallocate(jvmti, (unsigned char *)ths);
+	return busy;
+}
+
 /* jp_bci_restore_kept gives the classes a detach left instrumented (a
  * loop of theirs was running) their own bytes back once no loop of
  * theirs runs any more, so that their other callers do not pay the
@@ -390,12 +419,12 @@ int jp_bci_restore_kept(void)
 		bci.detach_kept = NULL;
 		bci.ndetach_kept = 0;
 	} else if (bci.ndetach_kept > 0) {
-		jclass *busy = bci_loops_now(jpvm.jvmti, jni, bci.detach_kept, bci.ndetach_kept);
+		char *busy = loops_now(jpvm.jvmti, jni, bci.detach_kept, bci.ndetach_kept);
 		jclass *done = calloc((size_t)bci.ndetach_kept, sizeof *done);
 		jint nd = 0, nk = 0;
 		for (jint i = 0; i < bci.ndetach_kept; i++) {
 			jclass c = bci.detach_kept[i];
-			if (busy != NULL && busy[i] == NULL && done != NULL) {
+			if (busy != NULL && !busy[i] && done != NULL) {
 				done[nd++] = (*jni)->NewLocalRef(jni, c);
 				char *sig = NULL;
 				(*jpvm.jvmti)->GetClassSignature(jpvm.jvmti, c, &sig, NULL);
@@ -423,48 +452,6 @@ void bci_running_free(JNIEnv *jni, jclass *cs, jint n)
 	for (jint i = 0; cs != NULL && i < n; i++)
 		(*jni)->DeleteGlobalRef(jni, cs[i]);
 	free(cs);
-}
-
-void bci_keep_add(JNIEnv *jni, jclass **cs, jint *n, jclass c)
-{
-	jclass *g = realloc(*cs, sizeof **cs * (size_t)(*n + 1));
-	if (g == NULL)
-		return;
-	*cs = g;
-	if ((g[*n] = (*jni)->NewGlobalRef(jni, c)) != NULL)
-		(*n)++;
-}
-
-jclass *bci_loops_now(jvmtiEnv *jvmti, JNIEnv *jni, jclass *cs, jint n)
-{
-	jthread *ths = NULL;
-	jint nt = 0;
-	jclass *busy = calloc(n > 0 ? (size_t)n : 1, sizeof *busy);
-	if (busy == NULL || (*jvmti)->GetAllThreads(jvmti, &nt, &ths) != JVMTI_ERROR_NONE) {
-		free(busy);
-		return NULL;
-	}
-	jvmtiFrameInfo fr[2 * JP_LOOP_DEPTH];
-	for (jint t = 0; t < nt; t++) {
-		/* The bottom frames and the top ones: a loop the looks kept,
-		 * or one deeper. */
-		jint got = bottom_frames(jvmti, ths[t], fr), top = 0;
-		if ((*jvmti)->GetStackTrace(jvmti, ths[t], 0, JP_LOOP_DEPTH, fr + got, &top) != JVMTI_ERROR_NONE)
-			top = 0;
-		for (jint f = 0; f < got + top; f++) {
-			jclass c = NULL;
-			if ((*jvmti)->GetMethodDeclaringClass(jvmti, fr[f].method, &c) != JVMTI_ERROR_NONE || c == NULL)
-				continue;
-			for (jint i = 0; i < n; i++)
-				if (busy[i] == NULL && (*jni)->IsSameObject(jni, cs[i], c) &&
-				    bc_frame_in_loop(jvmti, fr[f].method, fr[f].location))
-					busy[i] = cs[i];
-			(*jni)->DeleteLocalRef(jni, c);
-		}
-		(*jni)->DeleteLocalRef(jni, ths[t]);
-	}
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)ths);
-	return busy;
 }
 
 int bci_keep_running(JNIEnv *jni, jclass *cs, jint n, jclass c)
