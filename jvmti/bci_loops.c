@@ -229,16 +229,16 @@ static int thread_loops(jvmtiEnv *jvmti, JNIEnv *jni, jthread th, struct loop_se
  * retry loop). A task of a pool, a short thread's work, a loop that was
  * about to end, are gone by then and not kept out of the profile. A
  * lifelong loop above another, one that starts between the looks, one
- * deeper than JP_LOOP_DEPTH frames, or one on a virtual thread (which
- * GetAllThreads does not list) is missed: it runs interpreted, and
- * jp_bci_warn_obsolete names those of platform threads.
+ * deeper than JP_LOOP_DEPTH frames is missed: it runs interpreted, and
+ * jp_bci_warn_obsolete names it. Virtual threads are looked at too
+ * (jp_all_threads), up to a few thousand of them.
  */
 jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
 {
 	*n = 0;
-	jthread *ths = NULL;
 	jint nt = 0;
-	if ((*jvmti)->GetAllThreads(jvmti, &nt, &ths) != JVMTI_ERROR_NONE)
+	jthread *ths = jp_all_threads(jvmti, jni, &nt);
+	if (ths == NULL)
 		return NULL;
 	struct loop_seen *seen = calloc(nt > 0 ? (size_t)nt : 1, sizeof *seen);
 	/* Per thread, over the looks: the candidates that stayed. */
@@ -250,9 +250,8 @@ jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
 			stayed[ns] = seen[ns].loop;
 			ns++;
 		}
-		(*jni)->DeleteLocalRef(jni, ths[t]);
 	}
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)ths);
+	jp_all_threads_free(jni, ths, nt);
 	struct loop_seen now;
 	for (int look = 1; look < JP_LOOP_LOOKS && ns > 0; look++) {
 		long ms = JP_LOOP_SETTLE_MS / (JP_LOOP_LOOKS - 1);
@@ -309,10 +308,8 @@ void jp_bci_warn_obsolete(void)
 	jvmtiEnv *jvmti = jpvm.jvmti;
 	static jmethodID warned[64];
 	static int nwarned;
-	jthread *ths = NULL;
 	jint nt = 0;
-	if ((*jvmti)->GetAllThreads(jvmti, &nt, &ths) != JVMTI_ERROR_NONE)
-		return;
+	jthread *ths = jp_all_threads(jvmti, jni, &nt);
 	jvmtiFrameInfo fr[JP_LOOP_DEPTH];
 	for (jint t = 0; t < nt; t++) {
 		/* The top frames: where a loop the looks missed, deeper than
@@ -344,10 +341,13 @@ void jp_bci_warn_obsolete(void)
 				(*jvmti)->GetClassSignature(jvmti, c, &sig, NULL);
 			jvmtiThreadInfo ti = {0};
 			(*jvmti)->GetThreadInfo(jvmti, ths[t], &ti);
-			jp_notef("BCI: a loop in %s.%s on thread \"%s\" has been running since its class was retransformed: it "
+			/* A virtual thread has no name unless given one. */
+			int named = ti.name != NULL && ti.name[0] != '\0';
+			jp_notef("BCI: a loop in %s.%s on %s%s%s has been running since its class was retransformed: it "
 				 "runs interpreted until it returns (HotSpot never compiles a replaced method version); a lifelong "
 				 "loop stays slow after the profile",
-				 sig != NULL ? sig : "?", name != NULL ? name : "?", ti.name != NULL ? ti.name : "?");
+				 sig != NULL ? sig : "?", name != NULL ? name : "?", named ? "thread \"" : "an unnamed thread",
+				 named ? ti.name : "", named ? "\"" : "");
 			if (ti.name != NULL)
 				(*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
 			if (ti.thread_group != NULL)
@@ -361,9 +361,8 @@ void jp_bci_warn_obsolete(void)
 			if (c != NULL)
 				(*jni)->DeleteLocalRef(jni, c);
 		}
-		(*jni)->DeleteLocalRef(jni, ths[t]);
 	}
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)ths);
+	jp_all_threads_free(jni, ths, nt);
 }
 
 /* loops_now says, for each class of cs (n of them), whether a method of
@@ -371,10 +370,10 @@ void jp_bci_warn_obsolete(void)
  * cannot be told. */
 static char *loops_now(jvmtiEnv *jvmti, JNIEnv *jni, jclass *cs, jint n)
 {
-	jthread *ths = NULL;
 	jint nt = 0;
 	char *busy = calloc(n > 0 ? (size_t)n : 1, 1);
-	if (busy == NULL || (*jvmti)->GetAllThreads(jvmti, &nt, &ths) != JVMTI_ERROR_NONE) {
+	jthread *ths = busy != NULL ? jp_all_threads(jvmti, jni, &nt) : NULL;
+	if (ths == NULL) {
 		free(busy);
 		return NULL;
 	}
@@ -395,9 +394,8 @@ static char *loops_now(jvmtiEnv *jvmti, JNIEnv *jni, jclass *cs, jint n)
 					busy[i] = 1;
 			(*jni)->DeleteLocalRef(jni, c);
 		}
-		(*jni)->DeleteLocalRef(jni, ths[t]);
 	}
-	(*jvmti)->Deallocate(jvmti, (unsigned char *)ths);
+	jp_all_threads_free(jni, ths, nt);
 	return busy;
 }
 

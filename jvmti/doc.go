@@ -23,7 +23,10 @@
 // BCI, the default): a ClassFileLoadHook hands class files to the ASM
 // transformer in java/agent, whose injected calls to static natives feed
 // the engine with no method event enabled, so the JIT stays on; native
-// methods get wrappers through JVMTI's native method prefix; bci_cache.c
+// methods get wrappers through JVMTI's native method prefix; an
+// attached agent leaves alone the classes of loops that run for the
+// program's life (bci_loops.c), on every thread, virtual ones included
+// (allthreads.c lists those, which JVMTI does not); bci_cache.c
 // reads classes rewritten in earlier runs back (BCICACHE), from the pack
 // files bci_packs.c keeps; alloc.c
 // (ALLOC=) and lock.c (LOCK=) record the stacks of JVMTI's sampled

@@ -4,16 +4,32 @@
 // running: for the test that an attached BCI profile leaves LoopRun as it
 // was, and instruments LoopDelegate and LoopWork. With "thread" after the
 // seconds, the loop runs on a thread of its own whose lambda calls it, as
-// an engine's thread does, main waiting for it.
+// an engine's thread does, main waiting for it; with "virtual", on a
+// virtual thread (JDK 21+, started by reflection so that this compiles
+// with older javac; "vthreads: unsupported" without them).
 public class LoopDelegate {
     public static void main(String[] args) throws InterruptedException {
         for (String a : args)
             if (a.isEmpty())
                 throw new IllegalArgumentException("an empty argument");
         long end = System.nanoTime() + Long.parseLong(args.length > 0 ? args[0] : "60") * 1_000_000_000L;
-        if (args.length > 1 && args[1].equals("thread")) {
-            Thread t = new Thread(() -> LoopRun.loop(end), "engine");
-            t.start();
+        if (args.length > 1 && (args[1].equals("thread") || args[1].equals("virtual"))) {
+            Runnable r = () -> LoopRun.loop(end);
+            Thread t;
+            if (args[1].equals("thread")) {
+                t = new Thread(r, "engine");
+                t.start();
+            } else {
+                try {
+                    Object b = Thread.class.getMethod("ofVirtual").invoke(null);
+                    t = (Thread) Class.forName("java.lang.Thread$Builder").getMethod("start", Runnable.class).invoke(b, r);
+                } catch (NoSuchMethodException e) {
+                    System.out.println("vthreads: unsupported");
+                    return;
+                } catch (ReflectiveOperationException e) {
+                    throw new IllegalStateException(e);
+                }
+            }
             System.out.println("ready " + ProcessHandle.current().pid());
             t.join();
             return;
