@@ -433,13 +433,27 @@ func (a *agent) Detach() (string, error) {
 	}
 	a.cancelPending()
 	t0 := time.Now()
+	// Loops the start's retransformation left running interpreted, for
+	// the last line a user sees (jprof's), not only log-msg.
+	missed, names := 0, ""
+	b, bci := a.source.(jvmti.BCI)
+	if bci && a.live {
+		_ = a.vm.Do(func() error {
+			missed, names = b.WarnObsolete()
+			return nil
+		})
+	}
+	keptAtStart := uint64(0)
+	if bci {
+		keptAtStart = b.Stats().KeptRunning
+	}
 	if err := a.vm.Do(a.source.Detach); err != nil {
 		return "", err
 	}
 	a.warnObsoleteLater()
 	a.since = time.Time{}
 	detail := "collection off"
-	if b, ok := a.source.(jvmti.BCI); ok {
+	if bci {
 		st := b.Stats()
 		detail = "collection off; instrumented classes given their own bytes back"
 		if st.KeptAtDetach > 0 {
@@ -455,6 +469,14 @@ func (a *agent) Detach() (string, error) {
 	detail += fmt.Sprintf(" in %v", time.Since(t0).Round(time.Millisecond))
 	if d := trimMalloc(); d < -(1 << 20) {
 		detail += fmt.Sprintf("; %.1f MiB of free C heap given back to the system", float64(-d)/(1<<20))
+	}
+	if keptAtStart > 0 {
+		detail += fmt.Sprintf("; note: %d %s left uninstrumented for the profile, a loop of each running when it started (its methods are not in the profile; log-msg names them)",
+			keptAtStart, plural(keptAtStart, "class was", "classes were"))
+	}
+	if missed > 0 {
+		detail += fmt.Sprintf("; warning: %d %s running interpreted since the profile started, until %s (HotSpot never compiles a replaced method version; a lifelong loop stays slow: restart the program to get its speed back): %s",
+			missed, plural(uint64(missed), "loop is", "loops are"), plural(uint64(missed), "it returns", "they return"), names)
 	}
 	detail += "; start profiles again"
 	a.log.Info("detached", zap.String("detail", detail))
@@ -552,4 +574,12 @@ func (a *agent) seenMethods() string {
 		return "methods outside java.base but trivial ones and those of classes left as they were (log-msg names them)"
 	}
 	return "Java methods"
+}
+
+// plural is one or many, as n says.
+func plural(n uint64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

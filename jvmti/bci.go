@@ -103,10 +103,15 @@ func (BCI) Stop() error {
 func (BCI) Detach() error { return detach() }
 
 // WarnObsolete says in log-msg which loops run in a method version a
-// retransformation replaced (interpreted until they return). Attached
-// agents only; the caller must be a thread attached to the VM, a while
-// after the retransformation.
-func (BCI) WarnObsolete() { C.jp_bci_warn_obsolete() }
+// retransformation replaced (interpreted until they return), each once,
+// and returns those running now ("pkg.Cls.m on thread \"T\"", ", "
+// between them). Attached agents only; the caller must be a thread
+// attached to the VM, a while after the retransformation.
+func (BCI) WarnObsolete() (n int, names string) {
+	var buf [1024]C.char
+	n = int(C.jp_bci_warn_obsolete(&buf[0], C.int(len(buf))))
+	return n, C.GoString(&buf[0])
+}
 
 // RestoreKept gives the classes the last detach left instrumented (a loop
 // of theirs was running) their own bytes back once their loops have

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -292,25 +293,70 @@ jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
 	return cs;
 }
 
-/* jp_bci_warn_obsolete says in log-msg which loops are running in a
- * replaced method version (a loop the looks missed, see
- * bci_running_loops), which HotSpot runs interpreted until it returns:
- * once per method. Called a while after a retransformation of an
- * attached agent (agent/rtdriver.go), so that only frames that have
- * lasted are named: a hot method caught in its loop at the
- * retransformation has returned by then, and its next calls run the new
- * version. On a thread attached to the VM. */
-void jp_bci_warn_obsolete(void)
+/* loop_name writes "pkg.Cls.m on thread \"T\"" for method m on thread th
+ * into buf (len bytes, at least 1). */
+static void loop_name(jvmtiEnv *jvmti, JNIEnv *jni, jthread th, jmethodID m, char *buf, size_t len)
+{
+	char *name = NULL, *sig = NULL;
+	jclass c = NULL;
+	(*jvmti)->GetMethodName(jvmti, m, &name, NULL, NULL);
+	if ((*jvmti)->GetMethodDeclaringClass(jvmti, m, &c) == JVMTI_ERROR_NONE && c != NULL)
+		(*jvmti)->GetClassSignature(jvmti, c, &sig, NULL);
+	/* The class's name as the program spells it: Lpkg/Cls; -> pkg.Cls. */
+	char *cls = sig != NULL && sig[0] == 'L' ? sig + 1 : sig;
+	for (char *p = cls; p != NULL && *p != '\0'; p++) {
+		if (*p == '/')
+			*p = '.';
+		else if (*p == ';' && p[1] == '\0')
+			*p = '\0';
+	}
+	jvmtiThreadInfo ti = {0};
+	(*jvmti)->GetThreadInfo(jvmti, th, &ti);
+	/* A virtual thread has no name unless given one. */
+	int named = ti.name != NULL && ti.name[0] != '\0';
+	snprintf(buf, len, "%s.%s on %s%s%s", cls != NULL ? cls : "?", name != NULL ? name : "?",
+		 named ? "thread \"" : "an unnamed thread", named ? ti.name : "", named ? "\"" : "");
+	if (ti.name != NULL)
+		(*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
+	if (ti.thread_group != NULL)
+		(*jni)->DeleteLocalRef(jni, ti.thread_group);
+	if (ti.context_class_loader != NULL)
+		(*jni)->DeleteLocalRef(jni, ti.context_class_loader);
+	if (name != NULL)
+		(*jvmti)->Deallocate(jvmti, (unsigned char *)name);
+	if (sig != NULL)
+		(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
+	if (c != NULL)
+		(*jni)->DeleteLocalRef(jni, c);
+}
+
+/* jp_bci_warn_obsolete finds the loops running in a replaced method
+ * version (a loop the looks missed, see bci_running_loops), which
+ * HotSpot runs interpreted until it returns: it names each in log-msg,
+ * once per method, and returns how many run now, named in out (outlen
+ * bytes, ", " between them; NULL: not wanted). Called a while after a
+ * retransformation of an attached agent (agent/rtdriver.go), so that
+ * only frames that have lasted are named: a hot method caught in its
+ * loop at the retransformation has returned by then, and its next calls
+ * run the new version; and at a detach, for jprof's last line. On a
+ * thread attached to the VM. */
+int jp_bci_warn_obsolete(char *out, int outlen)
 {
 	JNIEnv *jni = jp_env();
+	if (out != NULL && outlen > 0)
+		out[0] = '\0';
 	if (!jpvm.live || jni == NULL)
-		return;
+		return 0;
 	jvmtiEnv *jvmti = jpvm.jvmti;
 	static jmethodID warned[64];
 	static int nwarned;
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	int running = 0;
+	size_t used = 0;
 	jint nt = 0;
 	jthread *ths = jp_all_threads(jvmti, jni, &nt);
 	jvmtiFrameInfo fr[JP_LOOP_DEPTH];
+	pthread_mutex_lock(&mu);
 	for (jint t = 0; t < nt; t++) {
 		/* The top frames: where a loop the looks missed, deeper than
 		 * they look, runs. */
@@ -327,42 +373,32 @@ void jp_bci_warn_obsolete(void)
 				continue;
 			int loop = bc_in_loop(code, n, fr[f].location);
 			(*jvmti)->Deallocate(jvmti, code);
+			if (!loop)
+				continue;
 			int seen = 0;
 			for (int i = 0; i < nwarned && !seen; i++)
 				seen = warned[i] == fr[f].method;
-			if (!loop || seen)
+			char what[512];
+			loop_name(jvmti, jni, ths[t], fr[f].method, what, sizeof what);
+			running++;
+			if (out != NULL && used + 1 < (size_t)outlen) {
+				/* Cut short past outlen (snprintf ends it there). */
+				int w = snprintf(out + used, (size_t)outlen - used, "%s%s", used > 0 ? ", " : "", what);
+				used = w < 0 || used + (size_t)w >= (size_t)outlen ? (size_t)outlen : used + (size_t)w;
+			}
+			if (seen)
 				continue;
 			if (nwarned < (int)(sizeof warned / sizeof warned[0]))
 				warned[nwarned++] = fr[f].method;
-			char *name = NULL, *sig = NULL;
-			jclass c = NULL;
-			(*jvmti)->GetMethodName(jvmti, fr[f].method, &name, NULL, NULL);
-			if ((*jvmti)->GetMethodDeclaringClass(jvmti, fr[f].method, &c) == JVMTI_ERROR_NONE && c != NULL)
-				(*jvmti)->GetClassSignature(jvmti, c, &sig, NULL);
-			jvmtiThreadInfo ti = {0};
-			(*jvmti)->GetThreadInfo(jvmti, ths[t], &ti);
-			/* A virtual thread has no name unless given one. */
-			int named = ti.name != NULL && ti.name[0] != '\0';
-			jp_notef("BCI: a loop in %s.%s on %s%s%s has been running since its class was retransformed: it "
-				 "runs interpreted until it returns (HotSpot never compiles a replaced method version); a lifelong "
-				 "loop stays slow after the profile",
-				 sig != NULL ? sig : "?", name != NULL ? name : "?", named ? "thread \"" : "an unnamed thread",
-				 named ? ti.name : "", named ? "\"" : "");
-			if (ti.name != NULL)
-				(*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
-			if (ti.thread_group != NULL)
-				(*jni)->DeleteLocalRef(jni, ti.thread_group);
-			if (ti.context_class_loader != NULL)
-				(*jni)->DeleteLocalRef(jni, ti.context_class_loader);
-			if (name != NULL)
-				(*jvmti)->Deallocate(jvmti, (unsigned char *)name);
-			if (sig != NULL)
-				(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
-			if (c != NULL)
-				(*jni)->DeleteLocalRef(jni, c);
+			jp_notef("BCI: a loop in %s has been running since its class was retransformed: it runs interpreted "
+				 "until it returns (HotSpot never compiles a replaced method version); a lifelong loop stays "
+				 "slow after the profile",
+				 what);
 		}
 	}
+	pthread_mutex_unlock(&mu);
 	jp_all_threads_free(jni, ths, nt);
+	return running;
 }
 
 /* loops_now says, for each class of cs (n of them), whether a method of

@@ -278,8 +278,9 @@ const char *jp_bci_probes(void);
  * ("pkg/Class.name(desc)"), UINT32_MAX if the transformer registered none. */
 uint32_t jp_bci_handle(const char *name);
 /* jp_bci_warn_obsolete says in log-msg which loops run in replaced
- * (interpreted) method versions, attached; on a VM-attached thread. */
-void jp_bci_warn_obsolete(void);
+ * (interpreted) method versions, attached, and returns how many run now,
+ * named in out; on a VM-attached thread. */
+int jp_bci_warn_obsolete(char *out, int outlen);
 /* jp_bci_restore_kept gives the classes a detach left instrumented their
  * bytes back once their loops have returned; how many are still kept. */
 int jp_bci_restore_kept(void);

@@ -572,6 +572,10 @@ func TestProfileKeepsRunningLoop(t *testing.T) {
 					assert.Contains(t, string(b), "BCI: "+what, "profile %d", i)
 					assert.Contains(t, string(b), "LoopWork.step(J)J")
 					assert.NotContains(t, string(b), c.method)
+					// jprof's last line says so too: the log-rt's header
+					// is lost in a flame graph or collapsed stacks.
+					assert.Contains(t, stderr, "; note: 1 class was left uninstrumented for the profile, a loop of each running when it started")
+					assert.NotContains(t, stderr, "warning:")
 				}
 				msg, err := os.ReadFile(fmt.Sprintf("/tmp/jprof-%d/log-msg_%d", os.Getuid(), pid))
 				require.NoError(t, err)
@@ -594,7 +598,7 @@ func TestProfileWarnsMissedLoop(t *testing.T) {
 	// Deeper than the looks (LoopDeep), and above the outermost loop (a
 	// server's loop under a retry loop, LoopRetry: the retry loop's
 	// class is left alone).
-	for _, c := range []struct{ main, loop string }{{"LoopDeep", "LLoopRun;.loop"}, {"LoopRetry", "LRetryServer;.serve"}} {
+	for _, c := range []struct{ main, loop string }{{"LoopDeep", "LoopRun.loop"}, {"LoopRetry", "RetryServer.serve"}} {
 		t.Run(c.main, func(t *testing.T) {
 			p := jvmtest.Launch(t, jvmtest.Run{Class: c.main, Args: []string{"60"}, Options: "-"})
 			pid := p.Result().PID
@@ -612,6 +616,9 @@ func TestProfileWarnsMissedLoop(t *testing.T) {
 			assert.Contains(t, string(msg), want)
 			// Once per method, not at every look.
 			assert.Equal(t, 1, strings.Count(string(msg), want))
+			// And on jprof's last line, where a user looks.
+			assert.Contains(t, stderr, "; warning: 1 loop is running interpreted since the profile started, until it returns")
+			assert.Contains(t, stderr, c.loop+` on thread "main"`)
 		})
 	}
 }
