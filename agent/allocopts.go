@@ -74,13 +74,13 @@ func (o *Options) checkEventSource() error {
 	case o.Generic:
 		return &OptionError{Option: name, Reason: "log-gen (GENERIC, CALLTRACE, RAWGEN) records method events, which " + what + " has not"}
 	case len(o.Metrics) > 0:
-		return &OptionError{Option: name, Reason: "the tree has metrics of its own; METRICS= does not apply"}
+		return &OptionError{Option: "METRICS=", Reason: "does not apply with " + name + ": the tree has metrics of its own"}
 	case o.Mode == ModeCallFlow || o.Mode == ModeCallTree:
 		return &OptionError{Option: name, Reason: "the tree has metrics of its own; CALLTREE and CALLFLOW do not apply"}
 	case o.PTT != ptt.None && o.PTT != ptt.Clock:
-		return &OptionError{Option: name, Reason: what + " reads no PTT; PTT= does not apply"}
+		return &OptionError{Option: "PTT=", Reason: "does not apply with " + name + ": " + what + " reads no PTT"}
 	case o.CalOut != "":
-		return &OptionError{Option: name, Reason: "CALOUT= writes calibration minima, which " + what + " has not"}
+		return &OptionError{Option: "CALOUT=", Reason: "writes calibration minima, which " + what + " has not"}
 	}
 	if o.Alloc != nil {
 		o.Alloc.MaxNodes, o.Alloc.Depth = uint32(o.SampleNodes), sampleDepth

@@ -71,13 +71,13 @@ func (o *Options) checkSample() error {
 	case o.Generic:
 		return &OptionError{Option: "SAMPLE", Reason: "log-gen (GENERIC, CALLTRACE, RAWGEN) records method events, which sampling has not"}
 	case len(o.Metrics) > 0:
-		return &OptionError{Option: "SAMPLE", Reason: "a sampled tree's metric is the time its samples stand for; METRICS= does not apply"}
+		return &OptionError{Option: "METRICS=", Reason: "does not apply with SAMPLE: a sampled tree's metric is the time its samples stand for"}
 	case o.Mode == ModeCallFlow:
-		return &OptionError{Option: "SAMPLE", Reason: "CALLFLOW counts instructions and cycles per event; sampling has no events"}
+		return &OptionError{Option: "CALLFLOW", Reason: "counts instructions and cycles per event; SAMPLE has no events"}
 	case o.PTT != ptt.None && o.PTT != ptt.Clock:
-		return &OptionError{Option: "SAMPLE", Reason: "the sampling source reads no PTT; PTT= does not apply"}
+		return &OptionError{Option: "PTT=", Reason: "does not apply with SAMPLE: the sampling source reads no PTT"}
 	case o.CalOut != "":
-		return &OptionError{Option: "SAMPLE", Reason: "CALOUT= writes calibration minima, which sampling has not"}
+		return &OptionError{Option: "CALOUT=", Reason: "writes calibration minima, which SAMPLE has not"}
 	}
 	o.Sample.MaxNodes = o.SampleNodes
 	o.Sample.Depth = sampleDepth

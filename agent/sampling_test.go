@@ -239,9 +239,13 @@ func TestSampleJDK25(t *testing.T) {
 func TestSampleOptions(t *testing.T) {
 	for _, c := range []struct{ opts, want string }{
 		{"SAMPLE,GENERIC", "log-gen"},
-		{"SAMPLE,METRICS=PTT_TIME", "METRICS= does not apply"},
-		{"SAMPLE,CALLFLOW", "CALLFLOW"},
-		{"SAMPLE,PTT=bpf", "PTT= does not apply"},
+		// The option that does not apply is the one named, wherever
+		// it stands among the options.
+		{"SAMPLE,METRICS=PTT_TIME", `invalid option "METRICS=" (from the -agentpath options): does not apply with SAMPLE`},
+		{"START,SAMPLE,METRICS=PTT_TIME", `invalid option "METRICS="`},
+		{"SAMPLE,CALLFLOW", `invalid option "CALLFLOW"`},
+		{"SAMPLE,PTT=bpf", `invalid option "PTT=" (from the -agentpath options): does not apply with SAMPLE`},
+		{"ALLOC,METRICS=PTT_TIME", `invalid option "METRICS=" (from the -agentpath options): does not apply with ALLOC`},
 		{"SAMPLE=5ns", "needs a period"},
 		{"SAMPLE=gpu:1ms", "unknown sampling kind"},
 		{"SAMPLENODES=3", "16-"},
