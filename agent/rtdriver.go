@@ -162,7 +162,7 @@ func (a *agent) startLocked() error {
 		return fmt.Errorf("not collecting: %v (nothing could be written)", a.outErr)
 	}
 	if engine.Collecting() {
-		return control.Noop("already collecting since " + stamp(a.since))
+		return control.Noop(control.AlreadyCollecting + " since " + stamp(a.since))
 	}
 	if err := a.vm.Do(a.source.Start); err != nil {
 		if errors.Is(err, jvmti.ErrDead) {

@@ -65,3 +65,8 @@ type Controller interface {
 type Noop string
 
 func (n Noop) Error() string { return string(n) }
+
+// AlreadyCollecting begins a start's Noop: collection was on already. A
+// client that needs the profile to itself (jprof profile) reads it as a
+// refusal: another command started it.
+const AlreadyCollecting = "already collecting"

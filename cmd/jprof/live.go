@@ -173,10 +173,16 @@ func liveProfile(args []string, stdout io.Writer) error {
 	lt.logs = statusField(st, "logpath")
 	started := time.Now()
 	ctx, cancel = cmdCtx()
-	_, err = lt.do(ctx, "start")
+	reply, err := lt.do(ctx, "start")
 	cancel()
 	if err != nil {
 		return err
+	}
+	if strings.HasPrefix(reply, control.AlreadyCollecting) {
+		// Another command started it between the status and this
+		// start (two jprof profiles at once): its stop would end this
+		// profile too, so this one stops here and leaves it be.
+		return fmt.Errorf("pid %d: another command started collecting just now (the agent says %q): jprof flush writes what it has, jprof stop ends it", lt.t.PID, reply)
 	}
 	until := "Ctrl-C"
 	if *d > 0 {

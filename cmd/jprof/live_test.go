@@ -735,3 +735,46 @@ func TestProfileCPUAgain(t *testing.T) {
 		time.Sleep(200 * time.Millisecond) // threads end while nothing samples
 	}
 }
+
+// Two jprof profiles started at the same moment: one profiles and writes
+// its file; the other is refused, whether it saw the first's collection
+// in its status or lost the race between its status and its start (it
+// then ended the first's profile at its stop, which got nothing).
+func TestProfileTwoAtOnce(t *testing.T) {
+	p := service(t, jvmtest.Java(), "120")
+	pid := strconv.Itoa(p.Result().PID)
+	dir := t.TempDir()
+	for round := 0; round < 3; round++ {
+		type result struct {
+			code        int
+			stderr, out string
+		}
+		res := make(chan result, 2)
+		for i := 0; i < 2; i++ {
+			out := filepath.Join(dir, fmt.Sprintf("r%d-%d.collapsed", round, i))
+			go func() {
+				cmd := exec.Command(jvmtest.Tool("jprof"), "profile", "-d", "1s", "-o", out, pid)
+				var errOut strings.Builder
+				cmd.Stderr = &errOut
+				err := cmd.Run()
+				code := 0
+				if ee, ok := err.(*exec.ExitError); ok {
+					code = ee.ExitCode()
+				} else if err != nil {
+					code = -1
+				}
+				res <- result{code, errOut.String(), out}
+			}()
+		}
+		a, b := <-res, <-res
+		if a.code != 0 {
+			a, b = b, a
+		}
+		require.Equal(t, 0, a.code, "round %d: one profile wrote its file:\n%s\n---\n%s", round, a.stderr, b.stderr)
+		assert.FileExists(t, a.out, "round %d", round)
+		assert.NoFileExists(t, b.out, "round %d", round)
+		require.NotEqual(t, 0, b.code, "round %d: the other is refused:\n%s", round, b.stderr)
+		assert.Regexp(t, `collecting already|another command started collecting just now`, b.stderr, "round %d", round)
+		assert.NotContains(t, b.stderr, "nothing collected", "round %d", round)
+	}
+}
