@@ -82,6 +82,9 @@ type agent struct {
 	baseAt   time.Time
 	baseKind reports.IntervalCounts
 	started  bool // collection was on at some time
+	// profiledSinceDetach: collection started since the last detach
+	// (whose reply tells what that start left alone).
+	profiledSinceDetach bool
 }
 
 // source is an event source as the agent drives it: START and rtdriver

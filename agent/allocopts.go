@@ -76,7 +76,7 @@ func (o *Options) checkEventSource() error {
 	case len(o.Metrics) > 0:
 		return &OptionError{Option: "METRICS=", Reason: "does not apply with " + name + ": the tree has metrics of its own"}
 	case o.Mode == ModeCallFlow || o.Mode == ModeCallTree:
-		return &OptionError{Option: name, Reason: "the tree has metrics of its own; CALLTREE and CALLFLOW do not apply"}
+		return &OptionError{Option: o.Mode.String(), Reason: "does not apply with " + name + ": the tree has metrics of its own"}
 	case o.PTT != ptt.None && o.PTT != ptt.Clock:
 		return &OptionError{Option: "PTT=", Reason: "does not apply with " + name + ": " + what + " reads no PTT"}
 	case o.CalOut != "":

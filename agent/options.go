@@ -384,6 +384,7 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 	// metricsFrom and modeFrom remember where METRICS= and the mode were
 	// last set, for the error about the two together.
 	var metricsFrom, modeFrom, sourceFrom string
+	from := map[string]string{} // where each option was last set
 	for _, part := range []struct{ opts, origin string }{{agentOpts, originAgent}, {envOpts, originEnv}} {
 		// An event source named in JPROFOPTS replaces the -agentpath
 		// options' (JPROFOPTS wins); two in one string are a mistake,
@@ -412,6 +413,7 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 				}
 				named = src
 			}
+			from[spec.name] = part.origin
 			switch {
 			case spec.name == "LOGPATH":
 				o.LogPathFrom = part.origin
@@ -437,7 +439,12 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 	for _, check := range []func() error{o.checkEventSource, o.checkSample} {
 		if err := check(); err != nil {
 			if oe, ok := err.(*OptionError); ok && oe.Origin == "" {
+				// The option named: one that does not apply with
+				// the source (METRICS=, PTT=, CALLFLOW), or the source.
 				oe.Origin = sourceFrom
+				if f, ok := from[strings.TrimSuffix(oe.Option, "=")]; ok {
+					oe.Origin = f
+				}
 			}
 			return nil, err
 		}

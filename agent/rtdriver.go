@@ -171,6 +171,7 @@ func (a *agent) startLocked() error {
 		return err
 	}
 	a.warnObsoleteLater()
+	a.profiledSinceDetach = true
 	a.started, a.since = true, time.Now()
 	a.lastStart = a.since
 	switch {
@@ -443,10 +444,13 @@ func (a *agent) Detach() (string, error) {
 			return nil
 		})
 	}
+	// The start's note, once: for the profile that ran since the last
+	// detach, if any.
 	keptAtStart := uint64(0)
-	if bci {
+	if bci && a.profiledSinceDetach {
 		keptAtStart = b.Stats().KeptRunning
 	}
+	a.profiledSinceDetach = false
 	if err := a.vm.Do(a.source.Detach); err != nil {
 		return "", err
 	}
@@ -475,7 +479,7 @@ func (a *agent) Detach() (string, error) {
 			keptAtStart, plural(keptAtStart, "class was", "classes were"))
 	}
 	if missed > 0 {
-		detail += fmt.Sprintf("; warning: %d %s running interpreted since the profile started, until %s (HotSpot never compiles a replaced method version; a lifelong loop stays slow: restart the program to get its speed back): %s",
+		detail += fmt.Sprintf("; warning: %d %s running interpreted in code a profile's retransformation replaced, until %s (HotSpot never compiles a replaced method version; a lifelong loop stays slow: restart the program to get its speed back): %s",
 			missed, plural(uint64(missed), "loop is", "loops are"), plural(uint64(missed), "it returns", "they return"), names)
 	}
 	detail += "; start profiles again"

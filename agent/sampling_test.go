@@ -254,6 +254,14 @@ func TestSampleOptions(t *testing.T) {
 		require.Error(t, err, c.opts)
 		assert.Contains(t, err.Error(), c.want, c.opts)
 	}
+	// Where each came from: METRICS= from the -agentpath options, the
+	// source from JPROFOPTS.
+	_, err := ParseOptions("METRICS=PTT_TIME", "SAMPLE")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `invalid option "METRICS=" (from the -agentpath options)`)
+	_, err = ParseOptions("CALLTREE", "LOCK")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `invalid option "CALLTREE" (from the -agentpath options): does not apply with LOCK`)
 	o, err := ParseOptions("SAMPLE=wall:250us,SAMPLENODES=1000", "")
 	require.NoError(t, err)
 	require.NotNil(t, o.Sample)

@@ -52,9 +52,9 @@ func (a *agent) sourceNotes() []string {
 		// What the probes cost the compiled code is no event's: a
 		// new user's recursive-descent parser (33 ns a call) came out
 		// 10 times its real share.
-		notes = append(notes, "BCI: calibration removes the agent's own work from each event, not what the probes do to compiled code: "+
-			"an instrumented method is no longer inlined into its callers, so methods of under about 250 ns a call (calibrated self time over calls) "+
-			"run slower than without the agent and show larger than they are; SAMPLE shows such code at its real speed")
+		notes = append(notes, "BCI: calibration removes the agent's own work from each event, not what the probes cost compiled code: "+
+			"two native calls per call that it cannot remove, around which it keeps fewer values in registers, in methods made larger (inlined less often); "+
+			"methods of under about 250 ns a call (calibrated self time over calls) show larger than they are; SAMPLE shows such code at its real speed")
 		if e := (jvmti.BCI{}).NativesRefused(); e == -1 {
 			notes = append(notes, "BCI: native methods are not seen: attached to a running JVM, libjprof leaves them as they are (their wrappers could not be taken out at detach)")
 		} else if e != 0 {

@@ -417,7 +417,7 @@ static void bci_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 		jp_bci_cache_setup(jvmti);
 	bci_busy = 0;
 	jint nrun = 0;
-	jclass *running = bci.instrumenting ? bci_loops_first(jni, &nrun) : NULL;
+	jclass *running = bci.instrumenting ? bci_loops_first(jni, &nrun, NULL, NULL) : NULL;
 	pthread_mutex_lock(&bci_lock);
 	bci.ready = 1;
 	if (bci.instrumenting) {
@@ -446,7 +446,7 @@ int jp_bci_set(int on)
 	 * is all instrumented. */
 	JNIEnv *jni = on && !bci.instrumenting && bci.ready ? jp_env() : NULL;
 	jint nrun = 0;
-	jclass *running = jni != NULL ? bci_loops_first(jni, &nrun) : NULL;
+	jclass *running = jni != NULL ? bci_loops_first(jni, &nrun, NULL, NULL) : NULL;
 	pthread_mutex_lock(&bci_lock);
 	int rc = 0;
 	if (on && jp.dead) {

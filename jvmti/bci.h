@@ -67,9 +67,12 @@ struct jp_bci_state {
 	jclass *start_kept;
 	jint nstart_kept;
 	/* The classes the last detach left instrumented, until their loops
-	 * return (jp_bci_restore_kept), under bci_lock. */
+	 * return (jp_bci_restore_kept), and the virtual threads those loops
+	 * ran on (global refs), under bci_lock. */
 	jclass *detach_kept;
 	jint ndetach_kept;
+	jthread *detach_vthreads;
+	jint ndetach_vthreads;
 };
 extern struct jp_bci_state bci;
 
@@ -85,8 +88,11 @@ int bci_class_wanted(JNIEnv *jni, jclass c, char **sig);
  * loop);
  * bci_running_free frees the list. bci_keep_running says whether class
  * c is on it. */
-jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n);
+jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n, jthread **vts, jint *nvts);
 void bci_running_free(JNIEnv *jni, jclass *cs, jint n);
+/* bci_detach_kept_free forgets the classes the last detach left
+ * instrumented, and their loops' virtual threads; under bci_lock. */
+void bci_detach_kept_free(JNIEnv *jni);
 
 int bci_keep_running(JNIEnv *jni, jclass *cs, jint n, jclass c);
 /* bci_keep_class adds c (a ref the caller keeps) to the list *cs of *n
@@ -157,7 +163,7 @@ void jp_jlm_events(int on);
  * but those of running (bci_loops_first's, looked for before bci_lock is
  * taken: it waits; taken over); bci_retransform_named those named (Java
  * strings). */
-jclass *bci_loops_first(JNIEnv *jni, jint *n);
+jclass *bci_loops_first(JNIEnv *jni, jint *n, jthread **vts, jint *nvts);
 /* bci_retransform_list retransforms classes (local refs, deleted). */
 void bci_retransform_list(JNIEnv *jni, jclass *want, jint nw);
 void bci_retransform(JNIEnv *jni, jclass *running, jint nrun);

@@ -350,10 +350,14 @@ int bci_class_wanted(JNIEnv *jni, jclass c, char **sig)
  * to retransform, attached only: a JVM started with the agent chose to
  * run with it (and a late start's profile misses nothing); an attach
  * promises to leave the program at its old speed. */
-jclass *bci_loops_first(JNIEnv *jni, jint *n)
+jclass *bci_loops_first(JNIEnv *jni, jint *n, jthread **vts, jint *nvts)
 {
 	*n = 0;
-	return jpvm.live ? bci_running_loops(jpvm.jvmti, jni, n) : NULL;
+	if (vts != NULL) {
+		*vts = NULL;
+		*nvts = 0;
+	}
+	return jpvm.live ? bci_running_loops(jpvm.jvmti, jni, n, vts, nvts) : NULL;
 }
 
 /* bci_retransform retransforms the loaded classes the transformer
@@ -411,11 +415,8 @@ void bci_retransform(JNIEnv *jni, jclass *running, jint nrun)
 		__atomic_store_n(&bci.kept_detach, kept, __ATOMIC_RELAXED);
 		bci_running_free(jni, running, nrun);
 	}
-	if (bci.instrumenting) { /* a start instruments them again anyway */
-		bci_running_free(jni, bci.detach_kept, bci.ndetach_kept);
-		bci.detach_kept = NULL;
-		bci.ndetach_kept = 0;
-	}
+	if (bci.instrumenting) /* a start instruments them again anyway */
+		bci_detach_kept_free(jni);
 	if (want != NULL)
 		bci_retransform_list(jni, want, nw);
 	free(want);
@@ -434,14 +435,23 @@ int bci_detach(char *err, int errlen)
 		snprintf(err, errlen, "BCI: the calling thread is not attached to the VM");
 		return -1;
 	}
-	jint nrun = 0;
-	jclass *running = bci.instrumenting && bci.ready ? bci_loops_first(jni, &nrun) : NULL;
+	jint nrun = 0, nvts = 0;
+	jthread *vts = NULL;
+	jclass *running = bci.instrumenting && bci.ready ? bci_loops_first(jni, &nrun, &vts, &nvts) : NULL;
 	pthread_mutex_lock(&bci_lock);
 	if (bci.instrumenting && bci.ready && !jp.dead) {
 		uint64_t failed = __atomic_load_n(&bci.failed, __ATOMIC_RELAXED);
 		bci.instrumenting = 0;
 		bci_retransform(jni, running, nrun);
 		running = NULL;
+		/* The restore looks at these, and the platform threads. */
+		if (bci.ndetach_kept > 0) {
+			jp_all_threads_free(jni, bci.detach_vthreads, bci.ndetach_vthreads);
+			bci.detach_vthreads = vts;
+			bci.ndetach_vthreads = nvts;
+			vts = NULL;
+			nvts = 0;
+		}
 		uint64_t left = __atomic_load_n(&bci.failed, __ATOMIC_RELAXED) - failed +
 				__atomic_load_n(&bci.kept_detach, __ATOMIC_RELAXED);
 		if (left > 0)
@@ -453,6 +463,7 @@ int bci_detach(char *err, int errlen)
 	jp_jlm_events(0);
 	pthread_mutex_unlock(&bci_lock);
 	bci_running_free(jni, running, nrun);
+	jp_all_threads_free(jni, vts, nvts);
 	return 0;
 }
 
@@ -467,7 +478,7 @@ int jp_bci_roots(const char *roots, char *err, int errlen)
 		return -1;
 	}
 	jint nrun = 0;
-	jclass *running = bci.instrumenting ? bci_loops_first(jni, &nrun) : NULL;
+	jclass *running = bci.instrumenting ? bci_loops_first(jni, &nrun, NULL, NULL) : NULL;
 	pthread_mutex_lock(&bci_lock);
 	/* Under ROOTS what is rewritten depends on the run: BCICACHE is
 	 * neither read nor added to from now on (before the transformer

@@ -161,6 +161,7 @@ void bci_keep_class(JNIEnv *jni, jclass **cs, jint *n, jclass c)
  * them are of classes the transformer instruments and inside a loop. */
 struct loop_seen {
 	jthread th; /* global ref */
+	int virt;   /* a virtual thread */
 	jint nm;
 	jmethodID m[JP_LOOP_DEPTH];
 	uint64_t loop; /* bit k: frame k from the bottom is a candidate */
@@ -232,13 +233,21 @@ static int thread_loops(jvmtiEnv *jvmti, JNIEnv *jni, jthread th, struct loop_se
  * lifelong loop above another, one that starts between the looks, one
  * deeper than JP_LOOP_DEPTH frames is missed: it runs interpreted, and
  * jp_bci_warn_obsolete names it. Virtual threads are looked at too
- * (jp_all_threads), up to a few thousand of them.
+ * (jp_all_threads), up to a few thousand of them; one past those, or
+ * one the JDK does not track (-Djdk.trackAllThreads=false), is missed
+ * and not named. With vts, the virtual threads whose loops were kept
+ * are given too (global refs, *nvts of them), for jp_bci_restore_kept,
+ * which looks at them alone.
  */
-jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
+jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n, jthread **vts, jint *nvts)
 {
 	*n = 0;
-	jint nt = 0;
-	jthread *ths = jp_all_threads(jvmti, jni, &nt);
+	if (vts != NULL) {
+		*vts = NULL;
+		*nvts = 0;
+	}
+	jint nt = 0, np = 0;
+	jthread *ths = jp_all_threads(jvmti, jni, &nt, &np, 1);
 	if (ths == NULL)
 		return NULL;
 	struct loop_seen *seen = calloc(nt > 0 ? (size_t)nt : 1, sizeof *seen);
@@ -248,6 +257,7 @@ jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
 	for (jint t = 0; t < nt; t++) {
 		if (seen != NULL && stayed != NULL && thread_loops(jvmti, jni, ths[t], &seen[ns]) > 0 &&
 		    (seen[ns].th = (*jni)->NewGlobalRef(jni, ths[t])) != NULL) {
+			seen[ns].virt = t >= np;
 			stayed[ns] = seen[ns].loop;
 			ns++;
 		}
@@ -286,6 +296,12 @@ jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
 				(*jni)->DeleteLocalRef(jni, c);
 			}
 		}
+		jthread *g;
+		if (keep != 0 && seen[i].virt && vts != NULL && (g = realloc(*vts, sizeof *g * (size_t)(*nvts + 1))) != NULL) {
+			*vts = g;
+			g[(*nvts)++] = seen[i].th; /* the caller's now */
+			continue;
+		}
 		(*jni)->DeleteGlobalRef(jni, seen[i].th);
 	}
 	free(seen);
@@ -293,9 +309,10 @@ jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n)
 	return cs;
 }
 
-/* loop_name writes "pkg.Cls.m on thread \"T\"" for method m on thread th
- * into buf (len bytes, at least 1). */
-static void loop_name(jvmtiEnv *jvmti, JNIEnv *jni, jthread th, jmethodID m, char *buf, size_t len)
+/* loop_name writes method m's name as the program spells it (pkg.Cls.m)
+ * into meth, and who runs it (thread "T", or an unnamed thread) into who,
+ * each of len bytes. */
+static void loop_name(jvmtiEnv *jvmti, JNIEnv *jni, jthread th, jmethodID m, char *meth, char *who, size_t len)
 {
 	char *name = NULL, *sig = NULL;
 	jclass c = NULL;
@@ -314,8 +331,8 @@ static void loop_name(jvmtiEnv *jvmti, JNIEnv *jni, jthread th, jmethodID m, cha
 	(*jvmti)->GetThreadInfo(jvmti, th, &ti);
 	/* A virtual thread has no name unless given one. */
 	int named = ti.name != NULL && ti.name[0] != '\0';
-	snprintf(buf, len, "%s.%s on %s%s%s", cls != NULL ? cls : "?", name != NULL ? name : "?",
-		 named ? "thread \"" : "an unnamed thread", named ? ti.name : "", named ? "\"" : "");
+	snprintf(meth, len, "%s.%s", cls != NULL ? cls : "?", name != NULL ? name : "?");
+	snprintf(who, len, "%s%s%s", named ? "thread \"" : "an unnamed thread", named ? ti.name : "", named ? "\"" : "");
 	if (ti.name != NULL)
 		(*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
 	if (ti.thread_group != NULL)
@@ -331,30 +348,37 @@ static void loop_name(jvmtiEnv *jvmti, JNIEnv *jni, jthread th, jmethodID m, cha
 }
 
 /* jp_bci_warn_obsolete finds the loops running in a replaced method
- * version (a loop the looks missed, see bci_running_loops), which
- * HotSpot runs interpreted until it returns: it names each in log-msg,
- * once per method, and returns how many run now, named in out (outlen
- * bytes, ", " between them; NULL: not wanted). Called a while after a
- * retransformation of an attached agent (agent/rtdriver.go), so that
- * only frames that have lasted are named: a hot method caught in its
- * loop at the retransformation has returned by then, and its next calls
- * run the new version; and at a detach, for jprof's last line. On a
- * thread attached to the VM. */
+ * version (a loop the looks missed, see bci_running_loops, or one a
+ * retransformation before it replaced), which HotSpot runs interpreted
+ * until it returns: it names each in log-msg, once per method, and
+ * returns how many run now, named in out (outlen bytes: "pkg.Cls.m on
+ * thread \"T\"" or "on N threads", ", " between methods; NULL: not
+ * wanted). Called a while after a retransformation of an attached agent
+ * (agent/rtdriver.go), so that only frames that have lasted are named: a
+ * hot method caught in its loop at the retransformation has returned by
+ * then, and its next calls run the new version; and at a detach, for
+ * jprof's last line. On a thread attached to the VM, outside agent
+ * locks. */
 int jp_bci_warn_obsolete(char *out, int outlen)
 {
 	JNIEnv *jni = jp_env();
 	if (out != NULL && outlen > 0)
 		out[0] = '\0';
-	if (!jpvm.live || jni == NULL)
+	if (!jpvm.live || jni == NULL || jp.dead)
 		return 0;
 	jvmtiEnv *jvmti = jpvm.jvmti;
 	static jmethodID warned[64];
 	static int nwarned;
 	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-	int running = 0;
-	size_t used = 0;
+	/* The methods running now, with how many threads run each. */
+	struct {
+		jmethodID m;
+		int threads;
+		char meth[256], who[256];
+	} by[8];
+	int nby = 0, others = 0, running = 0;
 	jint nt = 0;
-	jthread *ths = jp_all_threads(jvmti, jni, &nt);
+	jthread *ths = jp_all_threads(jvmti, jni, &nt, NULL, 1);
 	jvmtiFrameInfo fr[JP_LOOP_DEPTH];
 	pthread_mutex_lock(&mu);
 	for (jint t = 0; t < nt; t++) {
@@ -375,50 +399,78 @@ int jp_bci_warn_obsolete(char *out, int outlen)
 			(*jvmti)->Deallocate(jvmti, code);
 			if (!loop)
 				continue;
+			running++;
+			int g = 0;
+			while (g < nby && by[g].m != fr[f].method)
+				g++;
+			if (g < nby) {
+				by[g].threads++;
+				continue;
+			}
+			char meth[256], who[256];
+			loop_name(jvmti, jni, ths[t], fr[f].method, meth, who, sizeof meth);
+			if (nby < (int)(sizeof by / sizeof by[0])) {
+				by[nby].m = fr[f].method;
+				by[nby].threads = 1;
+				memcpy(by[nby].meth, meth, sizeof meth);
+				memcpy(by[nby].who, who, sizeof who);
+				nby++;
+			} else {
+				others++;
+			}
 			int seen = 0;
 			for (int i = 0; i < nwarned && !seen; i++)
 				seen = warned[i] == fr[f].method;
-			char what[512];
-			loop_name(jvmti, jni, ths[t], fr[f].method, what, sizeof what);
-			running++;
-			if (out != NULL && used + 1 < (size_t)outlen) {
-				/* Cut short past outlen (snprintf ends it there). */
-				int w = snprintf(out + used, (size_t)outlen - used, "%s%s", used > 0 ? ", " : "", what);
-				used = w < 0 || used + (size_t)w >= (size_t)outlen ? (size_t)outlen : used + (size_t)w;
-			}
 			if (seen)
 				continue;
 			if (nwarned < (int)(sizeof warned / sizeof warned[0]))
 				warned[nwarned++] = fr[f].method;
-			jp_notef("BCI: a loop in %s has been running since its class was retransformed: it runs interpreted "
-				 "until it returns (HotSpot never compiles a replaced method version); a lifelong loop stays "
-				 "slow after the profile",
-				 what);
+			jp_notef("BCI: a loop in %s on %s has been running since its class was retransformed: it runs "
+				 "interpreted until it returns (HotSpot never compiles a replaced method version); a lifelong "
+				 "loop stays slow after the profile",
+				 meth, who);
 		}
 	}
 	pthread_mutex_unlock(&mu);
 	jp_all_threads_free(jni, ths, nt);
+	size_t used = 0;
+	for (int g = 0; out != NULL && g <= nby && used + 1 < (size_t)outlen; g++) {
+		int w;
+		if (g == nby)
+			w = others > 0 ? snprintf(out + used, (size_t)outlen - used, ", and %d more", others) : 0;
+		else if (by[g].threads == 1)
+			w = snprintf(out + used, (size_t)outlen - used, "%s%s on %s", g > 0 ? ", " : "", by[g].meth, by[g].who);
+		else
+			w = snprintf(out + used, (size_t)outlen - used, "%s%s on %d threads", g > 0 ? ", " : "", by[g].meth,
+				     by[g].threads);
+		/* Cut short past outlen (snprintf ends it there). */
+		used = w < 0 || used + (size_t)w >= (size_t)outlen ? (size_t)outlen : used + (size_t)w;
+	}
 	return running;
 }
 
 /* loops_now says, for each class of cs (n of them), whether a method of
- * it runs a loop on some thread now (1), in an array of n; NULL when it
- * cannot be told. */
-static char *loops_now(jvmtiEnv *jvmti, JNIEnv *jni, jclass *cs, jint n)
+ * it runs a loop now (1), in an array of n; NULL when it cannot be told.
+ * It looks at the platform threads and at the virtual threads vts (nv of
+ * them, those the kept loops ran on): JVMTI alone, no Java, so that it
+ * may run under bci_lock; and a program's thousands of virtual threads
+ * are not looked at every second. */
+static char *loops_now(jvmtiEnv *jvmti, JNIEnv *jni, jclass *cs, jint n, jthread *vts, jint nv)
 {
-	jint nt = 0;
+	jint np = 0;
 	char *busy = calloc(n > 0 ? (size_t)n : 1, 1);
-	jthread *ths = busy != NULL ? jp_all_threads(jvmti, jni, &nt) : NULL;
+	jthread *ths = busy != NULL ? jp_all_threads(jvmti, jni, &np, NULL, 0) : NULL;
 	if (ths == NULL) {
 		free(busy);
 		return NULL;
 	}
 	jvmtiFrameInfo fr[2 * JP_LOOP_DEPTH];
-	for (jint t = 0; t < nt; t++) {
+	for (jint t = 0; t < np + nv; t++) {
+		jthread th = t < np ? ths[t] : vts[t - np];
 		/* The bottom frames and the top ones: a loop the looks kept,
 		 * or one deeper. */
-		jint got = bottom_frames(jvmti, ths[t], fr), top = 0;
-		if ((*jvmti)->GetStackTrace(jvmti, ths[t], 0, JP_LOOP_DEPTH, fr + got, &top) != JVMTI_ERROR_NONE)
+		jint got = bottom_frames(jvmti, th, fr), top = 0;
+		if ((*jvmti)->GetStackTrace(jvmti, th, 0, JP_LOOP_DEPTH, fr + got, &top) != JVMTI_ERROR_NONE)
 			top = 0;
 		for (jint f = 0; f < got + top; f++) {
 			jclass c = NULL;
@@ -431,7 +483,7 @@ static char *loops_now(jvmtiEnv *jvmti, JNIEnv *jni, jclass *cs, jint n)
 			(*jni)->DeleteLocalRef(jni, c);
 		}
 	}
-	jp_all_threads_free(jni, ths, nt);
+	jp_all_threads_free(jni, ths, np);
 	return busy;
 }
 
@@ -449,11 +501,10 @@ int jp_bci_restore_kept(void)
 	pthread_mutex_lock(&bci_lock);
 	int left = 0;
 	if (bci.instrumenting || jp.dead) {
-		bci_running_free(jni, bci.detach_kept, bci.ndetach_kept);
-		bci.detach_kept = NULL;
-		bci.ndetach_kept = 0;
+		bci_detach_kept_free(jni);
 	} else if (bci.ndetach_kept > 0) {
-		char *busy = loops_now(jpvm.jvmti, jni, bci.detach_kept, bci.ndetach_kept);
+		char *busy = loops_now(jpvm.jvmti, jni, bci.detach_kept, bci.ndetach_kept, bci.detach_vthreads,
+				       bci.ndetach_vthreads);
 		jclass *done = calloc((size_t)bci.ndetach_kept, sizeof *done);
 		jint nd = 0, nk = 0;
 		for (jint i = 0; i < bci.ndetach_kept; i++) {
@@ -476,9 +527,21 @@ int jp_bci_restore_kept(void)
 		free(done);
 		free(busy);
 		left = nk;
+		if (nk == 0)
+			bci_detach_kept_free(jni);
 	}
 	pthread_mutex_unlock(&bci_lock);
 	return left;
+}
+
+void bci_detach_kept_free(JNIEnv *jni)
+{
+	bci_running_free(jni, bci.detach_kept, bci.ndetach_kept);
+	bci.detach_kept = NULL;
+	bci.ndetach_kept = 0;
+	jp_all_threads_free(jni, bci.detach_vthreads, bci.ndetach_vthreads);
+	bci.detach_vthreads = NULL;
+	bci.ndetach_vthreads = 0;
 }
 
 void bci_running_free(JNIEnv *jni, jclass *cs, jint n)

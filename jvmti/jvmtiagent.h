@@ -188,11 +188,13 @@ int jp_vt_caps(jvmtiEnv *jvmti);
 int jp_vt_setup(jvmtiEnv *jvmti, const jvmtiEventCallbacks *cb, char *err, int errlen);
 uint64_t jp_vt_started(void);
 jp_thread *jp_vt_first_event(jvmtiEnv *jvmti, jthread thread);
-/* jp_all_threads lists the VM's threads, virtual ones too (allthreads.c),
- * as *n global refs that jp_all_threads_free releases; NULL with *n = 0
- * when JVMTI cannot list them. From a thread attached to the VM, outside
- * JVMTI callbacks: it calls Java. */
-jthread *jp_all_threads(jvmtiEnv *jvmti, JNIEnv *jni, jint *n);
+/* jp_all_threads lists the VM's threads (allthreads.c), platform ones
+ * first (*nplatform of them, if not NULL), then with with_virtual the
+ * virtual ones, as *n global refs that jp_all_threads_free releases;
+ * NULL with *n = 0 when JVMTI cannot list them. From a thread attached to
+ * the VM; with_virtual, outside JVMTI callbacks and agent locks: it calls
+ * Java. */
+jthread *jp_all_threads(jvmtiEnv *jvmti, JNIEnv *jni, jint *n, jint *nplatform, int with_virtual);
 void jp_all_threads_free(JNIEnv *jni, jthread *ths, jint n);
 
 /* The sampling source (sampling.c). jp_sampling_configure, before

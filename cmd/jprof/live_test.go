@@ -617,7 +617,7 @@ func TestProfileWarnsMissedLoop(t *testing.T) {
 			// Once per method, not at every look.
 			assert.Equal(t, 1, strings.Count(string(msg), want))
 			// And on jprof's last line, where a user looks.
-			assert.Contains(t, stderr, "; warning: 1 loop is running interpreted since the profile started, until it returns")
+			assert.Contains(t, stderr, "; warning: 1 loop is running interpreted in code a profile's retransformation replaced, until it returns")
 			assert.Contains(t, stderr, c.loop+` on thread "main"`)
 		})
 	}
@@ -660,6 +660,9 @@ func TestProfileDetachKeepsLoop(t *testing.T) {
 // started collecting (its log-msg says so), or after 30 s.
 func openOnStart(t *testing.T, pid int, gate string) {
 	msgFile := fmt.Sprintf("/tmp/jprof-%d/log-msg_%d", os.Getuid(), pid)
+	// A log-msg left by an earlier JVM of the same pid (pids wrap) would
+	// open the gate before the attach.
+	_ = os.Remove(msgFile)
 	go func() {
 		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 			if b, _ := os.ReadFile(msgFile); strings.Contains(string(b), "collection started") {
@@ -753,7 +756,7 @@ func TestProfileTwoAtOnce(t *testing.T) {
 		for i := 0; i < 2; i++ {
 			out := filepath.Join(dir, fmt.Sprintf("r%d-%d.collapsed", round, i))
 			go func() {
-				cmd := exec.Command(jvmtest.Tool("jprof"), "profile", "-d", "1s", "-o", out, pid)
+				cmd := exec.Command(jvmtest.Tool("jprof"), "profile", "-d", "3s", "-o", out, pid)
 				var errOut strings.Builder
 				cmd.Stderr = &errOut
 				err := cmd.Run()
