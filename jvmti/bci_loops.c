@@ -115,13 +115,31 @@ static int bc_frame_in_loop(jvmtiEnv *jvmti, jmethodID m, jlocation at)
 	return r;
 }
 
+/* A virtual thread's frames are taken from the top, at most this many:
+ * JDK 25 crashes the JVM walking an unmounted virtual thread's stack
+ * from a negative depth (GetStackTrace's start_depth < 0 ends in
+ * frame::sender_for_interpreter_frame on a sleeping one), and walks it
+ * from the top without trouble. A deeper stack is not judged. */
+#define JP_LOOP_VDEPTH 512
+
 /* bottom_frames gets a thread's bottom JP_LOOP_DEPTH frames (a negative
  * start counts from the bottom), or 0. The thread runs on between the
  * frame count and the stack trace: a stack that has shrunk below the
  * count meanwhile (a loop calling a method, the common case here) makes
- * the trace an error, so it is taken again. */
-static jint bottom_frames(jvmtiEnv *jvmti, jthread th, jvmtiFrameInfo *fr)
+ * the trace an error, so it is taken again. A virtual thread's (virt)
+ * are taken from the top. */
+static jint bottom_frames(jvmtiEnv *jvmti, jthread th, int virt, jvmtiFrameInfo *fr)
 {
+	if (virt) {
+		jvmtiFrameInfo all[JP_LOOP_VDEPTH]; /* 8 KiB */
+		jint got = 0;
+		if ((*jvmti)->GetStackTrace(jvmti, th, 0, JP_LOOP_VDEPTH, all, &got) != JVMTI_ERROR_NONE ||
+		    got >= JP_LOOP_VDEPTH)
+			return 0;
+		jint from = got > JP_LOOP_DEPTH ? got - JP_LOOP_DEPTH : 0;
+		memcpy(fr, all + from, sizeof *fr * (size_t)(got - from));
+		return got - from;
+	}
 	for (int attempt = 0; attempt < 16; attempt++) {
 		jint fc = 0, got = 0;
 		if ((*jvmti)->GetFrameCount(jvmti, th, &fc) != JVMTI_ERROR_NONE || fc <= 0)
@@ -192,10 +210,10 @@ static jclass frame_class(jvmtiEnv *jvmti, JNIEnv *jni, jmethodID m)
 /* thread_loops looks at th's bottom frames: fills s (not th) with them
  * and marks those of classes the transformer instruments that are
  * inside a loop; returns how many are. */
-static int thread_loops(jvmtiEnv *jvmti, JNIEnv *jni, jthread th, struct loop_seen *s)
+static int thread_loops(jvmtiEnv *jvmti, JNIEnv *jni, jthread th, int virt, struct loop_seen *s)
 {
 	jvmtiFrameInfo fr[JP_LOOP_DEPTH];
-	jint got = bottom_frames(jvmti, th, fr);
+	jint got = bottom_frames(jvmti, th, virt, fr);
 	int n = 0;
 	s->nm = got;
 	s->loop = 0;
@@ -255,7 +273,7 @@ jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n, jthread **vts, 
 	uint64_t *stayed = calloc(nt > 0 ? (size_t)nt : 1, sizeof *stayed);
 	jint ns = 0;
 	for (jint t = 0; t < nt; t++) {
-		if (seen != NULL && stayed != NULL && thread_loops(jvmti, jni, ths[t], &seen[ns]) > 0 &&
+		if (seen != NULL && stayed != NULL && thread_loops(jvmti, jni, ths[t], t >= np, &seen[ns]) > 0 &&
 		    (seen[ns].th = (*jni)->NewGlobalRef(jni, ths[t])) != NULL) {
 			seen[ns].virt = t >= np;
 			stayed[ns] = seen[ns].loop;
@@ -272,7 +290,7 @@ jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n, jthread **vts, 
 		for (jint i = 0; i < ns; i++) {
 			if (stayed[i] == 0)
 				continue;
-			thread_loops(jvmti, jni, seen[i].th, &now);
+			thread_loops(jvmti, jni, seen[i].th, seen[i].virt, &now);
 			/* The frames the looks share from the bottom. */
 			jint same = 0;
 			while (same < now.nm && same < seen[i].nm && now.m[same] == seen[i].m[same])
@@ -310,9 +328,9 @@ jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n, jthread **vts, 
 }
 
 /* loop_name writes method m's name as the program spells it (pkg.Cls.m)
- * into meth, and who runs it (thread "T", or an unnamed thread) into who,
- * each of len bytes. */
-static void loop_name(jvmtiEnv *jvmti, JNIEnv *jni, jthread th, jmethodID m, char *meth, char *who, size_t len)
+ * into meth, and who runs it (thread "T", virtual thread "T", or an
+ * unnamed virtual thread) into who, each of len bytes. */
+static void loop_name(jvmtiEnv *jvmti, JNIEnv *jni, jthread th, int virt, jmethodID m, char *meth, char *who, size_t len)
 {
 	char *name = NULL, *sig = NULL;
 	jclass c = NULL;
@@ -332,7 +350,10 @@ static void loop_name(jvmtiEnv *jvmti, JNIEnv *jni, jthread th, jmethodID m, cha
 	/* A virtual thread has no name unless given one. */
 	int named = ti.name != NULL && ti.name[0] != '\0';
 	snprintf(meth, len, "%s.%s", cls != NULL ? cls : "?", name != NULL ? name : "?");
-	snprintf(who, len, "%s%s%s", named ? "thread \"" : "an unnamed thread", named ? ti.name : "", named ? "\"" : "");
+	snprintf(who, len, "%s%s%s%s", named ? "" : "an unnamed ", virt ? "virtual thread" : "thread", named ? " \"" : "",
+		 named ? ti.name : "");
+	if (named && strlen(who) + 2 <= len)
+		strcat(who, "\"");
 	if (ti.name != NULL)
 		(*jvmti)->Deallocate(jvmti, (unsigned char *)ti.name);
 	if (ti.thread_group != NULL)
@@ -377,8 +398,8 @@ int jp_bci_warn_obsolete(char *out, int outlen)
 		char meth[256], who[256];
 	} by[8];
 	int nby = 0, others = 0, running = 0;
-	jint nt = 0;
-	jthread *ths = jp_all_threads(jvmti, jni, &nt, NULL, 1);
+	jint nt = 0, np = 0;
+	jthread *ths = jp_all_threads(jvmti, jni, &nt, &np, 1);
 	jvmtiFrameInfo fr[JP_LOOP_DEPTH];
 	pthread_mutex_lock(&mu);
 	for (jint t = 0; t < nt; t++) {
@@ -408,7 +429,7 @@ int jp_bci_warn_obsolete(char *out, int outlen)
 				continue;
 			}
 			char meth[256], who[256];
-			loop_name(jvmti, jni, ths[t], fr[f].method, meth, who, sizeof meth);
+			loop_name(jvmti, jni, ths[t], t >= np, fr[f].method, meth, who, sizeof meth);
 			if (nby < (int)(sizeof by / sizeof by[0])) {
 				by[nby].m = fr[f].method;
 				by[nby].threads = 1;
@@ -469,7 +490,7 @@ static char *loops_now(jvmtiEnv *jvmti, JNIEnv *jni, jclass *cs, jint n, jthread
 		jthread th = t < np ? ths[t] : vts[t - np];
 		/* The bottom frames and the top ones: a loop the looks kept,
 		 * or one deeper. */
-		jint got = bottom_frames(jvmti, th, fr), top = 0;
+		jint got = bottom_frames(jvmti, th, t >= np, fr), top = 0;
 		if ((*jvmti)->GetStackTrace(jvmti, th, 0, JP_LOOP_DEPTH, fr + got, &top) != JVMTI_ERROR_NONE)
 			top = 0;
 		for (jint f = 0; f < got + top; f++) {

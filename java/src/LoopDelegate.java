@@ -5,7 +5,7 @@
 // was, and instruments LoopDelegate and LoopWork. With "thread" after the
 // seconds, the loop runs on a thread of its own whose lambda calls it, as
 // an engine's thread does, main waiting for it; with "virtual", on a
-// virtual thread (JDK 21+, started by reflection so that this compiles
+// virtual thread (JDK 21+, beside one asleep; started by reflection so that this compiles
 // with older javac; "vthreads: unsupported" without them).
 public class LoopDelegate {
     public static void main(String[] args) throws InterruptedException {
@@ -22,7 +22,18 @@ public class LoopDelegate {
             } else {
                 try {
                     Object b = Thread.class.getMethod("ofVirtual").invoke(null);
-                    t = (Thread) Class.forName("java.lang.Thread$Builder").getMethod("start", Runnable.class).invoke(b, r);
+                    java.lang.reflect.Method start = Class.forName("java.lang.Thread$Builder").getMethod("start", Runnable.class);
+                    // A virtual thread asleep the whole run, unmounted:
+                    // the looks walk its stack too (one walk of such a
+                    // stack crashed JDK 25).
+                    start.invoke(b, (Runnable) () -> {
+                        try {
+                            Thread.sleep(Long.MAX_VALUE / 1_000_000);
+                        } catch (InterruptedException e) {
+                            // the run is over
+                        }
+                    });
+                    t = (Thread) start.invoke(b, r);
                 } catch (NoSuchMethodException e) {
                     System.out.println("vthreads: unsupported");
                     return;
