@@ -334,7 +334,7 @@ func (a *agent) sayNothingCollected() {
 	case a.opts.Roots != "":
 		msg = "nothing collected: collection was on, but no root method (ROOTS=" + a.opts.Roots + ") ran while it was"
 	default:
-		msg = "nothing collected: collection was on, but no Java method ran while it was"
+		msg = "nothing collected: collection was on, but none of the methods it sees ran while it was: " + a.seenMethods()
 	}
 	fmt.Fprintf(os.Stderr, "libjprof: %s\n", msg)
 	a.log.Warn(msg)

@@ -14,7 +14,7 @@ import (
 // logger that writes nowhere: the caller says it in one line (the log's
 // structured lines are no part of the program's stderr).
 func openLogMsg(o *Options, pid int) (*zap.Logger, func(), error) {
-	path := fmt.Sprintf("%s/%s-msg_%d", o.LogPath, o.LogPrefix, pid)
+	path := logMsgPath(o, pid)
 	if err := os.MkdirAll(o.LogPath, 0o755); err != nil {
 		return zap.NewNop(), func() {}, mkdirError{err}
 	}
@@ -27,6 +27,11 @@ func openLogMsg(o *Options, pid int) (*zap.Logger, func(), error) {
 	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.Lock(f), zap.DebugLevel)
 	log := zap.New(core).With(zap.Int("pid", pid))
 	return log, func() { _ = log.Sync(); _ = f.Sync(); _ = f.Close() }, nil
+}
+
+// logMsgPath is where log-msg is: LOGPATH/LOGPREFIX-msg_<pid>.
+func logMsgPath(o *Options, pid int) string {
+	return fmt.Sprintf("%s/%s-msg_%d", o.LogPath, o.LogPrefix, pid)
 }
 
 // logPathError decides what an unwritable LOGPATH does. One given with

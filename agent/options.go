@@ -429,13 +429,8 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 			}
 		}
 	}
-	if o.Mode == ModeCallTree && len(o.Metrics) > 0 {
-		origin := metricsFrom
-		if metricsFrom != modeFrom {
-			origin = "CALLTREE from " + modeFrom + ", METRICS= from " + metricsFrom
-		}
-		return nil, &OptionError{Option: "METRICS", Origin: origin, Reason: "CALLTREE collects no metrics; use RTARCF with METRICS="}
-	}
+	// The source's checks first: with SAMPLE, ALLOC or LOCK, METRICS=
+	// does not apply at all, whatever the mode says.
 	for _, check := range []func() error{o.checkEventSource, o.checkSample} {
 		if err := check(); err != nil {
 			if oe, ok := err.(*OptionError); ok && oe.Origin == "" {
@@ -448,6 +443,13 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 			}
 			return nil, err
 		}
+	}
+	if o.Mode == ModeCallTree && len(o.Metrics) > 0 {
+		origin := metricsFrom
+		if metricsFrom != modeFrom {
+			origin = "CALLTREE from " + modeFrom + ", METRICS= from " + metricsFrom
+		}
+		return nil, &OptionError{Option: "METRICS=", Origin: origin, Reason: "CALLTREE collects no metrics; use RTARCF with METRICS="}
 	}
 	if o.Mode == 0 {
 		o.Mode = ModeRTArcf

@@ -83,7 +83,9 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"METRICS=", "METRICS=", "needs one or more metrics"},
 		{"METRICS=PTT_FOO", "METRICS=PTT_FOO", "unknown metric"},
 		{"METRICS=PTT_TIME+PTT_TIME", "METRICS=PTT_TIME+PTT_TIME", "given twice"},
-		{"CALLTREE,METRICS=PTT_TIME", "METRICS", "CALLTREE collects no metrics"},
+		{"CALLTREE,METRICS=PTT_TIME", "METRICS=", "CALLTREE collects no metrics"},
+		// With SAMPLE, METRICS= does not apply at all: said first.
+		{"SAMPLE,CALLTREE,METRICS=PTT_TIME", "METRICS=", "does not apply with SAMPLE"},
 		{"PTT=magic", "PTT=magic", "unknown PTT backend"},
 		{"PORT=0", "PORT=0", "1-65535"},
 		{"PORT=http", "PORT=http", "1-65535"},

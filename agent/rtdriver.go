@@ -475,8 +475,8 @@ func (a *agent) Detach() (string, error) {
 		detail += fmt.Sprintf("; %.1f MiB of free C heap given back to the system", float64(-d)/(1<<20))
 	}
 	if keptAtStart > 0 {
-		detail += fmt.Sprintf("; note: %d %s left uninstrumented for the profile, a loop of each running when it started (its methods are not in the profile; log-msg names them)",
-			keptAtStart, plural(keptAtStart, "class was", "classes were"))
+		detail += fmt.Sprintf("; note: %d %s left uninstrumented for the profile, a loop of each running when it started (its methods are not in the profile; %s names them)",
+			keptAtStart, plural(keptAtStart, "class was", "classes were"), logMsgPath(a.opts, a.pid))
 	}
 	if missed > 0 {
 		detail += fmt.Sprintf("; warning: %d %s running interpreted in code a profile's retransformation replaced, until %s (HotSpot never compiles a replaced method version; a lifelong loop stays slow: restart the program to get its speed back): %s",
