@@ -436,11 +436,12 @@ func (a *agent) Detach() (string, error) {
 	t0 := time.Now()
 	// Loops the start's retransformation left running interpreted, for
 	// the last line a user sees (jprof's), not only log-msg.
-	missed, names := 0, ""
+	missed, names, kept := 0, "", ""
 	b, bci := a.source.(jvmti.BCI)
 	if bci && a.live {
 		_ = a.vm.Do(func() error {
 			missed, names = b.WarnObsolete()
+			kept = b.StartKept()
 			return nil
 		})
 	}
@@ -475,8 +476,8 @@ func (a *agent) Detach() (string, error) {
 		detail += fmt.Sprintf("; %.1f MiB of free C heap given back to the system", float64(-d)/(1<<20))
 	}
 	if keptAtStart > 0 {
-		detail += fmt.Sprintf("; note: %d %s left uninstrumented for the profile, a loop of each running when it started (its methods are not in the profile; %s names them)",
-			keptAtStart, plural(keptAtStart, "class was", "classes were"), logMsgPath(a.opts, a.pid))
+		detail += fmt.Sprintf("; note: %d %s left uninstrumented for the profile, a loop of each running when it started (its methods are not in the profile; %s says more): %s",
+			keptAtStart, plural(keptAtStart, "class was", "classes were"), logMsgPath(a.opts, a.pid), kept)
 	}
 	if missed > 0 {
 		detail += fmt.Sprintf("; warning: %d %s running interpreted in code a profile's retransformation replaced, until %s (HotSpot never compiles a replaced method version; a lifelong loop stays slow: restart the program to get its speed back): %s",

@@ -113,6 +113,15 @@ func (BCI) WarnObsolete() (n int, names string) {
 	return n, C.GoString(&buf[0])
 }
 
+// StartKept names the classes the last start left as they were (a loop
+// of each was running), as the program spells them, ", " between them.
+// The caller must be a thread attached to the VM.
+func (BCI) StartKept() string {
+	var buf [512]C.char
+	C.jp_bci_start_kept_names(&buf[0], C.int(len(buf)))
+	return C.GoString(&buf[0])
+}
+
 // RestoreKept gives the classes the last detach left instrumented (a loop
 // of theirs was running) their own bytes back once their loops have
 // returned, and says how many are still kept. The caller must be a

@@ -555,6 +555,33 @@ int jp_bci_restore_kept(void)
 	return left;
 }
 
+int jp_bci_start_kept_names(char *out, int outlen)
+{
+	if (outlen <= 0)
+		return 0;
+	out[0] = '\0';
+	pthread_mutex_lock(&bci_lock);
+	size_t used = 0;
+	for (jint i = 0; i < bci.nstart_kept && used + 1 < (size_t)outlen; i++) {
+		char *sig = NULL;
+		if ((*jpvm.jvmti)->GetClassSignature(jpvm.jvmti, bci.start_kept[i], &sig, NULL) != JVMTI_ERROR_NONE || sig == NULL)
+			continue;
+		/* Lpkg/Cls; -> pkg.Cls, as the program spells it. */
+		size_t l = strlen(sig);
+		if (l > 2 && sig[0] == 'L' && sig[l - 1] == ';')
+			sig[l - 1] = '\0';
+		for (char *p = sig; *p != '\0'; p++)
+			if (*p == '/')
+				*p = '.';
+		int w = snprintf(out + used, (size_t)outlen - used, "%s%s", used > 0 ? ", " : "", sig[0] == 'L' ? sig + 1 : sig);
+		used = w < 0 || used + (size_t)w >= (size_t)outlen ? (size_t)outlen : used + (size_t)w;
+		(*jpvm.jvmti)->Deallocate(jpvm.jvmti, (unsigned char *)sig);
+	}
+	int n = bci.nstart_kept;
+	pthread_mutex_unlock(&bci_lock);
+	return n;
+}
+
 void bci_detach_kept_free(JNIEnv *jni)
 {
 	bci_running_free(jni, bci.detach_kept, bci.ndetach_kept);

@@ -283,6 +283,9 @@ uint32_t jp_bci_handle(const char *name);
  * (interpreted) method versions, attached, and returns how many run now,
  * named in out; on a VM-attached thread. */
 int jp_bci_warn_obsolete(char *out, int outlen);
+/* jp_bci_start_kept_names names the classes the last start left as they
+ * were (a loop of each running) in out, and returns how many there are. */
+int jp_bci_start_kept_names(char *out, int outlen);
 /* jp_bci_restore_kept gives the classes a detach left instrumented their
  * bytes back once their loops have returned; how many are still kept. */
 int jp_bci_restore_kept(void);

@@ -75,6 +75,7 @@ func TestProfileKeepsRunningLoop(t *testing.T) {
 					// jprof's last line says so too: the log-rt's header
 					// is lost in a flame graph or collapsed stacks.
 					assert.Contains(t, stderr, "; note: 1 class was left uninstrumented for the profile, a loop of each running when it started")
+					assert.Contains(t, stderr, " says more): "+strings.Join(c.kept, ", ")+";", "the class named")
 					assert.NotContains(t, stderr, "warning:")
 				}
 				msg, err := os.ReadFile(fmt.Sprintf("/tmp/jprof-%d/log-msg_%d", os.Getuid(), pid))
