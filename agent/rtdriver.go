@@ -436,18 +436,20 @@ func (a *agent) Detach() (string, error) {
 	t0 := time.Now()
 	// Loops the start's retransformation left running interpreted, for
 	// the last line a user sees (jprof's), not only log-msg.
+	// The start's note, once: for the profile that ran since the last
+	// detach, if any.
 	missed, names, kept := 0, "", ""
+	keptAtStart := uint64(0)
 	b, bci := a.source.(jvmti.BCI)
 	if bci && a.live {
 		_ = a.vm.Do(func() error {
 			missed, names = b.WarnObsolete()
-			kept = b.StartKept()
+			if a.profiledSinceDetach {
+				kept = b.StartKept()
+			}
 			return nil
 		})
 	}
-	// The start's note, once: for the profile that ran since the last
-	// detach, if any.
-	keptAtStart := uint64(0)
 	if bci && a.profiledSinceDetach {
 		keptAtStart = b.Stats().KeptRunning
 	}

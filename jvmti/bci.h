@@ -2,7 +2,10 @@
  * bci.h: what the bytecode-instrumentation source's files share: bci.c
  * (the events and their control), bci_classes.c (rewriting and
  * retransforming classes), bci_cache.c and bci_packs.c (BCICACHE: its
- * classes and its files) and bci_ffm.c (the FFMPROBES downcalls).
+ * classes and its files), bci_ffm.c (the FFMPROBES downcalls), and,
+ * attached, bci_loops.c (the classes of running loops to leave alone)
+ * and bci_kept.c (what a retransformation left: loops in replaced code,
+ * classes kept until their loops return).
  */
 #ifndef JP_BCI_H
 #define JP_BCI_H
@@ -90,6 +93,17 @@ int bci_class_wanted(JNIEnv *jni, jclass c, char **sig);
  * c is on it. */
 jclass *bci_running_loops(jvmtiEnv *jvmti, JNIEnv *jni, jint *n, jthread **vts, jint *nvts);
 void bci_running_free(JNIEnv *jni, jclass *cs, jint n);
+/* Frames the looks take per thread, from the bottom: a loop that lasts
+ * is seldom deeper than this under a thread's start or a pool's worker. */
+#define JP_LOOP_DEPTH 64
+/* bci_loops.c's bytecode and stack helpers, for bci_kept.c:
+ * bci_in_loop says whether a method's code at bytecode index at is
+ * inside a loop; bci_frame_in_loop the same of method m's frame (unknown:
+ * yes); bci_bottom_frames gets a thread's bottom JP_LOOP_DEPTH frames (a
+ * virtual thread's, virt, walked from the top). */
+int bci_in_loop(const unsigned char *code, jint n, jlocation at);
+int bci_frame_in_loop(jvmtiEnv *jvmti, jmethodID m, jlocation at);
+jint bci_bottom_frames(jvmtiEnv *jvmti, jthread th, int virt, jvmtiFrameInfo *fr);
 /* bci_detach_kept_free forgets the classes the last detach left
  * instrumented, and their loops' virtual threads; under bci_lock. */
 void bci_detach_kept_free(JNIEnv *jni);

@@ -26,7 +26,9 @@
 // methods get wrappers through JVMTI's native method prefix; an
 // attached agent leaves alone the classes of loops that run for the
 // program's life (bci_loops.c), on every thread, virtual ones included
-// (allthreads.c lists those, which JVMTI does not); bci_cache.c
+// (allthreads.c lists those, which JVMTI does not), and names the loops
+// a retransformation left interpreted and restores the classes a detach
+// kept (bci_kept.c); bci_cache.c
 // reads classes rewritten in earlier runs back (BCICACHE), from the pack
 // files bci_packs.c keeps; alloc.c
 // (ALLOC=) and lock.c (LOCK=) record the stacks of JVMTI's sampled
