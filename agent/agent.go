@@ -352,7 +352,9 @@ func (a *agent) VMDeath() {
 	defer a.mu.Unlock()
 	a.dead = true
 	a.cancelPending()
-	// Method events are already off (the C callback turned them off).
+	// Method events are already off (the C callback turned them off);
+	// callbacks under way then end first.
+	a.quiesce()
 	// Whether anything happened since the last log-rt is counted, not
 	// remembered: a flush racing VM death cannot tell whether collection
 	// is still on. A JVM that never collected has no events: no file.

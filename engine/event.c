@@ -248,6 +248,16 @@ void jp_event(jp_thread *t, uintptr_t key, int tr)
 		jp_ptt_read(&t->ptt, &early); /* Early Read */
 	t->busy = 1;
 	__asm__ __volatile__("" ::: "memory");
+	/* A callback already under way when collection stopped (turning
+	 * JVMTI events off, or a probe's own check, does not wait for those):
+	 * it leaves the tree as the stop's log-rt saw it. busy is set first,
+	 * so that the writer's fence and wait (Quiesce) either see it or
+	 * make this load see collection off. */
+	if (__builtin_expect(!__atomic_load_n(&jp.collecting, __ATOMIC_RELAXED), 0)) {
+		__asm__ __volatile__("" ::: "memory");
+		t->busy = 0;
+		return;
+	}
 
 	/* Whether this event is calibrated: not when its delta has no real
 	 * previous Late Read (a restart), went backwards or did not move, or

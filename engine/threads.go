@@ -371,3 +371,35 @@ func waitIdle(t *C.jp_thread) bool {
 	}
 	return false
 }
+
+// Quiesce, once collection is off, waits until no event is under way on
+// any thread, so that a report written next holds every event of the
+// collection and none after it: a JVMTI callback or a probe that began
+// just before the stop still runs jp_event, which sets busy and only
+// then looks at whether collection is on. The fence (see jp_gen_fence)
+// makes each such busy store visible, or that look see collection off.
+// Returns the threads still in an event after a second in all (left to
+// run).
+func Quiesce() int {
+	if Collecting() {
+		return 0
+	}
+	stuck := 0
+	WithThreads(func(ts []Thread) {
+		if C.jp_gen_fence() == 0 {
+			time.Sleep(time.Millisecond) // such a store lands within nanoseconds
+		}
+		// A second in all, not per thread: VM death waits on this.
+		until := time.Now().Add(time.Second)
+		for _, t := range ts {
+			for t.t != nil && atomic.LoadInt32((*int32)(unsafe.Pointer(&t.t.busy))) != 0 {
+				if time.Now().After(until) {
+					stuck++
+					break
+				}
+				time.Sleep(50 * time.Microsecond)
+			}
+		}
+	})
+	return stuck
+}

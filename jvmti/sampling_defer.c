@@ -44,6 +44,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/futex.h>
@@ -69,6 +70,20 @@ static volatile uint32_t jp_walker_gen;
 static sem_t jp_walker_gone;
 /* jdk.internal.vm.Continuation (JDK 19 and later), or NULL. */
 static jclass jp_continuation;
+
+/* Where the walker is, for a stop that it did not answer within its
+ * second: said in log-msg (jp_defer_stop), so that a walker held up
+ * somewhere in the VM is named rather than only waited for. */
+enum { JP_WK_ATTACHING = 1, JP_WK_IDLE, JP_WK_WALKING, JP_WK_DETACHING, JP_WK_GONE };
+static const char *const jp_walker_phases[] = {
+	"not started", "attaching to the VM", "waiting for walks", "in GetStackTrace", "detaching from the VM", "gone",
+};
+static volatile int jp_walker_phase, jp_walker_target;
+
+static void jp_walker_at(int phase)
+{
+	__atomic_store_n(&jp_walker_phase, phase, __ATOMIC_RELAXED);
+}
 
 /* How long a blocked thread's handler waits for the walker at most. */
 #define JP_PARK_NS (20 * 1000000ll)
@@ -189,6 +204,8 @@ static void jp_defer_walk(jvmtiEnv *jvmti, JNIEnv *jni, jp_sthread *s, jvmtiFram
 {
 	int ok = 0;
 	jint count = 0;
+	jp_walker_target = s->tid;
+	jp_walker_at(JP_WK_WALKING);
 	/* Its path: <top_frame_not_walkable> (what the VM was called
 	 * from), the frames, and <deeper-frames> if they were cut. */
 	if (s->def_path == NULL)
@@ -213,6 +230,7 @@ static void jp_defer_walk(jvmtiEnv *jvmti, JNIEnv *jni, jp_sthread *s, jvmtiFram
 		s->def_n = n;
 		ok = 1;
 	}
+	jp_walker_at(JP_WK_IDLE);
 	__atomic_store_n(&s->def_state, ok ? JP_DEF_DONE : JP_DEF_FAILED, __ATOMIC_RELEASE);
 	syscall(SYS_futex, &s->def_state, FUTEX_WAKE, 1, NULL, NULL, 0); /* a parked handler */
 }
@@ -236,13 +254,16 @@ static void *jp_walker_main(void *arg)
 	static char name[] = "libjprof-walker";
 	JNIEnv *jni = NULL;
 	jvmtiFrameInfo *fr = calloc(jps.depth, sizeof *fr);
+	jp_walker_at(JP_WK_ATTACHING);
 	if (fr == NULL || jp_attach_current(name) != 0 ||
 	    (*jpvm.vm)->GetEnv(jpvm.vm, (void **)&jni, JNI_VERSION_1_6) != JNI_OK) {
 		free(fr);
 		__atomic_store_n(&jps.walker_on, -1, __ATOMIC_RELEASE);
+		jp_walker_at(JP_WK_GONE);
 		sem_post(&jp_walker_gone);
 		return NULL;
 	}
+	jp_walker_at(JP_WK_IDLE);
 	if (jp_continuation == NULL) {
 		jclass c = (*jni)->FindClass(jni, "jdk/internal/vm/Continuation");
 		if (c != NULL) {
@@ -276,7 +297,9 @@ static void *jp_walker_main(void *arg)
 		pthread_mutex_unlock(&jps.lock);
 	}
 	free(fr);
+	jp_walker_at(JP_WK_DETACHING);
 	(*jpvm.vm)->DetachCurrentThread(jpvm.vm);
+	jp_walker_at(JP_WK_GONE);
 	sem_post(&jp_walker_gone);
 	return NULL;
 }
@@ -331,6 +354,18 @@ void jp_defer_stop(void)
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += 1;
-	while (sem_timedwait(&jp_walker_gone, &until) != 0 && errno == EINTR)
+	int rc;
+	while ((rc = sem_timedwait(&jp_walker_gone, &until)) != 0 && errno == EINTR)
 		;
+	if (rc != 0) {
+		int ph = __atomic_load_n(&jp_walker_phase, __ATOMIC_RELAXED);
+		if (ph < 0 || ph > JP_WK_GONE)
+			ph = 0;
+		char tid[32] = "";
+		if (ph == JP_WK_WALKING)
+			snprintf(tid, sizeof tid, " of tid %d", jp_walker_target);
+		jp_notef("sampling: the stack walker thread did not stop within a second of sampling's stop (it was %s%s); "
+			 "it stops on its own once the VM lets it",
+			 jp_walker_phases[ph], tid);
+	}
 }

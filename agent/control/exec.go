@@ -3,10 +3,15 @@ package control
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"go.uber.org/zap"
 )
+
+// slowCommand is how long a command runs before log-msg says where it
+// waits.
+const slowCommand = 15 * time.Second
 
 // after says what a connection does once a line's replies are written.
 type after int
@@ -96,7 +101,16 @@ func (s *Server) execute(c *connState, req *request) ([]Reply, after) {
 			continue
 		}
 		t0 := time.Now()
+		// A command that hangs leaves no line of its own: this one says
+		// where it waits (a cgo call's frame names the C function).
+		slow := time.AfterFunc(slowCommand, func() {
+			buf := make([]byte, 1<<16)
+			buf = buf[:runtime.Stack(buf, true)]
+			c.log.Warn("rtdriver command still running", zap.String("cmd", cmd.name),
+				zap.Duration("after", slowCommand), zap.ByteString("goroutines", buf))
+		})
 		r := s.exec1(cmd)
+		slow.Stop()
 		replies = append(replies, r)
 
 		level := zap.InfoLevel
