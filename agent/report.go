@@ -52,6 +52,9 @@ type report struct {
 	// nextBase, for an interval flush, collects the numbers the report read:
 	// the baseline of the next report.
 	nextBase baseline
+	// saturated counts the rows with an exception, dispatch or interrupt
+	// count that stopped at engine.CountMax.
+	saturated int
 }
 
 // header is the log-rt header of a report on ts: notes, metrics, the
@@ -274,6 +277,9 @@ func (r *report) thread(lw *reports.LogRTWriter, t engine.Thread) error {
 		nd := t.Node(f.node)
 		old := tb.node(f.node, nm)
 		ds, in, excs := nd.DS(), nd.IN(), nd.Excs()
+		if excs == engine.CountMax || ds == engine.CountMax || in == engine.CountMax {
+			r.saturated++
+		}
 		row := reports.Row{Level: f.level, Calls: calls[f.node], DS: ds - at(old, 2), IN: in - at(old, 3)}
 		tot.excs += excs - at(old, 1)
 		var nv []uint64 // this node in the next baseline
@@ -372,6 +378,10 @@ func (a *agent) writeLogRT(interval bool) (string, *threadSummary, error) {
 	})
 	if err != nil {
 		return "", nil, fmt.Errorf("writing log-rt: %w", err)
+	}
+	if r.saturated > 0 {
+		a.log.Warn("counts that stopped at their limit: the exception exits, dispatches or interrupts of these contexts are at least what log-rt shows",
+			zap.String("file", path), zap.Int("rows", r.saturated), zap.Uint64("limit", engine.CountMax))
 	}
 	if a.opts.JLM {
 		// Over the same span as the log-rt; an interval flush starts the

@@ -199,10 +199,11 @@ func (a *agent) stopLocked() error {
 	if !engine.Collecting() {
 		return nil
 	}
-	if err := a.vm.Do(a.source.Stop); err != nil {
+	err := a.vm.Do(a.source.Stop)
+	a.quiesce() // collection may be off even when the stop failed
+	if err != nil {
 		return err
 	}
-	a.quiesce()
 	a.since = time.Time{}
 	a.log.Info("collection stopped")
 	return nil
@@ -467,6 +468,7 @@ func (a *agent) Detach() (string, error) {
 	if err := a.vm.Do(a.source.Detach); err != nil {
 		return "", err
 	}
+	a.quiesce()
 	a.warnObsoleteLater()
 	a.since = time.Time{}
 	detail := "collection off"

@@ -83,3 +83,13 @@ func TestArenaAddressing(t *testing.T) {
 		check(i)
 	}
 }
+
+// A node's 32-bit counts stop at their limit instead of wrapping to a
+// small number, and the reports' limit is theirs.
+func TestCount32Saturates(t *testing.T) {
+	assert.Equal(t, uint32(7), ctest.Count32(5, 2))
+	assert.Equal(t, uint32(math.MaxUint32), ctest.Count32(math.MaxUint32-1, 1))
+	assert.Equal(t, uint32(math.MaxUint32), ctest.Count32(math.MaxUint32, 1))
+	assert.Equal(t, uint32(math.MaxUint32), ctest.Count32(10, 1<<40))
+	assert.Equal(t, uint64(math.MaxUint32), uint64(CountMax))
+}

@@ -183,7 +183,7 @@ static inline uint32_t jp_exit(jp_thread *t, uintptr_t key, int exc)
 	if (__builtin_expect(t->depth > 0 && t->stack[t->depth].key == key, 1)) {
 		uint32_t n = t->stack[t->depth].node;
 		if (exc)
-			t->stack[t->depth].np->excs++;
+			jp_count32(&t->stack[t->depth].np->excs, 1);
 		t->depth--;
 		return n;
 	}
@@ -196,7 +196,7 @@ static inline uint32_t jp_exit(jp_thread *t, uintptr_t key, int exc)
 		if (t->stack[d].key == key) {
 			uint32_t n = t->stack[d].node;
 			if (exc)
-				t->stack[d].np->excs++;
+				jp_count32(&t->stack[d].np->excs, 1);
 			t->missed_exits += t->depth - d;
 			t->depth = d - 1;
 			return n;
@@ -217,7 +217,7 @@ static inline uint32_t jp_exit(jp_thread *t, uintptr_t key, int exc)
 		jp_node *nd = jp_node_at(t, n);
 		nd->calls++;
 		if (exc)
-			nd->excs++;
+			jp_count32(&nd->excs, 1);
 		return n;
 	}
 	t->unmatched_exits++;
@@ -227,7 +227,7 @@ static inline uint32_t jp_exit(jp_thread *t, uintptr_t key, int exc)
 	jp_node *nd = jp_node_at(t, n);
 	nd->calls++;
 	if (exc)
-		nd->excs++;
+		jp_count32(&nd->excs, 1);
 	return n;
 }
 
@@ -246,18 +246,8 @@ void jp_event(jp_thread *t, uintptr_t key, int tr)
 	jp_ptt_reading early;
 	if (jp.nmetrics)
 		jp_ptt_read(&t->ptt, &early); /* Early Read */
-	t->busy = 1;
-	__asm__ __volatile__("" ::: "memory");
-	/* A callback already under way when collection stopped (turning
-	 * JVMTI events off, or a probe's own check, does not wait for those):
-	 * it leaves the tree as the stop's log-rt saw it. busy is set first,
-	 * so that the writer's fence and wait (Quiesce) either see it or
-	 * make this load see collection off. */
-	if (__builtin_expect(!__atomic_load_n(&jp.collecting, __ATOMIC_RELAXED), 0)) {
-		__asm__ __volatile__("" ::: "memory");
-		t->busy = 0;
-		return;
-	}
+	if (!jp_busy_enter(t))
+		return; /* under way when collection stopped: jp_busy_enter */
 
 	/* Whether this event is calibrated: not when its delta has no real
 	 * previous Late Read (a restart), went backwards or did not move, or
@@ -386,17 +376,16 @@ void jp_event(jp_thread *t, uintptr_t key, int tr)
 		/* clean implies the counts did not move; otherwise they only
 		 * ever grow within one registration. */
 		if (early.dispatches >= t->last.dispatches)
-			nd->ds += early.dispatches - t->last.dispatches;
+			jp_count32(&nd->ds, early.dispatches - t->last.dispatches);
 		if (early.interrupts >= t->last.interrupts)
-			nd->in += early.interrupts - t->last.interrupts;
+			jp_count32(&nd->in, early.interrupts - t->last.interrupts);
 		if (jp.calibrate && clean)
 			jp_seq_count(t, nd, cur, k);
 		t->prev_running = running;
 		t->prev_tr = (uint32_t)tr;
 	}
 out:
-	__asm__ __volatile__("" ::: "memory");
-	t->busy = 0;
+	jp_busy_leave(t);
 	if (jp.nmetrics) {
 		if (jp.late_read || __builtin_expect(t->grew, 0))
 			jp_ptt_read(&t->ptt, &t->last); /* Late Read */

@@ -12,6 +12,30 @@
 #include "thread.h"
 #include "state.h"
 
+/* jp_busy_enter marks t inside an event (busy, which the stop waits on:
+ * engine.Quiesce) and then says whether collection is on; when it is
+ * not, the mark is taken back and the caller leaves the tree alone. In
+ * this order, a stop's fence and wait either see the mark or make this
+ * look see collection off: an event already under way when collection
+ * stopped (a JVMTI callback posted just before the disable, a probe past
+ * its own check) never writes after the stop's report. jp_busy_leave
+ * publishes the event's stores with the mark's end. */
+static inline void jp_busy_leave(jp_thread *t)
+{
+	__atomic_store_n(&t->busy, 0, __ATOMIC_RELEASE);
+}
+
+static inline int jp_busy_enter(jp_thread *t)
+{
+	t->busy = 1;
+	__asm__ __volatile__("" ::: "memory");
+	if (__builtin_expect(!__atomic_load_n(&jp.collecting, __ATOMIC_ACQUIRE), 0)) {
+		jp_busy_leave(t);
+		return 0;
+	}
+	return 1;
+}
+
 /* jp_event records one event of the calling thread, t being its record
  * (jp_thread_self(), or jp_thread_attach() for its first). key is the
  * source's key of the method entered or exited; tr an enum jp_transition.

@@ -16,14 +16,14 @@
  * calloc from its heap, zeroing all of it, once a freed mapping has
  * raised its mmap threshold. Threads come and go by the thousands.
  *
- * Arena chunks (jp_arena_push) and maps (jp_walloc) of a huge page or
- * more ask for transparent huge pages: a big tree's arenas and child map
+ * Arena chunks (jp_zalloc_lines) and maps (jp_walloc) of a huge page
+ * or more ask for transparent huge pages: a big tree's arenas and child map
  * grow by tens of thousands of 4 KiB pages, and each first touch is a
  * page fault, which a virtual machine pays dearly for (on javac the
  * faults were a fifth of the agent's time on the program's thread).
  * Arenas fill in order and those maps are faulted in whole, so RSS grows
  * by at most one huge page per block more than it would. Not for
- * jp_zalloc's other blocks, such as a sampled tree's map, which is
+ * jp_zalloc's blocks, such as a sampled tree's map, which is
  * touched at random and mostly never. With THP off (or "never") the
  * advice is ignored. */
 #define JP_ZALLOC_MAP (64u << 10)
@@ -42,16 +42,25 @@ static inline void *jp_map_block(size_t n, int huge)
 	return p;
 }
 
-static inline void *jp_zalloc_huge(size_t n, int huge)
+static inline void *jp_zalloc(size_t n)
 {
 	if (n < JP_ZALLOC_MAP)
 		return calloc(1, n);
-	return jp_map_block(n, huge);
+	return jp_map_block(n, 0);
 }
 
-static inline void *jp_zalloc(size_t n)
+/* jp_zalloc_lines is jp_zalloc asking for huge pages, aligned to a cache line also
+ * when it is small (calloc aligns to 16 bytes): an arena's records of 64
+ * bytes then each take one line, the first chunks' too, which hold a
+ * tree's hottest nodes. Freed with jp_zfree. */
+static inline void *jp_zalloc_lines(size_t n)
 {
-	return jp_zalloc_huge(n, 0);
+	if (n >= JP_ZALLOC_MAP)
+		return jp_map_block(n, 1);
+	void *p = NULL;
+	if (posix_memalign(&p, 64, n) != 0)
+		return NULL;
+	return memset(p, 0, n);
 }
 
 static inline void jp_zfree(void *p, size_t n)
@@ -116,7 +125,7 @@ static inline uint32_t jp_arena_push(jp_arena *a)
 	if (k >= JP_NCHUNKS)
 		return UINT32_MAX;
 	if (a->chunks[k] == NULL) {
-		char *c = jp_zalloc_huge(jp_arena_chunk_bytes(a, k), 1);
+		char *c = jp_zalloc_lines(jp_arena_chunk_bytes(a, k));
 		if (c == NULL)
 			return UINT32_MAX;
 		a->chunks[k] = c;

@@ -381,6 +381,10 @@ int jp_engine_init(const jp_source *src, int calibrate, int loggen, uint32_t max
 
 void jp_thread_seed(jp_thread *t, const uintptr_t *keys, uint32_t n)
 {
+	/* Not after a stop: the epoch stays old, so the next callback seeds
+	 * again if collection is on by then. */
+	if (!jp_busy_enter(t))
+		return;
 	/* What jp_event does at an epoch change, with the stack seeded. */
 	t->epoch = __atomic_load_n(&jp.epoch, __ATOMIC_ACQUIRE);
 	t->depth = 0;
@@ -417,6 +421,7 @@ void jp_thread_seed(jp_thread *t, const uintptr_t *keys, uint32_t n)
 		for (int m = 0; m < jp.nmetrics; m++)
 			t->last.v[m] += 1ull << 62;
 	}
+	jp_busy_leave(t);
 }
 
 void jp_collect(int on)

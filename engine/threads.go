@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -77,7 +78,7 @@ func (t Thread) Unpacked(s *Scratch) (Thread, error) {
 		nd._type = C.uint8_t(data[0])
 		data = data[1:]
 		nd.method = C.uint32_t(uv())
-		nd.calls, nd.excs, nd.ds, nd.in = C.uint64_t(uv()), C.uint64_t(uv()), C.uint64_t(uv()), C.uint64_t(uv())
+		nd.calls, nd.excs, nd.ds, nd.in = C.uint64_t(uv()), C.uint32_t(uv()), C.uint32_t(uv()), C.uint32_t(uv())
 		for k := 0; k < nm; k++ {
 			*(*uint64)(unsafe.Add(unsafe.Pointer(nd), C.sizeof_jp_node+8*k)) = uv()
 		}
@@ -257,6 +258,10 @@ func (n Node) Type() byte { return TypeLetters[n.p._type&7] }
 // Method is the registry handle of the node's method (not the root's).
 func (n Node) Method() uint32 { return uint32(n.p.method) }
 
+// CountMax is where a node's exception, dispatch and interrupt counts
+// stop (32 bits: a node fits a cache line); calls do not.
+const CountMax = math.MaxUint32
+
 // Calls, Excs, DS and IN: entries, exits by exception, dispatches and
 // interrupts while it ran.
 func (n Node) Calls() uint64 { return uint64(n.p.calls) }
@@ -375,31 +380,35 @@ func waitIdle(t *C.jp_thread) bool {
 // Quiesce, once collection is off, waits until no event is under way on
 // any thread, so that a report written next holds every event of the
 // collection and none after it: a JVMTI callback or a probe that began
-// just before the stop still runs jp_event, which sets busy and only
-// then looks at whether collection is on. The fence (see jp_gen_fence)
-// makes each such busy store visible, or that look see collection off.
-// Returns the threads still in an event after a second in all (left to
-// run).
+// just before the stop still enters the event path, which marks the
+// thread busy and only then looks at whether collection is on
+// (jp_busy_enter). The fence (see jp_gen_fence) makes each such mark
+// visible, or that look see collection off. The sampled sources (SAMPLE,
+// ALLOC, LOCK) write from signal handlers and callbacks without the
+// mark: their last samples may still land. Returns the threads still in
+// an event after a second in all (left to run). The list lock is not
+// held while it waits: an event may need it (a log-gen buffer handed
+// over waits for the writer, which names threads through it).
 func Quiesce() int {
 	if Collecting() {
 		return 0
 	}
-	stuck := 0
-	WithThreads(func(ts []Thread) {
-		if C.jp_gen_fence() == 0 {
-			time.Sleep(time.Millisecond) // such a store lands within nanoseconds
-		}
-		// A second in all, not per thread: VM death waits on this.
-		until := time.Now().Add(time.Second)
-		for _, t := range ts {
-			for t.t != nil && atomic.LoadInt32((*int32)(unsafe.Pointer(&t.t.busy))) != 0 {
-				if time.Now().After(until) {
-					stuck++
-					break
+	if C.jp_gen_fence() == 0 {
+		time.Sleep(time.Millisecond) // such a store lands within nanoseconds
+	}
+	until := time.Now().Add(time.Second)
+	for {
+		busy := 0
+		WithThreads(func(ts []Thread) {
+			for _, t := range ts {
+				if t.t != nil && atomic.LoadInt32((*int32)(unsafe.Pointer(&t.t.busy))) != 0 {
+					busy++
 				}
-				time.Sleep(50 * time.Microsecond)
 			}
+		})
+		if busy == 0 || time.Now().After(until) {
+			return busy
 		}
-	})
-	return stuck
+		time.Sleep(50 * time.Microsecond)
+	}
 }

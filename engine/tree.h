@@ -13,7 +13,12 @@
  */
 
 /* One calling context. The metric arrays follow the fixed part; a node's
- * size (jp.node_stride) depends on how many metrics are collected. */
+ * size (jp.node_stride) depends on how many metrics are collected: 64
+ * bytes with one, a cache line, which the event path touches once per
+ * event (a tree of millions of nodes misses the cache on most). The
+ * counts other than calls are 32 bits and stop at UINT32_MAX
+ * (jp_count32): a context left by exception, or switched out, four
+ * billion times. */
 typedef struct jp_node {
 	uint32_t parent; /* index of the caller's node; the root is its own parent */
 	uint8_t type;    /* enum jp_type as seen in this context */
@@ -28,13 +33,21 @@ typedef struct jp_node {
 	 * its method calls, while the map's slot is a cache miss. */
 	uintptr_t ckey;
 	uint32_t cnode;
-	uint32_t spare;
+	uint32_t excs;   /* exits from it by exception */
 	uint64_t calls;  /* entries into this context */
-	uint64_t excs;   /* exits from it by exception */
-	uint64_t ds;     /* dispatches while this was the running method */
-	uint64_t in;     /* interrupts while this was the running method */
+	uint32_t ds;     /* dispatches while this was the running method */
+	uint32_t in;     /* interrupts while this was the running method */
 	uint64_t base[]; /* [nmetrics]: metric spent running this method */
 } jp_node;
+
+_Static_assert(sizeof(jp_node) == 56, "jp_node: 64 bytes with one metric");
+
+/* jp_count32 adds d to a 32-bit count, stopping at UINT32_MAX. */
+static inline void jp_count32(uint32_t *c, uint64_t d)
+{
+	uint64_t v = (uint64_t)*c + d;
+	*c = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
 
 /* Shadow-stack frame. The node's address is kept here so that the event
  * path needs no arena lookup for the method that was running (its type

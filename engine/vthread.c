@@ -43,17 +43,21 @@ static inline void jp_switch_read(jp_thread *t, jp_ptt_reading *r)
  * (t's stack is then from an earlier period). */
 static void jp_charge(jp_thread *t, const jp_ptt_reading *r)
 {
-	if (!jp_ptt_metrics() || !__atomic_load_n(&jp.collecting, __ATOMIC_ACQUIRE) ||
-	    t->epoch != __atomic_load_n(&jp.epoch, __ATOMIC_RELAXED))
+	if (!jp_ptt_metrics() || !jp_busy_enter(t))
 		return;
+	if (t->epoch != __atomic_load_n(&jp.epoch, __ATOMIC_RELAXED)) {
+		jp_busy_leave(t);
+		return;
+	}
 	jp_node *nd = t->stack[t->depth].np;
 	for (int m = 0; m < jp.nmetrics; m++)
 		if ((int64_t)(r->v[m] - t->last.v[m]) > 0)
 			nd->base[m] += r->v[m] - t->last.v[m];
 	if (r->dispatches >= t->last.dispatches)
-		nd->ds += r->dispatches - t->last.dispatches;
+		jp_count32(&nd->ds, r->dispatches - t->last.dispatches);
 	if (r->interrupts >= t->last.interrupts)
-		nd->in += r->interrupts - t->last.interrupts;
+		jp_count32(&nd->in, r->interrupts - t->last.interrupts);
+	jp_busy_leave(t);
 }
 
 /* jp_resume makes r the previous reading of t, whose next event then

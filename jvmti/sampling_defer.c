@@ -322,6 +322,7 @@ int jp_defer_start(void)
 		jp_sems_ready = 1;
 	}
 	uint32_t gen = __atomic_add_fetch(&jp_walker_gen, 1, __ATOMIC_ACQ_REL);
+	jp_walker_at(JP_WK_ATTACHING); /* not an earlier walker's "gone" */
 	pthread_t walker;
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);

@@ -36,6 +36,13 @@ func ArenaSlot(i uint32) (chunk int, off uint64) {
 	return int(k), uint64(o)
 }
 
+// Count32 is jp_count32 applied to c.
+func Count32(c uint32, d uint64) uint32 {
+	v := C.uint32_t(c)
+	C.jp_count32(&v, C.uint64_t(d))
+	return uint32(v)
+}
+
 // Overhead is jp_overhead.
 func Overhead(min uint64, kept int64) uint64 {
 	return uint64(C.jp_overhead(C.uint64_t(min), C.int64_t(kept)))
