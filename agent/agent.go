@@ -251,6 +251,7 @@ func (a *agent) VMInit() {
 		a.startServer()
 	}
 	a.reaper = startDrainer(retireEvery, a.retire)
+	go engine.PrepareFence()
 	a.sayState()
 }
 
@@ -354,7 +355,9 @@ func (a *agent) VMDeath() {
 	a.cancelPending()
 	// Method events are already off (the C callback turned them off);
 	// callbacks under way then end first.
-	a.quiesce()
+	if a.started {
+		a.quiesce()
+	}
 	// Whether anything happened since the last log-rt is counted, not
 	// remembered: a flush racing VM death cannot tell whether collection
 	// is still on. A JVM that never collected has no events: no file.

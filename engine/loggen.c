@@ -123,12 +123,24 @@ jp_genbuf *jp_gen_take_partial(jp_thread *t)
  * either has its busy store visible, or has not yet loaded t->gen and so
  * finds the buffer already taken. Returns which command served, 0 if
  * none did (a kernel before 4.3, or a seccomp filter that refuses it). */
+static int jp_fence_registered; /* 1 yes, -1 refused */
+
+/* Registering waits out an RCU grace period once the process has
+ * threads (milliseconds in a VM): done early, off the stop's path
+ * (engine.PrepareFence). */
+void jp_fence_register(void)
+{
+	if (__atomic_load_n(&jp_fence_registered, __ATOMIC_ACQUIRE) == 0)
+		__atomic_store_n(&jp_fence_registered,
+				 syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 ? 1 : -1,
+				 __ATOMIC_RELEASE);
+}
+
 int jp_gen_fence(void)
 {
-	static int registered; /* 1 yes, -1 refused; the final drain only */
-	if (registered == 0)
-		registered = syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 ? 1 : -1;
-	if (registered == 1 && syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+	jp_fence_register();
+	if (__atomic_load_n(&jp_fence_registered, __ATOMIC_ACQUIRE) == 1 &&
+	    syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
 		return MEMBARRIER_CMD_PRIVATE_EXPEDITED;
 	if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0)
 		return MEMBARRIER_CMD_GLOBAL;

@@ -377,6 +377,11 @@ func waitIdle(t *C.jp_thread) bool {
 	return false
 }
 
+// PrepareFence readies Quiesce's fence ahead of the first stop: its
+// one-time set-up waits out an RCU grace period (milliseconds), which
+// a goroutine at VM start takes off the stop's path and the JVM's.
+func PrepareFence() { C.jp_fence_register() }
+
 // Quiesce, once collection is off, waits until no event is under way on
 // any thread, so that a report written next holds every event of the
 // collection and none after it: a JVMTI callback or a probe that began
