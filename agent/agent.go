@@ -341,6 +341,15 @@ func (a *agent) sayNothingCollected() {
 	a.log.Warn(msg)
 }
 
+// quiesce waits for the events under way when collection stopped
+// (engine.Quiesce), so that the log-rt written next, and log-gen, end at
+// the same event.
+func (a *agent) quiesce() {
+	if n := engine.Quiesce(); n > 0 {
+		a.log.Warn("threads still in an event a second after collection stopped: their last events may be missing from the log-rt", zap.Int("threads", n))
+	}
+}
+
 // VMDeath implements jvmti.Handler: the final log-rt.
 func (a *agent) VMDeath() {
 	if a.server != nil {

@@ -209,15 +209,6 @@ func (a *agent) stopLocked() error {
 	return nil
 }
 
-// quiesce waits for the events under way when collection stopped
-// (engine.Quiesce), so that the log-rt written next, and log-gen, end at
-// the same event.
-func (a *agent) quiesce() {
-	if n := engine.Quiesce(); n > 0 {
-		a.log.Warn("threads still in an event a second after collection stopped: their last events may be missing from the log-rt", zap.Int("threads", n))
-	}
-}
-
 // Flush implements control.Controller.
 func (a *agent) Flush() (string, error) {
 	a.mu.Lock()
