@@ -381,10 +381,11 @@ func setMetrics(o *Options, v string, on bool) error {
 func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 	o := &Options{LogPath: ".", LogPrefix: "log", Calibrate: true, RTDriver: true, MaxMethods: engine.DefaultMaxMethods, VThreads: true,
 		SampleNodes: defaultSampleNodes}
-	// metricsFrom and modeFrom remember where METRICS= and the mode were
-	// last set, for the error about the two together.
-	var metricsFrom, modeFrom, sourceFrom string
-	from := map[string]string{} // where each option was last set
+	// from remembers where each option was last set, modeFrom and
+	// sourceFrom where the mode and the event source were (each has
+	// several names), for the errors that name them.
+	from := map[string]string{}
+	var modeFrom, sourceFrom string
 	for _, part := range []struct{ opts, origin string }{{agentOpts, originAgent}, {envOpts, originEnv}} {
 		// An event source named in JPROFOPTS replaces the -agentpath
 		// options' (JPROFOPTS wins); two in one string are a mistake,
@@ -420,8 +421,6 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 				if strings.HasPrefix(strings.ToUpper(tok), "NO") {
 					o.LogPathFrom = "" // NOLOGPATH: the default again
 				}
-			case spec.name == "METRICS":
-				metricsFrom = part.origin
 			case spec.name == "CALLTREE" || spec.name == "RTARCF" || spec.name == "CALLFLOW":
 				modeFrom = part.origin
 			case sourceopts.Names[spec.name]:
@@ -445,9 +444,9 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 		}
 	}
 	if o.Mode == ModeCallTree && len(o.Metrics) > 0 {
-		origin := metricsFrom
-		if metricsFrom != modeFrom {
-			origin = "CALLTREE from " + modeFrom + ", METRICS= from " + metricsFrom
+		origin := from["METRICS"]
+		if origin != modeFrom {
+			origin = "CALLTREE from " + modeFrom + ", METRICS= from " + origin
 		}
 		return nil, &OptionError{Option: "METRICS=", Origin: origin, Reason: "CALLTREE collects no metrics; use RTARCF with METRICS="}
 	}

@@ -20,6 +20,22 @@
  * stopped (a JVMTI callback posted just before the disable, a probe past
  * its own check) never writes after the stop's report. jp_busy_leave
  * publishes the event's stores with the mark's end. */
+/* jp_fence is the writer's half of that handshake (engine.Quiesce, and
+ * log-gen's final drain, which takes each thread's buffer): the event
+ * path marks busy with a plain store, no fence (that would cost every
+ * event), so a CPU may let the thread's next load pass the store still
+ * in its store buffer. membarrier(2) makes every thread of the process
+ * that is running execute a full barrier before it returns (one that is
+ * not running passed one when it was switched out): after it, a thread
+ * either has its mark visible, or has not yet made that load and will
+ * see what the writer changed. Returns which command served, 0 if none
+ * did (a kernel before 4.3, or a seccomp filter that refuses it).
+ * jp_fence_register readies its fast command, once: registering waits
+ * out an RCU grace period once the process has threads (milliseconds in
+ * a VM), so it is done early, off the stop's path (engine.PrepareFence). */
+int jp_fence(void);
+void jp_fence_register(void);
+
 static inline void jp_busy_leave(jp_thread *t)
 {
 	__atomic_store_n(&t->busy, 0, __ATOMIC_RELEASE);

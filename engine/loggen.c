@@ -15,9 +15,7 @@
  * reports/loggenbin.go reads them.
  */
 #define _GNU_SOURCE
-#include <linux/membarrier.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "engine.h"
@@ -110,39 +108,4 @@ jp_genbuf *jp_gen_take_partial(jp_thread *t)
 		return NULL;
 	__atomic_add_fetch(&jp.gen_pending, 1, __ATOMIC_RELAXED); /* jp_gen_done balances it */
 	return b;
-}
-
-/* jp_gen_fence is the drain's half of the handshake with the event path
- * (the other half is t->busy, set before a thread looks at its buffer
- * and cleared after its last store to it). The event path sets busy with
- * a plain store, no fence (that would cost every event), so a CPU may
- * let the thread's next load (of t->gen) pass the store still in its
- * store buffer. membarrier(2) makes every thread of the process that is
- * running execute a full barrier before it returns (a thread that is
- * not running passed one when it was switched out): after it, a thread
- * either has its busy store visible, or has not yet loaded t->gen and so
- * finds the buffer already taken. Returns which command served, 0 if
- * none did (a kernel before 4.3, or a seccomp filter that refuses it). */
-static int jp_fence_registered; /* 1 yes, -1 refused */
-
-/* Registering waits out an RCU grace period once the process has
- * threads (milliseconds in a VM): done early, off the stop's path
- * (engine.PrepareFence). */
-void jp_fence_register(void)
-{
-	if (__atomic_load_n(&jp_fence_registered, __ATOMIC_ACQUIRE) == 0)
-		__atomic_store_n(&jp_fence_registered,
-				 syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 ? 1 : -1,
-				 __ATOMIC_RELEASE);
-}
-
-int jp_gen_fence(void)
-{
-	jp_fence_register();
-	if (__atomic_load_n(&jp_fence_registered, __ATOMIC_ACQUIRE) == 1 &&
-	    syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
-		return MEMBARRIER_CMD_PRIVATE_EXPEDITED;
-	if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0)
-		return MEMBARRIER_CMD_GLOBAL;
-	return 0;
 }

@@ -59,13 +59,10 @@ func DrainGen(final bool, emit func(GenBlock) error) error {
 			// CPU may let that load pass the store still sitting in its
 			// store buffer, so busy read 0 above while the thread may
 			// hold the buffer just taken. The fence makes such a store
-			// visible (see jp_gen_fence): look again after it, and leave
+			// visible (see jp_fence): look again after it, and leave
 			// a buffer whose thread is still in an event unwritten and
 			// unfreed rather than free it under the thread.
-			genFence = fenceName(C.jp_gen_fence())
-			if genFence == fenceNone {
-				time.Sleep(time.Millisecond) // such a store lands within nanoseconds
-			}
+			genFence = fence()
 			for i, t := range owners {
 				if !waitIdle(t) {
 					partial[i] = nil
@@ -87,13 +84,17 @@ var genFence string
 
 const fenceNone = "none (membarrier refused): a 1 ms pause instead"
 
-func fenceName(cmd C.int) string {
-	switch cmd {
+// fence makes the stores of events under way visible (jp_fence), or,
+// where the kernel refuses, waits the moment such a store takes to
+// land; it says which it did.
+func fence() string {
+	switch C.jp_fence() {
 	case C.MEMBARRIER_CMD_PRIVATE_EXPEDITED:
 		return "membarrier(PRIVATE_EXPEDITED)"
 	case C.MEMBARRIER_CMD_GLOBAL:
 		return "membarrier(GLOBAL)"
 	}
+	time.Sleep(time.Millisecond) // such a store lands within nanoseconds
 	return fenceNone
 }
 

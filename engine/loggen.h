@@ -29,10 +29,5 @@ void jp_gen_done(jp_genbuf *b);
 /* jp_gen_take_partial takes a thread's partly filled buffer once no
  * event can be running on it (collection off, t->busy clear). */
 jp_genbuf *jp_gen_take_partial(jp_thread *t);
-/* jp_gen_fence makes every thread's stores so far visible (membarrier);
- * 0 if the kernel refused. */
-int jp_gen_fence(void);
-/* jp_fence_register readies jp_gen_fence's fast command (once). */
-void jp_fence_register(void);
 
 #endif /* JP_LOGGEN_H */

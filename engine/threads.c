@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <unistd.h>
 #include <sys/syscall.h>
+#include <linux/membarrier.h>
 #include <time.h>
 
 #include "engine.h"
@@ -429,4 +430,25 @@ void jp_collect(int on)
 	if (on)
 		__atomic_add_fetch(&jp.epoch, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&jp.collecting, on, __ATOMIC_RELEASE);
+}
+
+static int jp_fence_registered; /* 1 yes, -1 refused */
+
+void jp_fence_register(void)
+{
+	if (__atomic_load_n(&jp_fence_registered, __ATOMIC_ACQUIRE) == 0)
+		__atomic_store_n(&jp_fence_registered,
+				 syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 ? 1 : -1,
+				 __ATOMIC_RELEASE);
+}
+
+int jp_fence(void)
+{
+	jp_fence_register();
+	if (__atomic_load_n(&jp_fence_registered, __ATOMIC_ACQUIRE) == 1 &&
+	    syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+		return MEMBARRIER_CMD_PRIVATE_EXPEDITED;
+	if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0)
+		return MEMBARRIER_CMD_GLOBAL;
+	return 0;
 }

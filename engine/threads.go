@@ -387,7 +387,7 @@ func PrepareFence() { C.jp_fence_register() }
 // collection and none after it: a JVMTI callback or a probe that began
 // just before the stop still enters the event path, which marks the
 // thread busy and only then looks at whether collection is on
-// (jp_busy_enter). The fence (see jp_gen_fence) makes each such mark
+// (jp_busy_enter). The fence (jp_fence) makes each such mark
 // visible, or that look see collection off. The sampled sources (SAMPLE,
 // ALLOC, LOCK) write from signal handlers and callbacks without the
 // mark: their last samples may still land. Returns the threads still in
@@ -398,9 +398,7 @@ func Quiesce() int {
 	if Collecting() {
 		return 0
 	}
-	if C.jp_gen_fence() == 0 {
-		time.Sleep(time.Millisecond) // such a store lands within nanoseconds
-	}
+	fence()
 	until := time.Now().Add(time.Second)
 	for {
 		busy := 0

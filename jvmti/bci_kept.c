@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,20 @@ static char *dotted(char *sig)
 		if (*p == '/')
 			*p = '.';
 	return sig;
+}
+
+/* appendf appends to out (outlen bytes), of which *used are taken; once
+ * it is full, *used is outlen and nothing more is written (snprintf ends
+ * what was cut short). */
+static void appendf(char *out, int outlen, size_t *used, const char *fmt, ...)
+{
+	if (*used + 1 >= (size_t)outlen)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int w = vsnprintf(out + *used, (size_t)outlen - *used, fmt, ap);
+	va_end(ap);
+	*used = w < 0 || *used + (size_t)w >= (size_t)outlen ? (size_t)outlen : *used + (size_t)w;
 }
 
 /* loop_name writes method m's name as the program spells it (pkg.Cls.m)
@@ -151,18 +166,14 @@ int jp_bci_warn_obsolete(char *out, int outlen)
 	pthread_mutex_unlock(&mu);
 	jp_all_threads_free(jni, ths, nt);
 	size_t used = 0;
-	for (int g = 0; out != NULL && g <= nby && used + 1 < (size_t)outlen; g++) {
-		int w;
-		if (g == nby)
-			w = others > 0 ? snprintf(out + used, (size_t)outlen - used, ", and %d more", others) : 0;
-		else if (by[g].threads == 1)
-			w = snprintf(out + used, (size_t)outlen - used, "%s%s on %s", g > 0 ? ", " : "", by[g].meth, by[g].who);
+	for (int g = 0; out != NULL && g < nby; g++) {
+		if (by[g].threads == 1)
+			appendf(out, outlen, &used, "%s%s on %s", g > 0 ? ", " : "", by[g].meth, by[g].who);
 		else
-			w = snprintf(out + used, (size_t)outlen - used, "%s%s on %d threads", g > 0 ? ", " : "", by[g].meth,
-				     by[g].threads);
-		/* Cut short past outlen (snprintf ends it there). */
-		used = w < 0 || used + (size_t)w >= (size_t)outlen ? (size_t)outlen : used + (size_t)w;
+			appendf(out, outlen, &used, "%s%s on %d threads", g > 0 ? ", " : "", by[g].meth, by[g].threads);
 	}
+	if (out != NULL && others > 0)
+		appendf(out, outlen, &used, ", and %d more", others);
 	return running;
 }
 
@@ -262,8 +273,7 @@ int jp_bci_start_kept_names(char *out, int outlen)
 		char *sig = NULL;
 		if ((*jpvm.jvmti)->GetClassSignature(jpvm.jvmti, bci.start_kept[i], &sig, NULL) != JVMTI_ERROR_NONE || sig == NULL)
 			continue;
-		int w = snprintf(out + used, (size_t)outlen - used, "%s%s", used > 0 ? ", " : "", dotted(sig));
-		used = w < 0 || used + (size_t)w >= (size_t)outlen ? (size_t)outlen : used + (size_t)w;
+		appendf(out, outlen, &used, "%s%s", used > 0 ? ", " : "", dotted(sig));
 		(*jpvm.jvmti)->Deallocate(jpvm.jvmti, (unsigned char *)sig);
 	}
 	int n = bci.nstart_kept;
