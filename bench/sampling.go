@@ -23,17 +23,24 @@ import (
 // many times in a row with sampling at 10 kHz, checking each run.
 type Sampling struct {
 	Rows []*SamplingRow
-	// SignalCost is what one perf-timer signal with an empty handler
-	// costs a C program here (bench/agents/sigcost.c), µs of thread CPU
-	// time, one per pair of runs; SignalErr why it was not measured.
-	SignalCost []float64
+	// SignalCost is what one overflow of a perf task-clock event costs
+	// a C program here (bench/agents/sigcost.c), with an empty handler,
+	// µs of thread CPU time, one per run, by loop and signal:
+	// "cpu/none", "cpu/prof", "cpu/trap", "mem/..." (sigcostModes);
+	// SignalErr why it was not measured.
+	SignalCost map[string][]float64
 	SignalErr  string
 	Stress     SamplingStress
 }
 
-// sigcostPeriod is sigcost's signal period (µs): short, so that the
-// signals' cost stands well above the noise of two runs.
-const sigcostPeriod = 200
+// sigcostPeriod is sigcost's signal period (µs): SAMPLE's default.
+const sigcostPeriod = 1000
+
+// sigcostModes are how sigcost's event signals: not at all (the timer's
+// interrupts alone), SIGPROF through fasync (an interrupt of its own),
+// and perf's SIGTRAP (SAMPLE's, where the kernel has it); sigcostWork
+// its loops.
+var sigcostModes, sigcostWork = []string{"none", "prof", "trap"}, []string{"cpu", "mem"}
 
 // The programs sampled.
 const (
@@ -190,11 +197,11 @@ func (p *Sampling) Run(ctx context.Context, s *Suite, tmp string) error {
 			os.RemoveAll(dir)
 		}
 	}
-	iters := 400_000_000
+	phases := 200 // of 20 ms
 	if rounds == 1 {
-		iters /= 8 // the smoke test
+		phases = 10 // the smoke test
 	}
-	p.measureSignals(ctx, o, rounds, iters)
+	p.measureSignals(ctx, o, rounds, phases)
 	runs := stressRuns
 	if rounds == 1 {
 		runs = 2
@@ -274,32 +281,27 @@ func (p *Sampling) runStress(ctx context.Context, o *Options, tmp string, runs i
 
 var stressSamples = regexp.MustCompile(`sampling summary.*?"samples": (\d+)`)
 
-// measureSignals runs sigcost without and with its signals, pairs
-// interleaved.
-func (p *Sampling) measureSignals(ctx context.Context, o *Options, pairs, iters int) {
+// measureSignals runs sigcost in each mode and loop, rounds interleaved
+// (each run alternates its event on and off itself).
+func (p *Sampling) measureSignals(ctx context.Context, o *Options, rounds, phases int) {
 	bin := filepath.Join(o.Agents, "sigcost")
-	run := func(period int) (cpu float64, n int64, err error) {
-		out, err := exec.CommandContext(ctx, bin, strconv.Itoa(period), strconv.Itoa(iters)).Output()
-		if err != nil {
-			return 0, 0, err
-		}
-		if _, err := fmt.Sscanf(string(out), "cpu %g signals %d", &cpu, &n); err != nil {
-			return 0, 0, fmt.Errorf("sigcost: %q: %w", out, err)
-		}
-		return cpu, n, nil
-	}
-	for i := 0; i < max(pairs, 3); i++ {
-		off, _, err := run(0)
-		if err == nil {
-			var on float64
-			var n int64
-			if on, n, err = run(sigcostPeriod); err == nil && n > 0 {
-				p.SignalCost = append(p.SignalCost, (on-off)/float64(n)*1e6)
-				continue
+	p.SignalCost = map[string][]float64{}
+	for i := 0; i < max(rounds, 3); i++ {
+		for _, work := range sigcostWork {
+			for _, mode := range sigcostModes {
+				out, err := exec.CommandContext(ctx, bin, mode, strconv.Itoa(sigcostPeriod), work, strconv.Itoa(phases)).Output()
+				var cost, overflows float64
+				if err == nil {
+					_, err = fmt.Sscanf(string(out), "cost_us %g overflows %g", &cost, &overflows)
+				}
+				if err != nil || overflows == 0 {
+					p.SignalErr = fmt.Sprintf("sigcost %s %s: %q: %v", mode, work, out, err)
+					p.SignalCost = nil
+					return
+				}
+				p.SignalCost[work+"/"+mode] = append(p.SignalCost[work+"/"+mode], cost)
 			}
 		}
-		p.SignalErr = fmt.Sprint(err)
-		return
 	}
 }
 
@@ -386,14 +388,25 @@ func (p *Sampling) Markdown(out io.Writer, s *Suite) error {
 		}
 	}
 	if len(p.SignalCost) > 0 {
-		c := Summarize(p.SignalCost)
-		fmt.Fprintf(out, "\n**The machine's floor.** `bench/agents/sigcost.c`, a C program with nothing of the agent in it, gets the same "+
-			"perf task-clock signal as SAMPLE (SIGPROF to the thread every %d µs of its CPU time) with an empty handler: each signal "+
-			"costs it %.1f µs of thread CPU time (median of %d interleaved pairs of runs with and without the signals, %s). Profiled "+
-			"system-wide, about half of that is kernel time the guest sees (the timer interrupt, the signal's delivery and return); the "+
-			"rest does not show in the guest's profile (on this VM, the hypervisor's timer and interrupt virtualization). At 1 ms, "+
-			"that floor alone is %.1f%% of a thread's CPU time, before any stack walk.\n", sigcostPeriod, c.Median, c.N, c.Range("%.1f"),
-			100*c.Median/1000)
+		fmt.Fprintf(out, "\n**The machine's floor.** `bench/agents/sigcost.c`, a C program with nothing of the agent in it, gets SAMPLE's "+
+			"perf task-clock event (every %d µs of its thread's CPU time) with an empty handler, and alternates it on and off every 20 ms "+
+			"of a fixed loop: the CPU time the loop took beyond its rate with the event off, per overflow, is what one sample costs "+
+			"before any stack walk (µs of thread CPU, median of %d runs, interleaved, with their range). The loop is arithmetic in "+
+			"registers (*cpu*), or increments scattered over 8 MiB (*mem*), where what an interrupt's exit to the hypervisor does to "+
+			"the caches shows.\n\n", sigcostPeriod, len(p.SignalCost["cpu/none"]))
+		fmt.Fprintln(out, "| loop | timer interrupts alone (no signal) | + SIGPROF through fasync (an irq_work: a self-interrupt) | + perf's SIGTRAP (sigtrap: on the way back to user space; SAMPLE's) |")
+		fmt.Fprintln(out, "|---|--:|--:|--:|")
+		for _, work := range sigcostWork {
+			fmt.Fprintf(out, "| %s |", work)
+			for _, mode := range sigcostModes {
+				c := Summarize(p.SignalCost[work+"/"+mode])
+				fmt.Fprintf(out, " %.1f (%s) |", c.Median, c.Range("%.1f"))
+			}
+			fmt.Fprintln(out)
+		}
+		c := Summarize(p.SignalCost["cpu/trap"])
+		fmt.Fprintf(out, "\nAt 1 ms, that floor alone (*cpu*, SIGTRAP) is %.1f%% of a sampled thread's CPU time; more where the program's "+
+			"working set is larger than the caches.\n", 100*c.Median/1000)
 	} else if p.SignalErr != "" {
 		fmt.Fprintf(out, "\nThe signal floor was not measured: %s\n", oneLine(p.SignalErr))
 	}
