@@ -46,8 +46,8 @@ func (a *agent) sampleHeader(p *reports.Profile) {
 	}
 	line += fmt.Sprintf("; per thread at most %d contexts (SAMPLENODES=) and %d frames", s.MaxNodes, s.Depth)
 	if s.Kind != jvmti.SampleWall {
-		line += fmt.Sprintf("; timers: %d perf task-clock events (%s), %d POSIX CPU timers (these fire at the kernel's tick at the earliest)",
-			st.PerfArmed, perfSignals(st), st.TimerArmed)
+		line += fmt.Sprintf("; timers: %d perf task-clock events, %d POSIX CPU timers (these fire at the kernel's tick at the earliest)",
+			st.PerfArmed, st.TimerArmed)
 	}
 	var failed []string
 	for r, n := range st.Failed {
@@ -117,7 +117,7 @@ func (a *agent) logSampling() {
 		zap.Uint64("methodsPrepared", st.Prepared), zap.Duration("preparing", st.Prepare), zap.Uint64("threads", st.Threads),
 		zap.Any("notWalkable", st.Failed), zap.Uint64("walkedFromCaller", st.Recovered), zap.Uint64("walkedFromAnchor", st.Anchored), zap.Uint64("walkedPastStub", st.StubPopped), zap.Uint64("walkedAfterSample", st.Deferred), zap.Uint64("walkAfterSampleFailed", st.DeferredFailed), zap.Uint64("walkAfterSampleDropped", st.DeferredLost), zap.Uint64("walkAfterSamplePending", st.DeferredPending), zap.Uint64("walkWaitedFor", st.Parked), zap.Uint64("walkWaitGaveUp", st.ParkTimeouts), zap.Bool("walkerFailed", walkerFailed()), zap.Bool("pollingWordUnknown", pollUnknown()), zap.Uint64("unknownMethods", st.Misses), zap.Uint64("deepStacks", st.Deep),
 		zap.Uint64("pastNodeLimit", st.Limited), zap.Uint64("signalsWithoutState", st.Unowned),
-		zap.Uint64("timerFailures", st.TimerFailures), zap.Uint64("perfArmed", st.PerfArmed), zap.Uint64("perfTrap", st.PerfTrap), zap.Uint64("timerArmed", st.TimerArmed), zap.Uint64("threadsNotSampled", st.SetupFailures),
+		zap.Uint64("timerFailures", st.TimerFailures), zap.Uint64("perfArmed", st.PerfArmed), zap.Uint64("timerArmed", st.TimerArmed), zap.Uint64("threadsNotSampled", st.SetupFailures),
 		zap.Uint64("jvmThreads", st.JVMThreads), zap.Uint64("jvmThreadsEnded", st.JVMEnded), zap.Uint64("jvmSamples", st.JVMSamples), zap.Duration("jvmWeight", st.JVMWeight),
 		zap.Duration("processCPUWhileSampling", jvmti.SampledProcessCPU()))
 }
@@ -152,19 +152,3 @@ func processCoverage(st jvmti.SampleStats, cpu time.Duration) string {
 		ms(st.Weight-st.JVMWeight), ms(st.JVMWeight), st.JVMThreads, st.JVMPeriod)
 	return line
 }
-
-// perfSignals says how the perf events signalled their threads.
-func perfSignals(st jvmti.SampleStats) string {
-	on, why := jvmti.SampleTrap()
-	switch {
-	case st.PerfArmed == 0:
-		return "none armed"
-	case st.PerfTrap == st.PerfArmed:
-		return "each signalling with perf's SIGTRAP, on the thread's way back from the timer interrupt"
-	case why == "" && on:
-		return fmt.Sprintf("%d signalling with perf's SIGTRAP, the others with SIGPROF (JVM threads past the trap table)", st.PerfTrap)
-	default:
-		return fmt.Sprintf("%d signalling with perf's SIGTRAP, the others with SIGPROF through an interrupt of their own (%s)", st.PerfTrap, why)
-	}
-}
-

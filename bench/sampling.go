@@ -394,7 +394,7 @@ func (p *Sampling) Markdown(out io.Writer, s *Suite) error {
 			"before any stack walk (µs of thread CPU, median of %d runs, interleaved, with their range). The loop is arithmetic in "+
 			"registers (*cpu*), or increments scattered over 8 MiB (*mem*), where what an interrupt's exit to the hypervisor does to "+
 			"the caches shows.\n\n", sigcostPeriod, len(p.SignalCost["cpu/none"]))
-		fmt.Fprintln(out, "| loop | timer interrupts alone (no signal) | + SIGPROF through fasync (an irq_work: a self-interrupt) | + perf's SIGTRAP (sigtrap: on the way back to user space; SAMPLE's) |")
+		fmt.Fprintln(out, "| loop | timer interrupts alone (no signal) | + SIGPROF through fasync (SAMPLE's: perf sends it from an irq_work, a self-interrupt) | + perf's own SIGTRAP instead (sigtrap; not used, see below) |")
 		fmt.Fprintln(out, "|---|--:|--:|--:|")
 		for _, work := range sigcostWork {
 			fmt.Fprintf(out, "| %s |", work)
@@ -404,9 +404,13 @@ func (p *Sampling) Markdown(out io.Writer, s *Suite) error {
 			}
 			fmt.Fprintln(out)
 		}
-		c := Summarize(p.SignalCost["cpu/trap"])
-		fmt.Fprintf(out, "\nAt 1 ms, that floor alone (*cpu*, SIGTRAP) is %.1f%% of a sampled thread's CPU time; more where the program's "+
-			"working set is larger than the caches.\n", 100*c.Median/1000)
+		c, timer := Summarize(p.SignalCost["cpu/prof"]), Summarize(p.SignalCost["cpu/none"])
+		fmt.Fprintf(out, "\nAt 1 ms, SAMPLE's floor (*cpu*, SIGPROF) is %.1f%% of a sampled thread's CPU time, %.1f%% of it the timer's "+
+			"interrupts alone; more where the program's working set is larger than the caches. perf's SIGTRAP (Linux 5.13; queued as "+
+			"work for the thread's return to user space from 6.11) spares the self-interrupt, but SAMPLE does not use it: before 5.19 a "+
+			"sample arriving while the thread blocks SIGTRAP (glibc does around clone) kills the process, HotSpot's crash reporting "+
+			"takes SIGTRAP over while it writes hs_err (each sample would then abort a step of the report), and debuggers and crash "+
+			"reporters in native libraries take every SIGTRAP for a breakpoint or a crash.\n", 100*c.Median/1000, 100*timer.Median/1000)
 	} else if p.SignalErr != "" {
 		fmt.Fprintf(out, "\nThe signal floor was not measured: %s\n", oneLine(p.SignalErr))
 	}

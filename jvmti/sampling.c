@@ -218,65 +218,6 @@ out:
 	errno = saved_errno;
 }
 
-/* jp_trap_handler takes SIGTRAP: a sample when perf sent it with the
- * agent's tag, else a breakpoint's or a debugger's trap, handled as it
- * would have been without the agent. */
-static void jp_trap_handler(int sig, siginfo_t *si, void *uc)
-{
-	if (si != NULL && si->si_code == TRAP_PERF && (uint32_t)(jp_si_perf_data(si) >> 32) == JP_TRAP_TAG) {
-		jp_sample_handler(sig, si, uc);
-		return;
-	}
-	const struct sigaction *o = &jps.trap_old;
-	if (o->sa_flags & SA_SIGINFO) {
-		if (o->sa_sigaction != NULL) {
-			o->sa_sigaction(sig, si, uc);
-			return;
-		}
-	} else if (o->sa_handler == SIG_IGN) {
-		return;
-	} else if (o->sa_handler != SIG_DFL) {
-		o->sa_handler(sig);
-		return;
-	}
-	/* The default action (a core dump): the disposition put back, the
-	 * trap sent again, taken once this handler returns. */
-	sigaction(SIGTRAP, o, NULL);
-	syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), SIGTRAP);
-}
-
-/* jp_trap_setup installs jp_trap_handler, for the perf events to signal
- * with SIGTRAP (sampling_timers.c's jp_perf_arm says why); where SIGTRAP
- * has a handler already (a debugger's agent, another profiler), the
- * events signal with SIGPROF instead. jps.trap_why says why not. */
-static void jp_trap_setup(void)
-{
-	if (jps.kind != JP_SAMPLE_CPU || jps.perf_refused)
-		return;
-	if (sigaction(SIGTRAP, NULL, &jps.trap_old) != 0) {
-		snprintf(jps.trap_why, sizeof jps.trap_why, "sigaction(SIGTRAP): %s", strerror(errno));
-		return;
-	}
-	const struct sigaction *o = &jps.trap_old;
-	if ((o->sa_flags & SA_SIGINFO) ? o->sa_sigaction != NULL : o->sa_handler != SIG_DFL && o->sa_handler != SIG_IGN) {
-		snprintf(jps.trap_why, sizeof jps.trap_why, "SIGTRAP already has a handler");
-		return;
-	}
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_sigaction = jp_trap_handler;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
-	/* One sample at a time on a thread, whichever signal brings it (a
-	 * thread whose perf event failed has a SIGPROF timer). */
-	sigemptyset(&sa.sa_mask);
-	sigaddset(&sa.sa_mask, SIGPROF);
-	if (sigaction(SIGTRAP, &sa, NULL) != 0) {
-		snprintf(jps.trap_why, sizeof jps.trap_why, "sigaction(SIGTRAP): %s", strerror(errno));
-		return;
-	}
-	jps.trap = 1;
-}
-
 uint64_t jp_sampling_period(void)
 {
 	return jps.period_ns;
@@ -361,12 +302,10 @@ static int jp_sampling_setup(jvmtiEnv *jvmti, jvmtiCapabilities *caps, jvmtiEven
 	sa.sa_sigaction = jp_sample_handler;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
 	sigemptyset(&sa.sa_mask);
-	sigaddset(&sa.sa_mask, SIGTRAP);
 	if (sigaction(jps.signo, &sa, NULL) != 0) {
 		snprintf(err, errlen, "SAMPLE: sigaction(%s): %s", strsignal(jps.signo), strerror(errno));
 		return -1;
 	}
-	jp_trap_setup();
 	cb->ClassLoad = cb_class_load;
 	cb->ClassPrepare = cb_class_prepare;
 	jp_jvm_threads_setup();
@@ -611,10 +550,4 @@ const jp_source_ops jp_sampling_ops = {
 int jp_sampling_debuginfo(void)
 {
 	return jps.debug_nonsafepoints;
-}
-
-const char *jp_sampling_trap(int *on)
-{
-	*on = jps.trap;
-	return jps.trap_why;
 }

@@ -116,9 +116,8 @@ type SampleStats struct {
 	Threads       uint64        // threads given sampling state
 	Weight        time.Duration // the time all samples stand for
 	// PerfArmed and TimerArmed count armings (cpu kind) with a perf
-	// task-clock event and with a POSIX CPU timer (tick-bound);
-	// PerfTrap the perf events that signal with perf's SIGTRAP.
-	PerfArmed, TimerArmed, PerfTrap uint64
+	// task-clock event and with a POSIX CPU timer (tick-bound).
+	PerfArmed, TimerArmed uint64
 	// Handler is the thread CPU time spent in the signal handler: the
 	// sampler's own cost on the sampled threads (signal delivery aside).
 	Handler time.Duration
@@ -155,16 +154,6 @@ type SampleStats struct {
 	Parked, ParkTimeouts uint64
 }
 
-// SampleTrap says whether the perf events signal with perf's own
-// SIGTRAP, queued for the thread's return to user space, rather than
-// with SIGPROF through an interrupt of its own (which costs a VM an exit
-// to the hypervisor per sample); if not, why (empty: not tried).
-func SampleTrap() (on bool, why string) {
-	var o C.int
-	w := C.jp_sampling_trap(&o)
-	return o != 0, C.GoString(w)
-}
-
 // DebugNonSafepoints is what turning HotSpot's DebugNonSafepoints on at
 // set-up gave: 0 on; 1 on and 2 off as the user set it (left alone); -1
 // the VM's structure table not readable, -2 no such flag.
@@ -188,7 +177,7 @@ func SamplingStats() SampleStats {
 	s := SampleStats{Samples: uint64(st.samples), Failed: map[string]uint64{}, Misses: uint64(st.misses),
 		Deep: uint64(st.deep), Limited: uint64(st.limited), Unowned: uint64(st.unowned),
 		TimerFailures: uint64(st.timer_failures), SetupFailures: uint64(st.setup_failures), Threads: uint64(st.threads),
-		Weight: time.Duration(st.weight_ns), PerfArmed: uint64(st.perf_armed), TimerArmed: uint64(st.timer_armed), PerfTrap: uint64(st.perf_trap),
+		Weight: time.Duration(st.weight_ns), PerfArmed: uint64(st.perf_armed), TimerArmed: uint64(st.timer_armed),
 		Handler: time.Duration(st.handler_ns), Prepare: time.Duration(st.prepare_ns), Prepared: uint64(st.prepared),
 		JVMThreads: uint64(st.jvm_threads), JVMEnded: uint64(st.jvm_ended), JVMSamples: uint64(st.jvm_samples),
 		JVMWeight: time.Duration(st.jvm_weight_ns), JVMPeriod: max(time.Duration(C.jp_sampling_period()), time.Duration(C.JP_JVM_PERIOD_NS)), Recovered: uint64(st.recovered), Anchored: uint64(st.anchored),

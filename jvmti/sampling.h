@@ -37,7 +37,6 @@ typedef struct jp_sample_stats {
 	uint64_t threads;        /* threads given sampling state */
 	uint64_t weight_ns;      /* time all samples stand for */
 	uint64_t perf_armed;     /* cpu: threads armed with a perf task-clock event */
-	uint64_t perf_trap;      /* of those armings, events that signal with perf's SIGTRAP (the rest SIGPROF) */
 	uint64_t timer_armed;    /* cpu: threads armed with a POSIX CPU timer */
 	uint64_t handler_ns;     /* thread CPU time spent in the handler (its own cost) */
 	uint64_t prepare_ns;     /* time spent making jmethodIDs at class prepare and VM init */
@@ -67,9 +66,6 @@ const char *jp_sampling_reason(int r);
 /* jp_sampling_debuginfo: turning DebugNonSafepoints on gave this
  * (jp_vm_set_bool_flag). */
 int jp_sampling_debuginfo(void);
-/* jp_sampling_trap says whether perf events signal with perf's SIGTRAP
- * (*on), and if not, why (empty: not tried, the kind or no perf). */
-const char *jp_sampling_trap(int *on);
 /* jp_sampling_recovery says which recoveries of failed walks HotSpot's
  * structure table allows: 1 from the caller of the top frame (the code
  * cache's bounds known), 2 from a thread's last Java frame (its anchor

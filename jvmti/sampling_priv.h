@@ -38,10 +38,6 @@ typedef struct jp_sthread {
 	int tid;
 	int armed;               /* timer made (cpu) / signalled by the wall thread */
 	int perf_fd;             /* cpu: the perf event, or -1 for the timer */
-	/* A JVM thread's perf event that signals with SIGTRAP: 1 + its
-	 * place in the table the handler finds the record in by the
-	 * signal's data (sampling_threads.c); 0 if none. */
-	uint32_t trap_ix;
 	timer_t timer;
 	volatile uint32_t arm_gen; /* bumped at each arming */
 	uint32_t seen_gen;       /* handler: arm_gen of the previous sample */
@@ -123,13 +119,6 @@ struct jp_sampling_state {
 	int debug_nonsafepoints; /* jp_vm_set_bool_flag's result: 0 or 1 when on */
 	int perf_refused;   /* cpu: perf events refused, POSIX timers instead */
 	int perf_user_only; /* cpu: perf events allowed for user space only */
-	/* cpu: perf events signal with perf's own synchronous SIGTRAP
-	 * (sigtrap), else with SIGPROF through the descriptor's fasync;
-	 * trap_why says why not, and trap_old is SIGTRAP's disposition
-	 * before the agent's, for the traps that are not samples. */
-	int trap;
-	char trap_why[160];
-	struct sigaction trap_old;
 	pthread_mutex_t lock;
 	jp_sthread *list;   /* Java threads */
 	jp_sthread *jvm;    /* the JVM's own threads (sampling_threads.c) */
@@ -152,33 +141,6 @@ struct jp_sampling_state {
 extern struct jp_sampling_state jps;
 
 #define JP_COUNT(field) __atomic_fetch_add(&jps.st.field, 1, __ATOMIC_RELAXED)
-
-/* A sample's SIGTRAP carries the event's sig_data: this tag in its high
- * half (a trap that lacks it is a breakpoint's or a debugger's), and in
- * its low half the JVM thread's trap_ix, or 0 for a Java thread (found by
- * its thread-local). */
-#define JP_TRAP_TAG 0x4a505254u /* "JPRT" */
-#ifndef TRAP_PERF
-#define TRAP_PERF 6
-#endif
-
-/* jp_si_perf_data is siginfo's si_perf_data (Linux 5.13), which glibc
- * before 2.37 does not name: the kernel's union of fault details starts
- * right after si_addr. */
-static inline uint64_t jp_si_perf_data(const siginfo_t *si)
-{
-	uint64_t d;
-	__builtin_memcpy(&d, (const char *)&si->si_addr + sizeof(void *), sizeof d);
-	return d;
-}
-
-/* jp_signalled_with_record says whether s's signal must name its record
- * (a JVM thread's, or one found running at an attach, which has no
- * thread-local state the handler could find it by). */
-static inline int jp_signalled_with_record(const jp_sthread *s)
-{
-	return s->env == NULL || s->maybe_java != 0;
-}
 
 /* sampling.c: arming and disarming a thread's timer (jps.lock held). */
 void jp_arm(jp_sthread *s);

@@ -35,8 +35,7 @@
 #include "sampling_priv.h"
 
 #define JP_SCAN_MS 100
-/* JVM threads' perf event descriptors below this are found by si_fd;
- * as many have a place in the trap table (by their SIGTRAP's data). */
+/* JVM threads' perf event descriptors below this are found by si_fd. */
 #define JP_NFD 4096
 /* Threads one scan looks at (the JVM's own number a few dozen). */
 #define JP_SCAN_MAX 4096
@@ -47,7 +46,6 @@ static const char *const jp_kind_names[JP_NKINDS] = {
 };
 static uint32_t jp_kind_h[JP_NKINDS];
 static jp_sthread *jp_by_fd[JP_NFD];
-static jp_sthread *jp_by_trap[JP_NFD];
 static char jp_self_comm[17];
 static pthread_t jp_scanner;
 static int jp_scanner_started;
@@ -105,48 +103,24 @@ jp_sthread *jp_jvm_thread_of(const siginfo_t *si)
 	 * thread found by the scanner). */
 	if (si->si_code == SI_TIMER || si->si_code == SI_QUEUE)
 		return (jp_sthread *)si->si_value.sival_ptr; /* NULL for a Java thread's */
-	if (si->si_signo == SIGTRAP) {
-		uint32_t ix = (uint32_t)jp_si_perf_data(si);
-		return ix != 0 && ix <= JP_NFD ? __atomic_load_n(&jp_by_trap[ix - 1], __ATOMIC_ACQUIRE) : NULL;
-	}
 	if (si->si_code >= POLL_IN && si->si_code <= POLL_HUP && si->si_fd >= 0 && si->si_fd < JP_NFD)
 		return __atomic_load_n(&jp_by_fd[si->si_fd], __ATOMIC_ACQUIRE);
 	return NULL;
 }
 
-/* jp_jvm_arm arms a JVM thread and makes it findable by its signal: by
- * its place in the trap table, taken here (a free place is an empty one:
- * places are taken and given back under jps.lock), or by its descriptor;
- * jps.lock held. A signal still on its way after the disarm finds the
- * place empty, or another thread's record, which the handler tells by
- * its tid. */
+/* jp_jvm_arm arms a JVM thread and makes its descriptor findable;
+ * jps.lock held. */
 static void jp_jvm_arm(jp_sthread *s)
 {
-	if (s->armed)
-		return;
-	s->trap_ix = 0;
-	if (jps.trap && jp_signalled_with_record(s)) {
-		static uint32_t next;
-		for (uint32_t i = 0; i < JP_NFD && s->trap_ix == 0; i++, next = (next + 1) % JP_NFD)
-			if (jp_by_trap[next] == NULL)
-				s->trap_ix = next + 1;
-	}
 	jp_arm(s);
-	if (!s->armed || s->perf_fd < 0)
-		return;
-	if (s->trap_ix != 0)
-		__atomic_store_n(&jp_by_trap[s->trap_ix - 1], s, __ATOMIC_RELEASE);
-	else if (s->perf_fd < JP_NFD)
+	if (s->armed && s->perf_fd >= 0 && s->perf_fd < JP_NFD)
 		__atomic_store_n(&jp_by_fd[s->perf_fd], s, __ATOMIC_RELEASE);
 }
 
 static void jp_jvm_disarm(jp_sthread *s)
 {
-	if (s->armed && s->perf_fd >= 0 && s->trap_ix != 0)
-		__atomic_store_n(&jp_by_trap[s->trap_ix - 1], NULL, __ATOMIC_RELEASE);
-	else if (s->armed && s->perf_fd >= 0 && s->perf_fd < JP_NFD)
+	if (s->armed && s->perf_fd >= 0 && s->perf_fd < JP_NFD)
 		__atomic_store_n(&jp_by_fd[s->perf_fd], NULL, __ATOMIC_RELEASE);
-	s->trap_ix = 0;
 	jp_disarm(s);
 }
 

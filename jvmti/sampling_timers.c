@@ -10,7 +10,6 @@
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -33,10 +32,9 @@ uint64_t jp_period_of(const jp_sthread *s)
 	return s->period_ns ? s->period_ns : jps.period_ns;
 }
 
-/* jp_perf_open opens a task-clock event on s's thread that overflows
- * every period of its CPU time, with perf's SIGTRAP (trap) or without a
- * signal of its own; -1 with errno if perf refuses. */
-static int jp_perf_open(jp_sthread *s, int trap)
+/* jp_perf_arm opens a task-clock event on s's thread that signals it
+ * every period of its CPU time; -1 if perf events are refused. */
+static int jp_perf_arm(jp_sthread *s)
 {
 	struct perf_event_attr a;
 	memset(&a, 0, sizeof a);
@@ -50,64 +48,23 @@ static int jp_perf_open(jp_sthread *s, int trap)
 	 * weighs their time. */
 	a.exclude_kernel = jps.perf_user_only;
 	a.exclude_hv = 1;
-	if (trap) {
-		a.sigtrap = 1;
-		a.remove_on_exec = 1; /* which sigtrap requires */
-		a.sig_data = (uint64_t)JP_TRAP_TAG << 32 | s->trap_ix;
-	}
 	int fd = (int)syscall(__NR_perf_event_open, &a, s->tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0 && !jps.perf_user_only && (errno == EACCES || errno == EPERM)) {
 		jps.perf_user_only = 1;
 		a.exclude_kernel = 1;
 		fd = (int)syscall(__NR_perf_event_open, &a, s->tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	}
-	return fd;
-}
-
-/* jp_perf_arm opens and enables s's perf event, which signals its thread
- * every period of its CPU time; -1 if perf events are refused.
- *
- * The signal is perf's SIGTRAP where the kernel has it (sigtrap, Linux
- * 5.13): perf queues it as work the thread runs on its way back to user
- * space, from the timer interrupt that found the period over. Through
- * the descriptor's fasync (SIGPROF) instead, perf defers the signal to
- * an irq_work, a self-IPI: one more interrupt per sample, which in a VM
- * is one more exit to the hypervisor (bench -parts sigcost measures
- * both). A JVM thread without a place in the trap table
- * (jp_signalled_with_record, trap_ix 0) takes SIGPROF, found by its
- * descriptor. */
-static int jp_perf_arm(jp_sthread *s)
-{
-	int trap = jps.trap && (s->trap_ix != 0 || !jp_signalled_with_record(s));
-	int fd = jp_perf_open(s, trap);
-	if (fd < 0 && trap && errno == EINVAL) {
-		/* A kernel before sigtrap, or one that refuses it for this
-		 * event: SIGPROF for every thread from now on. */
-		jps.trap = 0;
-		snprintf(jps.trap_why, sizeof jps.trap_why, "this kernel refuses perf's sigtrap (EINVAL)");
-		trap = 0;
-		fd = jp_perf_open(s, 0);
-	}
 	if (fd < 0)
 		return -1;
-	if (!trap) {
-		struct f_owner_ex owner = { F_OWNER_TID, s->tid };
-		if (fcntl(fd, F_SETOWN_EX, &owner) != 0 || fcntl(fd, F_SETSIG, jps.signo) != 0 ||
-		    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_ASYNC) != 0)
-			goto fail;
+	struct f_owner_ex owner = { F_OWNER_TID, s->tid };
+	if (fcntl(fd, F_SETOWN_EX, &owner) != 0 || fcntl(fd, F_SETSIG, jps.signo) != 0 ||
+	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_ASYNC) != 0 || ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
 	}
-	if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0)
-		goto fail;
-	if (trap)
-		JP_COUNT(perf_trap);
-	else
-		s->trap_ix = 0; /* found by its descriptor */
 	return fd;
-fail:;
-	int e = errno;
-	close(fd);
-	errno = e;
-	return -1;
 }
 
 /* jp_arm starts sampling s; jps.lock held. */
@@ -143,7 +100,7 @@ void jp_arm(jp_sthread *s)
 		sev.sigev_signo = jps.signo;
 		sev._sigev_un._tid = s->tid;
 		/* Tells the handler a JVM thread's signal (jp_jvm_thread_of). */
-		sev.sigev_value.sival_ptr = jp_signalled_with_record(s) ? s : NULL;
+		sev.sigev_value.sival_ptr = s->env == NULL || s->maybe_java != 0 ? s : NULL;
 		if (timer_create(jp_thread_cpuclock(s->tid), &sev, &s->timer) != 0) {
 			JP_COUNT(timer_failures);
 			return;

@@ -12,9 +12,12 @@
  *
  * How the event signals (mode):
  *   prof  SIGPROF through the descriptor's fasync (F_SETOWN_EX to the
- *         thread), which perf sends from an irq_work: a self-interrupt
- *   trap  perf's own SIGTRAP (attr.sigtrap, Linux 5.13), queued as work
- *         the thread runs on its way back to user space
+ *         thread), which perf sends from an irq_work: a self-interrupt.
+ *         SAMPLE's way.
+ *   trap  perf's own SIGTRAP (attr.sigtrap, Linux 5.13; from 6.11 queued
+ *         as work the thread runs on its way back to user space), which
+ *         SAMPLE does not use (BENCHMARKS.md says why): the alternative's
+ *         price, measured
  *   none  no signal: the timer's interrupts alone
  * The loop (work): cpu, arithmetic in registers; mem, increments
  * scattered over 8 MiB, which shows what an interrupt's exit to the

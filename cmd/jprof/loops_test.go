@@ -58,13 +58,7 @@ func TestProfileKeepsRunningLoop(t *testing.T) {
 				// changes depth while the agent reads it (once missed, the
 				// loop ran interpreted for good).
 				for i := 1; i <= 3; i++ {
-					dir := t.TempDir() + "/"
-					code, _, stderr := jprofBin(t, "profile", "-d", "1s", "-e", "bci", "-o", dir, strconv.Itoa(pid))
-					require.Equal(t, 0, code, stderr)
-					logs, _ := filepath.Glob(filepath.Join(dir, "log-rt.*"))
-					require.Len(t, logs, 1, "the log-rt kept in %s", dir)
-					b, err := os.ReadFile(logs[0])
-					require.NoError(t, err)
+					b, stderr := profileLogRT(t, strconv.Itoa(pid), "bci")
 					what := "1 class left as it was, its methods not seen: a method of it was running a loop"
 					if len(c.kept) > 1 {
 						what = fmt.Sprintf("%d classes left as they were, their methods not seen: a method of each was running a loop", len(c.kept))
