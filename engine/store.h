@@ -239,12 +239,12 @@ static inline void jp_map_free(jp_map *m)
 }
 
 /* jp_map_put stores (k1, k2) -> val in the empty slot s found by
- * jp_map_find, growing the map at half load. If it cannot grow (no
- * memory) it still takes entries up to 3/4 load, then refuses them
- * (returns -1, nothing stored) so that probes always end. */
+ * jp_map_find, growing the map at 3/4 load (jp_map_due). If it cannot
+ * grow (no memory) it still takes entries up to 7/8 load, then refuses
+ * them (returns -1, nothing stored) so that probes always end. */
 static inline int jp_map_put(jp_map *m, jp_slot *s, uintptr_t k1, uint32_t k2, uint32_t val)
 {
-	if ((uint64_t)(m->used + 1) * 2 > (uint64_t)m->mask + 1) {
+	if (jp_map_due(m)) {
 		jp_map bigger;
 		if (jp_map_init(&bigger, (m->mask + 1) * 2) == 0) {
 			for (uint32_t i = 0; i <= m->mask; i++) {
@@ -256,7 +256,7 @@ static inline int jp_map_put(jp_map *m, jp_slot *s, uintptr_t k1, uint32_t k2, u
 			jp_map_free(m);
 			*m = bigger;
 			s = jp_map_find(m, k1, k2);
-		} else if ((uint64_t)(m->used + 1) * 4 > ((uint64_t)m->mask + 1) * 3) {
+		} else if ((uint64_t)(m->used + 1) * 8 > ((uint64_t)m->mask + 1) * 7) {
 			return -1;
 		}
 	}

@@ -135,15 +135,14 @@ static inline int jp_arena_room(const jp_arena *a, uint32_t more)
 
 /* jp_event_grows says whether t's next event may allocate: grow one of
  * its hash maps (a rehash of up to millions of slots; jp_map_put grows
- * at half load, an event adds at most one entry to each), its shadow
+ * at 3/4 load, an event adds at most one entry to each), its shadow
  * stack, or its node or count arenas (a node; a group of counts, which
  * may first pad to the next chunk). A caller that must be quick and take
  * no lock, such as an FFM critical downcall, which holds off safepoints
  * while it runs, takes its slow path then. */
 static inline int jp_event_grows(const jp_thread *t)
 {
-	return (uint64_t)(t->children.used + 1) * 2 > (uint64_t)t->children.mask + 1 ||
-	       (uint64_t)(t->seqmap.used + 1) * 2 > (uint64_t)t->seqmap.mask + 1 ||
+	return jp_map_due(&t->children) || jp_map_due(&t->seqmap) ||
 	       t->depth + 2 >= t->stack_cap || !jp_arena_room(&t->nodes, 1) ||
 	       !jp_arena_room(&t->seqs, 2 * JP_SEQ_GROUP + 1);
 }
