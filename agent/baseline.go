@@ -8,7 +8,7 @@ import "github.com/libjprof/libjprof/engine"
 // reset (no counter is zeroed under a running thread's feet); nodes and
 // sequence counts are append-only, so a node's index is the same then and
 // now, and a frame still open at the reset keeps its place in the tree.
-// Only numbers are kept: 8·(4+metrics) bytes per node, 8 per sequence
+// Only numbers are kept: 8·(5+metrics) bytes per node, 8 per sequence
 // count.
 type baseline map[uint32]*threadBase
 
@@ -16,6 +16,7 @@ type threadBase struct {
 	counters engine.Counters
 	nodes    []uint64 // per node: calls, excs, ds, in, base[metrics]
 	seqs     []uint64 // per sequence count
+	nodeSeqs []uint64 // per node: its own sequence count (engine.Node.Seq0)
 }
 
 // nodeFields is the stride of threadBase.nodes.
@@ -38,6 +39,10 @@ func newBaseline(ts []engine.Thread, nm int) baseline {
 			_, _, tb.seqs[i] = t.Seq(i)
 		}
 		n := t.Len()
+		tb.nodeSeqs = make([]uint64, n)
+		for i := range tb.nodeSeqs {
+			_, tb.nodeSeqs[i] = t.Node(i).Seq0()
+		}
 		tb.nodes = make([]uint64, n*stride)
 		for i := 0; i < n; i++ {
 			nd := t.Node(i)
@@ -71,6 +76,14 @@ func (tb *threadBase) node(i, nm int) []uint64 {
 		return nil
 	}
 	return tb.nodes[i*s : (i+1)*s]
+}
+
+// seq0 returns node i's own sequence count at the baseline.
+func (tb *threadBase) seq0(i int) uint64 {
+	if tb == nil || i >= len(tb.nodeSeqs) {
+		return 0
+	}
+	return tb.nodeSeqs[i]
 }
 
 // seq returns sequence count i at the baseline.

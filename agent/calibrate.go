@@ -35,6 +35,11 @@ func keyCounts(ts []engine.Thread, b baseline, fallback bool) []uint64 {
 			_, key, c := t.Seq(i)
 			counts[key] += c - tb.seq(i)
 		}
+		for i, n := 0, t.Len(); i < n; i++ {
+			if key, c := t.Node(i).Seq0(); c > 0 {
+				counts[key] += c - tb.seq0(i)
+			}
+		}
 	}
 	return counts
 }

@@ -206,7 +206,7 @@ func (r *report) thread(lw *reports.LogRTWriter, t engine.Thread) error {
 	tot := threadTotals{root: rootName(t), ended: t.Ended(), counters: r.a.base.counters(t), metrics: make([]uint64, nm)}
 	var nb *threadBase // the next baseline's, for an interval flush
 	if r.nextBase != nil {
-		nb = &threadBase{counters: t.Counters(), seqs: make([]uint64, ns), nodes: make([]uint64, n*nodeFields(nm))}
+		nb = &threadBase{counters: t.Counters(), seqs: make([]uint64, ns), nodeSeqs: make([]uint64, n), nodes: make([]uint64, n*nodeFields(nm))}
 		r.nextBase[t.ID()] = nb
 		// Until read below, a node is as at the last baseline: the
 		// report shows nothing of it, the next one all it gains.
@@ -227,6 +227,19 @@ func (r *report) thread(lw *reports.LogRTWriter, t engine.Thread) error {
 			c -= tb.seq(i)
 			for k := 0; k < nm; k++ {
 				delta[node*nm+k] += c * cal.removed[k][key]
+			}
+		}
+		for i := 0; i < n; i++ {
+			key, c := t.Node(i).Seq0()
+			if nb != nil {
+				nb.nodeSeqs[i] = c
+			}
+			if c == 0 || cal == nil {
+				continue
+			}
+			c -= tb.seq0(i)
+			for k := 0; k < nm; k++ {
+				delta[i*nm+k] += c * cal.removed[k][key]
 			}
 		}
 	}

@@ -118,44 +118,52 @@ static inline jp_seqcount *jp_seq_group(jp_thread *t, jp_node *np, uint32_t node
 }
 
 /* jp_seq_count counts one event of key attributed to node. A node's
- * first key gets a count of its own (most nodes are leaves, with one
- * key: entry to exit); its next keys share a group, where the first
- * key may get a second count when it comes back (readers add them). */
+ * first key is counted in the node itself (seqkey, seqn); its next keys
+ * share a group, where the first key also gets a count once seqn is full
+ * (readers add them); past the group, the thread's map of counts. */
 static inline void jp_seq_count(jp_thread *t, jp_node *np, uint32_t node, uint32_t key)
 {
-	if (__builtin_expect(np->seqkey == key, 1)) {
-		np->seq->count++;
+	if (__builtin_expect(np->seqkey == key && np->seqn != UINT32_MAX, 1)) {
+		np->seqn++;
 		return;
 	}
-	jp_seqcount *sc;
-	if (np->seq == NULL) {
-		uint32_t i = jp_seq_new(t, node, key);
-		if (i == UINT32_MAX)
+	if (np->seqkey == JP_NOKEY) {
+		np->seqkey = (uint16_t)key;
+		/* A live reader must not see the count before the key. */
+		__atomic_store_n(&np->seqn, 1, __ATOMIC_RELEASE);
+		return;
+	}
+	if (np->seqlast != 0) {
+		jp_seqcount *c = jp_seq_at(t, np->seqlast - 1);
+		if (c->key == key) {
+			c->count++;
 			return;
-		sc = jp_seq_at(t, i);
-	} else if ((sc = jp_seq_group(t, np, node, key)) != NULL) {
+		}
+	}
+	jp_seqcount *sc;
+	uint32_t ix;
+	if ((sc = jp_seq_group(t, np, node, key)) != NULL) {
 		sc->count++;
+		ix = np->seqs - 1 + (uint32_t)(sc - jp_seq_at(t, np->seqs - 1));
 	} else {
 		jp_slot *s = jp_map_find(&t->seqmap, (uintptr_t)key + 1, node);
 		if (s->k1 != 0) {
-			sc = jp_seq_at(t, s->val);
-			sc->count++;
+			ix = s->val;
+			jp_seq_at(t, ix)->count++;
 		} else {
-			uint32_t i = jp_seq_new(t, node, key);
-			if (i == UINT32_MAX)
+			ix = jp_seq_new(t, node, key);
+			if (ix == UINT32_MAX)
 				return;
 			uint32_t mask = t->seqmap.mask;
-			int put = jp_map_put(&t->seqmap, s, (uintptr_t)key + 1, node, i);
+			int put = jp_map_put(&t->seqmap, s, (uintptr_t)key + 1, node, ix);
 			t->grew |= t->seqmap.mask != mask;
 			if (put != 0) {
 				t->alloc_failures++;
 				return; /* counted, but not cached either */
 			}
-			sc = jp_seq_at(t, i);
 		}
 	}
-	np->seqkey = (uint16_t)key;
-	np->seq = sc;
+	np->seqlast = ix + 1;
 }
 
 static int jp_push(jp_thread *t, uintptr_t key, uint32_t node, jp_node *np)

@@ -234,12 +234,13 @@ static unsigned char *jp_put_uvarint(unsigned char *p, uint64_t v)
 }
 
 /* jp_pack_tree encodes a thread's nodes and sequence counts: per node
- * (index i) i - parent, type, method, calls, excs, ds, in and its
- * nmetrics base values; then per sequence count node, key and count.
- * Returns a malloc'd buffer and its length, or NULL. */
+ * (index i) i - parent, type, method, calls, excs, ds, in, its first
+ * key's count (seqn) and, if not 0, the key, and its nmetrics base
+ * values; then per sequence count node, key and count. Returns a
+ * malloc'd buffer and its length, or NULL. */
 static unsigned char *jp_pack_tree(const jp_thread *t, uint32_t nn, uint32_t ns, uint32_t *len)
 {
-	size_t max = (size_t)nn * (10 * (7 + (size_t)jp.nmetrics) + 1) + (size_t)ns * 30 + 1;
+	size_t max = (size_t)nn * (10 * (9 + (size_t)jp.nmetrics) + 1) + (size_t)ns * 30 + 1;
 	unsigned char *buf = malloc(max), *p = buf;
 	if (buf == NULL)
 		return NULL;
@@ -252,6 +253,9 @@ static unsigned char *jp_pack_tree(const jp_thread *t, uint32_t nn, uint32_t ns,
 		p = jp_put_uvarint(p, nd->excs);
 		p = jp_put_uvarint(p, nd->ds);
 		p = jp_put_uvarint(p, nd->in);
+		p = jp_put_uvarint(p, nd->seqn);
+		if (nd->seqn != 0)
+			p = jp_put_uvarint(p, nd->seqkey);
 		for (int k = 0; k < jp.nmetrics; k++)
 			p = jp_put_uvarint(p, nd->base[k]);
 	}

@@ -79,6 +79,10 @@ func (t Thread) Unpacked(s *Scratch) (Thread, error) {
 		data = data[1:]
 		nd.method = C.uint32_t(uv())
 		nd.calls, nd.excs, nd.ds, nd.in = C.uint64_t(uv()), C.uint32_t(uv()), C.uint32_t(uv()), C.uint32_t(uv())
+		nd.seqn, nd.seqkey = C.uint32_t(uv()), C.JP_NOKEY
+		if nd.seqn != 0 {
+			nd.seqkey = C.uint16_t(uv())
+		}
 		for k := 0; k < nm; k++ {
 			*(*uint64)(unsafe.Add(unsafe.Pointer(nd), C.sizeof_jp_node+8*k)) = uv()
 		}
@@ -274,6 +278,18 @@ func (n Node) Base(k int) uint64 {
 	// base[] is a flexible array member, invisible to cgo: it starts
 	// right after the fixed part.
 	return *(*uint64)(unsafe.Add(unsafe.Pointer(n.p), C.sizeof_jp_node+8*k))
+}
+
+// Seq0 is the node's own sequence count: how many events of its first
+// calibration key were attributed to it (count 0: none yet). The
+// thread's other counts are Seq's, the same key's included once this
+// one is full. Like Seq, it is to be read before the node's values.
+func (n Node) Seq0() (key int, count uint64) {
+	c := atomic.LoadUint32((*uint32)(unsafe.Pointer(&n.p.seqn)))
+	if c == 0 {
+		return 0, 0
+	}
+	return int(n.p.seqkey), uint64(c)
 }
 
 // NSeqs is the number of sequence counts published.

@@ -23,10 +23,17 @@ typedef struct jp_node {
 	uint32_t parent; /* index of the caller's node; the root is its own parent */
 	uint8_t type;    /* enum jp_type as seen in this context */
 	uint8_t pad;
-	uint16_t seqkey; /* key of *seq, the last sequence counted here; JP_NOKEY if none */
+	/* The node's first calibration key and its count, kept here: most
+	 * nodes are leaves with one key (entry to exit), and this line is
+	 * the one the event writes anyway, where a count of its own would
+	 * cost another line (a cache miss on a large tree) and 16 bytes.
+	 * Past UINT32_MAX the key's events go on in the group (readers add
+	 * its counts). seqkey is JP_NOKEY while seqn is 0. */
+	uint16_t seqkey;
 	uint32_t method; /* registry handle; unused for the root */
 	uint32_t seqs;   /* 1 + index of the node's own group of JP_SEQ_GROUP counts, 0 if none yet */
-	struct jp_seqcount *seq; /* owner-only cache: most events of a node repeat its last key */
+	uint32_t seqn;
+	uint32_t seqlast; /* owner-only: 1 + index in seqs of the other key counted last, 0 if none */
 	/* Owner-only cache: the child last found in the thread's child map
 	 * from this context (ckey 0: none). Most activations of a context
 	 * call what the last one called, and the node is in the cache when
