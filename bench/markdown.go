@@ -235,7 +235,7 @@ func (j *Javac) Markdown(out io.Writer, s *Suite) error {
 		}
 	}
 	fmt.Fprintf(out, "\nWhile collecting, a node costs its C record (56 bytes + 8 per metric: a cache line with one metric), its slot in the per-thread "+
-		"child hash (kept at most 3/4 full) and, when calibrating, its per-node sequence counts (a thread of more than "+
+		"child hash (kept at most 3/4 full) and, when calibrating, the counts of its calibration keys after the first, which it counts itself (a thread of more than "+
 		"16,384 nodes also has a 64 KiB cache of its tree's edges); the estimate also "+
 		"holds whatever the JVM does differently under an agent, so it bounds the agent's cost from above. The log-rt is "+
 		"written straight from the C trees, one thread at a time: the peak adds, for the thread being written, 17 bytes "+

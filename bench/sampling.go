@@ -394,7 +394,7 @@ func (p *Sampling) Markdown(out io.Writer, s *Suite) error {
 			"before any stack walk (µs of thread CPU, median of %d runs, interleaved, with their range). The loop is arithmetic in "+
 			"registers (*cpu*), or increments scattered over 8 MiB (*mem*), where what an interrupt's exit to the hypervisor does to "+
 			"the caches shows.\n\n", sigcostPeriod, len(p.SignalCost["cpu/none"]))
-		fmt.Fprintln(out, "| loop | timer interrupts alone (no signal) | + SIGPROF through fasync (SAMPLE's: perf sends it from an irq_work, a self-interrupt) | + perf's own SIGTRAP instead (sigtrap; not used, see below) |")
+		fmt.Fprintln(out, "| loop | the timer's interrupts alone (no signal) | with SIGPROF through fasync (SAMPLE's: perf sends it from an irq_work, a self-interrupt) | with perf's own SIGTRAP instead (sigtrap; not used, see below) |")
 		fmt.Fprintln(out, "|---|--:|--:|--:|")
 		for _, work := range sigcostWork {
 			fmt.Fprintf(out, "| %s |", work)
