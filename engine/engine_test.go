@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -92,4 +93,47 @@ func TestCount32Saturates(t *testing.T) {
 	assert.Equal(t, uint32(math.MaxUint32), ctest.Count32(math.MaxUint32, 1))
 	assert.Equal(t, uint32(math.MaxUint32), ctest.Count32(10, 1<<40))
 	assert.Equal(t, uint64(math.MaxUint32), uint64(CountMax))
+}
+
+// Every event's calibration key is counted once for its node, whichever
+// place holds the count: the node itself (its first key), its group, the
+// thread's map, or the group again once the node's own count is full;
+// key 0 is a key like any other.
+func TestSeqCountsAddUp(t *testing.T) {
+	const nn, nk = 3000, 41
+	r := rand.New(rand.NewPCG(1, 2))
+	keys := make([][]uint32, nn) // each node's keys, the first the most frequent
+	for i := range keys {
+		n := 1 + r.IntN(8)
+		if i%5 == 0 {
+			n = 1 + r.IntN(nk) // past the group, into the map
+		}
+		for _, k := range r.Perm(nk)[:n] {
+			keys[i] = append(keys[i], uint32(k))
+		}
+		if i%7 == 0 {
+			keys[i][0] = 0
+		}
+	}
+	events := make([][2]uint32, 0, 600000)
+	want := make([]uint64, nn*nk)
+	for len(events) < cap(events) {
+		n := r.IntN(nn)
+		k := keys[n][0]
+		if r.IntN(3) == 0 {
+			k = keys[n][r.IntN(len(keys[n]))]
+		}
+		if n == 0 {
+			k = keys[0][0] // node 0 overflows its own count below
+		}
+		events = append(events, [2]uint32{uint32(n), k})
+		want[n*nk+int(k)]++
+	}
+	got, failures := ctest.Seqs(events, nn, nk, keys[0][0], math.MaxUint32-5)
+	require.Equal(t, 0, failures)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("node %d key %d: counted %d, want %d", i/nk, i%nk, got[i], want[i])
+		}
+	}
 }
