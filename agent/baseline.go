@@ -16,7 +16,7 @@ type threadBase struct {
 	counters engine.Counters
 	nodes    []uint64 // per node: calls, excs, ds, in, base[metrics]
 	seqs     []uint64 // per sequence count
-	nodeSeqs []uint64 // per node: its own sequence count (engine.Node.Seq0)
+	nodeSeqs []uint64 // per node: its own sequence count (engine.Node.Seq0), when calibrating
 }
 
 // nodeFields is the stride of threadBase.nodes.
@@ -39,9 +39,11 @@ func newBaseline(ts []engine.Thread, nm int) baseline {
 			_, _, tb.seqs[i] = t.Seq(i)
 		}
 		n := t.Len()
-		tb.nodeSeqs = make([]uint64, n)
-		for i := range tb.nodeSeqs {
-			_, tb.nodeSeqs[i] = t.Node(i).Seq0()
+		if engine.Calibrating() {
+			tb.nodeSeqs = make([]uint64, n)
+			for i := range tb.nodeSeqs {
+				_, tb.nodeSeqs[i] = t.Node(i).Seq0()
+			}
 		}
 		tb.nodes = make([]uint64, n*stride)
 		for i := 0; i < n; i++ {

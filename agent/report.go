@@ -206,7 +206,10 @@ func (r *report) thread(lw *reports.LogRTWriter, t engine.Thread) error {
 	tot := threadTotals{root: rootName(t), ended: t.Ended(), counters: r.a.base.counters(t), metrics: make([]uint64, nm)}
 	var nb *threadBase // the next baseline's, for an interval flush
 	if r.nextBase != nil {
-		nb = &threadBase{counters: t.Counters(), seqs: make([]uint64, ns), nodeSeqs: make([]uint64, n), nodes: make([]uint64, n*nodeFields(nm))}
+		nb = &threadBase{counters: t.Counters(), seqs: make([]uint64, ns), nodes: make([]uint64, n*nodeFields(nm))}
+		if engine.Calibrating() {
+			nb.nodeSeqs = make([]uint64, n)
+		}
 		r.nextBase[t.ID()] = nb
 		// Until read below, a node is as at the last baseline: the
 		// report shows nothing of it, the next one all it gains.
@@ -229,7 +232,8 @@ func (r *report) thread(lw *reports.LogRTWriter, t engine.Thread) error {
 				delta[node*nm+k] += c * cal.removed[k][key]
 			}
 		}
-		for i := 0; i < n; i++ {
+		// Each node's own count (its first key's), when calibrating.
+		for i := 0; i < n && engine.Calibrating(); i++ {
 			key, c := t.Node(i).Seq0()
 			if nb != nil {
 				nb.nodeSeqs[i] = c
