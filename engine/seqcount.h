@@ -10,6 +10,16 @@
 #include "engine.h"
 #include "store.h"
 
+/* jp_seq_inc adds one to a count. The store is a release (a plain store
+ * on x86-64): a live reader, which reads the counts before the nodes'
+ * values, never sees a count whose event's value is not yet visible
+ * (which arm64 could otherwise reorder), so calibration never removes
+ * more than the values read account for. */
+static inline void jp_seq_inc(uint64_t *c)
+{
+	__atomic_store_n(c, *c + 1, __ATOMIC_RELEASE);
+}
+
 /* jp_seq_new appends a count of 1 of key for node and returns its index
  * (no memory: UINT32_MAX, and nothing is counted). */
 static inline uint32_t jp_seq_new(jp_thread *t, uint32_t node, uint32_t key)
@@ -73,7 +83,7 @@ static inline jp_seqcount *jp_seq_group(jp_thread *t, jp_node *np, uint32_t node
 static inline void jp_seq_count(jp_thread *t, jp_node *np, uint32_t node, uint32_t key)
 {
 	if (__builtin_expect(np->seqkey == key && np->seqn != UINT32_MAX, 1)) {
-		np->seqn++;
+		__atomic_store_n(&np->seqn, np->seqn + 1, __ATOMIC_RELEASE); /* as jp_seq_inc */
 		return;
 	}
 	if (np->seqkey == JP_NOKEY) {
@@ -85,20 +95,20 @@ static inline void jp_seq_count(jp_thread *t, jp_node *np, uint32_t node, uint32
 	if (np->seqlast != 0) {
 		jp_seqcount *c = jp_seq_at(t, np->seqlast - 1);
 		if (c->key == key) {
-			c->count++;
+			jp_seq_inc(&c->count);
 			return;
 		}
 	}
 	jp_seqcount *sc;
 	uint32_t ix;
 	if ((sc = jp_seq_group(t, np, node, key)) != NULL) {
-		sc->count++;
+		jp_seq_inc(&sc->count);
 		ix = np->seqs - 1 + (uint32_t)(sc - jp_seq_at(t, np->seqs - 1));
 	} else {
 		jp_slot *s = jp_map_find(&t->seqmap, (uintptr_t)key + 1, node);
 		if (s->k1 != 0) {
 			ix = s->val;
-			jp_seq_at(t, ix)->count++;
+			jp_seq_inc(&jp_seq_at(t, ix)->count);
 		} else {
 			ix = jp_seq_new(t, node, key);
 			if (ix == UINT32_MAX)
