@@ -8,8 +8,8 @@ import "github.com/libjprof/libjprof/engine"
 // reset (no counter is zeroed under a running thread's feet); nodes and
 // sequence counts are append-only, so a node's index is the same then and
 // now, and a frame still open at the reset keeps its place in the tree.
-// Only numbers are kept: 8·(5+metrics) bytes per node, 8 per sequence
-// count.
+// Only numbers are kept: 8·(4+metrics) bytes per node (8 more when
+// calibrating: the node's own sequence count), 8 per sequence count.
 type baseline map[uint32]*threadBase
 
 type threadBase struct {

@@ -199,6 +199,7 @@ func (r *report) thread(lw *reports.LogRTWriter, t engine.Thread) error {
 	// calibration never removes more than was added.
 	ns := t.NSeqs()
 	n := t.Len()
+	calibrating := engine.Calibrating()
 	cal := r.cal
 	if t.Fallback() {
 		cal = r.calFB
@@ -207,7 +208,7 @@ func (r *report) thread(lw *reports.LogRTWriter, t engine.Thread) error {
 	var nb *threadBase // the next baseline's, for an interval flush
 	if r.nextBase != nil {
 		nb = &threadBase{counters: t.Counters(), seqs: make([]uint64, ns), nodes: make([]uint64, n*nodeFields(nm))}
-		if engine.Calibrating() {
+		if calibrating {
 			nb.nodeSeqs = make([]uint64, n)
 		}
 		r.nextBase[t.ID()] = nb
@@ -233,7 +234,7 @@ func (r *report) thread(lw *reports.LogRTWriter, t engine.Thread) error {
 			}
 		}
 		// Each node's own count (its first key's), when calibrating.
-		for i := 0; i < n && engine.Calibrating(); i++ {
+		for i := 0; i < n && calibrating; i++ {
 			key, c := t.Node(i).Seq0()
 			if nb != nil {
 				nb.nodeSeqs[i] = c
