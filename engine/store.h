@@ -49,10 +49,10 @@ static inline void *jp_zalloc(size_t n)
 	return jp_map_block(n, 0);
 }
 
-/* jp_zalloc_lines is jp_zalloc asking for huge pages, aligned to a cache
- * line also when it is small (calloc aligns to 16 bytes): an arena's records of 64
- * bytes then each take one line, the first chunks' too, which hold a
- * tree's hottest nodes. Freed with jp_zfree. */
+/* jp_zalloc_lines is jp_zalloc asking for huge pages, aligned to a
+ * cache line also when it is small (calloc aligns to 16 bytes): an
+ * arena's records of 64 bytes then each take one line, the first
+ * chunks' too, which hold a tree's hottest nodes. Freed with jp_zfree. */
 static inline void *jp_zalloc_lines(size_t n)
 {
 	if (n >= JP_ZALLOC_MAP)
