@@ -13,9 +13,10 @@ import (
 // Interval flushes: each holds exactly the calls of its own phase, a
 // plain flush after one is cumulative from it, end after a reset from
 // the reset; every header says the interval it covers, and consecutive
-// intervals meet exactly.
+// intervals meet exactly. Calibrated (RTARCF, method events and BCI),
+// each removes the overhead of its own phase's events only.
 func TestRTDriverIntervalFlush(t *testing.T) {
-	for _, opts := range []string{"METHODEVENTS,CALLTREE", "METHODEVENTS,RTARCF"} {
+	for _, opts := range []string{"METHODEVENTS,CALLTREE", "METHODEVENTS,RTARCF", "RTARCF"} {
 		t.Run(opts, func(t *testing.T) {
 			p, port := driven(t, opts)
 			requireOK(t, rt(t, port, "start"))
@@ -49,10 +50,32 @@ func TestRTDriverIntervalFlush(t *testing.T) {
 				{3, reports.CumulativeSinceReset},
 			}
 			var prev *reports.Interval
+			var prevRemoved float64
+			var prevKind string
 			for i, w := range want {
 				p := r.LogRT(t, i+1)
 				assert.Contains(t, files[i], r.File("rt."+string(rune('1'+i))))
 				assert.Equal(t, w.calls, workCalls(t, p), "log-rt.%d", i+1)
+				if base, removed, kind := workCalibrated(t, p); len(removed) > 0 {
+					// Calibration removed something from work and its leaf,
+					// and less than their raw time: a baseline that kept an
+					// earlier phase's calibration counts removes those
+					// events' overhead too, 10 to 130 times this phase's
+					// here, which the report clamps to the raw time. (A
+					// node's first key's count, most of its events.)
+					assert.NotZero(t, removed[0], "log-rt.%d: calibration removed nothing from work", i+1)
+					assert.NotZero(t, base[0], "log-rt.%d: calibration removed all of work's time", i+1)
+					// Per call, from log-rt.4 on (350 calls before, the run's
+					// minima settled) and while work runs as it did (the
+					// same type letter: interpreted, compiled), the same
+					// events are removed, at minima that can only fall: not
+					// more than before.
+					perCall := float64(removed[0]) / float64(w.calls)
+					if i >= 3 && kind == prevKind {
+						assert.LessOrEqual(t, perCall, 1.25*prevRemoved, "log-rt.%d: overhead removed per call of work against log-rt.%d's", i+1, i)
+					}
+					prevRemoved, prevKind = perCall, kind
+				}
 				iv := p.Interval
 				require.NotNil(t, iv, "log-rt.%d has no interval", i+1)
 				assert.Equal(t, w.counts, iv.Counts, "log-rt.%d", i+1)
@@ -74,4 +97,29 @@ func TestRTDriverIntervalFlush(t *testing.T) {
 			}
 		})
 	}
+}
+
+// workCalibrated sums the calibrated time (Base) and the overhead
+// removed (Delta) of Driven.work and Driven.leaf in p's main thread; kind
+// is work's type letters, in tree order.
+func workCalibrated(t *testing.T, p *reports.Profile) (base, removed []uint64, kind string) {
+	t.Helper()
+	add := func(to []uint64, v []uint64) []uint64 {
+		for k, x := range v {
+			if k == len(to) {
+				to = append(to, 0)
+			}
+			to[k] += x
+		}
+		return to
+	}
+	mainThread(t, p).Walk(func(n *reports.Node, d int) {
+		if len(n.Name) > 2 && (n.Name[2:] == "Driven.work(I)J" || n.Name[2:] == "Driven.leaf(I)J") {
+			base, removed = add(base, n.Base), add(removed, n.Delta)
+			if n.Name[2:] == "Driven.work(I)J" {
+				kind += n.Name[:1]
+			}
+		}
+	})
+	return base, removed, kind
 }
