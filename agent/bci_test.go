@@ -412,6 +412,21 @@ func TestBCIKeepsJIT(t *testing.T) {
 	// The agent's own transformer stays out of C2 (a compiler directive).
 	assert.Contains(t, r.ReadFile(t, "msg"), "kept out of C2")
 	assert.NotRegexp(t, `(?m)^\s*\d+\s+\d+\s+[ %sbn!]*4\s+libjprof\.bci\.`, r.Stdout, "no C2 compile of the agent's classes")
+
+	// But for Probe's own Java probes, which C2 must compile, to inline
+	// them: under ROOTS, every call of fib passes through subEnter and
+	// subExit, hot enough for C2 while fib itself is kept interpreted
+	// (otherwise C2 inlines them into fib first). A directive that kept
+	// them out too made them not C2-compilable once hot, so that C2's
+	// code called them.
+	r = jvmtest.Start(t, jvmtest.Run{Class: "Fib", Args: []string{"30"},
+		JVMArgs: []string{"-XX:+PrintCompilation", "-XX:CompileCommand=quiet", "-XX:CompileCommand=exclude,Fib::fib"},
+		Options: "BCI,ALLMETHODS,CALLTREE,ROOTS=Fib.main,START,NORTDRIVER"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.Equal(t, uint64(2*1346269-1), methodCalls(r.LogRT(t, 1))["Fib.fib(I)I"], "fib(30) makes 2*fib(31)-1 calls")
+	for _, m := range []string{"subEnter", "subExit"} {
+		assert.Regexp(t, `(?m)^\s*\d+\s+\d+\s+[ %sbn!]*4\s+libjprof\.bci\.Probe::`+m+` `, r.Stdout, "C2 compiles Probe.%s", m)
+	}
 }
 
 // INCLUDE and EXCLUDE pick the classes instrumented.

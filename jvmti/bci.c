@@ -310,13 +310,18 @@ static void JNICALL bci_retransform_natives(JNIEnv *env, jclass c, jobjectArray 
  */
 static void bci_keep_out_of_c2(JNIEnv *jni)
 {
-	/* Probe first, with no option: its FFM probes are Java methods that
-	 * C2 compiles and inlines into the program's code. C1 calls them
-	 * instead: inlined, each drags a method handle's lambda forms into
-	 * every instrumented method it compiles. */
-	static const char directive[] = "[{ match: [\"libjprof/bci/Probe.*\"] },\n"
+	/* Probe first, with the defaults: its Java probes (ROOTS's subEnter,
+	 * the FFM probes) are methods that C2 must compile and inline into
+	 * the program's code. The default is stated (Exclude: false): a
+	 * directive with no option is disabled, and matching falls through
+	 * to the next, whose Exclude made them not C2-compilable, so that
+	 * C2 called them instead of inlining them (as -XX:+PrintCompilation
+	 * showed, "excluded by CompileCommand"). C1 calls the FFM probes:
+	 * inlined, each drags a method handle's lambda forms into every
+	 * instrumented method it compiles. */
+	static const char directive[] = "[{ match: [\"libjprof/bci/Probe.*\"], Exclude: false },\n"
 					" { match: [\"libjprof/bci/*.*\"], c2: { Exclude: true } }]\n";
-	static const char directive_ffm[] = "[{ match: [\"libjprof/bci/Probe.*\"] },\n"
+	static const char directive_ffm[] = "[{ match: [\"libjprof/bci/Probe.*\"], Exclude: false },\n"
 					    " { match: [\"libjprof/bci/*.*\"], c2: { Exclude: true } },\n"
 					    " { match: [\"*.*\"], c1: { inline: [\"-libjprof/bci/Probe.*\"] } }]\n";
 	int ffm = (bci.flags & JP_BCI_FFM) != 0;
