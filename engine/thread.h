@@ -137,14 +137,17 @@ static inline int jp_arena_room(const jp_arena *a, uint32_t more)
  * its hash maps (a rehash of up to millions of slots; jp_map_put grows
  * at 3/4 load, an event adds at most one entry to each), its shadow
  * stack, or its node or count arenas (a node; a group of counts, which
- * may first pad to the next chunk). A caller that must be quick and take
- * no lock, such as an FFM critical downcall, which holds off safepoints
- * while it runs, takes its slow path then. */
+ * may first pad to the next chunk), or make its edge cache (when the
+ * child map reaches JP_EDGES_FROM edges; while that allocation fails,
+ * every event says so). A caller that must be quick and take no lock,
+ * such as an FFM critical downcall, which holds off safepoints while it
+ * runs, takes its slow path then. */
 static inline int jp_event_grows(const jp_thread *t)
 {
 	return jp_map_due(&t->children) || jp_map_due(&t->seqmap) ||
 	       t->depth + 2 >= t->stack_cap || !jp_arena_room(&t->nodes, 1) ||
-	       !jp_arena_room(&t->seqs, 2 * JP_SEQ_GROUP + 1);
+	       !jp_arena_room(&t->seqs, 2 * JP_SEQ_GROUP + 1) ||
+	       (t->edges == NULL && t->children.used + 1 >= JP_EDGES_FROM);
 }
 
 /* jp_thread_attach makes the calling thread's record (name copied);
