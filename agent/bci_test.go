@@ -427,6 +427,20 @@ func TestBCIKeepsJIT(t *testing.T) {
 	for _, m := range []string{"subEnter", "subExit"} {
 		assert.Regexp(t, `(?m)^\s*\d+\s+\d+\s+[ %sbn!]*4\s+libjprof\.bci\.Probe::`+m+` `, r.Stdout, "C2 compiles Probe.%s", m)
 	}
+	// The same for FFMPROBES' probes, on JDK 22 and later.
+	const home25 = "/usr/lib/jvm/temurin-25-jdk-amd64"
+	if _, err := os.Stat(filepath.Join(home25, "bin", "java")); err != nil {
+		t.Log("no JDK 25 at " + home25 + ": FFMPROBES' probes not checked")
+		return
+	}
+	r = jvmtest.Start(t, jvmtest.Run{Class: "Fib", Args: []string{"30"}, Java: filepath.Join(home25, "bin", "java"),
+		JVMArgs: []string{"-XX:+PrintCompilation", "-XX:CompileCommand=quiet", "-XX:CompileCommand=exclude,Fib::fib"},
+		Options: "BCI,ALLMETHODS,CALLTREE,FFMPROBES,START,NORTDRIVER"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.Equal(t, uint64(2*1346269-1), methodCalls(r.LogRT(t, 1))["Fib.fib(I)I"])
+	for _, m := range []string{"fenter", "fexit"} {
+		assert.Regexp(t, `(?m)^\s*\d+\s+\d+\s+[ %sbn!]*4\s+libjprof\.bci\.Probe::`+m+` `, r.Stdout, "C2 compiles Probe.%s", m)
+	}
 }
 
 // INCLUDE and EXCLUDE pick the classes instrumented.

@@ -138,8 +138,8 @@ static inline int jp_arena_room(const jp_arena *a, uint32_t more)
  * at 3/4 load, an event adds at most one entry to each), its shadow
  * stack, or its node or count arenas (a node; a group of counts, which
  * may first pad to the next chunk), or make its edge cache (when the
- * child map reaches JP_EDGES_FROM edges; while that allocation fails,
- * every event says so). A caller that must be quick and take no lock,
+ * child map reaches JP_EDGES_FROM edges; after that allocation failed,
+ * every event says so, as the next new edge tries again). A caller that must be quick and take no lock,
  * such as an FFM critical downcall, which holds off safepoints while it
  * runs, takes its slow path then. */
 static inline int jp_event_grows(const jp_thread *t)

@@ -48,10 +48,11 @@
  * Keeping C2 from inlining instrumented methods (a compiler directive
  * naming their packages, replaced as classes of new packages loaded)
  * halved C2's time on javac and H2 and cut the process's CPU time by a
- * fifth, but not the wall time, which the program's own thread sets on
- * two cores: javac -5% (10 interleaved rounds), H2 unchanged, groovy +9%
- * (its calls no longer inlined, the trivial methods of those packages
- * with them: a directive cannot name methods cheaply). Not kept.
+ * fifth, while the wall time, which the program's own thread sets on two
+ * cores, hardly moved: javac -5% in 10 interleaved rounds (+5% in 4
+ * others), H2 unchanged, groovy +9% (its calls no longer inlined, the
+ * trivial methods of those packages with them: a directive cannot name
+ * methods cheaply). Not kept.
  *
  * On JDK 22 and later the probes can be FFM critical downcalls instead
  * (FFMPROBES, bci_ffm.c): no JNI transitions, but a method handle call to
