@@ -22,9 +22,10 @@
  * bci_keep_out_of_c2 stops it), and on javac and groovy that took back
  * the ten percent or so an event costs less once compiled (BENCHMARKS.md).
  * (Measured before the same directive stopped keeping Probe's fenter and
- * the others out of C2 too, which made C2's code call them; since, in
- * interleaved runs on JDK 25, H2 ran about 14% faster with them than with
- * the JNI probes, groovy and javac no faster.)
+ * the others out of C2 too, which made C2's code call them. Measured
+ * again since, on JDK 25: no consistent gain. H2 ran 14% faster with them
+ * in 3 interleaved rounds, but slower in the bench's two runs, 3.6-3.8x
+ * the no-agent time against 3.3x; groovy and javac no faster.)
  * The thread stays "in Java" while it runs, so the VM's safepoints wait
  * for it: these take no lock, never block, never call the VM, allocate
  * nothing and do nothing long. What
