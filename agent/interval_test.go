@@ -66,8 +66,9 @@ func TestRTDriverIntervalFlush(t *testing.T) {
 					// and less than their raw time: a baseline that kept an
 					// earlier phase's calibration counts removes those
 					// events' overhead too, 10 to 130 times this phase's
-					// here, which the report clamps to the raw time. (A
-					// node's first key's count, most of its events.)
+					// here, which the report clamps to the raw time. (This
+					// catches a wrong node's own count, in which a node
+					// counts most of its events, its first key's.)
 					assert.NotZero(t, removed[0], "log-rt.%d: calibration removed nothing from work", i+1)
 					assert.NotZero(t, base[0], "log-rt.%d: calibration removed all of work's time", i+1)
 					// Per call, from log-rt.4 on (350 calls before: what

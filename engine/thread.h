@@ -139,9 +139,9 @@ static inline int jp_arena_room(const jp_arena *a, uint32_t more)
  * stack, or its node or count arenas (a node; a group of counts, which
  * may first pad to the next chunk), or make its edge cache (when the
  * child map reaches JP_EDGES_FROM edges; after that allocation failed,
- * every event says so, as the next new edge tries again). A caller that must be quick and take no lock,
- * such as an FFM critical downcall, which holds off safepoints while it
- * runs, takes its slow path then. */
+ * every event says so, as the next new edge tries again). A caller that
+ * must be quick and take no lock, such as an FFM critical downcall,
+ * which holds off safepoints while it runs, takes its slow path then. */
 static inline int jp_event_grows(const jp_thread *t)
 {
 	return jp_map_due(&t->children) || jp_map_due(&t->seqmap) ||
