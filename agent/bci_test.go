@@ -549,6 +549,38 @@ func TestBCIRootsChainExact(t *testing.T) {
 	assert.NotContains(t, r.Stderr, "no loaded method matched")
 }
 
+// Several threads entering and leaving the root at once, each many
+// times: every call under a root is counted, in every thread, and no
+// exit is left without its entry. (Probe.rooted, which lets the sub
+// probes call the agent, was once published after a second thread's root
+// had already started: 3 runs of 4 lost calls, shown as O: rows.)
+func TestBCIRootsThreadsExact(t *testing.T) {
+	const threads, n = 4, 200000
+	for run := 0; run < 3; run++ {
+		r := jvmtest.Start(t, jvmtest.Run{Class: "RootsThreads", Args: []string{strconv.Itoa(threads), strconv.Itoa(n)},
+			Options: "BCI,CALLTREE,START,NORTDRIVER,ROOTS=RootsThreads.root"})
+		require.Equal(t, 0, r.ExitCode, r.Stderr)
+		p := asInterpreted(r.LogRT(t, 1))
+		workers := 0
+		for _, th := range p.Threads {
+			if !strings.Contains(th.Name, "_worker-") {
+				continue
+			}
+			workers++
+			got := map[string]uint64{}
+			th.Walk(func(nd *reports.Node, d int) {
+				if d > 0 {
+					got[nd.Name] += nd.Calls
+				}
+			})
+			assert.Equal(t, map[string]uint64{"i:RootsThreads.root(J)J": n, "i:RootsThreads.leaf(J)J": 8 * n}, got, "run %d, %s", run, th.Name)
+			_, unmatched, _ := exceptionExits(t, r, th.Name[strings.Index(th.Name, "_")+1:])
+			assert.Zero(t, unmatched, "run %d, %s", run, th.Name)
+		}
+		assert.Equal(t, threads, workers, "run %d", run)
+	}
+}
+
 // Calls whose target the call site does not name, all run outside the
 // root first: an interface call running the method of a superclass that
 // does not implement the interface (found at the root's first call, and

@@ -202,18 +202,35 @@ static inline void bci_event(JNIEnv *env, jint id, int tr)
 	}
 }
 
-/* bci_rooted counts a root frame in (+1) or out (-1). When the count
- * leaves or reaches 0, Probe.rooted is set from it under a lock: the last
- * thread to set it reads the count after every change before its own, so
- * the field cannot stay 0 while a root runs. */
+/* bci_rooted counts a root frame in (+1) or out (-1) and keeps
+ * Probe.rooted equal to (count > 0) before a root's body runs: a root
+ * whose thread saw it 0 would drop its subgraph's entries (the sub
+ * probes skip the agent) and count their exits as unmatched.
+ *
+ * Writers hold a lock and publish the field's value in rooted_pub, which
+ * they clear first: clear, read the count, write the field, publish.
+ * A thread entering a root while others are inside (count > 1) only
+ * checks rooted_pub after its increment. If it sees 1, the field holds 1
+ * and stays so: a writer that would write 0 read the count after
+ * clearing rooted_pub, so after this increment (all sequentially
+ * consistent), and saw it above 0. Otherwise it writes under the lock,
+ * as the first thread in and the last out do. (Checking the count alone,
+ * a second thread could run its root while the first was still about to
+ * write 1: several threads in roots at once lost calls.) */
 static void bci_rooted(JNIEnv *env, int d)
 {
 	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static int rooted_pub;
 	int64_t n = __atomic_add_fetch(&bci.rooted, d, __ATOMIC_SEQ_CST);
-	if (n != (d > 0 ? 1 : 0) || bci.f_rooted == NULL)
+	if (bci.f_rooted == NULL)
+		return;
+	if (d > 0 ? n > 1 && __atomic_load_n(&rooted_pub, __ATOMIC_SEQ_CST) : n != 0)
 		return;
 	pthread_mutex_lock(&mu);
-	(*env)->SetStaticIntField(env, bci.probe, bci.f_rooted, __atomic_load_n(&bci.rooted, __ATOMIC_SEQ_CST) > 0);
+	__atomic_store_n(&rooted_pub, 0, __ATOMIC_SEQ_CST);
+	int v = __atomic_load_n(&bci.rooted, __ATOMIC_SEQ_CST) > 0;
+	(*env)->SetStaticIntField(env, bci.probe, bci.f_rooted, v);
+	__atomic_store_n(&rooted_pub, v, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&mu);
 }
 
