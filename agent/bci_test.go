@@ -578,6 +578,7 @@ func TestBCIRootsThreadsExact(t *testing.T) {
 			assert.Zero(t, unmatched, "run %d, %s", run, th.Name)
 		}
 		assert.Equal(t, threads, workers, "run %d", run)
+		assert.Contains(t, strings.Join(p.Notes, "\n"), "ROOTS=RootsThreads.root: only the calls made inside these methods are counted")
 	}
 }
 

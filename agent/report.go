@@ -75,6 +75,11 @@ func (r *report) header(ts []engine.Thread, seq int) *reports.Profile {
 	if a.opts.Lock != nil {
 		a.lockHeader(p)
 	}
+	// Reports are written under a.mu, as rtdriver roots= changes them.
+	if _, ok := a.source.(jvmti.BCI); ok && a.opts.Roots != "" {
+		p.Notes = append(p.Notes, "ROOTS="+a.opts.Roots+": only the calls made inside these methods are counted, each thread's tree holding its roots' subtrees; "+
+			"of the classes named above, BCI instruments only those their calls may reach, found as they run")
+	}
 	if b, ok := a.source.(jvmti.BCI); ok && b.Stats().KeptRunning > 0 {
 		kept := b.Stats().KeptRunning
 		what := fmt.Sprintf("%d classes left as they were, their methods not seen: a method of each was", kept)
