@@ -163,8 +163,10 @@ func TestBCIFFMProbes(t *testing.T) {
 			notes := strings.Join(p.Notes, "\n")
 			if ffm {
 				assert.Contains(t, notes, "BCI: probes: FFM critical downcalls (FFMPROBES)")
+				assert.NotContains(t, r.Stderr, "FFMPROBES not used")
 			} else {
 				assert.Contains(t, notes, "BCI: probes: JNI natives (this JDK has no FFM critical downcalls")
+				assert.Contains(t, r.Stderr, "libjprof: warning: FFMPROBES not used: the probes are JNI natives (this JDK has no FFM critical downcalls")
 			}
 			assert.Equal(t, ref.Stdout, r.Stdout, "the agent changed the program's output")
 			own := methodCalls(p)

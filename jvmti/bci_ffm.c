@@ -104,6 +104,15 @@ const char *jp_bci_probes(void)
  * rest of the run (it is a @Stable field: compiled code may keep a value
  * once set, so it is not put back), and the header says so.
  */
+/* ffm_not_used says, where a user looks (stderr) and in log-msg, that
+ * FFMPROBES was asked for and the probes stay JNI calls (bci_probes
+ * says why; the log-rt header says it too). */
+static void ffm_not_used(void)
+{
+	jp_notef("BCI: probes: %s", bci_probes);
+	fprintf(stderr, "libjprof: warning: FFMPROBES not used: the probes are %s\n", bci_probes);
+}
+
 void bci_ffm_setup(JNIEnv *jni)
 {
 	if (!(bci.flags & JP_BCI_FFM)) {
@@ -114,7 +123,7 @@ void bci_ffm_setup(JNIEnv *jni)
 		bci.flags &= ~JP_BCI_FFM;
 		snprintf(bci_probes, sizeof bci_probes, "JNI natives (FFMPROBES is not used with %s, whose events need JNI)",
 			 jp.loggen ? "log-gen" : "ROOTS");
-		jp_notef("BCI: probes: %s", bci_probes);
+		ffm_not_used();
 		return;
 	}
 	jclass m = (*jni)->FindClass(jni, "java/lang/Module");
@@ -129,7 +138,7 @@ void bci_ffm_setup(JNIEnv *jni)
 	if (unnamed == NULL || crit == NULL) {
 		bci.flags &= ~JP_BCI_FFM; /* Probe.downcalls says no */
 		snprintf(bci_probes, sizeof bci_probes, "JNI natives (this JDK has no FFM critical downcalls, which JDK 22 and later have)");
-		jp_notef("BCI: probes: %s", bci_probes);
+		ffm_not_used();
 		return;
 	}
 	int was = (*jni)->GetBooleanField(jni, unnamed, en);
@@ -142,6 +151,7 @@ void bci_ffm_setup(JNIEnv *jni)
 	if (h != NULL) {
 		snprintf(bci_probes, sizeof bci_probes, "FFM critical downcalls (FFMPROBES)%s",
 			 was ? "" : "; native access is on for every unnamed module from then on, as with --enable-native-access=ALL-UNNAMED");
+		jp_notef("info: BCI: probes: %s", bci_probes);
 		return;
 	}
 	bci.flags &= ~JP_BCI_FFM;
@@ -153,6 +163,6 @@ void bci_ffm_setup(JNIEnv *jni)
 	snprintf(bci_probes, sizeof bci_probes, "JNI natives (%s)", w ? w : "Probe's downcall handles were not made");
 	if (w != NULL)
 		(*jni)->ReleaseStringUTFChars(jni, why, w);
-	jp_notef("BCI: probes: %s", bci_probes);
+	ffm_not_used();
 }
 
