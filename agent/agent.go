@@ -439,6 +439,9 @@ func (a *agent) VMDeath() {
 		a.log.Info("ROOTS summary", fields...)
 		if r.RootMethods() == 0 {
 			msg := "ROOTS: no loaded method matched " + a.opts.Roots + ": nothing was collected"
+			if _, bci := r.(jvmti.BCI); bci {
+				msg = "ROOTS: no instrumented method matched " + a.opts.Roots + " (none loaded, or only in classes never instrumented: java.base, or left out by INCLUDE or EXCLUDE): nothing was collected"
+			}
 			fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
 			a.log.Warn(msg)
 		}

@@ -460,7 +460,7 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 			set  bool
 		}{{"INCLUDE", o.Include != ""}, {"EXCLUDE", o.Exclude != ""}, {"ALLMETHODS", o.AllMethods}, {"JLM", o.JLM}, {"FFMPROBES", o.FFMProbes}, {"BCICACHE", o.BCICacheOn}} {
 			if f.set {
-				return nil, &OptionError{Option: f.name, Reason: "selects what bytecode instrumentation (BCI, the default source) instruments: not with " + o.sourceName()}
+				return nil, &OptionError{Option: f.name, Reason: "is an option of bytecode instrumentation (BCI, the default source): not with " + o.sourceName()}
 			}
 		}
 	}
