@@ -81,7 +81,12 @@ type agent struct {
 	// baseKind says (the header's interval).
 	baseAt   time.Time
 	baseKind reports.IntervalCounts
-	started  bool // collection was on at some time
+	// sampleBase is SAMPLE's counters and the process CPU time while
+	// sampling when the report's counts last restarted (a reset, an
+	// interval flush): a report's header gives what they gained since.
+	sampleBase    jvmti.SampleStats
+	sampleBaseCPU time.Duration
+	started       bool // collection was on at some time
 	// profiledSinceDetach: collection started since the last detach
 	// (whose reply tells what that start left alone).
 	profiledSinceDetach bool

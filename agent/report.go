@@ -429,6 +429,7 @@ func (a *agent) writeLogRT(interval bool) (string, *threadSummary, error) {
 	case interval:
 		a.base, a.written = r.nextBase, 0
 		a.baseAt, a.baseKind = end, reports.SinceFlush
+		a.sampleRestart()
 		// As at a reset: threads that have ended can add nothing more.
 		a.retireLocked()
 	}

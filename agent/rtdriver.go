@@ -284,6 +284,7 @@ func (a *agent) resetLocked() {
 	}
 	a.resetAt = time.Now()
 	a.baseAt, a.baseKind = a.resetAt, reports.CumulativeSinceReset
+	a.sampleRestart()
 	// Threads that have ended can add nothing to a later report.
 	freed := a.retireLocked()
 	a.log.Info("counts reset", zap.Int("endedThreadsFreed", freed))

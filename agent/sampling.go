@@ -30,9 +30,14 @@ func (a *agent) sampleHeader(p *reports.Profile) {
 	if len(p.Metrics) > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("BASE = %s the samples with this context on top stand for: each sample weighs the thread's time since its previous sample (ns)", strings.ToLower(strings.ReplaceAll(name, "_", " "))))
 	}
-	st := jvmti.SamplingStats()
+	st := jvmti.SamplingStats().Since(a.sampleBase)
 	since := "VM start"
-	if a.live {
+	switch {
+	case a.baseKind == reports.CumulativeSinceReset:
+		since = "the reset at " + stamp(a.resetAt)
+	case a.baseKind == reports.SinceFlush:
+		since = "the last interval flush at " + stamp(a.baseAt)
+	case a.live:
 		since = "the attach at " + stamp(a.loaded)
 	}
 	line := fmt.Sprintf("Sampling since %s: %d samples; %d Java threads sampled from their start", since, st.Samples, st.Threads)
@@ -82,11 +87,19 @@ func (a *agent) sampleHeader(p *reports.Profile) {
 		p.Notes = append(p.Notes, "SAMPLE: where this JVM keeps a thread's safepoint polling word or its suspend flags was not found, or not confirmed: threads sampled in the VM under a runtime stub are not walked from the stub's caller in their handler but by the walker thread after the sample, and more of those walks fail")
 	}
 	if s.Kind != jvmti.SampleWall {
-		p.Notes = append(p.Notes, processCoverage(st, jvmti.SampledProcessCPU()))
+		p.Notes = append(p.Notes, processCoverage(st, jvmti.SampledProcessCPU()-a.sampleBaseCPU))
 	}
 	if st.Limited > 0 || st.Misses > 0 || st.Deep > 0 || st.TimerFailures > 0 || st.SetupFailures > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("Warning: sampling: %d samples past a thread's capacity (<sample-node-limit>), %d frames of unregistered methods (<unknown-method>), %d stacks cut at the depth limit (<deeper-frames>), %d threads without a timer, %d threads not sampled (no memory)",
 			st.Limited, st.Misses, st.Deep, st.TimerFailures, st.SetupFailures))
+	}
+}
+
+// sampleRestart notes SAMPLE's counters where a report's counts restart
+// (a reset, an interval flush), for the next header.
+func (a *agent) sampleRestart() {
+	if a.opts.Sample != nil {
+		a.sampleBase, a.sampleBaseCPU = jvmti.SamplingStats(), jvmti.SampledProcessCPU()
 	}
 }
 

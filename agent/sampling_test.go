@@ -155,6 +155,19 @@ func TestSampleRTDriver(t *testing.T) {
 	checkSampled(t, p4)
 	o4, _, _ := hotSamples(mainThread(t, p4))
 	assert.NotZero(t, o4, "no samples after a second start")
+	// Its header counts the samples since the reset (the end), as its
+	// tree does, not those of the earlier log-rts too.
+	var tree uint64
+	for _, th := range p4.Threads {
+		for _, c := range th.Children {
+			tree += c.Calls
+		}
+	}
+	m := regexp.MustCompile(`Sampling since the reset at \S+: (\d+) samples`).FindStringSubmatch(strings.Join(p4.Notes, "\n"))
+	require.NotNil(t, m, strings.Join(p4.Notes, "\n"))
+	header, _ := strconv.ParseUint(m[1], 10, 64)
+	assert.GreaterOrEqual(t, header, tree, "the header's samples against the tree's")
+	assert.LessOrEqual(t, header, tree+max(20, tree/5), "the header's samples against the tree's")
 	proc.Send("quit")
 	r := proc.Wait()
 	require.Equal(t, 0, r.ExitCode, r.Stderr)

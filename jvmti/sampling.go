@@ -154,6 +154,44 @@ type SampleStats struct {
 	Parked, ParkTimeouts uint64
 }
 
+// Since is what the counters gained after old was read (a report's
+// interval: since a reset or an interval flush). Threads, JVMThreads,
+// JVMEnded, JVMPeriod and DeferredPending are states, not counts: they
+// stay as they are now.
+func (s SampleStats) Since(old SampleStats) SampleStats {
+	d := s
+	d.Samples -= old.Samples
+	d.Failed = map[string]uint64{}
+	for k, v := range s.Failed {
+		if v > old.Failed[k] {
+			d.Failed[k] = v - old.Failed[k]
+		}
+	}
+	d.Misses -= old.Misses
+	d.Deep -= old.Deep
+	d.Limited -= old.Limited
+	d.Unowned -= old.Unowned
+	d.TimerFailures -= old.TimerFailures
+	d.SetupFailures -= old.SetupFailures
+	d.Weight -= old.Weight
+	d.PerfArmed -= old.PerfArmed
+	d.TimerArmed -= old.TimerArmed
+	d.Handler -= old.Handler
+	d.Prepare -= old.Prepare
+	d.Prepared -= old.Prepared
+	d.JVMSamples -= old.JVMSamples
+	d.JVMWeight -= old.JVMWeight
+	d.Recovered -= old.Recovered
+	d.Anchored -= old.Anchored
+	d.StubPopped -= old.StubPopped
+	d.Deferred -= old.Deferred
+	d.DeferredFailed -= old.DeferredFailed
+	d.DeferredLost -= old.DeferredLost
+	d.Parked -= old.Parked
+	d.ParkTimeouts -= old.ParkTimeouts
+	return d
+}
+
 // DebugNonSafepoints is what turning HotSpot's DebugNonSafepoints on at
 // set-up gave: 0 on; 1 on and 2 off as the user set it (left alone); -1
 // the VM's structure table not readable, -2 no such flag.
