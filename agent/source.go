@@ -21,7 +21,9 @@ func (a *agent) sourceNotes() []string {
 	case jvmti.Sampler:
 		switch rc := jvmti.DebugNonSafepoints(); {
 		case rc == 0 && a.live:
-			return []string{"SAMPLE: DebugNonSafepoints turned on: code compiled from now on says which inlined method each instruction belongs to; code compiled before the attach says it at safepoints only, so a sample in an inlined method's loop may be charged to the method it was inlined into until that code is compiled again"}
+			// A Warning, which jprof profile repeats: a warmed-up
+			// service's hot loop may never be compiled again.
+			return []string{"Warning: SAMPLE: DebugNonSafepoints turned on at the attach: code compiled from now on says which inlined method each instruction belongs to; code compiled before says it at safepoints only, so a sample in an inlined method's loop may be charged to the method it was inlined into until that code is compiled again, which in a warmed-up program may be never (-XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints on the JVM's command line has it from the start)"}
 		case rc == 0:
 			return []string{"SAMPLE: DebugNonSafepoints turned on: compiled code says which inlined method each instruction belongs to, so samples in inlined methods are charged to them"}
 		case rc == 1:

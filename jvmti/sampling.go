@@ -156,8 +156,9 @@ type SampleStats struct {
 
 // Since is what the counters gained after old was read (a report's
 // interval: since a reset or an interval flush). Threads, JVMThreads,
-// JVMEnded, JVMPeriod and DeferredPending are states, not counts: they
-// stay as they are now.
+// JVMEnded, JVMPeriod and DeferredPending are states, not counts, and
+// PerfArmed and TimerArmed say which timers sample the threads (a thread
+// armed before still samples with its timer): they stay as they are now.
 func (s SampleStats) Since(old SampleStats) SampleStats {
 	d := s
 	d.Samples -= old.Samples
@@ -174,8 +175,6 @@ func (s SampleStats) Since(old SampleStats) SampleStats {
 	d.TimerFailures -= old.TimerFailures
 	d.SetupFailures -= old.SetupFailures
 	d.Weight -= old.Weight
-	d.PerfArmed -= old.PerfArmed
-	d.TimerArmed -= old.TimerArmed
 	d.Handler -= old.Handler
 	d.Prepare -= old.Prepare
 	d.Prepared -= old.Prepared

@@ -569,7 +569,10 @@ func TestProfileCPUAgain(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	timers := regexp.MustCompile(`timers: (\d+) perf task-clock events, (\d+) POSIX CPU timers`)
 	for i := 1; i <= 3; i++ {
-		b, _ := profileLogRT(t, pid, "cpu")
+		b, stderr := profileLogRT(t, pid, "cpu")
+		// What code compiled before the attach shows of inlined
+		// methods, where a user looks.
+		assert.Contains(t, stderr, "Warning: SAMPLE: DebugNonSafepoints turned on at the attach", "profile %d", i)
 		m := timers.FindSubmatch(b)
 		require.NotNil(t, m, "profile %d: no timers note", i)
 		if i == 1 && string(m[1]) == "0" {

@@ -5,6 +5,7 @@ package main
 // in the middle of a profile.
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -130,6 +131,9 @@ func convert(lt *liveTarget, path, host, out string, stdout, stderr io.Writer) e
 		if err := copyFile(host, dst); err != nil {
 			return err
 		}
+		for _, n := range headerWarnings(dst) {
+			fmt.Fprintf(stderr, "jprof: %s\n", n)
+		}
 		fmt.Fprintf(stdout, "jprof: wrote %s\n", dst)
 		return nil
 	}
@@ -163,6 +167,29 @@ func convert(lt *liveTarget, path, host, out string, stdout, stderr io.Writer) e
 	}
 	fmt.Fprintf(stdout, "jprof: wrote %s (from %s)\n", out, host)
 	return nil
+}
+
+// headerWarnings are the "Warning" notes of a log-rt's header, read
+// without parsing its rows, for a copy jprof keeps as it is.
+func headerWarnings(path string) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "LV ") { // the rows start
+			break
+		}
+		if n, ok := strings.CutPrefix(line, "Note: "); ok && strings.HasPrefix(n, "Warning") {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func copyFile(src, dst string) error {
