@@ -321,6 +321,16 @@ func TestSampleJVMThreads(t *testing.T) {
 			}
 		}
 	}
+	// The main thread, named like the process until it is a Java
+	// thread, is never taken for one of the profiler's: one root per tid.
+	roots := map[string]string{}
+	for _, th := range p.Threads {
+		tid, _, _ := strings.Cut(th.Name, "_")
+		if other, dup := roots[tid]; dup {
+			t.Errorf("thread %s has two roots: %q and %q", tid, other, th.Name)
+		}
+		roots[tid] = th.Name
+	}
 	assert.NotZero(t, kinds["<GC_thread>"], "GC threads sampled: %v", kinds)
 	assert.NotZero(t, kinds["<JIT_compiler_thread>"], "JIT compiler threads sampled: %v", kinds)
 	notes := strings.Join(p.Notes, "\n")

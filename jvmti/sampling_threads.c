@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "sampling_priv.h"
@@ -47,6 +48,10 @@ static const char *const jp_kind_names[JP_NKINDS] = {
 static uint32_t jp_kind_h[JP_NKINDS];
 static jp_sthread *jp_by_fd[JP_NFD];
 static char jp_self_comm[17];
+/* The thread that loaded the agent with the VM: the JVM's main thread
+ * (the launcher creates the VM on it), a Java thread once VM init has
+ * run, though named like the profiler's threads until then; 0 attached. */
+static int jp_load_tid;
 static pthread_t jp_scanner;
 static int jp_scanner_started;
 
@@ -65,6 +70,8 @@ void jp_jvm_threads_setup(void)
 {
 	for (int k = 0; k < JP_NKINDS; k++)
 		jp_kind_h[k] = jp_method_register(jp_kind_names[k], JP_T_OTHER);
+	if (!jpvm.live)
+		jp_load_tid = (int)syscall(SYS_gettid);
 	FILE *f = fopen("/proc/self/comm", "r");
 	if (f != NULL) {
 		if (fgets(jp_self_comm, sizeof jp_self_comm, f) != NULL)
@@ -286,7 +293,7 @@ static void jp_scan(void)
 		s->seen = 0;
 	for (int i = 0; i < ncur; i++) {
 		jp_seen *c = &cur[i];
-		if (jp_is_java(c->tid))
+		if (jp_is_java(c->tid) || c->tid == jp_load_tid)
 			continue;
 		jp_sthread *known = NULL;
 		for (jp_sthread *s = jps.jvm; s != NULL && known == NULL; s = s->next)
