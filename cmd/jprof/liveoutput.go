@@ -165,7 +165,11 @@ func convert(lt *liveTarget, path, host, out string, stdout, stderr io.Writer) e
 			fmt.Fprintf(stderr, "jprof: %s\n", n)
 		}
 	}
-	fmt.Fprintf(stdout, "jprof: wrote %s (from %s)\n", out, host)
+	from := host
+	if filepath.Dir(path) == jprofDir(lt.t) { // writeOutput removes it
+		from += ", removed now"
+	}
+	fmt.Fprintf(stdout, "jprof: wrote %s (from %s)\n", out, from)
 	return nil
 }
 
@@ -206,7 +210,7 @@ func copyFile(src, dst string) error {
 func targetGone(lt *liveTarget, since time.Time, out string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "jprof: pid %d exited during the profile\n", lt.t.PID)
 	if path := finalLogRT(lt, since); path != "" {
-		fmt.Fprintf(stderr, "jprof: its agent wrote a final log-rt at VM death: %s\n", path)
+		fmt.Fprintf(stderr, "jprof: its agent wrote a final log-rt at VM death: %s (converted below)\n", path)
 		if err := writeOutput(lt, path, out, stdout, stderr); err != nil {
 			return err
 		}
