@@ -421,27 +421,29 @@ func TestBCIKeepsJIT(t *testing.T) {
 	// (otherwise C2 inlines them into fib first). A directive that kept
 	// them out too made them not C2-compilable once hot, so that C2's
 	// code called them.
-	r = jvmtest.Start(t, jvmtest.Run{Class: "Fib", Args: []string{"30"},
-		JVMArgs: []string{"-XX:+PrintCompilation", "-XX:CompileCommand=quiet", "-XX:CompileCommand=exclude,Fib::fib"},
-		Options: "BCI,ALLMETHODS,CALLTREE,ROOTS=Fib.main,START,NORTDRIVER"})
-	require.Equal(t, 0, r.ExitCode, r.Stderr)
-	assert.Equal(t, uint64(2*1346269-1), methodCalls(r.LogRT(t, 1))["Fib.fib(I)I"], "fib(30) makes 2*fib(31)-1 calls")
-	for _, m := range []string{"subEnter", "subExit"} {
-		assert.Regexp(t, `(?m)^\s*\d+\s+\d+\s+[ %sbn!]*4\s+libjprof\.bci\.Probe::`+m+` `, r.Stdout, "C2 compiles Probe.%s", m)
-	}
 	// The same for FFMPROBES' probes, on JDK 22 and later.
-	const home25 = "/usr/lib/jvm/temurin-25-jdk-amd64"
-	if _, err := os.Stat(filepath.Join(home25, "bin", "java")); err != nil {
-		t.Log("no JDK 25 at " + home25 + ": FFMPROBES' probes not checked")
-		return
-	}
-	r = jvmtest.Start(t, jvmtest.Run{Class: "Fib", Args: []string{"30"}, Java: filepath.Join(home25, "bin", "java"),
-		JVMArgs: []string{"-XX:+PrintCompilation", "-XX:CompileCommand=quiet", "-XX:CompileCommand=exclude,Fib::fib"},
-		Options: "BCI,ALLMETHODS,CALLTREE,FFMPROBES,START,NORTDRIVER"})
-	require.Equal(t, 0, r.ExitCode, r.Stderr)
-	assert.Equal(t, uint64(2*1346269-1), methodCalls(r.LogRT(t, 1))["Fib.fib(I)I"])
-	for _, m := range []string{"fenter", "fexit"} {
-		assert.Regexp(t, `(?m)^\s*\d+\s+\d+\s+[ %sbn!]*4\s+libjprof\.bci\.Probe::`+m+` `, r.Stdout, "C2 compiles Probe.%s", m)
+	const java25 = "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java"
+	for _, c := range []struct {
+		opts, java string
+		probes     []string
+	}{
+		{"ROOTS=Fib.main", "", []string{"subEnter", "subExit"}},
+		{"FFMPROBES", java25, []string{"fenter", "fexit"}},
+	} {
+		if c.java != "" {
+			if _, err := os.Stat(c.java); err != nil {
+				t.Logf("no %s: %s's probes not checked", c.java, c.opts)
+				continue
+			}
+		}
+		r = jvmtest.Start(t, jvmtest.Run{Class: "Fib", Args: []string{"30"}, Java: c.java,
+			JVMArgs: []string{"-XX:+PrintCompilation", "-XX:CompileCommand=quiet", "-XX:CompileCommand=exclude,Fib::fib"},
+			Options: "BCI,ALLMETHODS,CALLTREE," + c.opts + ",START,NORTDRIVER"})
+		require.Equal(t, 0, r.ExitCode, r.Stderr)
+		assert.Equal(t, uint64(2*1346269-1), methodCalls(r.LogRT(t, 1))["Fib.fib(I)I"], "%s: fib(30) makes 2*fib(31)-1 calls", c.opts)
+		for _, m := range c.probes {
+			assert.Regexp(t, `(?m)^\s*\d+\s+\d+\s+[ %sbn!]*4\s+libjprof\.bci\.Probe::`+m+` `, r.Stdout, "C2 compiles Probe.%s", m)
+		}
 	}
 }
 

@@ -331,7 +331,40 @@ func ParseLogRT(r io.Reader) (*Profile, error) {
 	return p, nil
 }
 
+// ParseLogRTHeader reads a log-rt's header only (the interval, notes,
+// metrics), up to its first row, for a caller that needs no tree.
+func ParseLogRTHeader(r io.Reader) (*Profile, error) {
+	lr := lineReader{sc: bufio.NewScanner(r)}
+	lr.sc.Buffer(make([]byte, 64<<10), maxLine)
+	p, err := parseLogRTHeader(&lr)
+	if err != nil {
+		return nil, fmt.Errorf("log-rt line %d: %w", lr.n, err)
+	}
+	return p, nil
+}
+
 func parseLogRT(lr *lineReader) (*Profile, error) {
+	p, err := parseLogRTHeader(lr)
+	if err != nil {
+		return nil, err
+	}
+	if err := parseRows(lr, p); err != nil {
+		return nil, err
+	}
+	lr.n++
+	if lr.sc.Scan() {
+		last := strconv.Quote(strings.TrimSpace(logRTEnd))
+		if p.Truncated != "" {
+			last = "the truncation line"
+		}
+		return nil, fmt.Errorf("expected end of file after %s, got %q", last, lr.sc.Bytes())
+	}
+	return p, lr.sc.Err()
+}
+
+// parseLogRTHeader reads everything before the rows, the column header
+// row included.
+func parseLogRTHeader(lr *lineReader) (*Profile, error) {
 	p := &Profile{}
 	if err := lr.expect(logRTTitle); err != nil {
 		return nil, fmt.Errorf("not a libjprof log-rt file: %w", err)
@@ -412,18 +445,7 @@ func parseLogRT(lr *lineReader) (*Profile, error) {
 	if err := lr.expect(logRTHeaderRow(k)); err != nil {
 		return nil, err
 	}
-	if err := parseRows(lr, p); err != nil {
-		return nil, err
-	}
-	lr.n++
-	if lr.sc.Scan() {
-		last := strconv.Quote(strings.TrimSpace(logRTEnd))
-		if p.Truncated != "" {
-			last = "the truncation line"
-		}
-		return nil, fmt.Errorf("expected end of file after %s, got %q", last, lr.sc.Bytes())
-	}
-	return p, lr.sc.Err()
+	return p, nil
 }
 
 func (lr *lineReader) intField(prefix string) (int, error) {

@@ -5,7 +5,6 @@ package main
 // in the middle of a profile.
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -131,8 +130,12 @@ func convert(lt *liveTarget, path, host, out string, stdout, stderr io.Writer) e
 		if err := copyFile(host, dst); err != nil {
 			return err
 		}
-		for _, n := range headerWarnings(dst) {
-			fmt.Fprintf(stderr, "jprof: %s\n", n)
+		// Kept as it is: its header's warnings, read without the rows.
+		if f, err := os.Open(dst); err == nil {
+			if h, err := reports.ParseLogRTHeader(f); err == nil {
+				sayWarnings(stderr, h.Notes)
+			}
+			f.Close()
 		}
 		fmt.Fprintf(stdout, "jprof: wrote %s\n", dst)
 		return nil
@@ -160,11 +163,7 @@ func convert(lt *liveTarget, path, host, out string, stdout, stderr io.Writer) e
 	if err := output(out, stdout, write); err != nil {
 		return err
 	}
-	for _, n := range p.Notes {
-		if strings.HasPrefix(n, "Warning") {
-			fmt.Fprintf(stderr, "jprof: %s\n", n)
-		}
-	}
+	sayWarnings(stderr, p.Notes)
 	from := host
 	if filepath.Dir(path) == jprofDir(lt.t) { // writeOutput removes it
 		from += ", removed now"
@@ -173,27 +172,13 @@ func convert(lt *liveTarget, path, host, out string, stdout, stderr io.Writer) e
 	return nil
 }
 
-// headerWarnings are the "Warning" notes of a log-rt's header, read
-// without parsing its rows, for a copy jprof keeps as it is.
-func headerWarnings(path string) []string {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if strings.HasPrefix(line, "LV ") { // the rows start
-			break
-		}
-		if n, ok := strings.CutPrefix(line, "Note: "); ok && strings.HasPrefix(n, "Warning") {
-			out = append(out, n)
+// sayWarnings repeats a report header's warnings where a user looks.
+func sayWarnings(stderr io.Writer, notes []string) {
+	for _, n := range notes {
+		if strings.HasPrefix(n, "Warning") {
+			fmt.Fprintf(stderr, "jprof: %s\n", n)
 		}
 	}
-	return out
 }
 
 func copyFile(src, dst string) error {
