@@ -321,10 +321,13 @@ func padUint(b []byte, v uint64, width int) []byte {
 // calls of its children. A file the agent cut after a write error and
 // closed with its truncation line is read up to that line, and
 // Profile.Truncated says so.
-func ParseLogRT(r io.Reader) (*Profile, error) {
+func ParseLogRT(r io.Reader) (*Profile, error) { return readLogRT(r, parseLogRT) }
+
+// readLogRT runs parse over r's lines; errors name the line.
+func readLogRT(r io.Reader, parse func(*lineReader) (*Profile, error)) (*Profile, error) {
 	lr := lineReader{sc: bufio.NewScanner(r)}
 	lr.sc.Buffer(make([]byte, 64<<10), maxLine)
-	p, err := parseLogRT(&lr)
+	p, err := parse(&lr)
 	if err != nil {
 		return nil, fmt.Errorf("log-rt line %d: %w", lr.n, err)
 	}
@@ -333,15 +336,7 @@ func ParseLogRT(r io.Reader) (*Profile, error) {
 
 // ParseLogRTHeader reads a log-rt's header only (the interval, notes,
 // metrics), up to its first row, for a caller that needs no tree.
-func ParseLogRTHeader(r io.Reader) (*Profile, error) {
-	lr := lineReader{sc: bufio.NewScanner(r)}
-	lr.sc.Buffer(make([]byte, 64<<10), maxLine)
-	p, err := parseLogRTHeader(&lr)
-	if err != nil {
-		return nil, fmt.Errorf("log-rt line %d: %w", lr.n, err)
-	}
-	return p, nil
-}
+func ParseLogRTHeader(r io.Reader) (*Profile, error) { return readLogRT(r, parseLogRTHeader) }
 
 func parseLogRT(lr *lineReader) (*Profile, error) {
 	p, err := parseLogRTHeader(lr)
