@@ -127,6 +127,7 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string, live bool) (*agent, 
 	}
 	a := &agent{opts: opts, pid: os.Getpid(), loaded: time.Now(), live: live}
 	a.log, a.closeLog, err = openLogMsg(opts, a.pid)
+	said.setLog(a.log)
 	if err != nil {
 		var stop error
 		if a.outErr, stop = logPathError(opts, err); stop != nil {
@@ -138,13 +139,13 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string, live bool) (*agent, 
 		zap.String("mode", opts.modeName()), zap.String("logpath", opts.LogPath))
 	if !opts.RTDriver && !opts.Start {
 		msg := "NORTDRIVER without START: nothing can be collected in this JVM; add START to the options, or drop NORTDRIVER and use rtdriver start"
-		fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
+		say("libjprof: warning: %s", msg)
 		a.log.Warn(msg)
 	}
 
 	if off, why := asyncPreemptOff(); !off {
 		msg := "Go asynchronous preemption is on: " + why + "; Java threads may receive SIGURG"
-		fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
+		say("libjprof: warning: %s", msg)
 		a.log.Warn(msg)
 	}
 	if err := a.setupPTT(); err != nil {
@@ -166,6 +167,10 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string, live bool) (*agent, 
 			if m, ok := strings.CutPrefix(msg, "info: "); ok {
 				a.log.Info(m)
 				return
+			}
+			if m, ok := strings.CutPrefix(msg, "say: "); ok {
+				say("libjprof: %s", m)
+				msg = m
 			}
 			a.log.Warn(msg)
 		}}
@@ -207,7 +212,7 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string, live bool) (*agent, 
 		g, err := a.startLogGen()
 		if err != nil {
 			// Like an unwritable LOGPATH: said, and the JVM runs on.
-			fmt.Fprintf(os.Stderr, "libjprof: %v\n", err)
+			say("libjprof: %v", err)
 			a.log.Error("log-gen not written", zap.Error(err))
 		}
 		a.gen = g
@@ -291,10 +296,10 @@ func (a *agent) sayState() {
 		n, what := a.rootsMatched(roots)
 		line += fmt.Sprintf(" roots=%s (%s %s; more as classes load)", roots, methodsMatch(n), what)
 	}
-	fmt.Fprintf(os.Stderr, "libjprof %s: %s\n", version(), line)
+	say("libjprof %s: %s", version(), line)
 	a.log.Info("libjprof state", zap.String("state", line))
 	if _, ok := a.source.(jvmti.MethodEvents); ok {
-		fmt.Fprintf(os.Stderr, "libjprof: note: %s\n", methodEventsShort)
+		say("libjprof: note: %s", methodEventsShort)
 	}
 	if _, ok := a.source.(rootSource); ok && roots != "" {
 		a.sayRootProblems(roots)
@@ -342,7 +347,7 @@ func (a *agent) sayNothingCollected() {
 	default:
 		msg = "nothing collected: collection was on, but none of the methods it sees ran while it was: " + a.seenMethods()
 	}
-	fmt.Fprintf(os.Stderr, "libjprof: %s\n", msg)
+	say("libjprof: %s", msg)
 	a.log.Warn(msg)
 }
 
@@ -383,7 +388,7 @@ func (a *agent) VMDeath() {
 		path, tt, err := a.writeLogRT(false)
 		totals = tt
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "libjprof: %v\n", err)
+			say("libjprof: %v", err)
 			a.log.Error("final log-rt not written", zap.Error(err))
 		} else {
 			a.log.Info("final log-rt written", zap.String("file", path), zap.Duration("took", time.Since(t0)))
@@ -392,7 +397,7 @@ func (a *agent) VMDeath() {
 	if a.gen != nil {
 		path, n, err := a.gen.finish(a)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "libjprof: %v\n", err)
+			say("libjprof: %v", err)
 			a.log.Error("log-gen not written", zap.Error(err), zap.Uint64("events", n))
 		} else {
 			a.files = append(a.files, path)
@@ -437,7 +442,7 @@ func (a *agent) VMDeath() {
 			fields = append(fields, zap.Uint64("rootEntriesNotCollected", m.Refused()))
 			if n := m.Refused(); n > 0 {
 				msg := fmt.Sprintf("ROOTS: %d root entries not collected: on virtual threads while VTHREADS is off, or the JVM refused to turn method events on for the thread", n)
-				fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
+				say("libjprof: warning: %s", msg)
 				a.log.Warn(msg)
 			}
 		}
@@ -447,7 +452,7 @@ func (a *agent) VMDeath() {
 			if _, bci := r.(jvmti.BCI); bci {
 				msg = "ROOTS: no instrumented method matched " + a.opts.Roots + " (none loaded, or only in classes never instrumented: java.base, or left out by INCLUDE or EXCLUDE): nothing was collected"
 			}
-			fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
+			say("libjprof: warning: %s", msg)
 			a.log.Warn(msg)
 		}
 	}

@@ -1,19 +1,11 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 
 	"go.uber.org/zap"
 
-	"github.com/libjprof/libjprof/agent/control"
-	"github.com/libjprof/libjprof/internal/atomicfile"
+	"github.com/libjprof/libjprof/internal/sourceopts"
 	"github.com/libjprof/libjprof/jvmti"
 )
 
@@ -65,33 +57,17 @@ func (a *agent) attachAgain(agentOpts string) error {
 	if err != nil {
 		return err
 	}
-	if got, want := opts.sourceName(), a.opts.sourceName(); got != want && strings.TrimSpace(agentOpts) != "" {
+	if got, want := opts.sourceName(), a.opts.sourceName(); got != want && sourceopts.Named(agentOpts) {
 		return fmt.Errorf("libjprof is already loaded in this JVM with the %s source (since %s); it cannot change to %s: profile with %s, or restart the program",
 			want, stamp(a.loaded), got, want)
 	}
 	a.log.Info("libjprof loaded again: the agent already loaded answers", zap.String("options", agentOpts),
 		zap.String("addr", a.serverAddrs()))
-	fmt.Fprintf(os.Stderr, "libjprof: loaded again: the agent loaded at %s answers (options other than START are those of the first load)\n", stamp(a.loaded))
+	say("libjprof: loaded again: the agent loaded at %s answers (options other than START are those of the first load)", stamp(a.loaded))
 	if opts.Start {
 		if err := a.Start(0); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// sayAttachError leaves why an attach failed where the command that
-// loaded the agent looks (jprof reads and removes it): the JVM's stderr is
-// not the caller's, and the attach protocol carries only a return code.
-// In the JVM user's private socket directory, whole or not at all.
-func sayAttachError(err error) {
-	dir := control.SocketDir(control.SocketBase, os.Geteuid())
-	if mkErr := os.Mkdir(dir, 0o700); mkErr != nil && !errors.Is(mkErr, fs.ErrExist) {
-		return
-	}
-	path := filepath.Join(dir, strconv.Itoa(os.Getpid())+".attach-error")
-	_ = atomicfile.Write(path, func(w io.Writer) error {
-		_, werr := io.WriteString(w, err.Error()+"\n")
-		return werr
-	})
 }

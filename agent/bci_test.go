@@ -189,7 +189,7 @@ func TestBCIFFMProbes(t *testing.T) {
 	// log-gen's events need JNI: FFMPROBES is not used, and log-msg says so.
 	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "FFMPROBES,CALLTREE,GENERIC,START,NORTDRIVER"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
-	assert.Contains(t, r.ReadFile(t, "msg"), "BCI: probes: JNI natives (FFMPROBES is not used with log-gen")
+	assert.Contains(t, r.ReadFile(t, "msg"), "FFMPROBES not used: the probes are JNI natives (FFMPROBES is not used with log-gen")
 }
 
 // By default BCI leaves out exactly the trivial methods (no call but into

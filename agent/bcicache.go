@@ -164,7 +164,7 @@ func (a *agent) bciCache(cfg *jvmti.BCIConfig, live bool) {
 	}
 	if why != "" {
 		msg := "BCICACHE not used: " + why
-		fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
+		say("libjprof: warning: %s", msg)
 		a.log.Warn(msg)
 		a.notes = append(a.notes, msg)
 		a.opts.BCICacheOn = false

@@ -179,7 +179,7 @@ func (a *agent) writeCalOut() {
 	}
 	err := atomicfile.Write(a.opts.CalOut, func(w io.Writer) error { return calibration.WriteAll(w, tabs...) })
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "libjprof: CALOUT: %v\n", err)
+		say("libjprof: CALOUT: %v", err)
 		a.log.Error("CALOUT not written", zap.Error(err))
 		return
 	}

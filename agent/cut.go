@@ -39,7 +39,7 @@ func (a *agent) commitCut(tmp *atomicfile.File, path string, total uint64, unit 
 			msg = fmt.Sprintf("%s cut short by a write error after %d bytes (%s): %d of %d %s not written; the line that would say so could not be written either (%s): the file ends at its last whole unit",
 				filepath.Base(path), cut.Bytes, errnoText(cut.Err), total-cut.Units, total, unit, errnoText(cut.MarkerErr))
 		}
-		fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
+		say("libjprof: warning: %s", msg)
 		a.log.Warn(msg, zap.String("file", path), zap.Error(cut.Err))
 	}
 	return cut, nil

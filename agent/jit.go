@@ -41,7 +41,7 @@ func (a *agent) startJIT() *jitWriter {
 		path := fmt.Sprintf("/tmp/perf-%d.map", a.pid)
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "libjprof: perf map not written: %v\n", err)
+			say("libjprof: perf map not written: %v", err)
 			a.log.Error("perf map not written", zap.Error(err))
 		} else {
 			j.pf, j.perf = f, bufio.NewWriter(f)
@@ -51,7 +51,7 @@ func (a *agent) startJIT() *jitWriter {
 	if a.opts.JitA2N {
 		tmp, err := atomicfile.Create(a.fileName("jita2n", 0))
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "libjprof: log-jita2n: %v\n", err)
+			say("libjprof: log-jita2n: %v", err)
 			a.log.Error("log-jita2n not written", zap.Error(err))
 		} else {
 			j.tmp, j.a2n = tmp, &atomicfile.Counter{W: tmp}
@@ -106,7 +106,7 @@ func (j *jitWriter) finish() {
 	}
 	path := j.a.fileName("jita2n", 0)
 	if _, err := j.a.commitCut(j.tmp, path, uint64(j.records), "records"); err != nil {
-		fmt.Fprintf(os.Stderr, "libjprof: log-jita2n: %v\n", err)
+		say("libjprof: log-jita2n: %v", err)
 		j.a.log.Error("log-jita2n not written", zap.Error(err))
 		return
 	}

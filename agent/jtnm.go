@@ -159,7 +159,7 @@ func (a *agent) writeJtnm() {
 		return err
 	}()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "libjprof: log-jtnm: %v\n", err)
+		say("libjprof: log-jtnm: %v", err)
 		a.log.Error("log-jtnm not written", zap.Error(err))
 		return
 	}

@@ -50,7 +50,7 @@ func logPathError(o *Options, err error) (outErr, stop error) {
 	if o.LogPathFrom != "" {
 		return nil, fmt.Errorf("LOGPATH %s (from %s) %s; no profile could be written, so the JVM does not start: give a writable directory", o.LogPath, o.LogPathFrom, what)
 	}
-	fmt.Fprintf(os.Stderr, "libjprof: warning: LOGPATH %s (the default: the current directory) %s; no profile will be written (START ignored, rtdriver start refused): give LOGPATH=dir\n", o.LogPath, what)
+	say("libjprof: warning: LOGPATH %s (the default: the current directory) %s; no profile will be written (START ignored, rtdriver start refused): give LOGPATH=dir", o.LogPath, what)
 	return fmt.Errorf("LOGPATH %s %s", o.LogPath, what), nil
 }
 

@@ -31,8 +31,13 @@ var (
 func jpGoOnLoad(vm unsafe.Pointer, options *C.char) C.int {
 	loadMu.Lock()
 	defer loadMu.Unlock()
-	a, err := newAgent(vm, goString(options), os.Getenv("JPROFOPTS"), false)
+	opts, env := goString(options), os.Getenv("JPROFOPTS")
+	said.beginLoad(quietAsked(opts, env), true, false)
+	defer said.endLoad()
+	a, err := newAgent(vm, opts, env, false)
 	if err != nil {
+		// QUIET or not: the JVM stops, and stderr is the only place
+		// where the user sees why.
 		fmt.Fprintf(os.Stderr, "libjprof: %v\n", err)
 		return 1
 	}
@@ -49,9 +54,10 @@ func jpGoOnAttach(vm unsafe.Pointer, options *C.char) C.int {
 	loadMu.Lock()
 	defer loadMu.Unlock()
 	opts := goString(options)
+	said.beginLoad(quietAsked(opts), loaded == nil, true)
+	defer said.endLoad()
 	if loaded != nil {
 		if err := loaded.attachAgain(opts); err != nil {
-			fmt.Fprintf(os.Stderr, "libjprof: attach: %v\n", err)
 			sayAttachError(err)
 			return 1
 		}
@@ -61,7 +67,6 @@ func jpGoOnAttach(vm unsafe.Pointer, options *C.char) C.int {
 	// attaching user's: only the options given now count.
 	a, err := newAgent(vm, opts, "", true)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "libjprof: attach: %v\n", err)
 		sayAttachError(err)
 		return 1
 	}

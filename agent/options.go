@@ -63,9 +63,11 @@ type Options struct {
 	// /tmp/.libjprof-<uid>/<pid>.sock and, when Port is set, on TCP at
 	// Host:Port too, requiring Token when it is set.
 	RTDriver bool
-	Host     string
-	Port     int
-	Token    string
+	// Quiet: nothing on the JVM's stderr (QUIET).
+	Quiet bool
+	Host  string
+	Port  int
+	Token string
 	// Generic also writes log-gen, one line per event; with RawGen its
 	// values are raw deltas with sequence keys.
 	Generic, RawGen bool
@@ -284,6 +286,7 @@ var optionSpecs = []optionSpec{
 	{name: "PERFMAP", help: "write /tmp/perf-<pid>.map so perf can name JIT-compiled Java frames", set: boolOpt(func(o *Options) *bool { return &o.PerfMap })},
 	{name: "THREADINFO", help: "write log-jtnm: thread ids, names, start and end times", set: boolOpt(func(o *Options) *bool { return &o.ThreadInfo })},
 	{name: "RTDRIVER", help: "listen for rtdriver commands from the JVM's owner and root on the UNIX socket /tmp/.libjprof-<uid>/<pid>.sock (default on; NORTDRIVER: no control channel at all)", set: boolOpt(func(o *Options) *bool { return &o.RTDriver })},
+	{name: "QUIET", help: "write nothing on the JVM's stderr: what the agent would say there goes to log-msg, and what it says while loading is left for the command that loaded it (jprof, which loads it so, prints it)", set: boolOpt(func(o *Options) *bool { return &o.Quiet })},
 	{name: "PORT", hasValue: true, help: "also listen for rtdriver on this TCP port (default: no TCP); a peer on this host is served only if it runs as the JVM's owner or root", set: intOpt(func(o *Options) *int { return &o.Port }, 0, 1, 65535, "a TCP port number")},
 	{name: "HOST", hasValue: true, help: "address the rtdriver TCP port listens on (needs PORT=; default 127.0.0.1: loopback only; any other address needs TOKEN=)",
 		set: stringOpt(func(o *Options) *string { return &o.Host }, "", "an address", nil)},
@@ -371,6 +374,23 @@ func setMetrics(o *Options, v string, on bool) error {
 		return fmt.Errorf("%d metrics given, at most %d", len(o.Metrics), ptt.MaxMetrics)
 	}
 	return nil
+}
+
+// quietAsked says whether the options ask for QUIET, before they are
+// parsed: a load says why options are bad on stderr unless told not to.
+func quietAsked(opts ...string) bool {
+	q := false
+	for _, o := range opts {
+		for _, raw := range strings.Split(o, ",") {
+			switch strings.ToUpper(strings.TrimSpace(raw)) {
+			case "QUIET":
+				q = true
+			case "NOQUIET":
+				q = false
+			}
+		}
+	}
+	return q
 }
 
 // ParseOptions parses the agent's option string followed by the value of

@@ -25,7 +25,7 @@ func (a *agent) setupPTT() error {
 		// Every run on a machine without a PMU (the README's demo on
 		// most VMs) says this: one short line on stderr, the details
 		// in log-msg and the log-rt header.
-		fmt.Fprintf(os.Stderr, "libjprof: warning: %v not countable here; using %v (why: log-msg, log-rt header)\n",
+		say("libjprof: warning: %v not countable here; using %v (why: log-msg, log-rt header)",
 			plan.want, plan.fallback)
 		a.log.Warn(msg)
 		a.notes = append(a.notes, "Warning: "+msg)
@@ -36,7 +36,7 @@ func (a *agent) setupPTT() error {
 		return fmt.Errorf("metrics %v: %w", plan.want, err)
 	}
 	for _, w := range st.Warnings {
-		fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", w)
+		say("libjprof: warning: %s", w)
 		a.log.Warn(w)
 	}
 	a.ptt = st
@@ -77,7 +77,7 @@ func (a *agent) pttSetup(metrics []ptt.Metric) (ptt.Status, error) {
 			return st, nil
 		}
 		msg := fmt.Sprintf("PTT: jprof pttd at %s not usable (%v); using the best backend this JVM can load", sock, err)
-		fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
+		say("libjprof: warning: %s", msg)
 		a.log.Warn(msg)
 		a.notes = append(a.notes, "Warning: "+msg)
 	}
@@ -112,7 +112,7 @@ func (a *agent) tscDriftNote() string {
 	n := fmt.Sprintf("Warning: PTT: the TSC's rate moved by %d ppm against CLOCK_MONOTONIC during the run (a VM moved to another host?): "+
 		"reads took the vDSO clock from then on, which costs more than the calibration tables of TSC reads remove: later events' times read high", c.TSCDriftPPM)
 	a.tscWarn.Do(func() {
-		fmt.Fprintf(os.Stderr, "libjprof: %s\n", n)
+		say("libjprof: %s", n)
 		a.log.Warn(n)
 	})
 	return n

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -424,7 +423,7 @@ func (a *agent) writeLogRT(interval bool) (string, *threadSummary, error) {
 	switch {
 	case interval && cut != nil:
 		msg := fmt.Sprintf("%s was cut short: the interval goes on, and the next log-rt covers this one's too", filepath.Base(path))
-		fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
+		say("libjprof: warning: %s", msg)
 		a.log.Warn(msg)
 	case interval:
 		a.base, a.written = r.nextBase, 0

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"go.uber.org/zap"
@@ -142,7 +141,7 @@ func (a *agent) sayRootProblems(roots string) {
 	}
 	for _, p := range ps {
 		msg := "ROOTS: " + p
-		fmt.Fprintf(os.Stderr, "libjprof: warning: %s\n", msg)
+		say("libjprof: warning: %s", msg)
 		a.log.Warn(msg)
 	}
 }

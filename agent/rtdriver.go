@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"strings"
@@ -48,13 +49,13 @@ func (a *agent) startServer() {
 			srv, err = control.Listen(only)
 		}
 		if err == nil {
-			fmt.Fprintf(os.Stderr, "libjprof: warning: %s; rtdriver listens on %s only\n", msg, srv.Addr())
+			say("libjprof: warning: %s; rtdriver listens on %s only", msg, srv.Addr())
 			a.addNote(fmt.Sprintf("Warning: %s; rtdriver listened on %s only", msg, srv.Addr()))
 		}
 	}
 	if err != nil {
 		msg := fmt.Sprintf("rtdriver socket not available: %v", err)
-		fmt.Fprintf(os.Stderr, "libjprof: %s\n", msg)
+		say("libjprof: %s", msg)
 		a.log.Warn(msg)
 		a.addNote("Warning: " + msg)
 		return
@@ -335,6 +336,10 @@ func (a *agent) Status() string {
 	last := "-"
 	if len(a.files) > 0 {
 		last = a.files[len(a.files)-1]
+		// jprof profile converts the file and removes it.
+		if _, err := os.Stat(last); errors.Is(err, fs.ErrNotExist) {
+			last += "(removed)"
+		}
 	}
 	pending := "-"
 	if a.pending != nil {

@@ -73,6 +73,26 @@ func TestStateLineAtStart(t *testing.T) {
 	}
 }
 
+// QUIET: nothing on the JVM's stderr, every line in log-msg instead, the
+// C side's warnings too (FFMPROBES on a JDK without FFM critical
+// downcalls); an option error that stops the JVM is still said there.
+func TestQuiet(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "QUIET,FFMPROBES,NORTDRIVER,START"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.Empty(t, stderrLines(r), r.Stderr)
+	msg := r.ReadFile(t, "msg")
+	assert.Regexp(t, `not on stderr \(QUIET\).*libjprof \S+: mode=RTARCF`, msg, "the state line")
+	p := r.LogRT(t, 1)
+	if strings.Contains(strings.Join(p.Notes, "\n"), "BCI: probes: JNI natives") {
+		assert.Regexp(t, `not on stderr \(QUIET\).*FFMPROBES not used`, msg)
+	}
+	assert.NotEmpty(t, p.Threads)
+
+	r = jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "QUIET,NOSUCH"})
+	assert.NotEqual(t, 0, r.ExitCode)
+	assert.Contains(t, r.Stderr, `libjprof: invalid option "NOSUCH"`)
+}
+
 // A run that collects nothing says why at VM death and what to add;
 // NORTDRIVER without START is warned about at load.
 func TestNothingCollectedIsSaid(t *testing.T) {

@@ -407,8 +407,7 @@ static void bci_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 		(*jni)->ExceptionDescribe(jni);
 		(*jni)->ExceptionClear(jni);
 		bci_busy = 0;
-		jp_notef("BCI: the agent's Java classes could not be loaded: nothing is instrumented");
-		fprintf(stderr, "libjprof: BCI: the agent's Java classes could not be loaded: nothing is instrumented\n");
+		jp_notef("say: BCI: the agent's Java classes could not be loaded: nothing is instrumented");
 		return;
 	}
 	if (jp_jlm_vm_init(jni, p) != 0) {

@@ -109,8 +109,7 @@ const char *jp_bci_probes(void)
  * says why; the log-rt header says it too). */
 static void ffm_not_used(void)
 {
-	jp_notef("BCI: probes: %s", bci_probes);
-	fprintf(stderr, "libjprof: warning: FFMPROBES not used: the probes are %s\n", bci_probes);
+	jp_notef("say: warning: FFMPROBES not used: the probes are %s", bci_probes);
 }
 
 void bci_ffm_setup(JNIEnv *jni)

@@ -70,7 +70,8 @@ type Config struct {
 	Roots string
 	// Note receives what log-msg should say from the sources: classes or
 	// methods left as they were, and why (a warning), or, prefixed
-	// "info: ", what was done. Called from Java threads; must not block
+	// "info: ", what was done, or, prefixed "say: ", a warning the user
+	// is also told (stderr). Called from Java threads; must not block
 	// long.
 	Note func(string)
 }

@@ -246,8 +246,9 @@ uint64_t jp_jlm_overflow(void);
 
 /* jp_env is the calling thread's JNIEnv, NULL if it is not attached. */
 JNIEnv *jp_env(void);
-/* jp_notef says something in log-msg: a warning, or with the prefix
- * "info: " what was done (Config.Note). */
+/* jp_notef says something in log-msg: a warning, with the prefix
+ * "info: " what was done, with "say: " a warning for the user's eyes too
+ * (Config.Note). */
 void jp_notef(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* jp_agent_jar is jprof-bci.jar's path beside libjprof.so (malloc'd), or
  * NULL with err (who names the option that needs it). */

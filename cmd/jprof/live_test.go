@@ -138,6 +138,11 @@ func TestProfileRunningJVM(t *testing.T) {
 				assert.Contains(t, stderr, "loading libjprof into pid "+strconv.Itoa(pid))
 				assert.Contains(t, stderr, "detached:")
 				assert.Contains(t, stdout, "wrote "+out)
+				// QUIET: the agent's load lines reach jprof's user, not
+				// the program's stderr (its log, for a service).
+				assert.Regexp(t, `(?m)^libjprof \S+: mode=\S+ .*source=`, stderr, "the agent's state line")
+				assert.NotRegexp(t, `(?m)^libjprof`, p.Stderr(), "the program's stderr")
+				assert.Regexp(t, `last=\S+_`+strconv.Itoa(pid)+`\(removed\)`, status(t, pid), "the log-rt jprof converted")
 				checkHot(t, out, ev != "bci")
 				b, _ := os.ReadFile(out)
 				assert.Contains(t, string(b), "_Service-worker;", "the worker thread, running before the attach")
@@ -341,6 +346,17 @@ func TestLoadTwice(t *testing.T) {
 	lib := filepath.Join(jvmtest.Root(), "build", "libjprof.so")
 	require.NoError(t, tg.LoadAgent(ctx, lib, "SAMPLE=cpu,LOGPATH="+t.TempDir()))
 	require.NoError(t, tg.LoadAgent(ctx, lib, "SAMPLE=cpu,START"))
+	// Without QUIET (as jcmd loads it) the program's stderr is where the
+	// agent talks; a QUIET load's lines are left for its loader.
+	assert.Regexp(t, `(?m)^libjprof \S+: mode=SAMPLE`, p.Stderr())
+	assert.Equal(t, 1, strings.Count(p.Stderr(), "libjprof: loaded again"), p.Stderr())
+	require.NoError(t, tg.LoadAgent(ctx, lib, "QUIET"))
+	assert.Equal(t, 1, strings.Count(p.Stderr(), "libjprof: loaded again"), p.Stderr())
+	held := filepath.Join(control.SocketDir(control.SocketBase, os.Geteuid()), strconv.Itoa(p.Result().PID)+".attach-msg")
+	b, err := os.ReadFile(held)
+	require.NoError(t, err)
+	os.Remove(held)
+	assert.Contains(t, string(b), "libjprof: loaded again")
 	st := status(t, p.Result().PID)
 	assert.Contains(t, st, "state=collecting")
 	assert.Contains(t, st, "source=asgct-sampling")

@@ -173,7 +173,10 @@ func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io
 		base = sourceopts.Without(base)
 	}
 	var parts []string
-	for _, p := range []string{base, "LOGPATH=" + logs, *lf.opts} {
+	// QUIET: the agent's lines are not the program's to log; jprof
+	// prints those of the load (loaderLines), the rest comes in replies
+	// and report headers.
+	for _, p := range []string{base, "LOGPATH=" + logs, "QUIET", *lf.opts} {
 		if p != "" {
 			parts = append(parts, p)
 		}
@@ -181,8 +184,12 @@ func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io
 	opts := strings.Join(parts, ",")
 	fmt.Fprintf(stderr, "jprof: loading libjprof into pid %d (%s): %s\n", t.PID, t.MainClass, opts)
 	t0 := time.Now()
-	if err := t.LoadAgent(ctx, filepath.Join(dir, "libjprof.so"), opts); err != nil {
-		if why := attachError(t); why != "" {
+	err = t.LoadAgent(ctx, filepath.Join(dir, "libjprof.so"), opts)
+	if said := loaderFile(t, "attach-msg"); said != "" {
+		fmt.Fprintln(stderr, said)
+	}
+	if err != nil {
+		if why := loaderFile(t, "attach-error"); why != "" {
 			return nil, fmt.Errorf("%w: %s", err, why)
 		}
 		return nil, err
@@ -235,16 +242,44 @@ func outputDir(t *attach.Target) (string, error) {
 	if fi.Mode().Perm()&0o077 != 0 {
 		return "", fmt.Errorf("%s has mode %v: others may enter it; not used", host, fi.Mode().Perm())
 	}
+	pruneLogMsg(t, host, time.Now().Add(-logMsgKept))
 	return dir, nil
+}
+
+// logMsgKept is how long jprof's directory keeps the log-msg of a JVM
+// without an agent: every load writes one, and nothing else removes them.
+const logMsgKept = 7 * 24 * time.Hour
+
+// pruneLogMsg removes from host (jprof's directory in the target's /tmp)
+// the log-msg files last written before cutoff whose JVM has no agent
+// socket any more. Profiles (log-rt and the rest) are the user's: kept.
+func pruneLogMsg(t *attach.Target, host string, cutoff time.Time) {
+	msgs, _ := filepath.Glob(filepath.Join(host, "*-msg_*"))
+	sockDir := t.Path(control.SocketDir(control.SocketBase, t.UID))
+	for _, m := range msgs {
+		pid := m[strings.LastIndexByte(m, '_')+1:]
+		if _, err := strconv.Atoi(pid); err != nil {
+			continue
+		}
+		fi, err := os.Lstat(m)
+		if err != nil || !fi.Mode().IsRegular() || fi.ModTime().After(cutoff) {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(sockDir, pid+".sock")); err == nil {
+			continue
+		}
+		os.Remove(m)
+	}
 }
 
 // jprofDir is jprof's directory in the JVM's /tmp, as the JVM sees it.
 func jprofDir(t *attach.Target) string { return fmt.Sprintf("/tmp/jprof-%d", t.UID) }
 
-// attachError is what a failed Agent_OnAttach wrote for the caller (the
-// JVM's stderr is not the caller's), removed once read.
-func attachError(t *attach.Target) string {
-	p := t.Path(filepath.Join(control.SocketDir(control.SocketBase, t.UID), strconv.Itoa(t.NSPid)+".attach-error"))
+// loaderFile is what Agent_OnAttach left for its caller (the JVM's
+// stderr is not the caller's), removed once read: attach-error, why the
+// load failed, and attach-msg, what the agent said while loading.
+func loaderFile(t *attach.Target, kind string) string {
+	p := t.Path(filepath.Join(control.SocketDir(control.SocketBase, t.UID), strconv.Itoa(t.NSPid)+"."+kind))
 	b, err := os.ReadFile(p)
 	if err != nil {
 		return ""

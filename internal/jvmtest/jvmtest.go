@@ -135,7 +135,7 @@ func Launch(t testing.TB, r Run) *Proc {
 	p.cmd = exec.CommandContext(p.ctx, prog, args...)
 	p.cmd.Dir = dir
 	p.cmd.Env = append(os.Environ(), r.Env...)
-	p.cmd.Stderr = &p.stderr
+	p.cmd.Stderr = lockedWriter{&p.mu, &p.stderr}
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}
@@ -160,6 +160,14 @@ func Launch(t testing.TB, r Run) *Proc {
 	t.Cleanup(func() {
 		p.cancel()
 		_ = p.cmd.Wait()
+		// What an attach by jprof wrote for this JVM in its directory
+		// (log-msg, log-rt the test did not convert): one run's files
+		// would otherwise stay there, hundreds after a make test.
+		left, _ := filepath.Glob(fmt.Sprintf("/tmp/jprof-%d/*_%d", os.Geteuid(), p.res.PID))
+		msgs, _ := filepath.Glob(fmt.Sprintf("/tmp/.libjprof-%d/%d.attach-*", os.Geteuid(), p.res.PID))
+		for _, f := range append(left, msgs...) {
+			os.Remove(f)
+		}
 	})
 	return p
 }
@@ -216,6 +224,25 @@ func (p *Proc) Fresh(d time.Duration) (string, bool) {
 	}
 }
 
+// lockedWriter lets Stderr read what the JVM wrote so far.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// Stderr is what the running JVM has written on its stderr so far.
+func (p *Proc) Stderr() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.String()
+}
+
 // Wait closes stdin, waits for the JVM to exit and returns its result.
 func (p *Proc) Wait() *Result {
 	p.t.Helper()
@@ -232,8 +259,8 @@ func (p *Proc) Wait() *Result {
 	p.res.ExitCode = p.cmd.ProcessState.ExitCode()
 	p.mu.Lock()
 	p.res.Stdout = p.stdout.String()
-	p.mu.Unlock()
 	p.res.Stderr = p.stderr.String()
+	p.mu.Unlock()
 	return p.res
 }
 

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/libjprof/libjprof/agent/control"
+	"github.com/libjprof/libjprof/internal/attach"
+)
+
+// A load prunes old log-msg files of JVMs without an agent socket, and
+// nothing else.
+func TestPruneLogMsg(t *testing.T) {
+	host := t.TempDir()
+	tgt := &attach.Target{PID: os.Getpid(), UID: 1<<30 + os.Getpid()}
+	sockDir := tgt.Path(control.SocketDir(control.SocketBase, tgt.UID))
+	require.NoError(t, os.MkdirAll(sockDir, 0o700))
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	require.NoError(t, os.WriteFile(filepath.Join(sockDir, "102.sock"), nil, 0o600))
+
+	old := time.Now().Add(-8 * 24 * time.Hour)
+	files := map[string]bool{ // name: kept
+		"log-msg_101":   false, // old, its JVM gone
+		"log-msg_102":   true,  // old, but its agent answers
+		"log-msg_103":   true,  // recent
+		"log-rt.1_101":  true,  // a profile
+		"mine-msg_104":  false, // another LOGPREFIX
+		"log-msg_notes": true,  // not a JVM's
+	}
+	for name := range files {
+		p := filepath.Join(host, name)
+		require.NoError(t, os.WriteFile(p, []byte("x"), 0o600))
+		if name != "log-msg_103" {
+			require.NoError(t, os.Chtimes(p, old, old))
+		}
+	}
+	pruneLogMsg(tgt, host, time.Now().Add(-logMsgKept))
+	for name, kept := range files {
+		_, err := os.Stat(filepath.Join(host, name))
+		assert.Equal(t, kept, err == nil, name)
+	}
+}
