@@ -63,14 +63,14 @@ func (a *agent) sampleHeader(p *reports.Profile) {
 		line += fmt.Sprintf("; %d stacks of threads in the VM walked once their last Java frame's pc was filled in", st.Anchored)
 	}
 	if st.StubPopped > 0 {
-		line += fmt.Sprintf("; %d stacks of threads in the VM walked from the caller of the runtime stub that called into it (<top_frame_not_walkable> under it)", st.StubPopped)
+		line += fmt.Sprintf("; %d stacks of threads in the VM walked from the caller of the runtime stub that called into it (the stub under it: <stub_NAME> as the JVM names it, else <top_frame_not_walkable>)", st.StubPopped)
 	}
 	if n := st.Deferred + st.DeferredFailed + st.DeferredLost + st.DeferredPending; n > 0 {
 		line += fmt.Sprintf("; %d stacks of threads in the VM that AsyncGetCallTrace could not walk (under a runtime stub, during a GC) walked by the VM after the sample, their last Java frame the sampled one before and after (<top_frame_not_walkable> under it); of such walks %d failed (under their pseudo-frame), %d were dropped as sampling stopped, %d were not done when this was written; %d blocked threads waited in their handler for their walk (%d gave up after 20 ms)",
 			st.Deferred, st.DeferredFailed, st.DeferredLost, st.DeferredPending, st.Parked, st.ParkTimeouts)
 	}
 	if st.Recovered > 0 {
-		line += fmt.Sprintf("; %d stacks walked from the caller of a top frame AsyncGetCallTrace could not place (<top_frame_not_walkable> under it)", st.Recovered)
+		line += fmt.Sprintf("; %d stacks walked from the caller of a top frame AsyncGetCallTrace could not place (under it the JVM's generated code the frame was in, <stub_NAME> as the JVM names it: a stub, an adapter, the interpreter; else <top_frame_not_walkable>)", st.Recovered)
 	}
 	if len(failed) > 0 {
 		line += "; stacks not walkable (shown as pseudo-frames under the thread): " + strings.Join(failed, ", ")

@@ -187,6 +187,11 @@ int jp_vm_setup(JavaVM *vm, uintptr_t go_handle, int live, int start, int calibr
 		const jvmtiEvent jevs[] = { JVMTI_EVENT_COMPILED_METHOD_LOAD };
 		if (jp_enable_events(jvmti, jevs, 1, err, errlen) != 0)
 			return -1;
+	} else if (jpvm.sample) {
+		/* The names of the stubs a sample's top frame may be in. */
+		const jvmtiEvent jevs[] = { JVMTI_EVENT_DYNAMIC_CODE_GENERATED };
+		if (jp_enable_events(jvmti, jevs, 1, err, errlen) != 0)
+			return -1;
 	}
 	/* START: from the first Java method, not from VM init: the VM runs
 	 * Java code (System.initPhase3, the system class loader) before it.

@@ -137,6 +137,10 @@ void JNICALL jp_cb_compiled_method_unload(jvmtiEnv *jvmti, jmethodID method, con
 void JNICALL jp_cb_dynamic_code(jvmtiEnv *jvmti, const char *name, const void *address, jint length)
 {
 	(void)jvmti;
+	if (jpvm.sample)
+		jp_stub_add(name, address, length);
+	if (!jpvm.jit)
+		return;
 	jp_jitrec *r = jp_jit_new(JP_JIT_DYNAMIC, address, (uint64_t)length, strdup(name != NULL ? name : "?"));
 	if (r != NULL)
 		jp_list_push(&jp_jit_recs, r);

@@ -168,6 +168,9 @@ void JNICALL jp_cb_compiled_method_load(jvmtiEnv *jvmti, jmethodID method, jint 
 					const jvmtiAddrLocationMap *map, const void *compile_info);
 void JNICALL jp_cb_compiled_method_unload(jvmtiEnv *jvmti, jmethodID method, const void *code_addr);
 void JNICALL jp_cb_dynamic_code(jvmtiEnv *jvmti, const char *name, const void *address, jint length);
+/* jp_stub_add records generated code's name and range for the sampler
+ * (sampling_stubs.c). */
+void jp_stub_add(const char *name, const void *address, int length);
 
 /* The method-event source's callbacks (methodevents.c). */
 void JNICALL jp_cb_method_entry(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jmethodID mid);

@@ -182,15 +182,18 @@ static void jp_sample_handler(int sig, siginfo_t *si, void *uc)
 		n = jp_path_of(s, (uint32_t)tr.num_frames, 0, jps.depth);
 		JP_COUNT(anchored);
 	} else if ((tr.num_frames == -3 || tr.num_frames == -4) && jp_stub_retry(s, &tr, uc)) {
-		/* Walked from the stub's caller: the stub is a pseudo-frame
-		 * under it, as a top frame walked from its caller is. */
-		s->path[0] = jps.top_h;
+		/* Walked from the stub's caller: the stub (the last Java
+		 * frame's pc is in it) is a pseudo-frame under it, as a top
+		 * frame walked from its caller is. */
+		uintptr_t asp, apc;
+		jp_anchor(s, &asp, &apc);
+		s->path[0] = jp_stub_named(apc);
 		n = jp_path_of(s, (uint32_t)tr.num_frames, 1, jps.depth - 1);
 		JP_COUNT(stub_popped);
 	} else if ((tr.num_frames == -5 || tr.num_frames == -6) && jp_agct_retry(s, &tr, uc)) {
-		/* Walked from the caller: the top frame, which nothing
-		 * named, is a pseudo-frame under it. */
-		s->path[0] = jps.top_h;
+		/* Walked from the caller: the top frame is a pseudo-frame
+		 * under it, named after the stub it is in where known. */
+		s->path[0] = jp_stub_at(uc);
 		n = jp_path_of(s, (uint32_t)tr.num_frames, 1, jps.depth - 1);
 		JP_COUNT(recovered);
 	} else if ((tr.num_frames == -2 || tr.num_frames == -3 || tr.num_frames == -4) && jp_defer(s, w, -tr.num_frames)) {
@@ -396,6 +399,11 @@ static void jp_sampling_thread_end(void)
 
 static void jp_sampling_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 {
+	/* The stubs generated before now (before the agent could hear of
+	 * them, or before an attach), named for the walks that pop one
+	 * (sampling_stubs.c); with JIT records on, that asks for them. */
+	if (!jpvm.jit)
+		(void)(*jvmti)->GenerateEvents(jvmti, JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
 	/* Classes prepared before VM init (the start phase refuses
 	 * GetClassMethods) get their jmethodIDs now. */
 	uint64_t t0 = jp_clock_ns(CLOCK_MONOTONIC);

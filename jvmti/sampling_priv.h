@@ -183,6 +183,13 @@ int jp_agct_retry(jp_sthread *s, jp_agct_trace *tr, void *uc);
 int jp_anchor_retry(jp_sthread *s, jp_agct_trace *tr, void *uc);
 int jp_stub_retry(jp_sthread *s, jp_agct_trace *tr, void *uc);
 
+/* sampling_stubs.c: jp_stub_named names the generated code (stub,
+ * adapter, interpreter) at pc, for a top frame walked from its caller:
+ * its pseudo-frame, or jps.top_h; jp_stub_at names that at the signal's
+ * pc. */
+uint32_t jp_stub_named(uintptr_t pc);
+uint32_t jp_stub_at(const void *uc);
+
 /* sampling_defer.c: walks of threads blocked in the VM, left by the
  * handler to a thread that can ask the VM for them. jp_defer leaves the
  * walk of a sample of weight w that failed for reason r (the handler, on
