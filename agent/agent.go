@@ -127,7 +127,11 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string, live bool) (*agent, 
 	}
 	a := &agent{opts: opts, pid: os.Getpid(), loaded: time.Now(), live: live}
 	a.log, a.closeLog, err = openLogMsg(opts, a.pid)
-	said.setLog(a.log)
+	if err == nil {
+		said.setLog(a.log)
+		closeLog := a.closeLog
+		a.closeLog = func() { said.setLog(nil); closeLog() }
+	}
 	if err != nil {
 		var stop error
 		if a.outErr, stop = logPathError(opts, err); stop != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"go.uber.org/zap"
@@ -25,7 +26,12 @@ func openLogMsg(o *Options, pid int) (*zap.Logger, func(), error) {
 	enc := zap.NewDevelopmentEncoderConfig()
 	enc.EncodeLevel = zapcore.CapitalLevelEncoder
 	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.Lock(f), zap.DebugLevel)
-	log := zap.New(core).With(zap.Int("pid", pid))
+	var zopts []zap.Option
+	if o.Quiet {
+		// zap says on stderr that a write failed (a full disk).
+		zopts = append(zopts, zap.ErrorOutput(zapcore.AddSync(io.Discard)))
+	}
+	log := zap.New(core, zopts...).With(zap.Int("pid", pid))
 	return log, func() { _ = log.Sync(); _ = f.Sync(); _ = f.Close() }, nil
 }
 

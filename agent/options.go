@@ -286,7 +286,7 @@ var optionSpecs = []optionSpec{
 	{name: "PERFMAP", help: "write /tmp/perf-<pid>.map so perf can name JIT-compiled Java frames", set: boolOpt(func(o *Options) *bool { return &o.PerfMap })},
 	{name: "THREADINFO", help: "write log-jtnm: thread ids, names, start and end times", set: boolOpt(func(o *Options) *bool { return &o.ThreadInfo })},
 	{name: "RTDRIVER", help: "listen for rtdriver commands from the JVM's owner and root on the UNIX socket /tmp/.libjprof-<uid>/<pid>.sock (default on; NORTDRIVER: no control channel at all)", set: boolOpt(func(o *Options) *bool { return &o.RTDriver })},
-	{name: "QUIET", help: "write nothing on the JVM's stderr: what the agent would say there goes to log-msg, and what it says while loading is left for the command that loaded it (jprof, which loads it so, prints it)", set: boolOpt(func(o *Options) *bool { return &o.Quiet })},
+	{name: "QUIET", help: "write nothing on the JVM's stderr: what the agent would say there goes to log-msg, and what it says while loading is left for the command that loaded it (jprof, which loads it so, prints it); an error that stops the JVM, and anything said while there is no log-msg, still go to stderr", set: boolOpt(func(o *Options) *bool { return &o.Quiet })},
 	{name: "PORT", hasValue: true, help: "also listen for rtdriver on this TCP port (default: no TCP); a peer on this host is served only if it runs as the JVM's owner or root", set: intOpt(func(o *Options) *int { return &o.Port }, 0, 1, 65535, "a TCP port number")},
 	{name: "HOST", hasValue: true, help: "address the rtdriver TCP port listens on (needs PORT=; default 127.0.0.1: loopback only; any other address needs TOKEN=)",
 		set: stringOpt(func(o *Options) *string { return &o.Host }, "", "an address", nil)},

@@ -30,9 +30,11 @@ type sayer struct {
 	// (a second load's options do not change the agent's).
 	quiet, loadQuiet, loading bool
 	log                       *zap.Logger
-	// held: an attach's lines, for the command that loaded the agent.
-	held []string
-	hold bool
+	// held: an attach's lines, for the command that loaded the agent;
+	// dropped: those past maxHeld.
+	held    []string
+	hold    bool
+	dropped int
 }
 
 // maxHeld bounds an attach's held lines (a load says a few).
@@ -52,15 +54,21 @@ func (s *sayer) line(l string) {
 	if s.loading {
 		q = s.loadQuiet
 	}
-	if !q {
+	// Without log-msg (not open yet, or LOGPATH not writable) a line
+	// not held for the loader would be said nowhere: stderr then.
+	if !q || (s.log == nil && !s.hold) {
 		fmt.Fprintln(os.Stderr, l)
 		return
 	}
 	if s.log != nil {
 		s.log.Info("not on stderr (QUIET)", zap.String("line", l))
 	}
-	if s.hold && len(s.held) < maxHeld {
-		s.held = append(s.held, l)
+	if s.hold {
+		if len(s.held) < maxHeld {
+			s.held = append(s.held, l)
+		} else {
+			s.dropped++
+		}
 	}
 }
 
@@ -73,11 +81,14 @@ func (s *sayer) beginLoad(quiet, first, attach bool) {
 	if first {
 		s.quiet = quiet
 	}
-	s.loading, s.loadQuiet = true, quiet
-	s.hold, s.held = quiet && attach, nil
+	// A later load's options are not the agent's, but its QUIET says
+	// where its loader looks; the agent's QUIET holds for it too.
+	s.loading, s.loadQuiet = true, quiet || s.quiet
+	s.hold, s.held, s.dropped = quiet && attach, nil, 0
 }
 
-// setLog gives the lines not said a place in log-msg.
+// setLog gives the lines not said a place in log-msg; nil when it is
+// closed or could not be opened.
 func (s *sayer) setLog(log *zap.Logger) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -90,7 +101,10 @@ func (s *sayer) setLog(log *zap.Logger) {
 func (s *sayer) endLoad() {
 	s.mu.Lock()
 	held := s.held
-	s.loading, s.hold, s.held = false, false, nil
+	if s.dropped > 0 {
+		held = append(held, fmt.Sprintf("libjprof: … %d more lines in log-msg", s.dropped))
+	}
+	s.loading, s.hold, s.held, s.dropped = false, false, nil, 0
 	s.mu.Unlock()
 	if len(held) > 0 {
 		leaveForLoader(".attach-msg", strings.Join(held, "\n")+"\n")

@@ -30,7 +30,7 @@ var events = []struct {
 }{
 	{"cpu", "SAMPLE=cpu", "asgct-sampling", "sample=cpu", "CPU time, sampled every millisecond of each thread's CPU (cheap: for services in production)"},
 	{"wall", "SAMPLE=wall", "asgct-sampling", "sample=wall", "wall-clock time, sampled, running or not (where threads wait)"},
-	{"bci", "BCI,RTARCF,METRICS=PTT_TIME", "bci", "mode=RTARCF", "exact calls and calibrated per-method CPU times from bytecode\n       instrumentation (slows call-heavy code several times, tiny recursive methods far more)"},
+	{"bci", "BCI,RTARCF", "bci", "mode=RTARCF", "exact calls and calibrated per-method times from bytecode instrumentation (slows\n       call-heavy code several times, tiny recursive methods far more: BENCHMARKS.md)"},
 	{"calls", "BCI,CALLTREE", "bci", "mode=CALLTREE", "exact calls only, from bytecode instrumentation (cheaper than bci)"},
 	{"jlm", "BCI,CALLTREE,JLM", "bci", "jlm=on", "exact counts of every monitor instrumented code takes, per site and class: takes,\n       recursive and contended ones, hold and wait times (JProf's JLM), with the exact calls"},
 	{"lock", "LOCK", "lock-events", "mode=LOCK", "time threads wait entering contended monitors (synchronized), in Object.wait and\n       parked by java.util.concurrent, per calling context, the lock's class as the leaf"},

@@ -183,6 +183,9 @@ func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io
 	}
 	opts := strings.Join(parts, ",")
 	fmt.Fprintf(stderr, "jprof: loading libjprof into pid %d (%s): %s\n", t.PID, t.MainClass, opts)
+	// What an earlier load left (one by jcmd, say) is not this one's.
+	loaderFile(t, "attach-msg")
+	loaderFile(t, "attach-error")
 	t0 := time.Now()
 	err = t.LoadAgent(ctx, filepath.Join(dir, "libjprof.so"), opts)
 	if said := loaderFile(t, "attach-msg"); said != "" {
@@ -251,8 +254,9 @@ func outputDir(t *attach.Target) (string, error) {
 const logMsgKept = 7 * 24 * time.Hour
 
 // pruneLogMsg removes from host (jprof's directory in the target's /tmp)
-// the log-msg files last written before cutoff whose JVM has no agent
-// socket any more. Profiles (log-rt and the rest) are the user's: kept.
+// the log-msg files last written before cutoff whose JVM is gone: no
+// process of that pid in the target's namespace, nor an agent socket.
+// Profiles (log-rt and the rest) are the user's: kept.
 func pruneLogMsg(t *attach.Target, host string, cutoff time.Time) {
 	msgs, _ := filepath.Glob(filepath.Join(host, "*-msg_*"))
 	sockDir := t.Path(control.SocketDir(control.SocketBase, t.UID))
@@ -266,6 +270,9 @@ func pruneLogMsg(t *attach.Target, host string, cutoff time.Time) {
 			continue
 		}
 		if _, err := os.Stat(filepath.Join(sockDir, pid+".sock")); err == nil {
+			continue
+		}
+		if _, err := os.Stat(t.Path("/proc/" + pid)); err == nil {
 			continue
 		}
 		os.Remove(m)

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -13,29 +14,32 @@ import (
 	"github.com/libjprof/libjprof/internal/attach"
 )
 
-// A load prunes old log-msg files of JVMs without an agent socket, and
-// nothing else.
+// A load prunes old log-msg files of JVMs that are gone (no process, no
+// agent socket), and nothing else.
 func TestPruneLogMsg(t *testing.T) {
 	host := t.TempDir()
 	tgt := &attach.Target{PID: os.Getpid(), UID: 1<<30 + os.Getpid()}
 	sockDir := tgt.Path(control.SocketDir(control.SocketBase, tgt.UID))
 	require.NoError(t, os.MkdirAll(sockDir, 0o700))
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
-	require.NoError(t, os.WriteFile(filepath.Join(sockDir, "102.sock"), nil, 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(sockDir, "9000002.sock"), nil, 0o600))
+	live := "log-msg_" + strconv.Itoa(os.Getpid())
 
 	old := time.Now().Add(-8 * 24 * time.Hour)
+	// Pids past any pid_max (2^22): no such process.
 	files := map[string]bool{ // name: kept
-		"log-msg_101":   false, // old, its JVM gone
-		"log-msg_102":   true,  // old, but its agent answers
-		"log-msg_103":   true,  // recent
-		"log-rt.1_101":  true,  // a profile
-		"mine-msg_104":  false, // another LOGPREFIX
-		"log-msg_notes": true,  // not a JVM's
+		"log-msg_9000001":  false, // old, its JVM gone
+		"log-msg_9000002":  true,  // old, but its agent answers
+		live:               true,  // old, but its process runs
+		"log-msg_9000003":  true,  // recent
+		"log-rt.1_9000001": true,  // a profile
+		"mine-msg_9000004": false, // another LOGPREFIX
+		"log-msg_notes":    true,  // not a JVM's
 	}
 	for name := range files {
 		p := filepath.Join(host, name)
 		require.NoError(t, os.WriteFile(p, []byte("x"), 0o600))
-		if name != "log-msg_103" {
+		if name != "log-msg_9000003" {
 			require.NoError(t, os.Chtimes(p, old, old))
 		}
 	}

@@ -143,6 +143,7 @@ func Launch(t testing.TB, r Run) *Proc {
 	if err != nil {
 		t.Fatal(err)
 	}
+	started := time.Now().Add(-time.Second) // file times are coarser than the clock
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("java %s: %v", r.Class, err)
 	}
@@ -161,12 +162,16 @@ func Launch(t testing.TB, r Run) *Proc {
 		p.cancel()
 		_ = p.cmd.Wait()
 		// What an attach by jprof wrote for this JVM in its directory
-		// (log-msg, log-rt the test did not convert): one run's files
-		// would otherwise stay there, hundreds after a make test.
+		// (log-msg, log-rt the test did not convert) and its control
+		// socket's directory: one run's files would otherwise stay
+		// there, hundreds after a make test. Only files written since
+		// it started: the pid may be an earlier process's too.
 		left, _ := filepath.Glob(fmt.Sprintf("/tmp/jprof-%d/*_%d", os.Geteuid(), p.res.PID))
-		msgs, _ := filepath.Glob(fmt.Sprintf("/tmp/.libjprof-%d/%d.attach-*", os.Geteuid(), p.res.PID))
-		for _, f := range append(left, msgs...) {
-			os.Remove(f)
+		ctl, _ := filepath.Glob(fmt.Sprintf("/tmp/.libjprof-%d/%d.*", os.Geteuid(), p.res.PID))
+		for _, f := range append(left, ctl...) {
+			if fi, err := os.Lstat(f); err == nil && !fi.ModTime().Before(started) {
+				os.Remove(f)
+			}
 		}
 	})
 	return p
