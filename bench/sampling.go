@@ -375,7 +375,7 @@ func (p *Sampling) Markdown(out io.Writer, s *Suite) error {
 	fmt.Fprintf(out, "\n*Not walked*: the Java threads' samples that AsyncGetCallTrace could not walk (pseudo-frames such as `<unknown_Java>`, "+
 		"`<unknown_not_Java>`: a thread in the VM without a walkable last Java frame), median over the runs; *walked by a recovery*: "+
 		"those AsyncGetCallTrace failed and a recovery walked, which would otherwise count as not walked: from the caller of a top frame in a stub "+
-		"or a frame being built (`<top_frame_not_walkable>` under it), from a thread's last Java frame once its pc is filled in, from the caller "+
+		"or a frame being built (under it the stub's name, `<stub_…>`, else `<top_frame_not_walkable>`), from a thread's last Java frame once its pc is filled in, from the caller "+
 		"of the runtime stub a thread in the VM was called from, and, for a thread blocked in the VM, by the VM itself just after the sample "+
 		"(JVMTI GetStackTrace from the agent's walker thread, while the thread's last Java frame is still the sampled one).\n")
 	seen := map[string]bool{}
