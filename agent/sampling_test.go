@@ -426,6 +426,41 @@ func TestSampleRecoversWalks(t *testing.T) {
 	assert.NotZero(t, named, "no walked top frame named after the JVM's stub")
 }
 
+// TestSampleNamesStubs: a loop whose time goes to a JVM stub (Math.log's
+// generated routine, called from C2's code) has the stub's name under the
+// Java method that called it, for most of its samples, on every JDK; not
+// <top_frame_not_walkable>, which says nothing of where the time went.
+func TestSampleNamesStubs(t *testing.T) {
+	for _, jdk := range jvmtest.JDKs() {
+		t.Run(jdk.Name, func(t *testing.T) {
+			r := jvmtest.Start(t, jvmtest.Run{Class: "SampleStub", Args: []string{"1500"}, Java: jdk.Java, Options: "SAMPLE=cpu,START,NORTDRIVER"})
+			require.Equal(t, 0, r.ExitCode, r.Stderr)
+			p := r.LogRT(t, 1)
+			var inner, stub uint64
+			var names []string
+			for _, th := range p.Threads {
+				th.Walk(func(n *reports.Node, _ int) {
+					if !strings.Contains(n.Name, "SampleStub.inner(") {
+						return
+					}
+					inner += n.Calls
+					for _, c := range n.Children {
+						if walkedTop.MatchString(c.Name) {
+							names = append(names, fmt.Sprintf("%s %d", c.Name, c.Calls))
+						}
+						if regexp.MustCompile(`<stub_\w*(?i:log)\w*>$`).MatchString(c.Name) {
+							stub += c.Calls
+						}
+					}
+				})
+			}
+			t.Logf("inner %d samples, its log stub %d; pseudo-frames under it: %v", inner, stub, names)
+			require.NotZero(t, inner)
+			assert.Greater(t, stub*3, inner, "less than a third of inner's samples in its log stub")
+		})
+	}
+}
+
 // summaryCount is a count of log-msg's sampling summary (0 if absent).
 func summaryCount(msg, name string) int {
 	m := regexp.MustCompile(`"` + regexp.QuoteMeta(name) + `":\s*(\d+)`).FindStringSubmatch(msg)
