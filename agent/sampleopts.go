@@ -16,7 +16,13 @@ import (
 // of its CPU time.
 const (
 	defaultSamplePeriod = time.Millisecond
-	defaultSampleNodes  = 16384
+	// defaultSampleNodes bounds a thread's sampled tree (ALLOC's and
+	// LOCK's too): about 100 bytes a context, 25 MiB at most a thread;
+	// storage for the first 16,384 is made when the thread starts, the
+	// rest as the tree grows.
+	defaultSampleNodes = 262144
+	// firstSampleNodes is the engine's JP_PCCT_FIRST.
+	firstSampleNodes = 16384
 	// sampleDepth is the most frames one sample walks.
 	sampleDepth = 2048
 	// Bounds on the period: below 10 µs the handler would be most of

@@ -49,7 +49,8 @@ func (a *agent) sampleHeader(p *reports.Profile) {
 		// be longer than the period asked for.
 		line += fmt.Sprintf(", one per %s of %s on average", period(((st.Weight - st.JVMWeight) / time.Duration(js)).Truncate(time.Microsecond)), what)
 	}
-	line += fmt.Sprintf("; per thread at most %d contexts (SAMPLENODES=) and %d frames", s.MaxNodes, s.Depth)
+	line += fmt.Sprintf("; per thread at most %d contexts (SAMPLENODES=; storage for the first %d made at the thread's start, more as its tree grows) and %d frames",
+		s.MaxNodes, min(s.MaxNodes, firstSampleNodes), s.Depth)
 	if s.Kind != jvmti.SampleWall {
 		line += fmt.Sprintf("; timers: %d perf task-clock events, %d POSIX CPU timers (these fire at the kernel's tick at the earliest)",
 			st.PerfArmed, st.TimerArmed)

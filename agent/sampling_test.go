@@ -461,6 +461,38 @@ func TestSampleNamesStubs(t *testing.T) {
 	}
 }
 
+// TestSampleTreeGrows: javac sampled every 200 µs makes a tree of more
+// contexts than a thread's first storage holds (16,384); the handler
+// grows it, and no sample goes to <sample-node-limit>. With SAMPLENODES
+// below what javac needs, the tree stops there and the rest is counted.
+func TestSampleTreeGrows(t *testing.T) {
+	srcs, err := filepath.Glob(filepath.Join(jvmtest.Root(), "java", "src", "*.java"))
+	require.NoError(t, err)
+	args := append([]string{"1", t.TempDir()}, srcs...)
+	for _, c := range []struct {
+		opts    string
+		limited bool
+	}{{"SAMPLE=200us,START,NORTDRIVER", false}, {"SAMPLE=200us,SAMPLENODES=20000,START,NORTDRIVER", true}} {
+		r := jvmtest.Start(t, jvmtest.Run{Class: "ParJavac", Args: args, Options: c.opts})
+		require.Equal(t, 0, r.ExitCode, r.Stderr)
+		largest := 0
+		for _, th := range r.LogRT(t, 1).Threads {
+			n := 0
+			th.Walk(func(*reports.Node, int) { n++ })
+			largest = max(largest, n)
+		}
+		past := summaryCount(r.ReadFile(t, "msg"), "pastNodeLimit")
+		t.Logf("%s: largest thread tree %d contexts, %d samples past the limit", c.opts, largest, past)
+		if c.limited {
+			assert.NotZero(t, past)
+			assert.LessOrEqual(t, largest, 20000)
+		} else {
+			assert.Zero(t, past)
+			assert.Greater(t, largest, 16384, "javac's tree did not grow past the first storage")
+		}
+	}
+}
+
 // summaryCount is a count of log-msg's sampling summary (0 if absent).
 func summaryCount(msg, name string) int {
 	m := regexp.MustCompile(`"` + regexp.QuoteMeta(name) + `":\s*(\d+)`).FindStringSubmatch(msg)

@@ -1,12 +1,12 @@
 /*
  * sample.c: the sampled tree (PCCT). A sample is a stack, top first; it
  * adds one to the calls of every context on it, from the root down, and
- * its weight to the top context's base. Everything it touches was made
- * by jp_pcct_init, because it runs in a signal handler that may have
- * interrupted malloc itself.
+ * its weight to the top context's base. It runs in a signal handler
+ * that may have interrupted malloc itself: what it touches was made by
+ * jp_pcct_init, or by jp_pcct_grow with mmap.
  *
  * The child map is sized for the node capacity at half load, so a probe
- * always ends, and it never grows (growing would allocate). Consecutive
+ * always ends; it grows with the capacity, by whole copies. Consecutive
  * samples of one thread mostly share their outer frames: the path of the
  * previous sample is kept, and the common prefix reuses its nodes
  * without a map probe (what is left of Whaley's "stop at the first
@@ -48,14 +48,16 @@ int jp_pcct_init(jp_thread *t, jp_pcct *p, uint32_t max_nodes, uint32_t depth, u
 	memset(p, 0, sizeof *p);
 	if (max_nodes < 2 || depth < 1)
 		return -1;
-	if (jp_arena_reserve(&t->nodes, max_nodes) != 0)
+	uint32_t cap = max_nodes < JP_PCCT_FIRST ? max_nodes : JP_PCCT_FIRST;
+	if (jp_arena_reserve(&t->nodes, cap) != 0)
 		return -1;
-	/* Whatever the whole chunks hold beyond max_nodes stays unused: the
-	 * capacity is the one asked for. */
+	/* Whatever the whole chunks hold beyond cap stays unused until the
+	 * tree grows: the capacity is the one asked for. */
+	p->cap = cap;
 	p->max_nodes = max_nodes;
-	uint32_t cap = jp_pow2_at_least((uint64_t)max_nodes * 2);
-	p->mask = cap - 1; /* before any allocation: jp_pcct_free sizes slots by it */
-	p->slots = jp_zalloc((size_t)cap * sizeof(jp_slot));
+	uint32_t slots = jp_pow2_at_least((uint64_t)cap * 2);
+	p->mask = slots - 1; /* before any allocation: jp_pcct_free sizes slots by it */
+	p->slots = jp_zalloc((size_t)slots * sizeof(jp_slot));
 	p->prev_h = calloc(depth, sizeof(uint32_t));
 	p->prev_node = calloc(depth, sizeof(uint32_t));
 	if (p->slots == NULL || p->prev_h == NULL || p->prev_node == NULL) {
@@ -71,6 +73,46 @@ int jp_pcct_init(jp_thread *t, jp_pcct *p, uint32_t max_nodes, uint32_t depth, u
 	jp_pcct_fill(t, n, 0, limit_method);
 	p->limit_node = n;
 	return 0;
+}
+
+/* jp_pcct_grow doubles p's room, up to max_nodes, until it holds need
+ * nodes: the arena's next chunks, and a map twice as large with the
+ * entries moved over. It runs in the signal handler, so only mmap and
+ * munmap: the arena's chunks past JP_PCCT_FIRST nodes are that large
+ * (jp_zalloc maps them), and so is a map for JP_PCCT_FIRST nodes (a
+ * smaller one was calloc's, and is not grown). The map is the owner's
+ * alone: no reader to wait for. 0 when p has room for need. */
+static int jp_pcct_grow(jp_thread *t, jp_pcct *p, uint64_t need)
+{
+	while (p->cap < need && p->cap < p->max_nodes) {
+		size_t old_bytes = ((size_t)p->mask + 1) * sizeof(jp_slot);
+		if (p->cap < JP_PCCT_FIRST || old_bytes < JP_ZALLOC_MAP)
+			return -1;
+		uint32_t cap = p->cap > p->max_nodes / 2 ? p->max_nodes : p->cap * 2;
+		if (jp_arena_reserve(&t->nodes, cap) != 0)
+			return -1;
+		uint32_t slots = jp_pow2_at_least((uint64_t)cap * 2);
+		if (slots - 1 > p->mask) {
+			jp_slot *ns = jp_map_block((size_t)slots * sizeof(jp_slot), 1);
+			if (ns == NULL)
+				return -1;
+			for (uint32_t i = 0; i <= p->mask; i++) {
+				const jp_slot *o = &p->slots[i];
+				if (o->k1 == 0)
+					continue;
+				uint32_t j = jp_map_hash(o->k1, o->k2) & (slots - 1);
+				while (ns[j].k1 != 0)
+					j = (j + 1) & (slots - 1);
+				ns[j] = *o;
+			}
+			jp_slot *old = p->slots;
+			p->slots = ns;
+			p->mask = slots - 1;
+			munmap(old, old_bytes);
+		}
+		p->cap = cap;
+	}
+	return p->cap >= need ? 0 : -1;
 }
 
 void jp_pcct_free(jp_pcct *p)
@@ -93,7 +135,7 @@ static uint32_t jp_pcct_child(jp_thread *t, jp_pcct *p, uint32_t parent, uint32_
 		if (s->k1 == k1 && s->k2 == parent)
 			return s->val;
 		if (s->k1 == 0) {
-			if (t->nodes.n >= p->max_nodes)
+			if (t->nodes.n >= p->cap)
 				return UINT32_MAX;
 			uint32_t n = jp_arena_push_ready(&t->nodes);
 			if (n == UINT32_MAX)
@@ -136,6 +178,10 @@ int jp_pcct_add_w(jp_thread *t, jp_pcct *p, const uint32_t *leaf, uint32_t n, co
 {
 	if (n > p->depth)
 		n = p->depth; /* the caller's buffers are p->depth long */
+	/* Room for a whole new path before the first probe (growing moves
+	 * the map's slots). */
+	if ((uint64_t)t->nodes.n + n >= p->cap && p->cap < p->max_nodes)
+		(void)jp_pcct_grow(t, p, (uint64_t)t->nodes.n + n + 1);
 	uint32_t node = 0, d = 0;
 	if (n == 1 && p->prev_n > 0 && p->prev_h[0] != leaf[0]) {
 		/* A lone frame (a pseudo-frame for a stack the walker could

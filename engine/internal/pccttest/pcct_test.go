@@ -1,6 +1,7 @@
 package pccttest
 
 import (
+	"fmt"
 	"math/rand"
 	"runtime"
 	"strings"
@@ -183,4 +184,41 @@ func TestSampleNodeLimit(t *testing.T) {
 		sum += n.Base
 	}
 	assert.Equal(t, total, sum, "every sample's weight is somewhere")
+}
+
+// Past its first JP_PCCT_FIRST (16384) nodes a tree grows, in the
+// "handler" (mmap, the map moved to a larger one), up to its maximum; the
+// tree stays the reference's through every move, and past the maximum
+// samples go to the limit node as before.
+func TestSampleTreeGrows(t *testing.T) {
+	for _, c := range []struct {
+		max     int
+		limited bool
+	}{{1 << 17, false}, {20000, true}} {
+		t.Run(fmt.Sprint(c.max), func(t *testing.T) {
+			setup(t, c.max, 16)
+			hs, names := methods(200)
+			rng := rand.New(rand.NewSource(3))
+			want := newRef(names)
+			nlimited := 0
+			for i := 0; i < 30000; i++ {
+				leaf := make([]uint32, 2+rng.Intn(8))
+				for j := range leaf {
+					leaf[j] = hs[rng.Intn(len(hs))]
+				}
+				if Add(leaf, 1) {
+					nlimited++
+				} else {
+					want.add(leaf, 1)
+				}
+			}
+			nodes := Nodes()
+			assert.Greater(t, len(nodes), 16384, "the tree did not grow past its first storage")
+			assert.LessOrEqual(t, len(nodes), c.max)
+			assert.Equal(t, c.limited, nlimited > 0, "%d samples to the limit node with %d nodes", nlimited, len(nodes))
+			got := paths(t, nodes, names)
+			assert.Equal(t, want.calls, got.calls)
+			assert.Equal(t, want.base, got.base)
+		})
+	}
 }
