@@ -76,6 +76,9 @@ type agent struct {
 	since     time.Time // when collection last started; zero when off
 	lastStart time.Time // when collection last started, kept when it stops
 	resetAt   time.Time // the last reset; zero if none
+	// collectedSinceReset: collection ran at some time since the last
+	// reset (or since the first start, without one).
+	collectedSinceReset bool
 	// baseAt is when the counts of the next log-rt start: the first start
 	// of collection, the last reset or the last interval flush, as
 	// baseKind says (the header's interval).
@@ -163,6 +166,7 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string, live bool) (*agent, 
 	if start {
 		a.started, a.since, a.lastStart = true, a.loaded, a.loaded
 		a.baseAt, a.baseKind = a.loaded, reports.CumulativeSinceStart
+		a.collectedSinceReset = true
 	}
 	cfg := jvmti.Config{Start: start, Calibrate: opts.Calibrate, LogGen: opts.genMode(),
 		JIT: opts.JitA2N || opts.PerfMap, MaxMethods: opts.MaxMethods, EagerThreads: opts.ThreadInfo,

@@ -178,11 +178,13 @@ func (a *agent) startLocked() error {
 	switch {
 	case a.baseAt.IsZero():
 		a.baseAt, a.baseKind = a.since, reports.CumulativeSinceStart
-	case a.eventsSinceReset() == 0:
-		// Nothing since the last reset (an end, a profile's stop): the
-		// next report's interval starts now, not at that reset.
+	case !a.collectedSinceReset:
+		// Nothing collected since the last reset (an end, a profile's
+		// stop; a straggling event of the collection it ended aside):
+		// the next report's interval starts now, not at that reset.
 		a.baseAt = a.since
 	}
+	a.collectedSinceReset = true
 	a.log.Info("collection started", zap.String("source", a.source.Name()))
 	return nil
 }
@@ -285,6 +287,7 @@ func (a *agent) resetLocked() {
 	}
 	a.resetAt = time.Now()
 	a.baseAt, a.baseKind = a.resetAt, reports.CumulativeSinceReset
+	a.collectedSinceReset = engine.Collecting()
 	a.sampleRestart()
 	// Threads that have ended can add nothing to a later report.
 	freed := a.retireLocked()

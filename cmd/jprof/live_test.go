@@ -199,6 +199,25 @@ func TestAttachDetachAttach(t *testing.T) {
 	}
 }
 
+// A later profile's log-rt covers its own collection: the interval starts
+// at its start, not at the earlier profile's reset (the detach).
+func TestProfileAgainInterval(t *testing.T) {
+	p := service(t, "")
+	pid := strconv.Itoa(p.Result().PID)
+	for i, wait := range []time.Duration{0, 3 * time.Second} {
+		time.Sleep(wait)
+		dir := t.TempDir() + "/"
+		code, _, stderr := jprofBin(t, "profile", "-d", "1s", "-e", "calls", "-o", dir, pid)
+		require.Equal(t, 0, code, stderr)
+		files, _ := filepath.Glob(dir + "log-rt.*")
+		require.Len(t, files, 1)
+		iv := jvmtest.ParseLogRT(t, files[0]).Interval
+		require.NotNil(t, iv)
+		took := iv.End.Sub(iv.Start)
+		assert.Less(t, took, 2500*time.Millisecond, "profile %d: interval %v for a 1s profile (%v to %v)", i+1, took, iv.Start, iv.End)
+	}
+}
+
 func idleCalls(t *testing.T, pid int) uint64 {
 	t.Helper()
 	v, err := strconv.ParseUint(statusField(status(t, pid), "idle-probe-calls"), 10, 64)
