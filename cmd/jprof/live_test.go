@@ -218,6 +218,20 @@ func TestProfileAgainInterval(t *testing.T) {
 	}
 }
 
+// A JVM whose agent has no control socket (NORTDRIVER) is refused with
+// that reason, before any load (which would reach that agent, and still
+// leave nothing to drive it through).
+func TestProfileUnreachableAgent(t *testing.T) {
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "Service", Options: "NORTDRIVER"})
+	p.Expect(fmt.Sprintf("ready %d", p.Result().PID))
+	for _, cmd := range [][]string{{"profile", "-d", "1s"}, {"status"}} {
+		code, _, stderr := jprofBin(t, append(cmd, strconv.Itoa(p.Result().PID))...)
+		assert.Equal(t, 1, code, "%v", cmd)
+		assert.Contains(t, stderr, "has libjprof loaded without a control socket", "%v", cmd)
+		assert.NotContains(t, stderr, "loading libjprof", "%v", cmd)
+	}
+}
+
 func idleCalls(t *testing.T, pid int) uint64 {
 	t.Helper()
 	v, err := strconv.ParseUint(statusField(status(t, pid), "idle-probe-calls"), 10, 64)
@@ -331,6 +345,18 @@ func TestProfileTargetExits(t *testing.T) {
 	assert.Contains(t, stderr, "its agent wrote a final log-rt at VM death")
 	assert.Less(t, time.Since(t0), 20*time.Second)
 	checkHot(t, out, true)
+}
+
+// A JVM that exits during a profile in which its agent collected nothing
+// (Spin's only loop is main's, left as it was) is said to have had nothing
+// collected, as its log-msg says, not to have been killed.
+func TestProfileTargetExitsEmpty(t *testing.T) {
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "Spin", Options: "-", Args: []string{"3000"}})
+	p.Expect(fmt.Sprintf("ready %d", p.Result().PID))
+	code, _, stderr := jprofBin(t, "profile", "-d", "60s", "-e", "bci", "-o", filepath.Join(t.TempDir(), "p.txt"), strconv.Itoa(p.Result().PID))
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "its agent wrote no final log-rt: nothing collected")
+	assert.NotContains(t, stderr, "killed")
 }
 
 // TestProfileInterrupt: Ctrl-C ends the profile early, and it is written.

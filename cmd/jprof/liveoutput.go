@@ -201,7 +201,31 @@ func targetGone(lt *liveTarget, since time.Time, out string, stdout, stderr io.W
 		}
 		return fmt.Errorf("pid %d exited before the profile ended: the profile covers its run until then", lt.t.PID)
 	}
+	if why := nothingCollected(lt); why != "" {
+		return fmt.Errorf("pid %d exited before the profile ended, and its agent wrote no final log-rt: %s", lt.t.PID, why)
+	}
 	return fmt.Errorf("pid %d exited before the profile ended, and its agent left no final log-rt (killed, or its /tmp went with it): nothing written", lt.t.PID)
+}
+
+// nothingCollected is why the agent wrote no log-rt at VM death, as its
+// log-msg says ("nothing collected: ..."), or "".
+func nothingCollected(lt *liveTarget) string {
+	if lt.logs == "" {
+		return ""
+	}
+	b, err := os.ReadFile(lt.t.Path(filepath.Join(lt.logs, fmt.Sprintf("log-msg_%d", lt.t.NSPid))))
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(string(b), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		// time, level, message, fields: tab-separated.
+		if j := strings.Index(lines[i], "nothing collected"); j >= 0 {
+			msg, _, _ := strings.Cut(lines[i][j:], "\t")
+			return msg
+		}
+	}
+	return ""
 }
 
 // finalLogRT is the newest log-rt the JVM's agent wrote since then, as

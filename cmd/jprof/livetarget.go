@@ -144,6 +144,11 @@ func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io
 	if lt.client, err = dialAgent(ctx, t); err != nil {
 		return nil, err
 	}
+	if lt.client == nil && agentMapped(t.PID) {
+		// Loading it again reaches the agent already there, which has
+		// no socket to be driven through either.
+		return nil, fmt.Errorf("pid %d (%s) has libjprof loaded without a control socket (NORTDRIVER, or its socket could not be made: its log-msg says): neither jprof nor rtdriver can reach it; restart the program without NORTDRIVER, or without the agent", t.PID, t.MainClass)
+	}
 	if lt.client != nil || !load {
 		if lt.client == nil {
 			return nil, fmt.Errorf("pid %d (%s) has no libjprof agent: jprof start or jprof profile loads one", t.PID, t.MainClass)
