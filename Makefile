@@ -44,7 +44,7 @@ all: agent java cmds
 # help: this list of the targets, each with the first sentence of the
 # comment above it.
 help:
-	@awk '/^#/ { c = c " " substr($$0, 3); next } /^[A-Z_]+ *[?:]?=/ { next } \
+	@awk '/^#/ { c = c " " substr($$0, 3); next } /^[A-Za-z_][A-Za-z0-9_]* *[?:+]?=/ { next } \
 	  /^[a-z][a-z-]*:([^=]|$$)/ { t = substr($$0, 1, index($$0, ":") - 1); sub("^ *" t ":? *", "", c); \
 	    if (match(c, /\. /)) c = substr(c, 1, RSTART - 1); sub("\\.$$", "", c); printf "  make %-14s %s\n", t, c } \
 	  { c = "" }' $(MAKEFILE_LIST)

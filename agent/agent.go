@@ -253,7 +253,7 @@ func attachError(err error, live bool) error {
 	if !live {
 		return err
 	}
-	msg := strings.ReplaceAll(err.Error(), originAgent, "the attach's options (jprof's -e and -opts)")
+	msg := strings.ReplaceAll(err.Error(), originAgent, originAttach)
 	msg = strings.ReplaceAll(msg, "so the JVM does not start", "so the agent is not loaded (the JVM runs on)")
 	return errors.New(msg)
 }
@@ -353,7 +353,7 @@ func (a *agent) sayNothingCollected() {
 	case a.opts.Roots != "":
 		msg = "nothing collected: collection was on, but no root method (ROOTS=" + a.opts.Roots + ") ran while it was"
 	default:
-		msg = "nothing collected: collection was on, but none of the methods it sees ran while it was: " + a.seenMethods()
+		msg = "nothing collected: collection was on, but while it was " + a.nothingSeen()
 	}
 	say("libjprof: %s", msg)
 	a.log.Warn(msg)

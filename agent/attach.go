@@ -24,10 +24,10 @@ func (o *Options) checkLive() error {
 		if o.Roots != "" {
 			reason = "ROOTS without BCI uses method events: " + reason
 		}
-		return &OptionError{Option: sourceMethodEvents, Origin: "attach",
+		return &OptionError{Option: sourceMethodEvents, Origin: originAttach, Known: true,
 			Reason: reason + ": attach with BCI (the default) or SAMPLE, or restart the program with -agentpath"}
 	case !o.RTDriver:
-		return &OptionError{Option: "NORTDRIVER", Origin: "attach",
+		return &OptionError{Option: "NORTDRIVER", Origin: originAttach, Known: true,
 			Reason: "an attached agent is driven through its rtdriver socket (jprof, rtdriver): it cannot be turned off"}
 	}
 	return nil

@@ -136,18 +136,25 @@ type OptionError struct {
 	// empty when the error is about the options as a whole.
 	Origin string
 	Reason string
+	// Known: the option is valid, only not here; the list of valid
+	// options would say nothing.
+	Known bool
 }
 
 // Where an option came from, as errors name it.
 const (
-	originAgent = "the -agentpath options"
-	originEnv   = "JPROFOPTS"
+	originAgent  = "the -agentpath options"
+	originEnv    = "JPROFOPTS"
+	originAttach = "the attach's options (jprof's -e and -opts)"
 )
 
 func (e *OptionError) Error() string {
 	from := ""
 	if e.Origin != "" {
 		from = " (from " + e.Origin + ")"
+	}
+	if e.Known {
+		return fmt.Sprintf("invalid option %q%s: %s", e.Option, from, e.Reason)
 	}
 	return fmt.Sprintf("invalid option %q%s: %s\nvalid options: %s", e.Option, from, e.Reason, validOptionList())
 }

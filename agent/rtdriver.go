@@ -239,8 +239,11 @@ func (a *agent) flushLocked(interval bool) (string, error) {
 	if a.eventsSinceReset() == 0 {
 		// An empty log-rt would look like a profile of nothing.
 		from := "the JVM started"
-		if !a.resetAt.IsZero() {
+		switch {
+		case !a.resetAt.IsZero():
 			from = "the last reset at " + stamp(a.resetAt)
+		case a.live:
+			from = "the attach at " + stamp(a.loaded)
 		}
 		why := ""
 		switch on := engine.Collecting(); {
@@ -250,7 +253,7 @@ func (a *agent) flushLocked(interval bool) (string, error) {
 			if !on {
 				since = "collection was on from " + stamp(a.lastStart) + ", but while it was"
 			}
-			why = fmt.Sprintf(" (%s no method it sees ran: %s)", since, a.seenMethods())
+			why = fmt.Sprintf(" (%s %s)", since, a.nothingSeen())
 		default:
 			why = " (not collecting: send start)"
 		}
@@ -577,6 +580,20 @@ func onOff(b bool) string {
 }
 
 // seenMethods says which methods a source sees, for "nothing collected".
+// nothingSeen says what did not happen while collection was on, for a
+// collection that recorded nothing.
+func (a *agent) nothingSeen() string {
+	switch {
+	case a.opts.Sample != nil:
+		return "no thread was sampled running Java code"
+	case a.opts.Alloc != nil:
+		return "no allocation was sampled"
+	case a.opts.Lock != nil:
+		return "no thread waited for a lock past the threshold"
+	}
+	return "none of the methods it sees ran: " + a.seenMethods()
+}
+
 func (a *agent) seenMethods() string {
 	switch {
 	case a.opts.Roots != "":

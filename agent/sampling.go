@@ -40,7 +40,8 @@ func (a *agent) sampleHeader(p *reports.Profile) {
 	case a.live:
 		since = "the attach at " + stamp(a.loaded)
 	}
-	line := fmt.Sprintf("Sampling since %s: %d samples; %d Java threads sampled from their start", since, st.Samples, st.Threads)
+	line := fmt.Sprintf("Sampling since %s: %d samples; %d %s", since, st.Samples, st.Threads,
+		plural(uint64(st.Threads), "Java thread sampled from its start", "Java threads sampled from their start"))
 	// The Java threads' own: the JVM's threads are sampled at a period
 	// of their own.
 	if js := st.Samples - min(st.JVMSamples, st.Samples); js > 0 && st.Weight > st.JVMWeight {

@@ -279,6 +279,7 @@ func TestAttachRefused(t *testing.T) {
 	code, _, stderr := jprofBin(t, "profile", "-d", "1s", "-e", "bci", "-opts", "METHODEVENTS", pid)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "HotSpot grants method entry and exit events only to an agent loaded at the JVM's start")
+	assert.NotContains(t, stderr, "valid options:", "METHODEVENTS is valid, only not at an attach")
 
 	code, _, stderr = jprofBin(t, "profile", "-d", "1s", "-e", "nosuch", pid)
 	assert.Equal(t, 2, code)

@@ -144,9 +144,10 @@ func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io
 	if lt.client, err = dialAgent(ctx, t); err != nil {
 		return nil, err
 	}
-	if lt.client == nil && agentMapped(t.PID) {
+	if lt.client == nil && startedWithAgent(t) && agentMapped(t.PID) {
 		// Loading it again reaches the agent already there, which has
-		// no socket to be driven through either.
+		// no socket to be driven through either. (An attach that failed
+		// leaves the library mapped but no agent: a load tries again.)
 		return nil, fmt.Errorf("pid %d (%s) has libjprof loaded without a control socket (NORTDRIVER, or its socket could not be made: its log-msg says): neither jprof nor rtdriver can reach it; restart the program without NORTDRIVER, or without the agent", t.PID, t.MainClass)
 	}
 	if lt.client != nil || !load {
@@ -220,6 +221,17 @@ func lookupEvent(name string) *struct{ name, opts, source, kind, about string } 
 		}
 	}
 	return nil
+}
+
+// startedWithAgent says whether the JVM's command line loads libjprof
+// (-agentpath:…libjprof…), so that the agent is there from its start.
+func startedWithAgent(t *attach.Target) bool {
+	for _, a := range t.Cmdline {
+		if strings.HasPrefix(a, "-agentpath:") && strings.Contains(a, "libjprof") {
+			return true
+		}
+	}
+	return false
 }
 
 // outputDir is the directory the agent writes into, made private to the

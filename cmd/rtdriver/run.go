@@ -504,6 +504,10 @@ const interactiveHelp = `Type a command line and press enter; replies follow.
   fgc             force a garbage collection
   roots=C.m+...   collect under these root methods from now on (ROOTS;
                   roots=all: every method, with BCI)
+  heap            write the JVM's class histogram (log-heap.N_<pid>)
+  heapdump        write an HPROF dump of the live objects
+  detach          stop collecting and take the event source out of the
+                  program (BCI's classes get their bytes back); start again
   shutdown        stop profiling and the agent's control socket
   exit_rtdriver   close this connection
   help            this text; quit leaves

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -454,4 +455,16 @@ func TestInteractiveAgentGone(t *testing.T) {
 	assert.Equal(t, 2, r.status)
 	assert.Contains(t, r.stdout, "OK ping: pong")
 	assert.NotEmpty(t, r.stderr)
+}
+
+// The interactive help names every command of the agent's table
+// (agent/control/command.go).
+func TestHelpListsEveryCommand(t *testing.T) {
+	src, err := os.ReadFile("../../agent/control/command.go")
+	require.NoError(t, err)
+	usages := regexp.MustCompile(`usage: "([a-z_]+)`).FindAllStringSubmatch(string(src), -1)
+	require.NotEmpty(t, usages)
+	for _, u := range usages {
+		assert.Regexp(t, `(?m)^  `+u[1]+`\b`, interactiveHelp, "rtdriver's help does not list %s", u[1])
+	}
 }
