@@ -184,6 +184,12 @@ func liveProfile(args []string, stdout io.Writer) error {
 		// profile too, so this one stops here and leaves it be.
 		return fmt.Errorf("pid %d: another command started collecting just now (the agent says %q): jprof flush writes what it has, jprof stop ends it", lt.t.PID, reply)
 	}
+	// The collection this profile started, to tell at its end whether
+	// another command ended it meanwhile.
+	ctx, cancel = cmdCtx()
+	st, _ = lt.do(ctx, "status")
+	cancel()
+	ours := statusField(st, "since")
 	until := "Ctrl-C"
 	if *d > 0 {
 		until = d.String() + " (Ctrl-C stops early)"
@@ -200,6 +206,12 @@ func liveProfile(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stderr, "jprof: %v: stopping\n", s)
 	case <-gone:
 		return targetGone(lt, started, *lf.out, stdout, stderr)
+	}
+	ctx, cancel = cmdCtx()
+	st, err = lt.do(ctx, "status")
+	cancel()
+	if err == nil && (statusField(st, "state") != "collecting" || statusField(st, "since") != ours) {
+		fmt.Fprintf(stderr, "jprof: warning: another command (jprof stop, rtdriver end or detach) ended this profile's collection before its end: what was collected until then went to that command's output; what follows has only what was collected after it\n")
 	}
 	return stopAndWrite(lt, started, *lf.out, *lf.timeout, stdout, stderr)
 }

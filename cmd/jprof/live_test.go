@@ -232,6 +232,31 @@ func TestProfileUnreachableAgent(t *testing.T) {
 	}
 }
 
+// A jprof stop in the middle of a jprof profile takes the collection;
+// the profile says so at its end instead of writing a near-empty file.
+func TestProfileStoppedByAnother(t *testing.T) {
+	p := service(t, "")
+	pid := strconv.Itoa(p.Result().PID)
+	type result struct {
+		code   int
+		stderr string
+	}
+	done := make(chan result)
+	go func() {
+		code, _, stderr := jprofBin(t, "profile", "-d", "4s", "-o", filepath.Join(t.TempDir(), "a.collapsed"), pid)
+		done <- result{code, stderr}
+	}()
+	require.Eventually(t, func() bool {
+		code, out, _ := jprofBin(t, "status", pid)
+		return code == 0 && strings.Contains(out, "state=collecting")
+	}, 20*time.Second, 100*time.Millisecond)
+	time.Sleep(500 * time.Millisecond)
+	code, _, stderr := jprofBin(t, "stop", "-o", filepath.Join(t.TempDir(), "b.collapsed"), pid)
+	require.Equal(t, 0, code, stderr)
+	r := <-done
+	assert.Contains(t, r.stderr, "another command (jprof stop, rtdriver end or detach) ended this profile's collection before its end")
+}
+
 func idleCalls(t *testing.T, pid int) uint64 {
 	t.Helper()
 	v, err := strconv.ParseUint(statusField(status(t, pid), "idle-probe-calls"), 10, 64)
