@@ -62,6 +62,11 @@ func ToPprof(p *Profile, names NameForm) (*profile.Profile, error) {
 	countType, onStack := p.CountName()
 	out.SampleType = append(out.SampleType, &profile.ValueType{Type: countType, Unit: "count"})
 	out.DefaultSampleType = out.SampleType[0].Type
+	if iv := p.Interval; iv != nil && !iv.Start.IsZero() && iv.End.After(iv.Start) {
+		// pprof shows them ("Time:", "Duration:") and -diff_base
+		// and merges keep them.
+		out.TimeNanos, out.DurationNanos = iv.Start.UnixNano(), iv.End.Sub(iv.Start).Nanoseconds()
+	}
 	out.Comments = append(out.Comments, fmt.Sprintf("libjprof pid %d, log-rt sequence %d", p.PID, p.Seq))
 	out.Comments = append(out.Comments, p.Notes...)
 	// A mapping that says functions are known keeps pprof from trying to

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/pprof/profile"
 	"github.com/stretchr/testify/assert"
@@ -161,4 +162,19 @@ func TestGoToolPprof(t *testing.T) {
 			assert.Contains(t, string(out), "Type: ptt_time", mode)
 		}
 	}
+}
+
+// A log-rt's interval becomes the profile's time and duration, which
+// pprof shows; without one they stay unset.
+func TestToPprofInterval(t *testing.T) {
+	p := hellop(1)
+	pp, err := ToPprof(p, JVMNames)
+	require.NoError(t, err)
+	assert.Zero(t, pp.TimeNanos)
+	start := time.Date(2026, 11, 28, 14, 0, 0, 0, time.UTC)
+	p.Interval = &Interval{Start: start, End: start.Add(1500 * time.Millisecond), Counts: CumulativeSinceStart}
+	pp, err = ToPprof(p, JVMNames)
+	require.NoError(t, err)
+	assert.Equal(t, start.UnixNano(), pp.TimeNanos)
+	assert.Equal(t, int64(1500*time.Millisecond), pp.DurationNanos)
 }
