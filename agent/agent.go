@@ -150,6 +150,13 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string, live bool) (*agent, 
 		a.log.Warn(msg)
 	}
 
+	if opts.BCI {
+		for _, msg := range filterWarnings(opts.Include, opts.Exclude) {
+			say("libjprof: warning: %s", msg)
+			a.log.Warn(msg)
+			a.notes = append(a.notes, "Warning: "+msg)
+		}
+	}
 	if off, why := asyncPreemptOff(); !off {
 		msg := "Go asynchronous preemption is on: " + why + "; Java threads may receive SIGURG"
 		say("libjprof: warning: %s", msg)
