@@ -257,6 +257,23 @@ func TestProfileStoppedByAnother(t *testing.T) {
 	assert.Contains(t, r.stderr, "another command (jprof stop, rtdriver end or detach) ended this profile's collection before its end")
 }
 
+// -opts ROOTS= alone on a JVM whose agent is loaded changes its roots
+// (as rtdriver roots= does) instead of being ignored.
+func TestProfileChangesRoots(t *testing.T) {
+	p := service(t, "")
+	pid := strconv.Itoa(p.Result().PID)
+	for _, c := range []struct{ root, other string }{{"ServiceWork.hot", "ServiceWork.warm"}, {"ServiceWork.warm", "ServiceWork.hot"}} {
+		out := filepath.Join(t.TempDir(), "p.collapsed")
+		code, _, stderr := jprofBin(t, "profile", "-d", "1s", "-e", "bci", "-opts", "ROOTS="+c.root, "-o", out, pid)
+		require.Equal(t, 0, code, stderr)
+		assert.NotContains(t, stderr, "not used")
+		b, err := os.ReadFile(out)
+		require.NoError(t, err)
+		assert.Contains(t, string(b), c.root+"(", "the root")
+		assert.NotContains(t, string(b), c.other+"(", "not a root now")
+	}
+}
+
 func idleCalls(t *testing.T, pid int) uint64 {
 	t.Helper()
 	v, err := strconv.ParseUint(statusField(status(t, pid), "idle-probe-calls"), 10, 64)

@@ -155,7 +155,20 @@ func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io
 			return nil, fmt.Errorf("pid %d (%s) has no libjprof agent: jprof start or jprof profile loads one", t.PID, t.MainClass)
 		}
 		if lf.opts != nil && *lf.opts != "" {
-			fmt.Fprintf(stderr, "jprof: warning: -opts %s not used: pid %d has its agent already, with the options it was loaded with\n", *lf.opts, t.PID)
+			if roots, ok := onlyRoots(*lf.opts); ok {
+				// The one option a running agent changes: as rtdriver
+				// roots= does.
+				ctx, cancel := context.WithTimeout(context.Background(), *lf.timeout)
+				reply, err := lt.do(ctx, "roots="+roots)
+				cancel()
+				if err != nil {
+					lt.close()
+					return nil, fmt.Errorf("pid %d: -opts ROOTS=%s: %w", t.PID, roots, err)
+				}
+				fmt.Fprintf(stderr, "jprof: roots changed: %s\n", reply)
+				return lt, nil
+			}
+			fmt.Fprintf(stderr, "jprof: warning: -opts %s not used: pid %d has its agent already, with the options it was loaded with (only ROOTS= changes, given alone)\n", *lf.opts, t.PID)
 		}
 		return lt, nil
 	}
@@ -221,6 +234,15 @@ func lookupEvent(name string) *struct{ name, opts, source, kind, about string } 
 		}
 	}
 	return nil
+}
+
+// onlyRoots says whether opts is a ROOTS= option alone, and its value.
+func onlyRoots(opts string) (string, bool) {
+	name, value, ok := strings.Cut(strings.TrimSpace(opts), "=")
+	if !ok || !strings.EqualFold(name, "ROOTS") || value == "" || strings.Contains(value, ",") {
+		return "", false
+	}
+	return value, true
 }
 
 // startedWithAgent says whether the JVM's command line loads libjprof
