@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"iter"
+	"strings"
 )
 
 // A Namer names the methods of one profile in one form, each method under
@@ -82,6 +83,11 @@ func (n *Namer) Name(name string) string {
 	}
 	if v, ok := n.names[s]; ok {
 		return v
+	}
+	if strings.HasPrefix(s, "<") && strings.HasSuffix(s, ">") {
+		// A pseudo-frame (<JIT_compiler_thread>, <stub_...>): its
+		// type letter says nothing in a form meant for reading.
+		return s
 	}
 	return name
 }

@@ -81,3 +81,12 @@ func TestNamerOverloads(t *testing.T) {
 	n := NewNamer(JavaNames, slices.Values([]string{"J:a/B.f(I)V"}))
 	assert.Equal(t, "J:x/Y.z()V", n.Name("J:x/Y.z()V"))
 }
+
+// Pseudo-frames lose their type letter in the readable forms, and keep
+// it as the log-rt has it.
+func TestNamerPseudoFrames(t *testing.T) {
+	in := []string{"O:<JIT_compiler_thread>", "O:<stub_jint_disjoint_arraycopy>", "J:java/lang/String.length()I"}
+	assert.Equal(t, []string{"<JIT_compiler_thread>", "<stub_jint_disjoint_arraycopy>", "String.length"}, namesOf(ShortNames, in...))
+	assert.Equal(t, "<JIT_compiler_thread>", namesOf(JavaNames, in...)[0])
+	assert.Equal(t, in, namesOf(JVMNames, in...))
+}
