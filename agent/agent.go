@@ -343,29 +343,6 @@ func mainClass(cmd string) string {
 	return "-"
 }
 
-// sayNothingCollected tells the user, at VM death, why a run wrote no
-// log-rt and what to add. The caller holds a.mu.
-func (a *agent) sayNothingCollected() {
-	var msg string
-	switch {
-	case a.outErr != nil:
-		return // said at load
-	case !a.started && a.server != nil:
-		msg = fmt.Sprintf("nothing collected: no START in the options and no rtdriver start came; add START, or run `%s` while the program runs",
-			a.rtdriverHint("start"))
-	case !a.started:
-		msg = "nothing collected: no START in the options and no rtdriver socket to start it; add START"
-	case !a.resetAt.IsZero():
-		msg = "nothing collected since the last reset at " + stamp(a.resetAt) + ": no final log-rt"
-	case a.opts.Roots != "":
-		msg = "nothing collected: collection was on, but no root method (ROOTS=" + a.opts.Roots + ") ran while it was"
-	default:
-		msg = "nothing collected: collection was on, but while it was " + a.nothingSeen()
-	}
-	say("libjprof: %s", msg)
-	a.log.Warn(msg)
-}
-
 // quiesce waits for the events under way when collection stopped
 // (engine.Quiesce), so that the log-rt written next, and log-gen, end at
 // the same event.

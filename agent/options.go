@@ -383,23 +383,6 @@ func setMetrics(o *Options, v string, on bool) error {
 	return nil
 }
 
-// quietAsked says whether the options ask for QUIET, before they are
-// parsed: a load says why options are bad on stderr unless told not to.
-func quietAsked(opts ...string) bool {
-	q := false
-	for _, o := range opts {
-		for _, raw := range strings.Split(o, ",") {
-			switch strings.ToUpper(strings.TrimSpace(raw)) {
-			case "QUIET":
-				q = true
-			case "NOQUIET":
-				q = false
-			}
-		}
-	}
-	return q
-}
-
 // ParseOptions parses the agent's option string followed by the value of
 // JPROFOPTS (either may be empty). Options are comma-separated and
 // case-insensitive; later options override earlier ones (a later mode

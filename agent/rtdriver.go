@@ -579,39 +579,6 @@ func onOff(b bool) string {
 	return "off"
 }
 
-// seenMethods says which methods a source sees, for "nothing collected".
-// nothingSeen says what did not happen while collection was on, for a
-// collection that recorded nothing.
-func (a *agent) nothingSeen() string {
-	switch {
-	case a.opts.Sample != nil:
-		return "no thread was sampled running Java code"
-	case a.opts.Alloc != nil:
-		return "no allocation was sampled"
-	case a.opts.Lock != nil:
-		return "no thread waited for a lock past the threshold"
-	}
-	return "none of the methods it sees ran: " + a.seenMethods()
-}
-
-func (a *agent) seenMethods() string {
-	switch {
-	case a.opts.Roots != "":
-		return "the roots (ROOTS=" + a.opts.Roots + ") and what they call"
-	case a.opts.Sample != nil:
-		return "threads sampled while running Java code"
-	case a.opts.Alloc != nil:
-		return "allocations sampled"
-	case a.opts.Lock != nil:
-		return "lock waits past the threshold"
-	case a.opts.BCI && a.opts.AllMethods:
-		return "every method outside java.base"
-	case a.opts.BCI:
-		return "methods outside java.base but trivial ones and those of classes left as they were (log-msg names them)"
-	}
-	return "Java methods"
-}
-
 // plural is one or many, as n says.
 func plural(n uint64, one, many string) string {
 	if n == 1 {

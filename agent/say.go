@@ -139,3 +139,20 @@ func leaveForLoader(suffix, text string) {
 		return err
 	})
 }
+
+// quietAsked says whether the options ask for QUIET, before they are
+// parsed: a load says why options are bad on stderr unless told not to.
+func quietAsked(opts ...string) bool {
+	q := false
+	for _, o := range opts {
+		for _, raw := range strings.Split(o, ",") {
+			switch strings.ToUpper(strings.TrimSpace(raw)) {
+			case "QUIET":
+				q = true
+			case "NOQUIET":
+				q = false
+			}
+		}
+	}
+	return q
+}
