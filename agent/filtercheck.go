@@ -1,51 +1,43 @@
 package main
 
-// INCLUDE and EXCLUDE checked at load: a prefix that selects nothing BCI
-// instruments would otherwise show only as an empty profile.
+// INCLUDE and EXCLUDE checked at load: an INCLUDE prefix that an EXCLUDE
+// prefix covers selects nothing, which the profile would show only as
+// emptiness. (One in java.base is the transformer's to tell: it knows the
+// JDK's packages.)
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 )
 
-// javaBasePrefixes are java.base's packages (BCI never rewrites
-// java.base): an INCLUDE prefix under one selects nothing.
-var javaBasePrefixes = []string{"java.io", "java.lang", "java.math", "java.net", "java.nio", "java.security",
-	"java.text", "java.time", "java.util", "javax.crypto", "javax.net", "javax.security", "jdk.internal", "sun."}
-
-// filterWarnings says which INCLUDE prefixes select nothing: those in
-// java.base, and those an EXCLUDE prefix covers.
+// filterWarnings says which INCLUDE prefixes an EXCLUDE prefix covers.
 func filterWarnings(include, exclude string) []string {
-	if include == "" {
-		return nil
-	}
-	norm := func(s string) []string {
-		var out []string
-		for _, p := range strings.Split(s, "+") {
-			if p = strings.ReplaceAll(strings.TrimSpace(p), "/", "."); p != "" {
-				out = append(out, p)
-			}
-		}
-		return out
-	}
-	excl := norm(exclude)
+	excl := filterPrefixes(exclude)
 	var msgs []string
-	for _, inc := range norm(include) {
-		if b := under(inc, javaBasePrefixes); b != "" {
-			msgs = append(msgs, fmt.Sprintf("INCLUDE prefix %s selects nothing: it is in java.base (%s), whose classes BCI leaves as they are (METHODEVENTS sees them)", inc, b))
-		} else if e := under(inc, excl); e != "" {
-			msgs = append(msgs, fmt.Sprintf("INCLUDE prefix %s selects nothing: EXCLUDE prefix %s takes all of it", inc, e))
+	for _, inc := range filterPrefixes(include) {
+		for _, e := range excl {
+			if strings.HasPrefix(inc, e) {
+				msgs = append(msgs, fmt.Sprintf("INCLUDE prefix %s selects nothing: EXCLUDE prefix %s takes all of it", inc, e))
+				break
+			}
 		}
 	}
 	return msgs
 }
 
-// under is the first of prefixes that name starts with, or "".
-func under(name string, prefixes []string) string {
-	for _, p := range prefixes {
-		if strings.HasPrefix(name, p) {
-			return p
+var filterSep = regexp.MustCompile(`[,:+]`)
+
+// filterPrefixes reads a prefix list as the transformer does
+// (Transformer.prefixes): separated by '+' (or ',' ':'), dotted or
+// slashed, a trailing '*' dropped.
+func filterPrefixes(list string) []string {
+	var out []string
+	for _, p := range filterSep.Split(list, -1) {
+		p = strings.TrimSuffix(strings.ReplaceAll(strings.TrimSpace(p), "/", "."), "*")
+		if p != "" {
+			out = append(out, p)
 		}
 	}
-	return ""
+	return out
 }
