@@ -240,6 +240,8 @@ func (a *agent) flushLocked(interval bool) (string, error) {
 		// An empty log-rt would look like a profile of nothing.
 		from := "the JVM started"
 		switch {
+		case a.baseKind == reports.SinceFlush:
+			from = "the last interval flush at " + stamp(a.baseAt)
 		case !a.resetAt.IsZero():
 			from = "the last reset at " + stamp(a.resetAt)
 		case a.live:

@@ -93,7 +93,9 @@ static int jp_pcct_grow(jp_thread *t, jp_pcct *p, uint64_t need)
 			return -1;
 		uint32_t slots = jp_pow2_at_least((uint64_t)cap * 2);
 		if (slots - 1 > p->mask) {
-			jp_slot *ns = jp_map_block((size_t)slots * sizeof(jp_slot), 1);
+			/* No huge pages: the map is touched at random and
+			 * mostly never (store.h). */
+			jp_slot *ns = jp_map_block((size_t)slots * sizeof(jp_slot), 0);
 			if (ns == NULL)
 				return -1;
 			for (uint32_t i = 0; i <= p->mask; i++) {

@@ -66,6 +66,10 @@ func ToPprof(p *Profile, names NameForm) (*profile.Profile, error) {
 		// pprof shows them ("Time:", "Duration:") and -diff_base
 		// and merges keep them.
 		out.TimeNanos, out.DurationNanos = iv.Start.UnixNano(), iv.End.Sub(iv.Start).Nanoseconds()
+		if iv.EndVM > iv.StartVM {
+			// The monotonic clock's span: immune to the wall clock's steps.
+			out.DurationNanos = (iv.EndVM - iv.StartVM).Nanoseconds()
+		}
 	}
 	out.Comments = append(out.Comments, fmt.Sprintf("libjprof pid %d, log-rt sequence %d", p.PID, p.Seq))
 	out.Comments = append(out.Comments, p.Notes...)

@@ -171,6 +171,12 @@ func liveProfile(args []string, stdout io.Writer) error {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	lt.logs = statusField(st, "logpath")
+	ctx, cancel = cmdCtx()
+	err = lt.applyRoots(ctx, stderr)
+	cancel()
+	if err != nil {
+		return err
+	}
 	started := time.Now()
 	ctx, cancel = cmdCtx()
 	reply, err := lt.do(ctx, "start")
@@ -187,9 +193,12 @@ func liveProfile(args []string, stdout io.Writer) error {
 	// The collection this profile started, to tell at its end whether
 	// another command ended it meanwhile.
 	ctx, cancel = cmdCtx()
-	st, _ = lt.do(ctx, "status")
+	st, err = lt.do(ctx, "status")
 	cancel()
-	ours := statusField(st, "since")
+	ours := ""
+	if err == nil {
+		ours = statusField(st, "since")
+	}
 	until := "Ctrl-C"
 	if *d > 0 {
 		until = d.String() + " (Ctrl-C stops early)"
@@ -210,8 +219,14 @@ func liveProfile(args []string, stdout io.Writer) error {
 	ctx, cancel = cmdCtx()
 	st, err = lt.do(ctx, "status")
 	cancel()
-	if err == nil && (statusField(st, "state") != "collecting" || statusField(st, "since") != ours) {
-		fmt.Fprintf(stderr, "jprof: warning: another command (jprof stop, rtdriver end or detach) ended this profile's collection before its end: what was collected until then went to that command's output; what follows has only what was collected after it\n")
+	if err == nil && ours != "" {
+		switch {
+		case statusField(st, "state") != "collecting":
+			fmt.Fprintf(stderr, "jprof: warning: another command (jprof stop, rtdriver end or detach) ended this profile's collection before its end: what was collected until then went to that command's output\n")
+		case statusField(st, "since") != ours:
+			// Ended, then started again by someone else: theirs to end.
+			return fmt.Errorf("pid %d: another command ended this profile's collection and started one of its own (since %s): left to it; nothing written", lt.t.PID, statusField(st, "since"))
+		}
 	}
 	return stopAndWrite(lt, started, *lf.out, *lf.timeout, stdout, stderr)
 }
@@ -256,6 +271,9 @@ func liveStart(args []string, stdout io.Writer) error {
 	defer cancel()
 	defer lt.close()
 	if _, err := checkEvent(ctx, lt, lf); err != nil {
+		return err
+	}
+	if err := lt.applyRoots(ctx, warnings); err != nil {
 		return err
 	}
 	detail, err := lt.do(ctx, "start")

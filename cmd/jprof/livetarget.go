@@ -31,6 +31,25 @@ type liveTarget struct {
 	client *control.Client
 	logs   string // the agent's LOGPATH as the JVM sees it ("" until known)
 	loaded bool   // this command loaded the agent
+	// roots: -opts ROOTS=... for an agent loaded already, sent (as
+	// rtdriver roots=) once the command's checks have passed.
+	roots string
+}
+
+// applyRoots sends -opts ROOTS=... to an agent loaded before, if given.
+func (lt *liveTarget) applyRoots(ctx context.Context, stderr io.Writer) error {
+	if lt.roots == "" {
+		return nil
+	}
+	reply, err := lt.do(ctx, "roots="+lt.roots)
+	if err != nil {
+		return fmt.Errorf("pid %d: -opts ROOTS=%s: %w", lt.t.PID, lt.roots, err)
+	}
+	if reply == "" {
+		reply = lt.roots
+	}
+	fmt.Fprintf(stderr, "jprof: roots changed: %s\n", reply)
+	return nil
 }
 
 func (lt *liveTarget) close() {
@@ -156,16 +175,8 @@ func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io
 		}
 		if lf.opts != nil && *lf.opts != "" {
 			if roots, ok := onlyRoots(*lf.opts); ok {
-				// The one option a running agent changes: as rtdriver
-				// roots= does.
-				ctx, cancel := context.WithTimeout(context.Background(), *lf.timeout)
-				reply, err := lt.do(ctx, "roots="+roots)
-				cancel()
-				if err != nil {
-					lt.close()
-					return nil, fmt.Errorf("pid %d: -opts ROOTS=%s: %w", t.PID, roots, err)
-				}
-				fmt.Fprintf(stderr, "jprof: roots changed: %s\n", reply)
+				// The one option a running agent changes (applyRoots).
+				lt.roots = roots
 				return lt, nil
 			}
 			fmt.Fprintf(stderr, "jprof: warning: -opts %s not used: pid %d has its agent already, with the options it was loaded with (only ROOTS= changes, given alone)\n", *lf.opts, t.PID)
