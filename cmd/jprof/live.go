@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -311,7 +312,14 @@ func liveFlush(args []string, stdout io.Writer) error {
 	if !strings.HasPrefix(path, "/") {
 		return nothingWritten(lt, path)
 	}
-	return writeOutput(lt, path, *lf.out, stdout, warnings)
+	out := *lf.out
+	if out == "" {
+		// Not jprof-<pid>.html, which the stop that ends the session
+		// writes: one file per flush, numbered as its log-rt is.
+		seq, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(path), "log-rt."), "_")
+		out = fmt.Sprintf("jprof-%d-%s.html", lt.t.PID, seq)
+	}
+	return writeOutput(lt, path, out, stdout, warnings)
 }
 
 func liveStatus(args []string, stdout io.Writer) error {

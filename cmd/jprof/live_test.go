@@ -274,6 +274,30 @@ func TestProfileChangesRoots(t *testing.T) {
 	}
 }
 
+// A session's flushes and its stop each get their own default output:
+// jprof-PID-N.html for the flush of log-rt N, jprof-PID.html for the stop.
+func TestFlushDefaultOutput(t *testing.T) {
+	p := service(t, "")
+	pid := strconv.Itoa(p.Result().PID)
+	dir := t.TempDir()
+	run := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command(jvmtest.Tool("jprof"), args...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "jprof %v: %s", args, out)
+	}
+	run("start", "-e", "cpu", pid)
+	time.Sleep(time.Second)
+	run("flush", pid)
+	time.Sleep(500 * time.Millisecond)
+	run("flush", pid)
+	run("stop", pid)
+	for _, f := range []string{"jprof-" + pid + "-1.html", "jprof-" + pid + "-2.html", "jprof-" + pid + ".html"} {
+		assert.FileExists(t, filepath.Join(dir, f))
+	}
+}
+
 func idleCalls(t *testing.T, pid int) uint64 {
 	t.Helper()
 	v, err := strconv.ParseUint(statusField(status(t, pid), "idle-probe-calls"), 10, 64)
