@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -630,6 +631,42 @@ func TestBCIRootsByRTDriver(t *testing.T) {
 	assert.Equal(t, uint64(10), third["Driven.work(I)J"])
 	assert.Equal(t, uint64(10), third["Driven.leaf(I)J"])
 	assert.Contains(t, r.ReadFile(t, "msg"), "BCI roots changed")
+}
+
+// Roots changed while two threads run (Service: each calls unit, which
+// calls hot and warm, which call nothing): no call may nest under hot or
+// warm. Before collection paused for the switch, the old roots' code ran
+// meanwhile, its entries counted while the other thread was inside a
+// root and its exits not, which nested unit under warm (in 2 of 3 runs
+// of this test).
+func TestBCIRootsChangedWhileRunning(t *testing.T) {
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "Service", Options: "CALLTREE"})
+	p.Expect(fmt.Sprintf("ready %d", p.Result().PID))
+	at := socketCtl(p.Result().PID)
+	requireOK(t, rt(t, at, "start"))
+	time.Sleep(500 * time.Millisecond)
+	for range 4 {
+		for _, roots := range []string{"roots=ServiceWork.hot", "roots=all"} {
+			requireOK(t, rt(t, at, roots))
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	requireOK(t, rt(t, at, "flush"))
+	prof := p.Result().LogRT(t, 1)
+	var leaves, nested uint64
+	for _, th := range prof.Threads {
+		th.Walk(func(n *reports.Node, _ int) {
+			if strings.Contains(n.Name, "ServiceWork.hot(") || strings.Contains(n.Name, "ServiceWork.warm(") {
+				leaves += n.Calls
+				for _, c := range n.Children {
+					nested += c.Calls
+					t.Errorf("%s under %s: %d calls", c.Name, n.Name, c.Calls)
+				}
+			}
+		})
+	}
+	assert.NotZero(t, leaves)
+	assert.Zero(t, nested)
 }
 
 // A class whose natives were wrapped at load keeps its wrappers through

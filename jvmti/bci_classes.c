@@ -469,7 +469,12 @@ int bci_detach(char *err, int errlen)
 
 /* jp_bci_roots changes the roots of selective instrumentation (""
  * or "all": every method) and re-instruments the loaded classes; a new
- * collection epoch starts if collecting. Returns 0, or -1 with err. */
+ * collection epoch starts if collecting. Collection pauses meanwhile:
+ * until a thread's frames return, they run the code of the old roots,
+ * whose sub probes call the agent only while some thread is inside an
+ * old root (Probe.rooted), so that an entry could be counted and its
+ * exit not, leaving the frame open and nesting later calls under it.
+ * Returns 0, or -1 with err. */
 int jp_bci_roots(const char *roots, char *err, int errlen)
 {
 	JNIEnv *jni = jp_env();
@@ -485,6 +490,9 @@ int jp_bci_roots(const char *roots, char *err, int errlen)
 	 * turns selective, so no class is answered from it meanwhile). */
 	__atomic_store_n(&bci.cache_on, 0, __ATOMIC_SEQ_CST);
 	int rc = 0;
+	int collecting = __atomic_load_n(&jp.collecting, __ATOMIC_ACQUIRE);
+	if (collecting)
+		jp_collect(0);
 	jstring s = (*jni)->NewStringUTF(jni, roots);
 	if (s != NULL)
 		(*jni)->CallStaticVoidMethod(jni, bci.transformer, bci.m_roots, s);
@@ -513,9 +521,9 @@ int jp_bci_roots(const char *roots, char *err, int errlen)
 			bci_retransform(jni, running, nrun);
 			running = NULL;
 		}
-		if (jp.collecting)
-			jp_collect(1);
 	}
+	if (collecting)
+		jp_collect(1);
 	pthread_mutex_unlock(&bci_lock);
 	bci_running_free(jni, running, nrun);
 	return rc;
