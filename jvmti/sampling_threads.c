@@ -243,6 +243,29 @@ static void jp_jvm_adopt(const jp_seen *c)
 	JP_COUNT(jvm_threads);
 }
 
+/* Dropped JVM threads' records, ended and freed a scan later (jps.lock
+ * held): a handler that found s (through jp_by_fd, or a timer signal's
+ * value already queued) just before the drop may still be running on it
+ * and on its engine record, on its thread, for microseconds. */
+static jp_sthread *jp_grave, *jp_grave_old;
+
+static void jp_jvm_bury(jp_sthread *s)
+{
+	s->next = jp_grave;
+	jp_grave = s;
+}
+
+static void jp_jvm_sweep(void)
+{
+	for (jp_sthread *s = jp_grave_old, *next; s != NULL; s = next) {
+		next = s->next;
+		jp_thread_foreign_end(s->t);
+		jp_jvm_free(s);
+	}
+	jp_grave_old = jp_grave;
+	jp_grave = NULL;
+}
+
 /* jp_jvm_drop ends a JVM thread's sampling state; jps.lock held. */
 static void jp_jvm_drop(jp_sthread *s)
 {
@@ -253,8 +276,7 @@ static void jp_jvm_drop(jp_sthread *s)
 		jps.jvm = s->next;
 	if (s->next != NULL)
 		s->next->prev = s->prev;
-	jp_thread_foreign_end(s->t);
-	jp_jvm_free(s);
+	jp_jvm_bury(s);
 	JP_COUNT(jvm_ended);
 }
 
@@ -289,6 +311,7 @@ static void jp_scan(void)
 	closedir(d);
 
 	pthread_mutex_lock(&jps.lock);
+	jp_jvm_sweep();
 	for (jp_sthread *s = jps.jvm; s != NULL; s = s->next)
 		s->seen = 0;
 	for (int i = 0; i < ncur; i++) {
