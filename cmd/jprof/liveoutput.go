@@ -133,7 +133,7 @@ func convert(lt *liveTarget, path, host, out string, stdout, stderr io.Writer) e
 		// Kept as it is: its header's warnings, read without the rows.
 		if f, err := os.Open(dst); err == nil {
 			if h, err := reports.ParseLogRTHeader(f); err == nil {
-				sayWarnings(stderr, h.Notes)
+				lt.sayWarnings(stderr, h.Notes)
 			}
 			f.Close()
 		}
@@ -163,7 +163,7 @@ func convert(lt *liveTarget, path, host, out string, stdout, stderr io.Writer) e
 	if err := output(out, stdout, write); err != nil {
 		return err
 	}
-	sayWarnings(stderr, p.Notes)
+	lt.sayWarnings(stderr, p.Notes)
 	from := host
 	if filepath.Dir(path) == jprofDir(lt.t) { // writeOutput removes it
 		from += ", removed now"
@@ -172,10 +172,12 @@ func convert(lt *liveTarget, path, host, out string, stdout, stderr io.Writer) e
 	return nil
 }
 
-// sayWarnings repeats a report header's warnings where a user looks.
-func sayWarnings(stderr io.Writer, notes []string) {
+// sayWarnings repeats a report header's warnings where a user looks, but
+// the PMU fallback's when this command printed the agent's own line on it
+// at the load.
+func (lt *liveTarget) sayWarnings(stderr io.Writer, notes []string) {
 	for _, n := range notes {
-		if strings.HasPrefix(n, "Warning") {
+		if strings.HasPrefix(n, "Warning") && !(lt.saidPMU && strings.Contains(n, "cannot be counted here")) {
 			fmt.Fprintf(stderr, "jprof: %s\n", n)
 		}
 	}

@@ -34,6 +34,8 @@ type liveTarget struct {
 	// roots: -opts ROOTS=... for an agent loaded already, sent (as
 	// rtdriver roots=) once the command's checks have passed.
 	roots string
+	// saidPMU: the load's lines, printed, said the PMU fallback.
+	saidPMU bool
 }
 
 // applyRoots sends -opts ROOTS=... to an agent loaded before, if given.
@@ -218,9 +220,11 @@ func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io
 	loaderFile(t, "attach-error")
 	t0 := time.Now()
 	err = t.LoadAgent(ctx, filepath.Join(dir, "libjprof.so"), opts)
-	if said := loaderFile(t, "attach-msg"); said != "" {
+	said := loaderFile(t, "attach-msg")
+	if said != "" {
 		fmt.Fprintln(stderr, said)
 	}
+	lt.saidPMU = strings.Contains(said, "not countable here")
 	if err != nil {
 		if why := loaderFile(t, "attach-error"); why != "" {
 			return nil, fmt.Errorf("%w: %s", err, why)
