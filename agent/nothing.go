@@ -48,6 +48,8 @@ func (a *agent) seenMethods() string {
 	switch {
 	case a.opts.Roots != "":
 		return "the roots (ROOTS=" + a.opts.Roots + ") and what they call"
+	case a.opts.BCI && a.opts.Include != "":
+		return "methods of classes under INCLUDE=" + a.opts.Include + " but trivial ones and those of classes left as they were (log-msg names them)"
 	case a.opts.BCI && a.opts.AllMethods:
 		return "every method outside java.base"
 	case a.opts.BCI:

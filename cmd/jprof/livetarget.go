@@ -176,6 +176,10 @@ func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io
 			return nil, fmt.Errorf("pid %d (%s) has no libjprof agent: jprof start or jprof profile loads one", t.PID, t.MainClass)
 		}
 		if lf.opts != nil && *lf.opts != "" {
+			if name, value, _ := strings.Cut(strings.TrimSpace(*lf.opts), "="); strings.EqualFold(name, "ROOTS") && value == "" {
+				lt.close()
+				return nil, usagef("-opts ROOTS= needs root methods (Class.method+...), or all for every method")
+			}
 			if roots, ok := onlyRoots(*lf.opts); ok {
 				// The one option a running agent changes (applyRoots).
 				lt.roots = roots

@@ -110,15 +110,15 @@ public final class Transformer {
         includes = prefixes(include);
         excludes = prefixes(exclude);
         for (String p : includes)
-            if (p.startsWith("java/") && onlyBase(p, mods))
+            if ((p.startsWith("java/") || p.startsWith("javax/")) && onlyBase(p, mods))
                 Probe.note("say: warning: INCLUDE prefix " + p.replace('/', '.') + " selects nothing: its classes are in java.base, which BCI leaves as it is (METHODEVENTS sees them)");
         setRoots(roots);
     }
 
     /** onlyBase says whether every package prefix p reaches (a package
      *  under it, or the one its class names are in) is java.base's, and
-     *  one does: java.* packages are the JDK's alone, so nothing else can
-     *  match. */
+     *  one does: java.* packages are the JDK's alone, and javax.* ones
+     *  in practice, so nothing else can match. */
     private static boolean onlyBase(String p, Map<String, Module> mods) {
         boolean any = false;
         for (Map.Entry<String, Module> e : mods.entrySet()) {
