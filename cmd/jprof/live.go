@@ -223,7 +223,13 @@ func liveProfile(args []string, stdout io.Writer) error {
 	if err == nil && ours != "" {
 		switch {
 		case statusField(st, "state") != "collecting":
-			fmt.Fprintf(stderr, "jprof: warning: another command (jprof stop, rtdriver end or detach) ended this profile's collection before its end: what was collected until then went to that command's output\n")
+			// That command wrote what there was; the agent still goes
+			// out of the program's way (an rtdriver end does not
+			// detach), as at the end of every profile.
+			ctx, cancel = cmdCtx()
+			_, _ = lt.do(ctx, "detach")
+			cancel()
+			return fmt.Errorf("pid %d: another command (jprof stop, rtdriver end or detach) ended this profile's collection before its end: what was collected went to that command's output; nothing written here", lt.t.PID)
 		case statusField(st, "since") != ours:
 			// Ended, then started again by someone else: theirs to end.
 			return fmt.Errorf("pid %d: another command ended this profile's collection and started one of its own (since %s): left to it; nothing written", lt.t.PID, statusField(st, "since"))
