@@ -146,21 +146,18 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string, live bool) (*agent, 
 		zap.String("mode", opts.modeName()), zap.String("logpath", opts.LogPath))
 	if !opts.RTDriver && !opts.Start {
 		msg := "NORTDRIVER without START: nothing can be collected in this JVM; add START to the options, or drop NORTDRIVER and use rtdriver start"
-		say("libjprof: warning: %s", msg)
-		a.log.Warn(msg)
+		a.warn(msg)
 	}
 
 	if opts.BCI {
 		for _, msg := range filterWarnings(opts.Include, opts.Exclude) {
-			say("libjprof: warning: %s", msg)
-			a.log.Warn(msg)
+			a.warn(msg)
 			a.notes = append(a.notes, "Warning: "+msg)
 		}
 	}
 	if off, why := asyncPreemptOff(); !off {
 		msg := "Go asynchronous preemption is on: " + why + "; Java threads may receive SIGURG"
-		say("libjprof: warning: %s", msg)
-		a.log.Warn(msg)
+		a.warn(msg)
 	}
 	if err := a.setupPTT(); err != nil {
 		a.log.Error("PTT setup failed", zap.Error(err))
@@ -434,8 +431,7 @@ func (a *agent) VMDeath() {
 			fields = append(fields, zap.Uint64("rootEntriesNotCollected", m.Refused()))
 			if n := m.Refused(); n > 0 {
 				msg := fmt.Sprintf("ROOTS: %d root entries not collected: on virtual threads while VTHREADS is off, or the JVM refused to turn method events on for the thread", n)
-				say("libjprof: warning: %s", msg)
-				a.log.Warn(msg)
+				a.warn(msg)
 			}
 		}
 		a.log.Info("ROOTS summary", fields...)
@@ -444,8 +440,7 @@ func (a *agent) VMDeath() {
 			if _, bci := r.(jvmti.BCI); bci {
 				msg = "ROOTS: no instrumented method matched " + a.opts.Roots + " (none loaded, or only in classes never instrumented: java.base, or left out by INCLUDE or EXCLUDE): nothing was collected"
 			}
-			say("libjprof: warning: %s", msg)
-			a.log.Warn(msg)
+			a.warn(msg)
 		}
 	}
 	a.log.Info("VM death")

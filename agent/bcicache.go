@@ -164,8 +164,7 @@ func (a *agent) bciCache(cfg *jvmti.BCIConfig, live bool) {
 	}
 	if why != "" {
 		msg := "BCICACHE not used: " + why
-		say("libjprof: warning: %s", msg)
-		a.log.Warn(msg)
+		a.warn(msg)
 		a.notes = append(a.notes, msg)
 		a.opts.BCICacheOn = false
 		return

@@ -36,8 +36,7 @@ func (a *agent) setupPTT() error {
 		return fmt.Errorf("metrics %v: %w", plan.want, err)
 	}
 	for _, w := range st.Warnings {
-		say("libjprof: warning: %s", w)
-		a.log.Warn(w)
+		a.warn(w)
 	}
 	a.ptt = st
 	a.pttTSC = ptt.ClockTSC()
@@ -77,8 +76,7 @@ func (a *agent) pttSetup(metrics []ptt.Metric) (ptt.Status, error) {
 			return st, nil
 		}
 		msg := fmt.Sprintf("PTT: jprof pttd at %s not usable (%v); using the best backend this JVM can load", sock, err)
-		say("libjprof: warning: %s", msg)
-		a.log.Warn(msg)
+		a.warn(msg)
 		a.notes = append(a.notes, "Warning: "+msg)
 	}
 	return ptt.Setup(cfg)

@@ -423,8 +423,7 @@ func (a *agent) writeLogRT(interval bool) (string, *threadSummary, error) {
 	switch {
 	case interval && cut != nil:
 		msg := fmt.Sprintf("%s was cut short: the interval goes on, and the next log-rt covers this one's too", filepath.Base(path))
-		say("libjprof: warning: %s", msg)
-		a.log.Warn(msg)
+		a.warn(msg)
 	case interval:
 		a.base, a.written = r.nextBase, 0
 		a.baseAt, a.baseKind = end, reports.SinceFlush

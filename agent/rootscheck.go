@@ -141,8 +141,7 @@ func (a *agent) sayRootProblems(roots string) {
 	}
 	for _, p := range ps {
 		msg := "ROOTS: " + p
-		say("libjprof: warning: %s", msg)
-		a.log.Warn(msg)
+		a.warn(msg)
 	}
 }
 

@@ -42,6 +42,12 @@ const maxHeld = 64
 
 var said sayer
 
+// warn says a warning where the user looks and in log-msg.
+func (a *agent) warn(msg string) {
+	say("libjprof: warning: %s", msg)
+	a.log.Warn(msg)
+}
+
 // say writes one line (format without its newline) for the user.
 func say(format string, args ...any) {
 	said.line(fmt.Sprintf(format, args...))
