@@ -218,24 +218,34 @@ func liveProfile(args []string, stdout io.Writer) error {
 		return targetGone(lt, started, *lf.out, stdout, stderr)
 	}
 	ctx, cancel = cmdCtx()
-	st, err = lt.do(ctx, "status")
+	err = lt.takenByAnother(ctx, ours)
 	cancel()
-	if err == nil && ours != "" {
-		switch {
-		case statusField(st, "state") != "collecting":
-			// That command wrote what there was; the agent still goes
-			// out of the program's way (an rtdriver end does not
-			// detach), as at the end of every profile.
-			ctx, cancel = cmdCtx()
-			_, _ = lt.do(ctx, "detach")
-			cancel()
-			return fmt.Errorf("pid %d: another command (jprof stop, rtdriver end or detach) ended this profile's collection before its end: what was collected went to that command's output; nothing written here", lt.t.PID)
-		case statusField(st, "since") != ours:
-			// Ended, then started again by someone else: theirs to end.
-			return fmt.Errorf("pid %d: another command ended this profile's collection and started one of its own (since %s): left to it; nothing written", lt.t.PID, statusField(st, "since"))
-		}
+	if err != nil {
+		return err
 	}
 	return stopAndWrite(lt, started, *lf.out, *lf.timeout, stdout, stderr)
+}
+
+// takenByAnother says, as an error, whether another command ended the
+// collection this profile started at ours (its status's since=), "" when
+// unknown.
+func (lt *liveTarget) takenByAnother(ctx context.Context, ours string) error {
+	st, err := lt.do(ctx, "status")
+	if err != nil || ours == "" {
+		return nil
+	}
+	switch {
+	case statusField(st, "state") != "collecting":
+		// That command wrote what there was; the agent still goes out of
+		// the program's way (an rtdriver end does not detach), as at the
+		// end of every profile.
+		_, _ = lt.do(ctx, "detach")
+		return fmt.Errorf("pid %d: another command (jprof stop, rtdriver end or detach) ended this profile's collection before its end: what was collected went to that command's output; nothing written here", lt.t.PID)
+	case statusField(st, "since") != ours:
+		// Ended, then started again by someone else: theirs to end.
+		return fmt.Errorf("pid %d: another command ended this profile's collection and started one of its own (since %s): left to it; nothing written", lt.t.PID, statusField(st, "since"))
+	}
+	return nil
 }
 
 // stopAndWrite ends collection, takes the agent out of the program and
