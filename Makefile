@@ -26,6 +26,11 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 VERSION_LDFLAGS := -X github.com/libjprof/libjprof/internal/buildinfo.Version=$(VERSION) \
                    -X github.com/libjprof/libjprof/internal/buildinfo.Commit=$(COMMIT)
+# The version the binaries were last linked with: rewritten only when it
+# changes, so that a commit (or an edit that makes the tree dirty) links
+# them again and the state line never names an older version.
+VERSION_STAMP := $(BUILD)/.version
+$(shell mkdir -p $(BUILD) && v='$(VERSION) $(COMMIT)'; [ "$$(cat $(VERSION_STAMP) 2>/dev/null)" = "$$v" ] || echo "$$v" > $(VERSION_STAMP))
 
 GO_SRC    := $(shell find agent engine jvmti ptt calibration reports trainer cmd internal -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.o' -o -name '*.cal' 2>/dev/null) go.mod go.sum
 JAVA_SRC  := $(wildcard java/src/*.java)
@@ -77,7 +82,7 @@ $(BUILD)/jprof-bci.jar: $(BCI_SRC) java/agent/shade/Shade.java
 	$(JAVA) -cp $(BUILD)/bci/shade:$(ASM_JARS) Shade $@.tmp $(BUILD)/bci/classes $(subst :, ,$(ASM_JARS))
 	@mv $@.tmp $@
 
-$(BUILD)/libjprof.so: $(GO_SRC)
+$(BUILD)/libjprof.so: $(GO_SRC) $(VERSION_STAMP)
 	@mkdir -p $(BUILD)
 	$(GO) build -buildmode=c-shared -ldflags '$(GOLDFLAGS) $(VERSION_LDFLAGS)' -o $@ ./agent
 
@@ -107,7 +112,7 @@ $(BUILD)/native/libjptrainer.so: java/native/trainer.c
 	gcc -O2 -shared -fPIC $(CGO_CFLAGS) -o $@ $< -lpthread
 
 # cmds: jprof and rtdriver in build/bin.
-cmds: $(GO_SRC)
+cmds: $(GO_SRC) $(VERSION_STAMP)
 	@mkdir -p $(BUILD)/bin
 	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BUILD)/bin/ ./cmd/...
 
