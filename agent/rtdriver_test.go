@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -331,4 +332,35 @@ func TestRTDriverFlushUnderLoad(t *testing.T) {
 		assert.LessOrEqual(t, n, uint64(threads*calls))
 		prev = n
 	}
+}
+
+// Method events started and ended again and again while two threads run
+// (Service): no thread's tree may have missed exits. With entries turned
+// on before exits, a thread that ran between the two calls (each a
+// handshake with every thread) pushed frames whose exits never came, and
+// the rest of its calls nested under them (half of the collections of a
+// thread pool's).
+func TestMethodEventsStartedWhileRunning(t *testing.T) {
+	const cycles = 6
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "Service", Args: []string{"60"}, Options: "METHODEVENTS,CALLTREE"})
+	p.Expect(fmt.Sprintf("ready %d", p.Result().PID))
+	at := socketCtl(p.Result().PID)
+	for range cycles {
+		requireOK(t, rt(t, at, "start"))
+		time.Sleep(300 * time.Millisecond)
+		requireOK(t, rt(t, at, "end"))
+		time.Sleep(100 * time.Millisecond)
+	}
+	missed := regexp.MustCompile(`Thread (.*): \d+ exits without a seen entry \(shown as O:\), (\d+) missed exits`)
+	units := 0
+	for seq := 1; seq <= cycles; seq++ {
+		prof := p.Result().LogRT(t, seq)
+		for _, n := range prof.Notes {
+			if m := missed.FindStringSubmatch(n); m != nil && m[2] != "0" {
+				t.Errorf("log-rt.%d: thread %s: %s missed exits", seq, m[1], m[2])
+			}
+		}
+		units += int(methodCalls(prof)["ServiceWork.unit(J)J"])
+	}
+	assert.NotZero(t, units)
 }

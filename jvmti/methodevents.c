@@ -80,11 +80,19 @@ void JNICALL jp_cb_method_exit(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jme
  * start can slip in after the VM began to die. */
 static pthread_mutex_t jp_switch_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Exits are turned on before entries and off after them. Turning an
+ * event on takes every thread into interpreter-only mode, a handshake
+ * with each thread, milliseconds on a busy JVM: between the two calls,
+ * entries alone would push frames whose exits never come (a thread
+ * pool's workers nested hundreds deep), while exits alone are exits of
+ * frames already open, which the engine expects (jp_mev_seed, O:). */
 static int jp_methodevents_mode(jvmtiEventMode mode)
 {
 	jvmtiEnv *jvmti = jpvm.jvmti;
-	jvmtiError e1 = (*jvmti)->SetEventNotificationMode(jvmti, mode, JVMTI_EVENT_METHOD_ENTRY, NULL);
-	jvmtiError e2 = (*jvmti)->SetEventNotificationMode(jvmti, mode, JVMTI_EVENT_METHOD_EXIT, NULL);
+	jvmtiEvent first = mode == JVMTI_ENABLE ? JVMTI_EVENT_METHOD_EXIT : JVMTI_EVENT_METHOD_ENTRY;
+	jvmtiEvent second = mode == JVMTI_ENABLE ? JVMTI_EVENT_METHOD_ENTRY : JVMTI_EVENT_METHOD_EXIT;
+	jvmtiError e1 = (*jvmti)->SetEventNotificationMode(jvmti, mode, first, NULL);
+	jvmtiError e2 = (*jvmti)->SetEventNotificationMode(jvmti, mode, second, NULL);
 	return e1 != JVMTI_ERROR_NONE ? (int)e1 : (int)e2;
 }
 
