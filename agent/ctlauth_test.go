@@ -266,6 +266,24 @@ func TestRTDriverJVMInPIDNamespace(t *testing.T) {
 	r = rtdriverAs(t, nobodyUID, "-pid", hostPID, "-c", "start")
 	assert.Equal(t, 2, r.code)
 	assert.Contains(t, r.stderr, "runs as uid 0: only the JVM's owner or root may control it")
+
+	// A second JVM in a namespace of its own, of the same PID there,
+	// sharing /tmp: the socket is the first one's, so it has none, and
+	// rtdriver asked for it must not reach the first.
+	p2 := jvmtest.Launch(t, jvmtest.Run{Class: "Driven", Options: "METHODEVENTS,CALLTREE",
+		JVMArgs: []string{"-XX:-UsePerfData"}, // hsperfdata_root/1 is the first one's too
+		Prefix:  []string{"unshare", "--pid", "--fork", "--mount-proc", "--kill-child"}})
+	p2.Expect("ready")
+	b, err = os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", p2.Result().PID, p2.Result().PID))
+	require.NoError(t, err)
+	hostPID2 := strings.TrimSpace(string(b))
+	assert.Contains(t, p2.Stderr(), "another agent listens on it")
+	r = rtdriverAs(t, -1, "-pid", hostPID2, "-c", "status")
+	assert.NotEqual(t, 0, r.code, r.stdout)
+	assert.Contains(t, r.stderr, "is the agent of pid "+hostPID+", not of pid "+hostPID2)
+	assert.NotContains(t, r.stdout, "OK status")
+	p2.Send("quit")
+	p2.Wait()
 	p.Send("quit")
 	res := p.Wait()
 	require.Equal(t, 0, res.ExitCode, res.Stderr)

@@ -41,8 +41,9 @@ func DialSocket(ctx context.Context, path, token string) (*Client, error) {
 
 // DialAgent connects to a found agent's socket and, before anything is
 // sent (the token above all), checks that the process listening is of
-// the user the socket belongs to, or root: a socket that merely names a
-// PID is not trusted with the commands.
+// the user the socket belongs to, or root, and, when a PID was asked
+// for, is that process: a socket that merely names a PID is not trusted
+// with the commands.
 func DialAgent(ctx context.Context, a Agent, token string) (*Client, error) {
 	c, err := DialSocket(ctx, a.Path, token)
 	if err != nil {
@@ -61,6 +62,14 @@ func DialAgent(ctx context.Context, a Agent, token string) (*Client, error) {
 	if int(cred.Uid) != a.UID && cred.Uid != 0 {
 		c.Close()
 		return nil, fmt.Errorf("rtdriver: %s: the process listening runs as uid %d, not as the socket's owner %d: not an agent's socket, not used", a.Path, cred.Uid, a.UID)
+	}
+	if a.HostPID > 0 && int(cred.Pid) != a.HostPID {
+		c.Close()
+		if cred.Pid == 0 {
+			return nil, fmt.Errorf("rtdriver: %s: the process listening is not in this PID namespace, so not pid %d: not used", a.Path, a.HostPID)
+		}
+		return nil, fmt.Errorf("rtdriver: %s is the agent of pid %d, not of pid %d (two JVMs of PID %d in PID namespaces that share /tmp: the second has no control socket; give each its own /tmp, or PORT=): not used",
+			a.Path, cred.Pid, a.HostPID, a.PID)
 	}
 	return c, nil
 }

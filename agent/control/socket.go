@@ -102,6 +102,12 @@ type Agent struct {
 	PID  int    // the PID the JVM sees (in its PID namespace)
 	UID  int    // the user the JVM runs as, who owns the socket
 	Path string // the socket
+	// HostPID is the JVM's PID as the caller sees it when the caller
+	// asked for a PID (AgentsOfPID), 0 when it only listed the sockets.
+	// JVMs of the same PID in two PID namespaces that share /tmp name
+	// one socket: the one that made it is another JVM than the other's
+	// caller asked for, which DialAgent tells by the listener's PID.
+	HostPID int
 }
 
 // FindAgents lists the control sockets under base that uid may use: its
@@ -154,6 +160,7 @@ func FindAgents(base string, uid int) ([]Agent, error) {
 // mount namespace), under base as that JVM sees it, named by its PID there.
 func AgentsOfPID(base string, pid int) []Agent {
 	var found []Agent
+	host := pid
 	seen := map[string]bool{}
 	// Where this process sees the JVM, only a socket of the user the JVM
 	// runs as can be its agent's: another user may make a directory of
@@ -170,7 +177,7 @@ func AgentsOfPID(base string, pid int) []Agent {
 			p := filepath.Join(d, strconv.Itoa(pid)+socketSuffix)
 			if owner, ok := agentSocket(d, p); ok && !seen[p] && (want < 0 || owner == want) && !stale(p) {
 				seen[p] = true
-				found = append(found, Agent{PID: pid, UID: owner, Path: p})
+				found = append(found, Agent{PID: pid, UID: owner, Path: p, HostPID: host})
 			}
 		}
 	}

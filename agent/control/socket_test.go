@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -55,7 +56,7 @@ func TestUnixSocket(t *testing.T) {
 	agents, err := FindAgents(base, uid)
 	require.NoError(t, err)
 	assert.Equal(t, []Agent{{PID: 4242, UID: uid, Path: path}}, agents)
-	assert.Equal(t, agents, AgentsOfPID(base, 4242))
+	assert.Equal(t, []Agent{{PID: 4242, UID: uid, Path: path, HostPID: 4242}}, AgentsOfPID(base, 4242))
 
 	c, err := DialSocket(context.Background(), path, "")
 	require.NoError(t, err)
@@ -226,4 +227,34 @@ func TestForeignSocketsIgnored(t *testing.T) {
 	c, err := DialAgent(context.Background(), agents[0], "")
 	require.NoError(t, err, "served by root")
 	c.Close()
+}
+
+// A socket asked for by PID is used only if the process listening is
+// that PID: two JVMs of the same PID in PID namespaces that share /tmp
+// name one socket, the first one's.
+func TestDialAgentChecksPID(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "1.sock")
+	ln, err := net.Listen("unix", p)
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	me := os.Getpid()
+	c, err := DialAgent(context.Background(), Agent{PID: 1, UID: os.Getuid(), Path: p, HostPID: me}, "")
+	require.NoError(t, err, "the listener is this process")
+	c.Close()
+	c, err = DialAgent(context.Background(), Agent{PID: 1, UID: os.Getuid(), Path: p}, "")
+	require.NoError(t, err, "no PID asked for: a listing")
+	c.Close()
+	_, err = DialAgent(context.Background(), Agent{PID: 1, UID: os.Getuid(), Path: p, HostPID: me + 1}, "")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), fmt.Sprintf("is the agent of pid %d, not of pid %d", me, me+1))
 }
