@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -343,6 +344,47 @@ func assertRootsOwnNothing(t *testing.T, p *reports.Profile) {
 	for _, th := range p.Threads {
 		for k, v := range th.Base {
 			assert.Zero(t, v, "thread %s's root holds metric %d itself", th.Name, k)
+		}
+	}
+}
+
+// Collection started by rtdriver while virtual threads run, parked in
+// step() as often as not: the frames each one had open are seeded when
+// it is first seen (at a mount, or at its first event), so its calls hang
+// under them and the exits of the frames it parked in match. A virtual
+// thread first seen at a mount had a record of the current epoch, so
+// nothing was seeded: step hung off its root beside four O: exits.
+func TestVirtualThreadsCollectionStartedWhileParked(t *testing.T) {
+	bin := jdk21(t)
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "VThreads", Args: []string{"20", "100000"}, Options: "METHODEVENTS,CALLTREE",
+		JVMArgs: []string{"-Djdk.virtualThreadScheduler.parallelism=2"}, Java: filepath.Join(bin, "java")})
+	p.Expect("ready")
+	time.Sleep(300 * time.Millisecond)
+	at := socketCtl(p.Result().PID)
+	requireOK(t, rt(t, at, "start"))
+	time.Sleep(time.Second)
+	requireOK(t, rt(t, at, "end"))
+	prof := p.Result().LogRT(t, 1)
+	seen, steps := 0, uint64(0)
+	for _, root := range prof.Threads {
+		if !strings.HasPrefix(reports.ThreadName(root.Name), "virtual-vt-") {
+			continue
+		}
+		seen++
+		root.Walk(func(n *reports.Node, _ int) {
+			for _, c := range n.Children {
+				if strings.HasPrefix(c.Name, "i:VThreads.step(") {
+					steps += c.Calls
+					assert.Contains(t, n.Name, "VThreads.task(", "%s: step under %s", root.Name, n.Name)
+				}
+			}
+		})
+	}
+	assert.Equal(t, 20, seen, "virtual threads with a tree")
+	assert.NotZero(t, steps)
+	for _, n := range prof.Notes {
+		if strings.Contains(n, "virtual-vt-") {
+			assert.NotContains(t, n, "exits without a seen entry", n)
 		}
 	}
 }

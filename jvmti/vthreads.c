@@ -198,8 +198,17 @@ static void JNICALL cb_vt_end(jvmtiEnv *jvmti, JNIEnv *jni, jthread vthread)
 static void JNICALL cb_vt_mount(jvmtiEnv *jvmti, JNIEnv *jni, jthread vthread)
 {
 	jp_thread *vt = jp_vt_record(jvmti, vthread);
-	if (vt == NULL && (vt = jp_vt_make(jvmti, jni, vthread)) == NULL)
-		return;
+	if (vt == NULL) {
+		if ((vt = jp_vt_make(jvmti, jni, vthread)) == NULL)
+			return;
+		/* A virtual thread first seen at a mount started before
+		 * collection did and has frames open (it parked in them):
+		 * its record starts in an older epoch, so that its first
+		 * event seeds them (jp_thread_stale) instead of hanging its
+		 * calls, and the exits of the frames it parked in, off its
+		 * root. */
+		vt->epoch = __atomic_load_n(&jp.epoch, __ATOMIC_ACQUIRE) - 1;
+	}
 	jp_vt_mount(vt);
 }
 

@@ -11,11 +11,13 @@ import java.util.concurrent.locks.LockSupport;
  * virtual thread unmounts from its carrier inside step() and mounts again,
  * usually on another carrier. Needs JDK 21+; built with reflection so that
  * it compiles with older javac. Prints "vthreads: unsupported" on a JVM
- * without virtual threads.
+ * without virtual threads. Args (optional): threads and rounds, then
+ * "ready" is printed once all are started (for a test that starts
+ * collection while they run).
  */
 public class VThreads {
-    static final int THREADS = 200;
-    static final int ROUNDS = 10;
+    static int THREADS = 200;
+    static int ROUNDS = 10;
     static long sink;
 
     static long leaf(long x) { return x * 31 + 7; }
@@ -44,6 +46,10 @@ public class VThreads {
             System.out.println("vthreads: unsupported");
             return;
         }
+        if (args.length >= 2) {
+            THREADS = Integer.parseInt(args[0]);
+            ROUNDS = Integer.parseInt(args[1]);
+        }
         Class<?> builder = Class.forName("java.lang.Thread$Builder");
         Object b = ofVirtual.invoke(null);
         b = builder.getMethod("name", String.class, long.class).invoke(b, "vt-", 0L);
@@ -53,6 +59,7 @@ public class VThreads {
             final int n = i;
             all.add((Thread) start.invoke(b, (Runnable) () -> task(n)));
         }
+        if (args.length >= 2) System.out.println("ready");
         for (Thread t : all) t.join();
         System.out.println("vthreads: sink=" + sink);
     }
