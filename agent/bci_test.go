@@ -343,6 +343,30 @@ func TestBCIExceptionExits(t *testing.T) {
 	assert.Equal(t, 10001, depth, "deep(10000) recurses to deep(0)")
 }
 
+// Recursion until the stack overflows, three times, caught in main: near
+// the stack's end the handlers' unwind calls overflow too, and the exits
+// they lost are made at the next unwind of the same StackOverflowError.
+// Before, each later exit closed the frame below the one it left, and
+// main's later calls nested under the recursion (missed exits, 3 runs of
+// 3).
+func TestBCIStackOverflow(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "Overflow", Options: "BCI,CALLTREE,START,NORTDRIVER"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	require.Contains(t, r.Stdout, "overflow: ")
+	_, unmatched, missed := exceptionExits(t, r, "main")
+	assert.Zero(t, unmatched)
+	assert.Zero(t, missed)
+	p := asInterpreted(r.LogRT(t, 1))
+	checkBalanced(t, p)
+	m := mainThread(t, p).Path("i:Overflow.main([Ljava/lang/String;)V")
+	require.NotNil(t, m)
+	calls := map[string]uint64{}
+	for _, ch := range m.Children {
+		calls[ch.Name] = ch.Calls
+	}
+	assert.Equal(t, map[string]uint64{"i:Overflow.rec(I)V": 3, "i:Overflow.after(I)I": 17, "i:Overflow.throwsThroughJdk()V": 20}, calls)
+}
+
 // Classes the verifier is strict about, a method too large to
 // instrument, and class unloading: generated classes, loaded three times
 // by loaders that are dropped and collected.

@@ -248,9 +248,43 @@ static void JNICALL bci_root_exit(JNIEnv *env, jclass c, jint id)
 	bci_rooted(env, -1);
 }
 
-static void JNICALL bci_root_unwind(JNIEnv *env, jclass c, jint id)
+/* bci_unwinds_lost closes, before the unwind of ex, the frames whose own
+ * unwinds overflowed the stack passing ex on (Probe.unwindsLost): they
+ * are this thread's innermost open frames, left before this one. Without
+ * it, in a recursion (every frame the same method), each later exit
+ * would close the frame below the one it left, and the thread's later
+ * calls would nest under frames long gone. Frames whose exception was
+ * caught before any instrumented frame passed it on stay open (the
+ * count waits for an exception that never comes). A few JNI calls per
+ * exception exit: exceptions cost microseconds anyway. */
+static void bci_unwinds_lost(JNIEnv *env, jthrowable ex)
+{
+	if (bci.f_lost == NULL || ex == NULL || (*env)->GetStaticIntField(env, bci.probe, bci.f_lost) <= 0)
+		return;
+	jobject by = (*env)->GetStaticObjectField(env, bci.probe, bci.f_lost_by);
+	int mine = by != NULL && (*env)->IsSameObject(env, by, ex);
+	if (by != NULL)
+		(*env)->DeleteLocalRef(env, by);
+	if (!mine)
+		return;
+	jint n = (*env)->GetStaticIntField(env, bci.probe, bci.f_lost);
+	(*env)->SetStaticIntField(env, bci.probe, bci.f_lost, 0);
+	(*env)->SetStaticObjectField(env, bci.probe, bci.f_lost_by, NULL);
+	jp_thread *t = jp_thread_self();
+	if (n <= 0 || !__atomic_load_n(&jp.collecting, __ATOMIC_RELAXED) || t == NULL || jp_thread_stale(t))
+		return;
+	jint closed = 0;
+	for (; closed < n && t->depth > 0; closed++)
+		jp_event(t, t->stack[t->depth].key, JP_TR_EXCEPTION);
+	if (__atomic_fetch_add(&bci.lost_notes, 1, __ATOMIC_RELAXED) < 10)
+		jp_notef("info: BCI: thread %s: %d exception exits lost to a StackOverflowError (their handlers had no stack left to call the agent) were made at the next unwind of the same exception",
+			 __atomic_load_n(&t->name, __ATOMIC_ACQUIRE), (int)closed);
+}
+
+static void JNICALL bci_root_unwind(JNIEnv *env, jclass c, jint id, jthrowable ex)
 {
 	(void)c;
+	bci_unwinds_lost(env, ex);
 	bci_event(env, id, JP_TR_EXCEPTION);
 	bci_rooted(env, -1);
 }
@@ -267,9 +301,10 @@ static void JNICALL bci_exit(JNIEnv *env, jclass c, jint id)
 	bci_event(env, id, JP_TR_EXIT);
 }
 
-static void JNICALL bci_unwind(JNIEnv *env, jclass c, jint id)
+static void JNICALL bci_unwind(JNIEnv *env, jclass c, jint id, jthrowable ex)
 {
 	(void)c;
+	bci_unwinds_lost(env, ex);
 	bci_event(env, id, JP_TR_EXCEPTION);
 }
 
@@ -385,10 +420,10 @@ static void bci_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 	static const JNINativeMethod natives[] = {
 		{ "enter", "(I)V", (void *)bci_enter },
 		{ "exit", "(I)V", (void *)bci_exit },
-		{ "unwind", "(I)V", (void *)bci_unwind },
+		{ "unwind", "(ILjava/lang/Throwable;)V", (void *)bci_unwind },
 		{ "rootEnter", "(I)V", (void *)bci_root_enter },
 		{ "rootExit", "(I)V", (void *)bci_root_exit },
-		{ "rootUnwind", "(I)V", (void *)bci_root_unwind },
+		{ "rootUnwind", "(ILjava/lang/Throwable;)V", (void *)bci_root_unwind },
 		{ "register", "(Ljava/lang/String;I)I", (void *)bci_register },
 		{ "note", "(Ljava/lang/String;)V", (void *)bci_note },
 		{ "markRoot", "(I)V", (void *)bci_mark_root },
@@ -422,6 +457,12 @@ static void bci_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 	if (bci.f_rooted == NULL) { /* a jar from another build */
 		(*jni)->ExceptionClear(jni);
 		jp_notef("BCI: Probe.rooted not found (jprof-bci.jar does not match libjprof.so): with ROOTS, only the roots are seen");
+	}
+	bci.f_lost = bci.probe ? (*jni)->GetStaticFieldID(jni, p, "unwindsLost", "I") : NULL;
+	bci.f_lost_by = bci.f_lost ? (*jni)->GetStaticFieldID(jni, p, "unwindsLostBy", "Ljava/lang/Throwable;") : NULL;
+	if (bci.f_lost_by == NULL) {
+		bci.f_lost = NULL;
+		(*jni)->ExceptionClear(jni);
 	}
 	bci.m_transform = (*jni)->GetStaticMethodID(jni, t, "transform", "(Ljava/lang/ClassLoader;Ljava/lang/String;Z[BILjava/lang/String;)[B");
 	bci.m_sizes = (*jni)->GetStaticMethodID(jni, t, "sizes", "()[J");

@@ -47,6 +47,8 @@ struct jp_bci_state {
 	int64_t rooted;
 	jclass probe;         /* global ref */
 	jfieldID f_rooted;
+	jfieldID f_lost, f_lost_by; /* Probe.unwindsLost, unwindsLostBy */
+	uint64_t lost_notes;        /* notes said of lost unwinds */
 	/* Classes became active as a subclass of theirs loaded: the
 	 * transformer retransforms them at the next entry inside a root. */
 	volatile int pending;

@@ -9,6 +9,7 @@ import java.util.Set;
 import org.objectweb.asm.Label;
 import org.objectweb.asm.MethodVisitor;
 import org.objectweb.asm.Opcodes;
+import org.objectweb.asm.Type;
 import org.objectweb.asm.commons.AdviceAdapter;
 
 /**
@@ -17,8 +18,16 @@ import org.objectweb.asm.commons.AdviceAdapter;
  *   Probe.enter(id)          first thing, also before super() in constructors
  *   try {                    from after enter (constructors: after super())
  *       body, with Probe.exit(id) before each return
- *   } catch (any t) { Probe.unwind(id); throw t; }
+ *   } catch (any t) {
+ *       try { Probe.unwind(id, t); }
+ *       catch (StackOverflowError e) { Probe.unwindsLost++; Probe.unwindsLostBy = t; }
+ *       throw t;
+ *   }
  *
+ * (The inner catch: near the stack's end the unwind call itself
+ * overflows; the handler then counts the lost exit with field stores,
+ * which need no stack, and throws its own exception on, not the new
+ * one; Probe.unwindsLost says what the agent does with the count.)
  * The catch-all is the last entry of the exception table, so the
  * method's own handlers see exceptions first; an exception that leaves
  * the method passes through it exactly once. In a constructor the code
@@ -239,21 +248,63 @@ final class MethodProbes extends AdviceAdapter {
             mainRanges.add(end);
         }
         if (ctor && frames && !thisStored && handler(preRanges)) {
+            // No inner catch here: its frame could not hold the
+            // uninitialized this, and this code is a constructor's
+            // argument expressions, rarely where a stack ends.
             mv.visitFrame(Opcodes.F_NEW, 1, new Object[] {Opcodes.UNINITIALIZED_THIS}, 1, new Object[] {"java/lang/Throwable"});
-            call(UNWIND);
+            mv.visitInsn(Opcodes.DUP);
+            unwind();
             mv.visitInsn(Opcodes.ATHROW);
         }
         if (handler(mainRanges)) {
             if (frames)
                 mv.visitFrame(Opcodes.F_NEW, 0, new Object[0], 1, new Object[] {"java/lang/Throwable"});
-            call(UNWIND);
+            int t = newLocal(Type.getType(Throwable.class));
+            mv.visitVarInsn(Opcodes.ASTORE, t);
+            Label call = new Label(), called = new Label(), lost = new Label();
+            mv.visitTryCatchBlock(call, called, lost, "java/lang/StackOverflowError");
+            mv.visitLabel(call);
+            mv.visitVarInsn(Opcodes.ALOAD, t);
+            unwind();
+            mv.visitLabel(called);
+            mv.visitVarInsn(Opcodes.ALOAD, t);
+            mv.visitInsn(Opcodes.ATHROW);
+            mv.visitLabel(lost);
+            if (frames) {
+                Object[] locals = new Object[t + 1];
+                Arrays.fill(locals, Opcodes.TOP);
+                locals[t] = "java/lang/Throwable";
+                mv.visitFrame(Opcodes.F_NEW, locals.length, locals, 1, new Object[] {"java/lang/StackOverflowError"});
+            }
+            mv.visitInsn(Opcodes.POP);
+            mv.visitFieldInsn(Opcodes.GETSTATIC, Transformer.PROBE, "unwindsLost", "I");
+            mv.visitInsn(Opcodes.ICONST_1);
+            mv.visitInsn(Opcodes.IADD);
+            mv.visitFieldInsn(Opcodes.PUTSTATIC, Transformer.PROBE, "unwindsLost", "I");
+            mv.visitVarInsn(Opcodes.ALOAD, t);
+            mv.visitFieldInsn(Opcodes.PUTSTATIC, Transformer.PROBE, "unwindsLostBy", "Ljava/lang/Throwable;");
+            mv.visitVarInsn(Opcodes.ALOAD, t);
             mv.visitInsn(Opcodes.ATHROW);
         }
         // The probes push one int where the stack holds at most
-        // maxStack (entry, returns), or on a lone Throwable (handlers);
-        // they add no local. So the maxima are known without ASM's
-        // control-flow analysis (COMPUTE_MAXS), the costly part.
-        super.visitMaxs(Math.max(maxStack + 1, 2), maxLocals);
+        // maxStack (entry, returns), or an int and the Throwable on the
+        // Throwable (handlers); the handler adds one local (its
+        // exception, kept through the inner catch), which this adapter
+        // counts in the maxLocals it passes on. So the maxima are known
+        // without ASM's control-flow analysis (COMPUTE_MAXS), the
+        // costly part.
+        super.visitMaxs(Math.max(maxStack + 1, 3), maxLocals);
+    }
+
+    /** unwind calls the unwind probe with the exception on the stack
+     *  (consumed): the id goes beneath it. */
+    private void unwind() {
+        if (ldcId)
+            mv.visitLdcInsn(id < 0 ? id : id | TransformCache.CACHED_ID);
+        else
+            pushInt(mv, id);
+        mv.visitInsn(Opcodes.SWAP);
+        mv.visitMethodInsn(Opcodes.INVOKESTATIC, Transformer.PROBE, probes[UNWIND], "(ILjava/lang/Throwable;)V", false);
     }
 
     /** handler adds a catch-all of these ranges (empty ones left out) and

@@ -204,7 +204,7 @@ final class MonitorProbes extends MethodVisitor {
     @Override
     public void visitMethodInsn(int op, String owner, String name, String desc, boolean itf) {
         instruction();
-        boolean probe = owner.equals(Transformer.PROBE) && desc.equals("(I)V");
+        boolean probe = owner.equals(Transformer.PROBE) && (desc.equals("(I)V") || desc.equals("(ILjava/lang/Throwable;)V"));
         if (sync && probe && isExitProbe(name))
             unlocking();
         super.visitMethodInsn(op, owner, name, desc, itf);

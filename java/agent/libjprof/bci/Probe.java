@@ -35,8 +35,8 @@ public final class Probe {
     /** A root method returned normally. */
     public static native void rootExit(int id);
 
-    /** A root method is being left by an exception. */
-    public static native void rootUnwind(int id);
+    /** A root method is being left by t, an exception. */
+    public static native void rootUnwind(int id, Throwable t);
 
     /** A method that may run inside a root was entered. */
     public static void subEnter(int id) {
@@ -51,10 +51,27 @@ public final class Probe {
     }
 
     /** A method that may run inside a root is being left by an exception. */
-    public static void subUnwind(int id) {
+    public static void subUnwind(int id, Throwable t) {
         if (rooted != 0)
-            unwind(id);
+            unwind(id, t);
     }
+
+    /**
+     * Catch-all handlers whose unwind call overflowed the stack (a
+     * StackOverflowError near the stack's end: the native call needs
+     * room the frame has not), and the exception they were passing on.
+     * Such a handler has no room to call anything; it counts here
+     * (field stores only) and throws its exception on. The next unwind
+     * that passes the same exception on, further up that thread's
+     * stack, tells the agent, which closes that many frames first:
+     * otherwise, in a recursion, each exit would close the frame below
+     * the one it left, and the thread's later calls would nest under
+     * frames long gone. Global, not per thread: a handler that overflows
+     * cannot find its thread; two threads overflowing at once can mix
+     * their counts (the agent takes the count only with its exception).
+     */
+    public static int unwindsLost;
+    public static Throwable unwindsLostBy;
 
     /**
      * With FFMPROBES, on JDK 22 and later, the probes of every method are
@@ -96,10 +113,11 @@ public final class Probe {
             exit(id);
     }
 
-    /** A method is being left by an exception (FFM). */
-    public static void funwind(int id) throws Throwable {
-        if ((int) Fast.UNWIND.invokeExact(id) != 0)
-            unwind(id);
+    /** A method is being left by an exception (FFM); after lost unwinds,
+     *  through JNI, which can read them. */
+    public static void funwind(int id, Throwable t) throws Throwable {
+        if (unwindsLost != 0 || (int) Fast.UNWIND.invokeExact(id) != 0)
+            unwind(id, t);
     }
 
     /** A method was entered. */
@@ -108,8 +126,8 @@ public final class Probe {
     /** A method returned normally. */
     public static native void exit(int id);
 
-    /** A method is being left by an exception (its catch-all handler). */
-    public static native void unwind(int id);
+    /** A method is being left by t, an exception (its catch-all handler). */
+    public static native void unwind(int id, Throwable t);
 
     /** JLM: the monitor of o (whose identity hash is hash) was taken at
      *  site; its hash was read before it was taken, while unlocked, so
