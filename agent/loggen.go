@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sync"
 	"time"
@@ -79,6 +80,11 @@ func (a *agent) startLogGen() (*genWriter, error) {
 	if a.opts.GenText {
 		g.names = map[uint64]string{}
 		g.text = reports.NewLogGenWriter(tmp, a.pid, metrics, notes...)
+		if g.max > 0 {
+			// Checked line by line: a text line is about ten times its
+			// binary record, so the blocks' size says nothing here.
+			g.text.Limit(g.max - g.endRoom())
+		}
 	} else {
 		g.bin = reports.NewLogGenBinWriter(tmp, a.pid, metrics, raw, notes...)
 	}
@@ -108,34 +114,41 @@ func (g *genWriter) drain(final bool) {
 			g.notWritten += n
 			return nil
 		}
-		recs := n
-		if g.max > 0 && g.size()+int64(len(b.Data))+frameSlack > g.max {
-			// Write the records that fit, then nothing more.
-			keep, kept := g.fit(b.Data, g.max-g.size()-frameSlack)
-			g.full = true
-			g.notWritten += n - kept
-			g.log.Warn("log-gen reached its size limit (GENMAX): later events are counted, not written", zap.Int64("bytes", g.size()))
-			if kept == 0 {
-				return nil
-			}
-			b.Data = b.Data[:keep]
-			recs = kept
-		}
-		if err := g.write(b); err != nil {
+		done, err := g.write(b)
+		g.written += done
+		if err != nil {
 			g.err = err
-			g.notWritten += recs
+			g.notWritten += n - done
 			g.log.Error("log-gen write failed; events are counted but no longer written", zap.Error(err))
 			return nil
 		}
-		g.written += recs
+		if done < n {
+			// GENMAX: what fitted is written, then nothing more, so
+			// that each thread's events in the file are its first ones,
+			// with no gap a rebuilt tree would be wrong across.
+			g.full = true
+			g.notWritten += n - done
+			g.log.Warn("log-gen reached its size limit (GENMAX): later events are counted, not written", zap.Int64("bytes", g.size()))
+		}
 		g.tmp.Mark(g.size(), g.written) // a whole frame (text: whole lines)
 		return nil
 	})
 }
 
-// frameSlack is room kept for a frame's header and the names of new
-// methods when a block is cut to fit GENMAX.
-const frameSlack = 64
+// endRoom is the room kept under GENMAX for what ends the file: the
+// binary end frame (its two counts at their longest).
+func (g *genWriter) endRoom() int64 {
+	if g.bin != nil {
+		return 1 + 2*binary.MaxVarintLen64
+	}
+	return 0
+}
+
+// frameLen is the size of a binary frame of id with n bytes of payload.
+func frameLen(id uint64, n int) int64 {
+	var b [binary.MaxVarintLen64]byte
+	return int64(1 + binary.PutUvarint(b[:], id) + binary.PutUvarint(b[:], uint64(n)) + n)
+}
 
 // isDefined says whether the file has method h's name, growing the set.
 func (g *genWriter) isDefined(h uint64) bool {
@@ -150,15 +163,6 @@ func (g *genWriter) isDefined(h uint64) bool {
 	}
 	g.defined = append(g.defined, make([]bool, int(h)+1-len(g.defined)+len(g.defined)/2)...)
 	return false
-}
-
-// writeNeeded writes the names of the block's methods new to the file,
-// then the block.
-func (g *genWriter) writeNeeded(b engine.GenBlock) error {
-	if err := g.writeNeededNames(b.Data); err != nil {
-		return err
-	}
-	return g.bin.Block(uint64(b.Thread), b.Data)
 }
 
 // defineOverflow names the overflow handles (past MAXMETHODS) the file
@@ -197,11 +201,12 @@ func (g *genWriter) markDefined(h uint64) {
 }
 
 // fit returns how many bytes of data's records fit in room together
-// with the names of their methods new to the file, and how many records
-// that is.
-func (g *genWriter) fit(data []byte, room int64) (int, uint64) {
+// with the frames they need in the file (the names of their methods new
+// to it, and the block frame's header: data's length bounds the cut
+// part's), and how many records that is.
+func (g *genWriter) fit(data []byte, thread uint32, room int64) (int, uint64) {
 	off, n := 0, uint64(0)
-	used := int64(0)
+	used := frameLen(uint64(thread), len(data)) - int64(len(data))
 	seen := map[uint64]bool{}
 	for off < len(data) {
 		l, err := reports.DecodeGenRecord(data[off:], g.raw, &g.rec)
@@ -210,7 +215,7 @@ func (g *genWriter) fit(data []byte, room int64) (int, uint64) {
 		}
 		need := int64(l)
 		if h := g.rec.Method; !g.rec.Lost && !g.isDefined(h) && !seen[h] {
-			need += int64(len(engine.MethodName(uint32(h)))) + 12
+			need += frameLen(h, len(engine.MethodName(uint32(h))))
 			seen[h] = true
 		}
 		if used+need > room {
@@ -223,26 +228,65 @@ func (g *genWriter) fit(data []byte, room int64) (int, uint64) {
 	return off, n
 }
 
+// writeLimited writes, under GENMAX, as many of the block's records as
+// fit with the frames they need (the thread's name if the file lacks it,
+// the new methods' names, the block's header), keeping endRoom: the file
+// never grows past the limit. It returns how many records it wrote.
+func (g *genWriter) writeLimited(b engine.GenBlock) (uint64, error) {
+	room := g.max - g.size() - g.endRoom()
+	if name, _, define := g.lookupThread(b.Thread); define {
+		room -= frameLen(uint64(b.Thread), len(name))
+	}
+	keep, kept := g.fit(b.Data, b.Thread, room)
+	if kept == 0 {
+		return 0, nil
+	}
+	g.threadName(b.Thread)
+	b.Data = b.Data[:keep]
+	if err := g.writeNeededNames(b.Data); err != nil {
+		return 0, err
+	}
+	return blockWritten(kept, g.bin.Block(uint64(b.Thread), b.Data))
+}
+
+// blockWritten is what a binary block of n records adds to the file:
+// all of them, or none after a write error.
+func blockWritten(n uint64, err error) (uint64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
 // threadName is the root name of thread id, defined in the file the
 // first time a block names it. The record is still listed (the reaper
 // drains log-gen before it frees threads), or was freed in the last
 // retire pass (g.retired).
 func (g *genWriter) threadName(id uint32) string {
-	if name, ok := g.threads[id]; ok {
-		return name
-	}
-	name, found := g.retired[id]
-	if found {
-		// Freed already: named in the file now, but not kept in
-		// g.threads (it will not be retired again to leave it); the
-		// next pass replaces g.retired.
-		if !g.wasNamed(id) {
-			g.markNamed(id)
-			if g.bin != nil {
-				_ = g.bin.Thread(uint64(id), name)
-			}
+	name, live, define := g.lookupThread(id)
+	if define {
+		if live {
+			g.threads[id] = name
 		}
-		return name
+		g.markNamed(id)
+		if g.bin != nil {
+			_ = g.bin.Thread(uint64(id), name)
+		}
+	}
+	return name
+}
+
+// lookupThread finds thread id's root name without changing anything, so
+// that GENMAX can count its frame before writing it: define says the
+// file lacks it, live that the thread is listed (a retired one is not
+// kept: it will not be retired again to leave g.threads; the next pass
+// replaces g.retired).
+func (g *genWriter) lookupThread(id uint32) (name string, live, define bool) {
+	if name, ok := g.threads[id]; ok {
+		return name, true, false
+	}
+	if name, ok := g.retired[id]; ok {
+		return name, false, !g.wasNamed(id)
 	}
 	name = fmt.Sprintf("%08x_thread%d", 0, id)
 	engine.WithThreads(func(ts []engine.Thread) {
@@ -252,17 +296,9 @@ func (g *genWriter) threadName(id uint32) string {
 			}
 		}
 	})
-	if g.wasNamed(id) {
-		// Named in the file once already, and freed since: never
-		// expected (a freed thread has no events left to write).
-		return name
-	}
-	g.threads[id] = name
-	g.markNamed(id)
-	if g.bin != nil {
-		_ = g.bin.Thread(uint64(id), name)
-	}
-	return name
+	// Named in the file once already, and freed since: never expected
+	// (a freed thread has no events left to write).
+	return name, true, !g.wasNamed(id)
 }
 
 // A thread's id is dense and never reused: one bit per id says the file
@@ -297,13 +333,13 @@ func (g *genWriter) retiredThreads(names map[uint32]string) {
 	}
 }
 
-func (g *genWriter) write(b engine.GenBlock) error {
+func (g *genWriter) write(b engine.GenBlock) (uint64, error) {
+	if g.bin != nil && g.max > 0 {
+		// Only the names the block needs, counted against the limit.
+		return g.writeLimited(b)
+	}
 	thread := g.threadName(b.Thread)
 	if g.bin != nil {
-		if g.max > 0 {
-			// Near a size limit only the names the block needs.
-			return g.writeNeeded(b)
-		}
 		// The names of methods registered since the last block go first,
 		// without decoding it: every handle in it was registered before
 		// it was handed over. Methods no record names cost their names
@@ -312,21 +348,21 @@ func (g *genWriter) write(b engine.GenBlock) error {
 			if !g.isDefined(uint64(g.registered)) {
 				g.markDefined(uint64(g.registered))
 				if err := g.bin.Method(uint64(g.registered), engine.MethodName(uint32(g.registered))); err != nil {
-					return err
+					return 0, err
 				}
 			}
 		}
 		if err := g.defineOverflow(b.Data); err != nil {
-			return err
+			return 0, err
 		}
-		return g.bin.Block(uint64(b.Thread), b.Data)
+		return blockWritten(uint64(b.Records), g.bin.Block(uint64(b.Thread), b.Data))
 	}
 	ev := reports.Event{Thread: thread, HasKey: g.raw}
 	var done uint64 // lines of this block written
 	for data := b.Data; len(data) > 0; {
 		l, err := reports.DecodeGenRecord(data, g.raw, &g.rec)
 		if err != nil {
-			return err
+			return done, err
 		}
 		data = data[l:]
 		r := &g.rec
@@ -345,14 +381,16 @@ func (g *genWriter) write(b engine.GenBlock) error {
 			g.names[k] = name
 		}
 		ev.Name = name
-		if err := g.text.Write(ev); err != nil {
-			return err
+		if err := g.text.Write(ev); err == reports.ErrSizeLimit {
+			return done, nil // GENMAX: the line is not written
+		} else if err != nil {
+			return done, err
 		}
 		// Every line: a text block is ten times its binary size.
 		done++
 		g.tmp.Mark(g.text.Size(), g.written+done)
 	}
-	return nil
+	return done, nil
 }
 
 // finish drains everything (the source must be off), and renames the

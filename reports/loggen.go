@@ -92,12 +92,22 @@ const (
 // the first error, returns it from every later call, and buffers: call
 // Flush at the end.
 type LogGenWriter struct {
-	w   *bufio.Writer
-	out *countWriter // under w
-	k   int
-	buf []byte
-	err error
+	w     *bufio.Writer
+	out   *countWriter // under w
+	k     int
+	buf   []byte
+	err   error
+	limit int64 // see Limit; 0: none
 }
+
+// ErrSizeLimit is Write's answer to a line that would take the file past
+// its Limit; the line is not written, and the writer stays usable.
+var ErrSizeLimit = errors.New("log-gen: size limit reached")
+
+// Limit makes Write refuse, with ErrSizeLimit, a line that would make
+// the bytes written (Size) more than n: the agent's GENMAX bounds the
+// text it writes, a line being ten times its binary record. 0: no limit.
+func (lw *LogGenWriter) Limit(n int64) { lw.limit = n }
 
 // NewLogGenWriter writes the header for a process and its metrics, with
 // one " Note: " line per note, and returns a writer for the events.
@@ -170,6 +180,9 @@ func (lw *LogGenWriter) Write(ev Event) error {
 	b = AppendEscapedName(b, ev.Thread)
 	b = append(b, '\n')
 	lw.buf = b
+	if lw.limit > 0 && lw.Size()+int64(len(b)) > lw.limit {
+		return ErrSizeLimit
+	}
 	if _, err := lw.w.Write(b); err != nil {
 		lw.err = err
 	}
