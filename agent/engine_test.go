@@ -208,33 +208,50 @@ func TestBinaryLogGen(t *testing.T) {
 	assert.Equal(t, strings.Count(want, "<! i:Exceptions.level3(I)V"), strings.Count(string(got), "<! i:Exceptions.level3(I)V"))
 }
 
-// GENMAX stops the file at its size and says how many events it left out,
-// in both formats: the text one was checked against the size of the
-// binary records, a tenth of its lines', and overshot seven times.
+// GENMAX stops the file at its size, in both formats (the text one was
+// checked against the size of the binary records, a tenth of its lines',
+// and overshot seven times), and says how many events it left out: the
+// file's last line (it had none, and the text file ended with an event),
+// stderr and log-msg, and jprof warns of the partial tree.
 func TestLogGenSizeLimit(t *testing.T) {
 	for _, format := range []string{"binary", "text"} {
 		t.Run(format, func(t *testing.T) {
 			r := jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "METHODEVENTS,CALLTREE,GENERIC,GENFORMAT=" + format + ",GENMAX=16k,START,NORTDRIVER"})
 			require.Equal(t, 0, r.ExitCode, r.Stderr)
-			fi, err := os.Stat(r.File("gen"))
+			b, err := os.ReadFile(r.File("gen"))
 			require.NoError(t, err)
-			assert.LessOrEqual(t, fi.Size(), int64(16<<10), "never past the limit")
-			assert.Greater(t, fi.Size(), int64(15<<10), "filled up to it")
+			assert.LessOrEqual(t, len(b), 16<<10, "never past the limit")
+			assert.Greater(t, len(b), 15<<10, "filled up to it")
+
+			// The warning's counts are the file's.
+			said := regexp.MustCompile(`(?m)^libjprof: warning: log-gen_\d+ reached its size limit \(GENMAX, 16384 bytes\): (\d+) of (\d+) events not written; the file ends with a line that says so$`)
+			m := said.FindAllStringSubmatch(r.Stderr, -1)
+			require.Len(t, m, 1, r.Stderr)
+			notWritten, _ := strconv.ParseUint(m[0][1], 10, 64)
+			total, _ := strconv.ParseUint(m[0][2], 10, 64)
+			assert.Contains(t, r.ReadFile(t, "msg"), strings.TrimPrefix(m[0][0], "libjprof: warning: "))
+			lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+			last := lines[len(lines)-1]
+			assert.Equal(t, fmt.Sprintf(" *** libjprof: size limit (GENMAX) of 16384 bytes reached; %d events not written", notWritten), last, "tail -1")
+
 			f, err := os.Open(r.File("gen"))
 			require.NoError(t, err)
 			defer f.Close()
 			lr, err := reports.NewLogGenReader(f)
 			require.NoError(t, err)
-			events := 0
+			var events uint64
 			for lr.Next() {
 				events++
 			}
 			require.NoError(t, lr.Err())
 			assert.NotZero(t, events)
-			if format == "binary" {
-				assert.NotZero(t, lr.NotWritten())
-			}
-			assert.Contains(t, r.ReadFile(t, "msg"), "eventsNotWritten")
+			assert.Equal(t, notWritten, lr.NotWritten())
+			assert.Equal(t, total, events+notWritten)
+			assert.Equal(t, strings.TrimPrefix(last, " *** "), lr.SizeLimited())
+
+			out, stderr := jprofRun(t, "report", "xtree", r.File("gen"))
+			assert.Contains(t, out, "holds only its first events (libjprof: size limit", "the report's header says so")
+			assert.Contains(t, stderr, "jprof: warning: "+r.File("gen")+" holds only its first events")
 		})
 	}
 }

@@ -3,6 +3,9 @@ package main
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -70,7 +73,9 @@ func (a *agent) startLogGen() (*genWriter, error) {
 		notes = append(notes, "Calibration: online (each value calibrated with the minimum current when its event happened)")
 	}
 	if a.opts.GenMax > 0 {
-		notes = append(notes, fmt.Sprintf("Size limit: %d bytes (GENMAX); events past it are counted, not written", a.opts.GenMax))
+		// Written before anyone knows whether the limit will be reached:
+		// the closing line says whether it was.
+		notes = append(notes, fmt.Sprintf("Size limit: %d bytes (GENMAX); events past it are counted, not written, and a file that reached it ends with a line that says how many", a.opts.GenMax))
 	}
 	g := &genWriter{
 		raw: raw, path: path, tmp: tmp, max: a.opts.GenMax, log: a.log, nm: len(metrics), pid: a.pid,
@@ -135,13 +140,15 @@ func (g *genWriter) drain(final bool) {
 	})
 }
 
-// endRoom is the room kept under GENMAX for what ends the file: the
-// binary end frame (its two counts at their longest).
+// endRoom is the room kept under GENMAX for what ends the file: the size
+// limit line, and before it the binary end frame and a newline (each
+// count at its longest).
 func (g *genWriter) endRoom() int64 {
+	n := int64(len(reports.SizeLimitLine(g.max, math.MaxUint64)) + 1)
 	if g.bin != nil {
-		return 1 + 2*binary.MaxVarintLen64
+		n += 1 + 2*binary.MaxVarintLen64 + 1
 	}
-	return 0
+	return n
 }
 
 // frameLen is the size of a binary frame of id with n bytes of payload.
@@ -402,9 +409,16 @@ func (g *genWriter) finish(a *agent) (string, uint64, error) {
 	err := g.err
 	if err == nil {
 		if g.bin != nil {
-			err = g.bin.End(g.written, g.notWritten)
+			err = g.bin.End(g.written, g.notWritten, g.max)
 		} else {
-			err = g.text.Flush()
+			if g.full {
+				// The file's last line says it holds only the first
+				// events, and how many it lacks (endRoom kept its room).
+				err = g.text.SizeLimited(strings.TrimPrefix(reports.SizeLimitLine(g.max, g.notWritten), " *** "))
+			}
+			if err == nil {
+				err = g.text.Flush()
+			}
 		}
 	}
 	if err != nil && g.tmp.Failed() == nil {
@@ -417,8 +431,11 @@ func (g *genWriter) finish(a *agent) (string, uint64, error) {
 	if err != nil {
 		return "", g.events, fmt.Errorf("log-gen: %w", err)
 	}
-	if g.notWritten > 0 && cut == nil {
-		g.log.Warn("log-gen size limit reached", zap.Uint64("eventsNotWritten", g.notWritten))
+	if g.full && cut == nil {
+		// Said where the user looks, as a cut file is: the file is whole
+		// but a tree rebuilt from it lacks every call past the limit.
+		a.warn(fmt.Sprintf("%s reached its size limit (GENMAX, %d bytes): %d of %d events not written; the file ends with a line that says so",
+			filepath.Base(g.path), g.max, g.notWritten, g.events))
 	}
 	return g.path, g.events, nil
 }

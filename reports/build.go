@@ -261,6 +261,7 @@ func BuildProfile(r io.Reader) (*Profile, error) {
 		}
 		p := b.Profile()
 		p.Truncated = lr.truncated
+		p.SizeLimited, p.NotWritten = lr.SizeLimited(), lr.notWritten
 		clampNegative(p)
 		return p, lr.Err()
 	}
@@ -280,6 +281,7 @@ func BuildProfile(r io.Reader) (*Profile, error) {
 		if err == io.EOF {
 			p := b.Profile()
 			p.Truncated = lr.truncated
+			p.SizeLimited, p.NotWritten = lr.SizeLimited(), lr.notWritten
 			clampNegative(p)
 			return p, nil
 		}

@@ -25,7 +25,9 @@
 // A file the agent had to cut after a write error (a full disk) ends
 // with a truncation line ([TruncationLine]); the readers stop there and
 // say so ([Profile.Truncated], [LogGenReader.Truncated]) instead of
-// failing. A log-rt's header says the interval its counts cover
+// failing. A log-gen that reached its size limit (GENMAX) ends with a
+// line that counts the events it left out ([SizeLimitLine],
+// [Profile.SizeLimited], [LogGenReader.NotWritten]). A log-rt's header says the interval its counts cover
 // ([Interval]).
 //
 // Everything here is plain Go without cgo and without global mutable

@@ -218,6 +218,21 @@ func (lw *LogGenWriter) Truncated(text string) error {
 	return lw.err
 }
 
+// SizeLimited ends the file with a size limit line (text as
+// LogGenReader.SizeLimited returns it): the agent's file that reached
+// GENMAX, and a copy of one, say how many events they lack. It is
+// written whatever the Limit. Call Flush after it.
+func (lw *LogGenWriter) SizeLimited(text string) error {
+	if lw.err != nil {
+		return lw.err
+	}
+	if _, _, ok := isSizeLimit([]byte(" *** " + text)); !ok {
+		return fmt.Errorf("log-gen: %q is not a size limit line", text)
+	}
+	_, lw.err = fmt.Fprintf(lw.w, " *** %s\n", text)
+	return lw.err
+}
+
 // Flush writes buffered lines to the underlying writer.
 func (lw *LogGenWriter) Flush() error {
 	if lw.err != nil {
@@ -258,6 +273,10 @@ type LogGenReader struct {
 	// truncated is the file's truncation line (see TruncationLine), once
 	// read.
 	truncated string
+	// sizeLimited is the file's size limit line (see SizeLimitLine), once
+	// read; notWritten its count, or the binary end frame's.
+	sizeLimited string
+	notWritten  uint64
 }
 
 // interner maps names to dense ids; lookups by []byte do not allocate.
@@ -460,17 +479,23 @@ func (lr *LogGenReader) Next() bool {
 	return true
 }
 
-// truncation returns io.EOF when line is the truncation line the agent
-// ends a file with after a write error, and remembers it; nothing may
-// follow it.
+// truncation returns io.EOF when line is a closing line (the truncation
+// line the agent ends a file with after a write error, or the size limit
+// line, see SizeLimitLine), and remembers it; nothing may follow it.
 func (lr *LogGenReader) truncation(line []byte) error {
-	text, ok := isTruncation(line)
-	if !ok {
+	if text, n, ok := isSizeLimit(line); ok {
+		lr.sizeLimited, lr.notWritten = text, n
+	} else if text, ok := isTruncation(line); ok {
+		lr.truncated = text
+	} else {
 		return nil
 	}
-	lr.truncated = text
 	if _, err := lr.br.ReadByte(); err != io.EOF {
-		return errors.New("data after the truncation line")
+		what := "truncation"
+		if lr.sizeLimited != "" {
+			what = "size limit"
+		}
+		return fmt.Errorf("data after the %s line", what)
 	}
 	return io.EOF
 }
@@ -479,6 +504,23 @@ func (lr *LogGenReader) truncation(line []byte) error {
 // file the agent cut short after a write error, once Next has reached
 // it; empty for a whole file.
 func (lr *LogGenReader) Truncated() string { return lr.truncated }
+
+// SizeLimited is the size limit line (without its leading " *** ") of a
+// file that reached its size limit (GENMAX), once Next has reached the
+// end: the file holds the first events only. A binary file whose end
+// frame counts events not written but that has no such line (an older
+// agent's) gets one built from that count. Empty for a file that left
+// no event out.
+func (lr *LogGenReader) SizeLimited() string {
+	if lr.sizeLimited == "" && lr.notWritten > 0 {
+		return strings.TrimPrefix(SizeLimitLine(0, lr.notWritten), " *** ")
+	}
+	return lr.sizeLimited
+}
+
+// NotWritten is how many events the file left out past its size limit
+// (GENMAX), known once Next has reached the end.
+func (lr *LogGenReader) NotWritten() uint64 { return lr.notWritten }
 
 // Err returns the error that stopped Next, or nil at a clean end of file.
 func (lr *LogGenReader) Err() error {

@@ -28,6 +28,10 @@ import (
 //	'B' id len records     a run of one thread's events, in order
 //	'E' events notwritten  the end: events written, events past GENMAX
 //
+// A file that left events out past GENMAX has, after its end frame, a
+// newline and the size limit line (see SizeLimitLine), so that its last
+// line says so, whole, as a text log-gen's does.
+//
 // A file the agent cut short after a write error ends, in place of the
 // next frame, with the truncation line (see TruncationLine), which
 // starts with a space, a tag no frame has.
@@ -165,12 +169,17 @@ func (bw *LogGenBinWriter) Block(thread uint64, records []byte) error {
 	return bw.err
 }
 
-// End writes the end frame and flushes.
-func (bw *LogGenBinWriter) End(events, notWritten uint64) error {
+// End writes the end frame and flushes; with notWritten events left out
+// past the size limit of limit bytes (GENMAX), the size limit line after
+// it.
+func (bw *LogGenBinWriter) End(events, notWritten uint64, limit int64) error {
 	b := append(bw.tmp[:0], 'E')
 	b = binary.AppendUvarint(b, events)
 	b = binary.AppendUvarint(b, notWritten)
 	bw.write(b)
+	if notWritten > 0 {
+		bw.write([]byte("\n" + SizeLimitLine(limit, notWritten) + "\n"))
+	}
 	if bw.err == nil {
 		bw.err = bw.w.Flush()
 	}
@@ -179,15 +188,14 @@ func (bw *LogGenBinWriter) End(events, notWritten uint64) error {
 
 // binState is a LogGenReader's state in a binary file.
 type binState struct {
-	keyed      bool
-	methods    map[uint64]string // handle -> name
-	names      map[uint64]int32  // type<<56|handle -> interned "T:name"
-	threads    map[uint64]int32  // id -> interned root name
-	block      []byte            // rest of the current block
-	blockThr   int32
-	rec        GenRecord
-	ended      bool
-	NotWritten uint64
+	keyed    bool
+	methods  map[uint64]string // handle -> name
+	names    map[uint64]int32  // type<<56|handle -> interned "T:name"
+	threads  map[uint64]int32  // id -> interned root name
+	block    []byte            // rest of the current block
+	blockThr int32
+	rec      GenRecord
+	ended    bool
 }
 
 // readFrameHeader reads a tag and the first varint of a frame.
@@ -219,10 +227,19 @@ func (lr *LogGenReader) nextBinary() error {
 	bs := lr.bin
 	for len(bs.block) == 0 {
 		if bs.ended {
-			if _, err := lr.br.ReadByte(); err != io.EOF {
-				return errors.New("data after the end frame")
+			c, err := lr.br.ReadByte()
+			if err == io.EOF {
+				return io.EOF
 			}
-			return io.EOF
+			if c == '\n' {
+				line, err := lr.br.ReadSlice('\n')
+				if err == nil {
+					if _, _, ok := isSizeLimit(line[:len(line)-1]); ok {
+						return lr.truncation(line[:len(line)-1])
+					}
+				}
+			}
+			return errors.New("data after the end frame")
 		}
 		lr.frames++
 		tag, err := lr.br.ReadByte()
@@ -268,7 +285,7 @@ func (lr *LogGenReader) nextBinary() error {
 			if _, err := lr.uvarint(); err != nil {
 				return fmt.Errorf("end frame: %w", err)
 			}
-			if bs.NotWritten, err = lr.uvarint(); err != nil {
+			if lr.notWritten, err = lr.uvarint(); err != nil {
 				return fmt.Errorf("end frame: %w", err)
 			}
 			bs.ended = true
@@ -305,13 +322,4 @@ func (lr *LogGenReader) nextBinary() error {
 	lr.name = id
 	copy(lr.vals, r.Values)
 	return nil
-}
-
-// NotWritten is how many events a binary log-gen left out past its size
-// limit (GENMAX), known once every event has been read.
-func (lr *LogGenReader) NotWritten() uint64 {
-	if lr.bin == nil {
-		return 0
-	}
-	return lr.bin.NotWritten
 }

@@ -32,6 +32,12 @@ type Profile struct {
 	// written before it: the last subtrees may miss rows, and their CEE
 	// is not checked.
 	Truncated string
+	// SizeLimited is the size limit line of a log-gen that reached its
+	// size limit (GENMAX, see SizeLimitLine), without its leading " *** ";
+	// empty for a file that left no event out. NotWritten is its count:
+	// the tree misses the calls of the events past the limit.
+	SizeLimited string
+	NotWritten  uint64
 }
 
 // Node is one calling context: a method reached through one path from its

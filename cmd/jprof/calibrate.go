@@ -144,11 +144,19 @@ func calibrate(args []string, stdout io.Writer) error {
 					return err
 				}
 			}
-			if tr := r.Truncated(); tr != "" && r.Err() == nil {
+			if err := r.Err(); err != nil {
+				return err
+			}
+			if tr := r.Truncated(); tr != "" {
 				warnTruncated(in, tr)
 				return lw.Truncated(tr)
 			}
-			return r.Err()
+			if sl := r.SizeLimited(); sl != "" {
+				// As loggen: the copy ends as the file does.
+				warnSizeLimited(in, sl)
+				return lw.SizeLimited(sl)
+			}
+			return nil
 		})
 		if err != nil {
 			return err

@@ -8,9 +8,10 @@ import (
 )
 
 // loggen converts a log-gen, binary or text, to JProf's text format. A
-// binary file cut at GENMAX says so in its header notes, which are kept;
-// one the agent cut after a write error ends with the same truncation
-// line, and jprof warns.
+// file that reached GENMAX, or that the agent cut after a write error,
+// gives its copy the same closing line, and jprof warns. The copy's
+// header is the file's: its readers warn from the closing line, so a
+// note there would say it twice.
 func loggen(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("loggen", flag.ContinueOnError)
 	out := fs.String("o", "", "output `file`")
@@ -36,6 +37,12 @@ func loggen(args []string, stdout io.Writer) error {
 			if tr := r.Truncated(); tr != "" {
 				warnTruncated(pos[0], tr)
 				if err := lw.Truncated(tr); err != nil {
+					return err
+				}
+			}
+			if sl := r.SizeLimited(); sl != "" {
+				warnSizeLimited(pos[0], sl)
+				if err := lw.SizeLimited(sl); err != nil {
 					return err
 				}
 			}

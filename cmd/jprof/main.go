@@ -512,6 +512,9 @@ func load(path string) (*reports.Profile, reports.Format, error) {
 	if p.Truncated != "" {
 		p.Notes = append(p.Notes, warnTruncated(path, p.Truncated))
 	}
+	if p.SizeLimited != "" {
+		p.Notes = append(p.Notes, warnSizeLimited(path, p.SizeLimited))
+	}
 	return p, format, nil
 }
 
@@ -523,6 +526,15 @@ var warnings io.Writer = os.Stderr
 func warnTruncated(path, line string) string {
 	fmt.Fprintf(warnings, "jprof: warning: %s is truncated: %s; what follows covers only what was written before\n", path, line)
 	return fmt.Sprintf("Warning: %s is truncated (%s): only what was written before is here", filepath.Base(path), line)
+}
+
+// warnSizeLimited says on stderr that the log-gen path reached its size
+// limit (GENMAX), and returns the note that says it in what is made of
+// it: the file is whole, so nothing else would tell that its tree lacks
+// every call past the limit.
+func warnSizeLimited(path, line string) string {
+	fmt.Fprintf(warnings, "jprof: warning: %s holds only its first events: %s; what follows covers only the events before the limit\n", path, line)
+	return fmt.Sprintf("Warning: %s holds only its first events (%s): the calls past the limit are not here", filepath.Base(path), line)
 }
 
 // output writes with write to path (complete or not at all: see

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/pprof/profile"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -35,4 +36,44 @@ func TestTruncatedInput(t *testing.T) {
 	assert.Contains(t, stderr, "is truncated")
 	assert.Contains(t, out, "log-gen_5 is truncated (libjprof: write error after")
 	assert.Contains(t, out, "  a.b()\n") // the Java-style name
+}
+
+// A log-gen that reached GENMAX is whole, so only its last line says it
+// holds the first events alone: every command that reads it warns once on
+// stderr, says so in its output's header (report, logrt, flame, pprof)
+// and, for a log-gen copy (loggen, calibrate), ends it with the same line.
+func TestSizeLimitedInput(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	lw := reports.NewLogGenWriter(&b, 5, []reports.Metric{{Name: "PTT_TIME", Unit: "ns"}})
+	require.NoError(t, lw.Write(reports.Event{Thread: "00000001_main", Kind: reports.Entry, Name: "I:a.b()V", Values: []uint64{500}, HasKey: true}))
+	line := reports.SizeLimitLine(4096, 9)
+	require.NoError(t, lw.SizeLimited(strings.TrimPrefix(line, " *** ")))
+	require.NoError(t, lw.Flush())
+	in := filepath.Join(dir, "log-gen_5")
+	require.NoError(t, os.WriteFile(in, []byte(b.String()), 0o644))
+	warning := "jprof: warning: " + in + " holds only its first events: " + strings.TrimPrefix(line, " *** ") + "; what follows covers only the events before the limit\n"
+	note := "Warning: log-gen_5 holds only its first events (libjprof: size limit (GENMAX) of 4096 bytes reached; 9 events not written)"
+
+	for _, args := range [][]string{{"report", "xtree"}, {"report", "xprof"}, {"logrt"}, {"flame"}, {"collapsed"}} {
+		code, out, stderr := jprof(append(args, in)...)
+		require.Equal(t, 0, code, stderr)
+		assert.Equal(t, warning, stderr, "%v", args)
+		if args[0] != "collapsed" { // no header
+			assert.Contains(t, out, note, "%v", args)
+		}
+	}
+	code, out, stderr := jprof("pprof", in)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, warning, stderr)
+	prof, err := profile.Parse(strings.NewReader(out))
+	require.NoError(t, err)
+	assert.Contains(t, strings.Join(prof.Comments, "\n"), note)
+
+	for _, args := range [][]string{{"loggen", in}, {"calibrate", "-table", "none", in}} {
+		code, out, stderr := jprof(args...)
+		require.Equal(t, 0, code, stderr)
+		assert.Equal(t, warning, stderr, args[0])
+		assert.True(t, strings.HasSuffix(out, "\n"+line+"\n"), "%s: %s", args[0], out)
+	}
 }
