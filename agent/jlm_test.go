@@ -96,3 +96,24 @@ func TestJLM(t *testing.T) {
 		})
 	}
 }
+
+// A site's first four classes of monitor objects have a row each, as the
+// README says; the rest share "(other)" (C5 and C6: 500 + 600 takes).
+// The fourth class shared it before.
+func TestJLMClassesPerSite(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "JLMClasses", Options: "JLM,CALLTREE,START,NORTDRIVER"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	require.Contains(t, r.Stdout, "jlmclasses: 2100")
+	f, err := os.Open(r.File("jlm.1"))
+	require.NoError(t, err)
+	defer f.Close()
+	j, err := reports.ReadJLM(f)
+	require.NoError(t, err)
+	gets := map[string]uint64{}
+	for _, row := range j.Rows {
+		if strings.HasPrefix(row.Site, "JLMClasses.take ") {
+			gets[row.Class] += row.Gets
+		}
+	}
+	assert.Equal(t, map[string]uint64{"JLMClasses$C1": 100, "JLMClasses$C2": 200, "JLMClasses$C3": 300, "JLMClasses$C4": 400, "(other)": 1100}, gets)
+}

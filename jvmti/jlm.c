@@ -18,7 +18,7 @@
  * counts it; MonitorWaited adds Object.wait's time to the held monitor.
  *
  * A site's rows are per class of monitor object (the first JLM_CLASSES
- * classes seen there; the rest share the last row, named "(other)").
+ * classes seen there; the rest share one more row, named "(other)").
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -29,7 +29,8 @@
 #include "bci.h"
 
 #define JLM_MAX_SITES 65536
-#define JLM_CLASSES 4
+#define JLM_CLASSES 4		     /* classes with rows of their own, per site */
+#define JLM_ROWS (JLM_CLASSES + 1) /* and the row they all share: "(other)" */
 
 typedef struct jlm_row {
 	jweak cls; /* NULL: unused */
@@ -39,7 +40,7 @@ typedef struct jlm_row {
 
 typedef struct jlm_site {
 	char *name;
-	jlm_row row[JLM_CLASSES];
+	jlm_row row[JLM_ROWS];
 } jlm_site;
 
 typedef struct jlm_held {
@@ -131,15 +132,15 @@ static jlm_thread *jlm_self(void)
 static uint32_t jlm_row_of(JNIEnv *env, jlm_site *st, jobject obj)
 {
 	jclass k = (*env)->GetObjectClass(env, obj);
-	uint32_t r = JLM_CLASSES - 1;
-	for (uint32_t i = 0; i < JLM_CLASSES; i++) {
+	uint32_t r = JLM_CLASSES;
+	for (uint32_t i = 0; i < JLM_ROWS; i++) {
 		jweak c = __atomic_load_n(&st->row[i].cls, __ATOMIC_ACQUIRE);
 		if (c == NULL) {
 			pthread_mutex_lock(&jlm.mu);
 			if (st->row[i].cls == NULL) {
 				char *sig = NULL;
 				if ((*jpvm.jvmti)->GetClassSignature(jpvm.jvmti, k, &sig, NULL) == JVMTI_ERROR_NONE && sig) {
-					st->row[i].cname = strdup(i == JLM_CLASSES - 1 ? "(other)" : sig);
+					st->row[i].cname = strdup(i == JLM_CLASSES ? "(other)" : sig);
 					(*jpvm.jvmti)->Deallocate(jpvm.jvmti, (unsigned char *)sig);
 				}
 				/* Weak: counting a class's monitors keeps no class loaded. */
@@ -148,7 +149,7 @@ static uint32_t jlm_row_of(JNIEnv *env, jlm_site *st, jobject obj)
 			c = st->row[i].cls;
 			pthread_mutex_unlock(&jlm.mu);
 		}
-		if (i == JLM_CLASSES - 1 || (c != NULL && (*env)->IsSameObject(env, c, k))) {
+		if (i == JLM_CLASSES || (c != NULL && (*env)->IsSameObject(env, c, k))) {
 			r = i;
 			break;
 		}
@@ -379,7 +380,7 @@ void jp_jlm_read(void (*f)(void *arg, const char *site, const char *cls, const u
 	uint32_t n = __atomic_load_n(&jlm.nsites, __ATOMIC_ACQUIRE);
 	for (uint32_t i = 0; i < n; i++) {
 		jlm_site *st = __atomic_load_n(&jlm.sites[i], __ATOMIC_ACQUIRE);
-		for (uint32_t k = 0; st != NULL && k < JLM_CLASSES; k++) {
+		for (uint32_t k = 0; st != NULL && k < JLM_ROWS; k++) {
 			jlm_row *r = &st->row[k];
 			uint64_t v[7] = {
 				__atomic_load_n(&r->gets, __ATOMIC_RELAXED),	 __atomic_load_n(&r->rec, __ATOMIC_RELAXED),
@@ -403,7 +404,7 @@ void jp_jlm_reset(void)
 	uint32_t n = __atomic_load_n(&jlm.nsites, __ATOMIC_ACQUIRE);
 	for (uint32_t i = 0; i < n; i++) {
 		jlm_site *st = __atomic_load_n(&jlm.sites[i], __ATOMIC_ACQUIRE);
-		for (uint32_t k = 0; st != NULL && k < JLM_CLASSES; k++) {
+		for (uint32_t k = 0; st != NULL && k < JLM_ROWS; k++) {
 			jlm_row *r = &st->row[k];
 			uint64_t *v[7] = { &r->gets, &r->rec, &r->slow, &r->wait_ns, &r->hold_ns, &r->objwaits, &r->objwait_ns };
 			for (int j = 0; j < 7; j++)
