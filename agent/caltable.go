@@ -62,15 +62,16 @@ func (a *agent) loadCalibration() error {
 		var tab *calibration.Table
 		var source string
 		from := calibration.FromNone
+		run := calibration.Run{JVM: a.jvm.name, JVMVersion: a.jvm.version, Metric: m.String(), Backend: a.ptt.Backend.String(), Path: a.calPath()}
+		// The run as a table must fit it, for jprof calibrate -table,
+		// which checks a table given after the run by the same rule.
+		a.notes = append(a.notes, calibration.RunNote(run))
 		if a.opts.CalTable == "none" {
 			// Asked for: minima from this run only.
 		} else if a.opts.CalTable != "" {
 			var errs []string
 			for _, t := range given {
-				err := t.Matches(a.jvm.name, a.jvm.version, m.String(), a.ptt.Backend.String())
-				if err == nil {
-					err = t.MatchesPath(a.calPath())
-				}
+				err := t.Fits(run)
 				if err == nil {
 					tab = t
 					break

@@ -2,6 +2,7 @@ package calibration
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -111,4 +112,81 @@ func ParseNote(line string) (n TableNote, ok bool) {
 		return n, false
 	}
 	return n, n.ID != ""
+}
+
+// Run is what a table must fit: the JVM, metric and PTT backend of a run
+// and its per-event path. The agent checks a table against its own run
+// with Fits, and names the run in its log-gen header (RunNote) so that
+// jprof calibrate -table applies the same check to a table given after
+// the run.
+type Run struct {
+	JVM, JVMVersion, Metric, Backend string
+	Path
+}
+
+// Fits checks that the table serves run: Matches (JVM, Java feature
+// release, metric, backend), then MatchesPath (event source, PTT reads
+// per event, clock). The error, a *MismatchError, names the first field
+// that differs.
+func (t *Table) Fits(run Run) error {
+	if err := t.Matches(run.JVM, run.JVMVersion, run.Metric, run.Backend); err != nil {
+		return err
+	}
+	return t.MatchesPath(run.Path)
+}
+
+// RunOf is the run a table was made on (the identity Fits checks).
+func (t *Table) RunOf() Run {
+	return Run{JVM: t.JVM, JVMVersion: t.JVMVersion, Metric: t.Metric, Backend: t.Backend, Path: t.Path()}
+}
+
+const runNotePrefix = "Calibration run "
+
+// RunNote is the header line that names a metric's run as Fits checks
+// it: `Calibration run PTT_TIME: jvm="OpenJDK 64-Bit Server VM"
+// version=17.0.15+6 backend=bpf source=bci reads=1 clock=tsc`.
+func RunNote(run Run) string {
+	return fmt.Sprintf("%s%s: jvm=%q version=%s backend=%s source=%s reads=%s clock=%s",
+		runNotePrefix, run.Metric, run.JVM, orDash(run.JVMVersion), orDash(run.Backend),
+		orDash(run.Source), orDash(run.Reads), orDash(run.Clock))
+}
+
+// ParseRunNote reads a RunNote; ok is false for any other header line.
+func ParseRunNote(line string) (run Run, ok bool) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(line), runNotePrefix)
+	if !ok {
+		return run, false
+	}
+	run.Metric, rest, ok = strings.Cut(rest, ": ")
+	if !ok || run.Metric == "" {
+		return run, false
+	}
+	fields := map[string]*string{
+		"jvm": &run.JVM, "version": &run.JVMVersion, "backend": &run.Backend,
+		"source": &run.Source, "reads": &run.Reads, "clock": &run.Clock,
+	}
+	for rest != "" {
+		var key string
+		key, rest, ok = strings.Cut(rest, "=")
+		if !ok || fields[key] == nil {
+			return Run{}, false
+		}
+		var val string
+		if strings.HasPrefix(rest, `"`) {
+			q, err := strconv.QuotedPrefix(rest)
+			if err != nil {
+				return Run{}, false
+			}
+			val, _ = strconv.Unquote(q)
+			rest = rest[len(q):]
+		} else {
+			val, rest, _ = strings.Cut(rest, " ")
+		}
+		rest = strings.TrimPrefix(rest, " ")
+		if val == "-" {
+			val = ""
+		}
+		*fields[key] = val
+	}
+	return run, run.JVM != "" && run.Backend != "" && run.Source != "" && run.Reads != "" && run.Clock != ""
 }

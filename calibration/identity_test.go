@@ -40,3 +40,24 @@ func TestEmbeddedByIDAndNote(t *testing.T) {
 	_, ok = EmbeddedByID(NewTable(Provenance{JVM: "x", Date: time.Unix(0, 0)}).ID())
 	assert.False(t, ok)
 }
+
+// The run note round-trips, and a table fits a run by Matches and
+// MatchesPath together.
+func TestRunNote(t *testing.T) {
+	run := Run{JVM: `Open "JDK" VM`, JVMVersion: "17.0.15+6", Metric: "PTT_TIME", Backend: "bpf",
+		Path: Path{Source: SourceBCI, Reads: "1", Clock: ClockTSC}}
+	got, ok := ParseRunNote(" " + RunNote(run))
+	require.True(t, ok, RunNote(run))
+	assert.Equal(t, run, got)
+	for _, bad := range []string{"Calibration run PTT_TIME: jvm=x", "Calibration run : jvm=\"x\"", "Calibration table PTT_TIME: none", `Calibration run PTT_TIME: jvm="x" what=1`} {
+		_, ok := ParseRunNote(bad)
+		assert.False(t, ok, bad)
+	}
+	tab := NewTable(Provenance{JVM: run.JVM, JVMVersion: "17.0.2", Metric: "PTT_TIME", Backend: "bpf", Source: SourceBCI, Reads: "1", Clock: ClockTSC})
+	assert.NoError(t, tab.Fits(run))
+	assert.Equal(t, run.Path, tab.RunOf().Path)
+	tab.Backend = "clock"
+	assert.EqualError(t, tab.Fits(run), `calibration table is for backend "clock", this run has "bpf"`)
+	tab.Backend, tab.Clock = "bpf", ClockVDSO
+	assert.EqualError(t, tab.Fits(run), `calibration table is for clock "vdso", this run has "tsc"`)
+}

@@ -69,10 +69,11 @@ func calibrate(args []string, stdout io.Writer) error {
 				}
 			case calibration.FromNone:
 			default:
-				tabs[k] = pickTable(tables, m.Name)
-				if tabs[k] == nil {
-					return fmt.Errorf("%s has no table for metric %s", *tablePath, m.Name)
+				t, err := pickTable(tables, notes, m.Name)
+				if err != nil {
+					return fmt.Errorf("%s: -table %s: %w", in, *tablePath, err)
 				}
+				tabs[k] = t
 				sources = append(sources, "table "+filepath.Base(*tablePath))
 			}
 			mins[k] = calibration.NewTable(calibration.Provenance{}).Minima() // all unseen
@@ -178,13 +179,46 @@ func readLogGen(path string, read func(*reports.LogGenReader) error) error {
 	return read(r)
 }
 
-func pickTable(ts []*calibration.Table, metric string) *calibration.Table {
+// pickTable is the table of ts that fits the log-gen's run for metric,
+// by the agent's rule for CALTABLE (calibration.Table.Fits): another
+// backend's, event source's, reads' or clock's minima would remove the
+// wrong amounts. The run is the one the header names (calibration.RunNote);
+// a log-gen of an agent from before that note is taken to be the run of
+// the table the agent used, which it checked, and one that names neither
+// cannot be checked, so no table is taken for it.
+func pickTable(ts []*calibration.Table, notes []string, metric string) (*calibration.Table, error) {
+	run, ok := logGenRun(notes, metric)
+	if !ok {
+		t, _, err := agentTable(notes, metric)
+		if err != nil || t == nil {
+			return nil, fmt.Errorf("the log-gen does not say which JVM, PTT backend and event path its %s was measured on (an older agent, without a table), so no table can be checked against it: -table none calibrates with the file's minima alone", metric)
+		}
+		run = t.RunOf()
+	}
+	var errs []string
 	for _, t := range ts {
-		if t.Metric == metric {
-			return t
+		err := t.Fits(run)
+		if err == nil {
+			return t, nil
+		}
+		errs = append(errs, err.Error())
+	}
+	if len(errs) == 0 {
+		return nil, fmt.Errorf("no table in the file")
+	}
+	// As the agent says it for a CALTABLE that does not fit.
+	return nil, fmt.Errorf("no table for this run (JVM %q %s, metric %s, backend %s, event source %s, %s PTT reads per event, %s clock): %s",
+		run.JVM, run.JVMVersion, metric, run.Backend, run.Source, run.Reads, run.Clock, strings.Join(errs, "; "))
+}
+
+// logGenRun is the run the header's calibration.RunNote names for metric.
+func logGenRun(notes []string, metric string) (calibration.Run, bool) {
+	for _, line := range notes {
+		if run, ok := calibration.ParseRunNote(line); ok && run.Metric == metric {
+			return run, true
 		}
 	}
-	return nil
+	return calibration.Run{}, false
 }
 
 // agentTable finds the table the agent calibrated metric with, by the

@@ -49,3 +49,65 @@ func TestCalibrateTableFromHeader(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, strings.Contains(string(b), "built-in table"), string(b))
 }
+
+// jprof calibrate -table takes only a table that fits the log-gen's run,
+// by the agent's rule for CALTABLE (calibration.Table.Fits): a table of
+// another backend, event source or reads per event is refused, naming
+// the field, and nothing is written; one that fits is used. A log-gen
+// from before the run note is checked against the table the agent used.
+func TestCalibrateTableMustFitRun(t *testing.T) {
+	run := calibration.Run{JVM: "OpenJDK 64-Bit Server VM", JVMVersion: "17.0.15+6", Metric: "PTT_TIME", Backend: "bpf",
+		Path: calibration.Path{Source: calibration.SourceBCI, Reads: "1", Clock: calibration.ClockTSC}}
+	table := func(t *testing.T, mod func(*calibration.Provenance)) string {
+		p := calibration.Provenance{JVM: run.JVM, JVMVersion: "17.0.2+8", Metric: "PTT_TIME", Backend: "bpf",
+			Source: calibration.SourceBCI, Reads: "1", Clock: calibration.ClockTSC, Runs: 1}
+		mod(&p)
+		tab := calibration.NewTable(p)
+		tab.Entries[0] = calibration.Entry{Min: 100, Env: 50}
+		path := filepath.Join(t.TempDir(), "t.cal")
+		f, err := os.Create(path)
+		require.NoError(t, err)
+		require.NoError(t, calibration.WriteAll(f, tab))
+		require.NoError(t, f.Close())
+		return path
+	}
+	in := rawGen(t, calibration.RunNote(run))
+	for _, c := range []struct {
+		name string
+		mod  func(*calibration.Provenance)
+		want string
+	}{
+		{"backend", func(p *calibration.Provenance) { p.Backend = "clock" }, `calibration table is for backend "clock", this run has "bpf"`},
+		{"source", func(p *calibration.Provenance) { p.Source = calibration.SourceJVMTI }, `calibration table is for source "jvmti-method-events", this run has "bci"`},
+		{"reads", func(p *calibration.Provenance) { p.Reads = "2" }, `calibration table is for reads "2", this run has "1"`},
+		{"jdk", func(p *calibration.Provenance) { p.JVMVersion = "25+36" }, `calibration table is for jvm-version "25+36", this run has "17.0.15+6"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "cal.gen")
+			code, _, stderr := jprof("calibrate", in, "-table", table(t, c.mod), "-o", out)
+			assert.Equal(t, 1, code)
+			assert.Contains(t, stderr, "no table for this run")
+			assert.Contains(t, stderr, c.want)
+			assert.NoFileExists(t, out)
+		})
+	}
+	out := filepath.Join(t.TempDir(), "cal.gen")
+	code, _, stderr := jprof("calibrate", in, "-table", table(t, func(*calibration.Provenance) {}), "-o", out)
+	require.Equal(t, 0, code, stderr)
+	assert.FileExists(t, out)
+
+	// Without the run note: the built-in table the agent used stands for
+	// the run; with neither, no table can be checked and none is taken.
+	ts, err := calibration.Embedded()
+	require.NoError(t, err)
+	builtin := ts[0]
+	old := rawGen(t, calibration.Note(builtin.Metric, calibration.FromBuiltIn, builtin, ""))
+	code, _, stderr = jprof("calibrate", old, "-table", table(t, func(p *calibration.Provenance) {
+		p.Backend = "nosuch"
+	}), "-o", out)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, `calibration table is for backend "nosuch"`)
+	code, _, stderr = jprof("calibrate", rawGen(t, "nothing"), "-table", table(t, func(*calibration.Provenance) {}), "-o", out)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "-table none")
+}
