@@ -29,6 +29,9 @@ func calibrate(args []string, stdout io.Writer) error {
 		return usagef("calibrate needs one log-gen file")
 	}
 	in := pos[0]
+	if err := checkOutFile(*out, in, *tablePath); err != nil {
+		return err
+	}
 
 	var tables []*calibration.Table
 	if *tablePath != "" && *tablePath != calibration.FromNone {

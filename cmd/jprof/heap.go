@@ -33,6 +33,9 @@ func liveHeap(args []string, stdout io.Writer) error {
 	if len(pos) != 1 {
 		return usagef("heap needs one pid or main class name")
 	}
+	if err := checkOutFile(*out); err != nil {
+		return err
+	}
 	t, err := findTarget(pos[0])
 	if err != nil {
 		return err
@@ -75,6 +78,9 @@ func liveHeapDump(args []string, stdout io.Writer) error {
 	}
 	if *out == "" {
 		*out = fmt.Sprintf("heap-%d.hprof", t.PID)
+	}
+	if err := checkOutFile(*out); err != nil {
+		return err
 	}
 	dir, err := outputDir(t)
 	if err != nil {
@@ -122,6 +128,9 @@ func heapDiff(args []string, stdout io.Writer) error {
 	}
 	if *n < 0 {
 		return usagef("-n %d: want 0 (all) or more", *n)
+	}
+	if err := checkOutFile(*out, pos...); err != nil {
+		return err
 	}
 	var hs [2]*reports.Histogram
 	for i, p := range pos {

@@ -22,6 +22,9 @@ func loggen(args []string, stdout io.Writer) error {
 	if len(pos) != 1 {
 		return usagef("loggen needs one log-gen file")
 	}
+	if err := checkOutFile(*out, pos[0]); err != nil {
+		return err
+	}
 	return output(*out, stdout, func(w io.Writer) error {
 		return readLogGen(pos[0], func(r *reports.LogGenReader) error {
 			notes := r.Notes()

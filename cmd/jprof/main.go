@@ -329,6 +329,9 @@ func report(args []string, stdout io.Writer) error {
 	if len(pos) != 2 {
 		return usagef("report needs a report name and a file")
 	}
+	if err := checkOutFile(*out, pos[1]); err != nil {
+		return err
+	}
 	if pos[0] == "jlm" {
 		return reportJLM(pos[1], *sortBy, *out, stdout)
 	}
@@ -413,7 +416,12 @@ func toPprof(args []string, stdout io.Writer) error {
 	out := fs.String("o", "", "output `file` (.pb.gz)")
 	names := namesFlag(fs)
 	prune := pruneFlag(fs)
-	in, p, _, err := loadOne(fs, args, "file", func() error { return checkPrune(*prune) })
+	in, p, _, err := loadOne(fs, args, "file", func(in string) error {
+		if err := checkOutFile(*out, in); err != nil {
+			return err
+		}
+		return checkPrune(*prune)
+	})
 	if err != nil {
 		return err
 	}
@@ -431,7 +439,7 @@ func flame(args []string, stdout io.Writer) error {
 	merge := fs.Bool("merge", false, "open with all threads merged")
 	names := namesFlag(fs)
 	title := fs.String("title", "", "page title `T` (default: the file name and pid)")
-	in, p, _, err := loadOne(fs, args, "file", nil)
+	in, p, _, err := loadOne(fs, args, "file", func(in string) error { return checkOutFile(*out, in) })
 	if err != nil {
 		return err
 	}
@@ -451,7 +459,7 @@ func collapsed(args []string, stdout io.Writer) error {
 	value := fs.String("value", "", "`V`, the value of each line: calls or a metric name (default: the first metric)")
 	merge := fs.Bool("merge", false, "leave the thread out of the stacks")
 	names := namesFlag(fs)
-	_, p, _, err := loadOne(fs, args, "file", nil)
+	_, p, _, err := loadOne(fs, args, "file", func(in string) error { return checkOutFile(*out, in) })
 	if err != nil {
 		return err
 	}
@@ -465,7 +473,7 @@ func collapsed(args []string, stdout io.Writer) error {
 func logrt(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("logrt", flag.ContinueOnError)
 	out := fs.String("o", "", "output `file`")
-	in, p, format, err := loadOne(fs, args, "log-gen file", nil)
+	in, p, format, err := loadOne(fs, args, "log-gen file", func(in string) error { return checkOutFile(*out, in) })
 	if err != nil {
 		return err
 	}
@@ -479,9 +487,9 @@ func logrt(args []string, stdout io.Writer) error {
 }
 
 // loadOne parses fs's flags in args, wants one positional argument, a
-// file of the kind what names, runs check (if any) on the flags, and
-// reads the file.
-func loadOne(fs *flag.FlagSet, args []string, what string, check func() error) (string, *reports.Profile, reports.Format, error) {
+// file of the kind what names, runs check (if any) on the flags and that
+// file's name, and reads the file.
+func loadOne(fs *flag.FlagSet, args []string, what string, check func(in string) error) (string, *reports.Profile, reports.Format, error) {
 	pos, err := parse(fs, args)
 	if err != nil {
 		return "", nil, 0, err
@@ -490,7 +498,7 @@ func loadOne(fs *flag.FlagSet, args []string, what string, check func() error) (
 		return "", nil, 0, usagef("%s needs one %s", fs.Name(), what)
 	}
 	if check != nil {
-		if err := check(); err != nil {
+		if err := check(pos[0]); err != nil {
 			return "", nil, 0, err
 		}
 	}
@@ -537,11 +545,41 @@ func warnSizeLimited(path, line string) string {
 	return fmt.Sprintf("Warning: %s holds only its first events (%s): the calls past the limit are not here", filepath.Base(path), line)
 }
 
+// checkOutFile refuses an -o that would destroy what the command reads or
+// could not be written: a directory (the rename at the end would fail
+// only after all the work, with a temporary file's name in the error), or
+// one of the input files, which the rename would replace with output made
+// from it. Inputs are compared as files (os.SameFile: symbolic links and
+// hard links followed), not as names. Commands call it before they read
+// anything; "" is standard output.
+func checkOutFile(out string, inputs ...string) error {
+	if out == "" {
+		return nil
+	}
+	fo, err := os.Stat(out)
+	if err != nil {
+		return nil // not there yet (or not reachable: the write says why)
+	}
+	if fo.IsDir() {
+		return usagef("-o %s is a directory: give a file name for the output", out)
+	}
+	for _, in := range inputs {
+		if fi, err := os.Stat(in); err == nil && os.SameFile(fo, fi) {
+			return usagef("-o %s is the input file %s: writing it would overwrite what is being read; give another output file", out, in)
+		}
+	}
+	return nil
+}
+
 // output writes with write to path (complete or not at all: see
-// atomicfile), or to stdout if path is empty.
+// atomicfile), or to stdout if path is empty. A directory is refused
+// before write runs (checkOutFile), whichever command got here.
 func output(path string, stdout io.Writer, write func(io.Writer) error) error {
 	if path == "" {
 		return write(stdout)
+	}
+	if err := checkOutFile(path); err != nil {
+		return err
 	}
 	if err := atomicfile.Write(path, write); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)

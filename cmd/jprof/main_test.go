@@ -269,3 +269,71 @@ func TestPprofNamesReal(t *testing.T) {
 		assert.Contains(t, string(traces), " "+name+"\n", "-traces")
 	}
 }
+
+// -o naming an input file (by its name, through a symbolic link or a
+// hard link) is refused before anything is read or written, for every
+// command that reads files, and the input is left as it was; -o naming a
+// directory is refused so too, rather than failing at the rename after
+// the work with a temporary file's name.
+func TestOutputNotInput(t *testing.T) {
+	dir := t.TempDir()
+	copyIn := func(src, name string) string {
+		b, err := os.ReadFile(src)
+		require.NoError(t, err)
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, b, 0o644))
+		return p
+	}
+	rt, gen := copyIn(logRT, "log-rt.1_4242"), copyIn(logGen, "log-gen_4242")
+	raw := rawGen(t, "a note")
+	hist := filepath.Join(dir, "h1")
+	require.NoError(t, os.WriteFile(hist, []byte(" libjprof heap histogram\n Process_Number_ID=1\n\n num     #instances         #bytes  class name (module)\n-------------------------------------------------------\n   1:             2             32  java.lang.String (java.base@17)\n Total             2             32\n"), 0o644))
+	link := filepath.Join(dir, "link")
+	require.NoError(t, os.Symlink(rt, link))
+	hard := filepath.Join(dir, "hard")
+	require.NoError(t, os.Link(gen, hard))
+	cases := []struct {
+		in   string
+		args []string
+	}{
+		{rt, []string{"report", "xtree", rt}},
+		{rt, []string{"report", "jlm", rt}},
+		{rt, []string{"flame", rt}},
+		{rt, []string{"collapsed", rt}},
+		{rt, []string{"pprof", rt}},
+		{gen, []string{"logrt", gen}},
+		{gen, []string{"loggen", gen}},
+		{raw, []string{"calibrate", raw}},
+		{hist, []string{"heapdiff", hist, hist}},
+	}
+	for _, c := range cases {
+		before, err := os.ReadFile(c.in)
+		require.NoError(t, err)
+		outs := []string{c.in, filepath.Dir(c.in) + "/./" + filepath.Base(c.in) /* another name */}
+		if c.in == rt {
+			outs = append(outs, link)
+		}
+		if c.in == gen {
+			outs = append(outs, hard)
+		}
+		for _, out := range outs {
+			code, _, stderr := jprof(append(append([]string(nil), c.args...), "-o", out)...)
+			assert.Equal(t, 2, code, "%v -o %s", c.args, out)
+			assert.Contains(t, stderr, "is the input file", "%v -o %s", c.args, out)
+			after, err := os.ReadFile(c.in)
+			require.NoError(t, err)
+			assert.Equal(t, before, after, "%v -o %s changed its input", c.args, out)
+		}
+		sub := t.TempDir()
+		code, _, stderr := jprof(append(append([]string(nil), c.args...), "-o", sub)...)
+		assert.Equal(t, 2, code, "%v -o DIR", c.args)
+		assert.Contains(t, stderr, "-o "+sub+" is a directory", "%v", c.args)
+		left, err := os.ReadDir(sub)
+		require.NoError(t, err)
+		assert.Empty(t, left, "%v -o DIR left files", c.args)
+	}
+	// The table of calibrate is an input too.
+	code, _, stderr := jprof("calibrate", raw, "-table", hist, "-o", hist)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "is the input file")
+}
