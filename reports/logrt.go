@@ -469,7 +469,8 @@ type openRow struct {
 
 func parseRows(lr *lineReader, p *Profile) error {
 	k := len(p.Metrics)
-	ncols := len(logRTColumns(k))
+	labels := logRTColumns(k)
+	ncols := len(labels)
 	var stack []openRow
 	// closeTo ends the subtrees of the nodes at levels >= level.
 	closeTo := func(level int) error {
@@ -502,7 +503,7 @@ func parseRows(lr *lineReader, p *Profile) error {
 			}
 			return nil
 		}
-		level, name, err := parseRow(line, vals)
+		level, name, err := parseRow(line, vals, labels)
 		if err != nil {
 			return err
 		}
@@ -535,13 +536,19 @@ func parseRows(lr *lineReader, p *Profile) error {
 	}
 }
 
-// parseRow reads "LV v1 ... vn  NAME" into vals (n = len(vals)).
-func parseRow(line []byte, vals []uint64) (level int, name string, err error) {
+// parseRow reads "LV v1 ... vn  NAME" into vals (n = len(vals)); labels
+// are the columns after LV (logRTColumns), to say which one is bad. A
+// row too short is told by its column count; a column that is there but
+// not a number (5x0, -1) by its number, label and text, which the count
+// of columns would not show.
+func parseRow(line []byte, vals []uint64, labels []string) (level int, name string, err error) {
 	bad := func() (int, string, error) {
 		return 0, "", fmt.Errorf("expected %d columns, got %d", len(vals)+2, len(bytes.Fields(line)))
 	}
 	i := 0
-	num := func() (uint64, bool, error) {
+	// num reads column c (0: LV), by label; ok is false where no column
+	// begins (the end of the row).
+	num := func(c int, label string) (uint64, bool, error) {
 		for i < len(line) && line[i] == ' ' {
 			i++
 		}
@@ -549,26 +556,47 @@ func parseRow(line []byte, vals []uint64) (level int, name string, err error) {
 		for i < len(line) && line[i] >= '0' && line[i] <= '9' {
 			i++
 		}
+		if i < len(line) && line[i] != ' ' || i == j && i < len(line) {
+			// Not a number, or the name where columns are missing.
+			k := bytes.IndexByte(line[j:], ' ')
+			if k < 0 {
+				k = len(line) - j
+			}
+			if len(bytes.Fields(line)) < len(vals)+2 {
+				return 0, false, nil
+			}
+			return 0, false, fmt.Errorf("column %d (%s): %q is not a number", c+1, label, line[j:j+k])
+		}
 		if i == j {
 			return 0, false, nil
 		}
 		v, err := strconv.ParseUint(string(line[j:i]), 10, 64)
+		if err != nil {
+			err = fmt.Errorf("column %d (%s): %w", c+1, label, err)
+		}
 		return v, true, err
 	}
-	lv, ok, err := num()
+	lv, ok, err := num(0, "LV")
+	if err != nil {
+		return 0, "", err
+	}
 	if !ok {
 		return bad()
 	}
-	if err != nil || lv > 1<<30 {
+	if lv > 1<<30 {
 		return 0, "", fmt.Errorf("bad level %q", line[:i])
 	}
 	for c := range vals {
 		if i == len(line) || line[i] != ' ' {
 			return bad()
 		}
-		v, ok, err := num()
+		label := fmt.Sprint(c + 2)
+		if c < len(labels) {
+			label = labels[c]
+		}
+		v, ok, err := num(c+1, label)
 		if err != nil {
-			return 0, "", fmt.Errorf("column %d: %w", c+2, err)
+			return 0, "", err
 		}
 		if !ok {
 			return bad()
