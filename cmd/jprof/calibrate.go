@@ -25,6 +25,9 @@ func calibrate(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if len(pos) > 1 {
+		return usagef("calibrate: extra argument %q: it takes one log-gen file", pos[1])
+	}
 	if len(pos) != 1 {
 		return usagef("calibrate needs one log-gen file")
 	}

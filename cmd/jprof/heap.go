@@ -123,6 +123,9 @@ func heapDiff(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if len(pos) > 2 {
+		return usagef("heapdiff: extra argument %q: it takes two histograms, the earlier first", pos[2])
+	}
 	if len(pos) != 2 {
 		return usagef("heapdiff needs two histograms, the earlier first")
 	}

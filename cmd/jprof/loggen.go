@@ -19,6 +19,9 @@ func loggen(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if len(pos) > 1 {
+		return usagef("loggen: extra argument %q: it takes one log-gen file", pos[1])
+	}
 	if len(pos) != 1 {
 		return usagef("loggen needs one log-gen file")
 	}

@@ -326,6 +326,9 @@ func report(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if len(pos) > 2 {
+		return usagef("report: extra argument %q: it takes a report name and one file", pos[2])
+	}
 	if len(pos) != 2 {
 		return usagef("report needs a report name and a file")
 	}
@@ -396,7 +399,9 @@ func pruneFlag(fs *flag.FlagSet) *float64 {
 }
 
 func checkPrune(pct float64) error {
-	if pct < 0 || pct > 100 {
+	// Written so that NaN, which compares false with everything, fails
+	// too: it would prune nothing and say it pruned at NaN%.
+	if !(pct >= 0 && pct <= 100) {
 		return usagef("-prune %v: want a percentage from 0 to 100", pct)
 	}
 	return nil
@@ -493,6 +498,9 @@ func loadOne(fs *flag.FlagSet, args []string, what string, check func(in string)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return "", nil, 0, err
+	}
+	if len(pos) > 1 {
+		return "", nil, 0, usagef("%s: extra argument %q: it takes one %s", fs.Name(), pos[1], what)
 	}
 	if len(pos) != 1 {
 		return "", nil, 0, usagef("%s needs one %s", fs.Name(), what)

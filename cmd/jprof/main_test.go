@@ -92,7 +92,13 @@ func TestRun(t *testing.T) {
 		{"flame jvm names", []string{"flame", "-names", "jvm", logRT}, 0, []string{`"J:hellop.myC()V"`}, nil},
 		{"flame bad names", []string{"flame", "-names", "java,short", logRT}, 2, nil, []string{`flame: invalid value "java,short" for flag -names`}},
 		{"flame bad value", []string{"flame", "-value", "frob", logRT}, 2, nil, []string{`flame -value: no value "frob"`}},
-		{"flame two files", []string{"flame", logRT, logGen}, 2, nil, []string{"flame needs one file"}},
+		{"flame two files", []string{"flame", logRT, logGen}, 2, nil, []string{`flame: extra argument "` + logGen + `": it takes one file`}},
+		{"report extra argument", []string{"report", "xtree", logRT, "extra"}, 2, nil, []string{`report: extra argument "extra": it takes a report name and one file`}},
+		{"calibrate extra argument", []string{"calibrate", logGen, "extra"}, 2, nil, []string{`calibrate: extra argument "extra"`}},
+		{"loggen extra argument", []string{"loggen", logGen, "extra"}, 2, nil, []string{`loggen: extra argument "extra"`}},
+		{"heapdiff extra argument", []string{"heapdiff", "a", "b", "c"}, 2, nil, []string{`heapdiff: extra argument "c"`}},
+		{"prune NaN", []string{"report", "xtree", "-prune", "NaN", logRT}, 2, nil, []string{"-prune NaN: want a percentage from 0 to 100"}},
+		{"pprof prune NaN", []string{"pprof", "-prune", "nan", logRT}, 2, nil, []string{"-prune NaN: want a percentage"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := jprof(tc.args...)
