@@ -388,3 +388,38 @@ func TestVirtualThreadsCollectionStartedWhileParked(t *testing.T) {
 		}
 	}
 }
+
+// A virtual thread reads through whichever carrier it is mounted on: one
+// carrier whose reads fell back to perf (PTTSLOTS=2: the bpf work area
+// has slots for main and one more thread) marks every virtual thread that
+// ran on it, not only those it was last mounted on (2 of 10 before).
+func TestVirtualThreadsFallbackCarrierMarks(t *testing.T) {
+	bin := jdk21(t)
+	r := jvmtest.Start(t, jvmtest.Run{Class: "VThreads", Args: []string{"10", "50"},
+		Options: "METRICS=PTT_TIME,START,NORTDRIVER,PTTSLOTS=2",
+		JVMArgs: []string{"-Djdk.virtualThreadScheduler.parallelism=2"}, Java: filepath.Join(bin, "java")})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	p := jvmtest.ParseLogRT(t, r.File("rt.1"))
+	// The note counts every thread that read perf; the carriers have
+	// no tree (they run no instrumented code), so a count above the
+	// marked virtual threads' is a carrier's (java.base's own threads
+	// run nothing instrumented either).
+	m := regexp.MustCompile(`PTT: (\d+) threads? read perf`).FindStringSubmatch(strings.Join(p.Notes, "\n"))
+	require.NotNil(t, m, "no thread read perf with PTTSLOTS=2")
+	seen, marked := 0, 0
+	for _, root := range p.Threads {
+		if strings.Contains(root.Name, "virtual-vt-") {
+			seen++
+			if strings.Contains(root.Name, "[PTT perf]") {
+				marked++
+			}
+		}
+	}
+	assert.Equal(t, 10, seen)
+	perf, _ := strconv.Atoi(m[1])
+	if perf <= marked {
+		t.Skipf("no carrier read perf in this run (%d threads read perf, %d virtual threads marked)", perf, marked)
+	}
+	// 50 mounts each, on two carriers: every one ran on both.
+	assert.Equal(t, seen, marked, "virtual threads marked [PTT perf]")
+}

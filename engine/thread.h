@@ -88,6 +88,12 @@ typedef struct jp_thread {
 	 * carrier points to the carrier's record. */
 	int virt;
 	struct jp_thread *carrier;
+	/* A virtual thread's worst fallback carrier so far (enum
+	 * jp_ptt_backend; 0: none): it reads through whichever carrier it
+	 * is mounted on, so one mount on a carrier whose reads fell back
+	 * (a perf or clock carrier of a bpf process) marks its numbers for
+	 * good, whatever carrier it ends on. */
+	int vt_fallback;
 	/* At the last switch (mount or unmount): events and depth, which
 	 * tell jp_event that an exit without a seen entry is the hidden
 	 * other half of the frame left on top then. */

@@ -318,7 +318,8 @@ jp_ended *jp_thread_pack(jp_thread *t, jp_thread *prev)
 	e->alloc_failures = t->alloc_failures;
 	e->nnodes = t->nodes.n;
 	e->nseqs = t->seqs.n;
-	e->fallback = jp.minima_fb != NULL && t->minima == jp.minima_fb ? (uint8_t)t->ptt_used : 0;
+	e->fallback = t->virt ? (uint8_t)t->vt_fallback
+			      : jp.minima_fb != NULL && t->minima == jp.minima_fb ? (uint8_t)t->ptt_used : 0;
 	e->virt = t->virt != 0;
 	e->packed = jp_pack_tree(t, e->nnodes, e->nseqs, &e->packed_len);
 	if (e->packed == NULL || jp_thread_unlink(t, prev) != 0) {

@@ -163,6 +163,9 @@ func (t Thread) Fallback() bool {
 	if t.e != nil {
 		return t.e.fallback != 0
 	}
+	if t.t.virt != 0 {
+		return atomic.LoadInt32((*int32)(unsafe.Pointer(&t.t.vt_fallback))) != 0
+	}
 	return C.jp.minima_fb != nil && t.t.minima == C.jp.minima_fb
 }
 
@@ -173,9 +176,12 @@ func (t Thread) FallbackBackend() string {
 		return ""
 	}
 	b := C.int(0)
-	if t.e != nil {
+	switch {
+	case t.e != nil:
 		b = C.int(t.e.fallback)
-	} else {
+	case t.t.virt != 0:
+		b = C.int(atomic.LoadInt32((*int32)(unsafe.Pointer(&t.t.vt_fallback))))
+	default:
 		b = C.int(t.t.ptt_used)
 	}
 	if b == C.JP_PTT_PERF {

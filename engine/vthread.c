@@ -91,6 +91,8 @@ void jp_vthread_mount(jp_thread *vt, const char *carrier_name)
 	vt->ptt = c->ptt; /* lent: only read through, never fini'd */
 	vt->minima = c->minima;
 	vt->ptt_used = c->ptt_used;
+	if (jp.minima_fb != NULL && c->minima == jp.minima_fb && (vt->vt_fallback == 0 || c->ptt_used < vt->vt_fallback))
+		__atomic_store_n(&vt->vt_fallback, c->ptt_used, __ATOMIC_RELAXED); /* Go reads it live */
 	vt->carrier = c;
 	jp_resume(vt);
 	jp_self = vt;
