@@ -294,10 +294,7 @@ func (a *agent) sayState() {
 		start = "never(no-rtdriver-socket)"
 	}
 	addr := a.serverAddrs()
-	backend := a.ptt.Backend.String()
-	if a.opts.Alloc != nil || a.opts.Lock != nil {
-		backend = "none" // their metrics are the events' own, no thread's reading
-	}
+	backend := a.pttName()
 	line := fmt.Sprintf("mode=%s metrics=%s ptt=%s source=%s start=%s rtdriver=%s logpath=%s",
 		a.opts.modeName(), a.metricNames(), backend, a.source.Name(), start, addr, a.opts.LogPath)
 
@@ -558,4 +555,14 @@ func (a *agent) logThreadSummary(s *threadSummary) {
 		a.log.Info("allocation sampling", zap.Uint64("samples", st.Samples), zap.Uint64("sampledBytes", st.SampledBytes),
 			zap.Uint64("bytesTheyStandFor", st.WeightBytes), zap.Uint64("threads", st.Threads), zap.Uint64("lost", st.Lost))
 	}
+}
+
+// pttName is the PTT backend the state line and status name: none for
+// ALLOC and LOCK, whose metrics are the events' own, no thread's reading
+// (the clock backend the agent keeps under them measures nothing).
+func (a *agent) pttName() string {
+	if a.opts.Alloc != nil || a.opts.Lock != nil {
+		return "none"
+	}
+	return a.ptt.Backend.String()
 }

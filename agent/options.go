@@ -470,7 +470,13 @@ func ParseOptions(agentOpts, envOpts string) (*Options, error) {
 			set  bool
 		}{{"INCLUDE", o.Include != ""}, {"EXCLUDE", o.Exclude != ""}, {"ALLMETHODS", o.AllMethods}, {"JLM", o.JLM}, {"FFMPROBES", o.FFMProbes}, {"BCICACHE", o.BCICacheOn}} {
 			if f.set {
-				return nil, &OptionError{Option: f.name, Reason: "is an option of bytecode instrumentation (BCI, the default source): not with " + o.sourceName()}
+				// Both origins: the user must see which string gave
+				// which (JLM in -agentpath, LOCK in JPROFOPTS).
+				origin := f.name + " from " + from[f.name] + ", " + o.sourceName() + " from " + sourceFrom
+				if from[f.name] == sourceFrom {
+					origin = from[f.name]
+				}
+				return nil, &OptionError{Option: f.name, Origin: origin, Reason: "is an option of bytecode instrumentation (BCI, the default source): not with " + o.sourceName()}
 			}
 		}
 	}

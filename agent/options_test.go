@@ -133,6 +133,8 @@ func TestOptionErrorNamesOrigin(t *testing.T) {
 		{"METRICS=PTT_TIME", "CALLTREE", "(from CALLTREE from JPROFOPTS, METRICS= from the -agentpath options)"},
 		{"START", "ALLOC,LOCK", `invalid option "LOCK" (from JPROFOPTS): one event source at a time`},
 		{"ALLOC,SAMPLE", "", `invalid option "ALLOC" (from the -agentpath options): one event source at a time`},
+		{"ALLOC,JLM", "", `invalid option "JLM" (from the -agentpath options): is an option of bytecode instrumentation`},
+		{"JLM", "LOCK", `invalid option "JLM" (from JLM from the -agentpath options, LOCK from JPROFOPTS): is an option of bytecode`},
 	} {
 		_, err := ParseOptions(c.opts, c.env)
 		require.Error(t, err, c.opts+" + "+c.env)

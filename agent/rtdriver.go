@@ -354,7 +354,7 @@ func (a *agent) Status() string {
 		pending = fmt.Sprintf("%.0fs", time.Until(a.pending.at).Seconds())
 	}
 	line := fmt.Sprintf("state=%s since=%s pid=%d main=%s mode=%s source=%s metrics=%s backend=%s threads=%d live=%d events=%d methods=%d logpath=%s files=%d last=%s pending-start=%s attached=%v",
-		state, stamp(a.since), a.pid, a.mainClass, a.opts.modeName(), a.source.Name(), a.metricNames(), a.ptt.Backend, threads, live, events, engine.Methods(),
+		state, stamp(a.since), a.pid, a.mainClass, a.opts.modeName(), a.source.Name(), a.metricNames(), a.pttName(), threads, live, events, engine.Methods(),
 		a.opts.LogPath, len(a.files), last, pending, a.live)
 	if s := a.opts.Sample; s != nil {
 		line += fmt.Sprintf(" sample=%s:%s", s.Kind, period(s.Period))

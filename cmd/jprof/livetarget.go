@@ -205,7 +205,11 @@ func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io
 	base := ev.opts
 	if *lf.opts != "" && sourceopts.Named(*lf.opts) {
 		// An event source in -opts replaces the event's, as one in
-		// JPROFOPTS replaces the -agentpath options'.
+		// JPROFOPTS replaces the -agentpath options'; said, since -e
+		// then does nothing.
+		if src := sourceopts.Only(base); src != "" {
+			fmt.Fprintf(stderr, "jprof: -opts %s names an event source: it replaces -e %s's (%s)\n", *lf.opts, *lf.event, src)
+		}
 		base = sourceopts.Without(base)
 	}
 	var parts []string

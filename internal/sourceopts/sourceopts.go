@@ -29,12 +29,26 @@ func Named(opts string) bool {
 // Without is an option string without its event source options (their
 // NO forms too).
 func Without(opts string) string {
-	var keep []string
+	keep, _ := split(opts)
+	return strings.Join(keep, ",")
+}
+
+// Only is an option string's event source options (their NO forms too).
+func Only(opts string) string {
+	_, src := split(opts)
+	return strings.Join(src, ",")
+}
+
+// split parts an option string's tokens into the others and the event
+// source options.
+func split(opts string) (keep, src []string) {
 	for _, tok := range strings.Split(opts, ",") {
 		name, _, _ := strings.Cut(strings.TrimSpace(tok), "=")
-		if !Names[strings.TrimPrefix(strings.ToUpper(name), "NO")] {
+		if Names[strings.TrimPrefix(strings.ToUpper(name), "NO")] {
+			src = append(src, tok)
+		} else {
 			keep = append(keep, tok)
 		}
 	}
-	return strings.Join(keep, ",")
+	return keep, src
 }
