@@ -218,29 +218,24 @@ func (lv *cLevel) add(n *Node, parent int32, name, frame string) {
 }
 
 func (lv *cLevel) findUnit(k cUnitKey) int32 {
-	if lv.unitIdx != nil {
-		if u, ok := lv.unitIdx[k]; ok {
-			return u
-		}
-		return -1
-	}
-	for i := range lv.units {
-		if lv.units[i].cUnitKey == k {
-			return int32(i)
-		}
-	}
-	return -1
+	return lookup(lv.unitIdx, len(lv.units), func(i int) cUnitKey { return lv.units[i].cUnitKey }, k)
 }
 
 func (lv *cLevel) findGroup(frame string) int32 {
-	if lv.groupIdx != nil {
-		if g, ok := lv.groupIdx[frame]; ok {
-			return g
+	return lookup(lv.groupIdx, len(lv.groups), func(i int) string { return lv.groups[i].frame }, frame)
+}
+
+// lookup finds k among a level's n units or groups: through idx once the
+// level has one (a node with many children), else by a scan of at(i).
+func lookup[K comparable](idx map[K]int32, n int, at func(int) K, k K) int32 {
+	if idx != nil {
+		if i, ok := idx[k]; ok {
+			return i
 		}
 		return -1
 	}
-	for i := range lv.groups {
-		if lv.groups[i].frame == frame {
+	for i := range n {
+		if at(i) == k {
 			return int32(i)
 		}
 	}
