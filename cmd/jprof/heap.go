@@ -30,6 +30,9 @@ func liveHeap(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if len(pos) > 1 {
+		return usagef("heap: extra argument %q: it takes one pid or main class name", pos[1])
+	}
 	if len(pos) != 1 {
 		return usagef("heap needs one pid or main class name")
 	}
@@ -68,6 +71,9 @@ func liveHeapDump(args []string, stdout io.Writer) error {
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
+	}
+	if len(pos) > 1 {
+		return usagef("heapdump: extra argument %q: it takes one pid or main class name", pos[1])
 	}
 	if len(pos) != 1 {
 		return usagef("heapdump needs one pid or main class name")

@@ -436,6 +436,9 @@ func openLive(name string, args []string, withEvent, withOut, load bool,
 		return nil, lf, err
 	}
 	fs.Visit(func(f *flag.Flag) { lf.eventSet = lf.eventSet || f.Name == "e" })
+	if len(pos) > 1 {
+		return nil, lf, usagef("%s: extra argument %q: it takes one pid or main class name", name, pos[1])
+	}
 	if len(pos) != 1 {
 		return nil, lf, usagef("%s needs one pid or main class name", name)
 	}

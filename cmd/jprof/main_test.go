@@ -97,6 +97,13 @@ func TestRun(t *testing.T) {
 		{"calibrate extra argument", []string{"calibrate", logGen, "extra"}, 2, nil, []string{`calibrate: extra argument "extra"`}},
 		{"loggen extra argument", []string{"loggen", logGen, "extra"}, 2, nil, []string{`loggen: extra argument "extra"`}},
 		{"heapdiff extra argument", []string{"heapdiff", "a", "b", "c"}, 2, nil, []string{`heapdiff: extra argument "c"`}},
+		{"profile extra argument", []string{"profile", "1", "extra"}, 2, nil, []string{`profile: extra argument "extra": it takes one pid or main class name`}},
+		{"start extra argument", []string{"start", "-e", "cpu", "1", "extra"}, 2, nil, []string{`start: extra argument "extra": it takes one pid`}},
+		{"stop extra argument", []string{"stop", "1", "extra"}, 2, nil, []string{`stop: extra argument "extra": it takes one pid`}},
+		{"flush extra argument", []string{"flush", "1", "extra"}, 2, nil, []string{`flush: extra argument "extra": it takes one pid`}},
+		{"status extra argument", []string{"status", "1", "extra"}, 2, nil, []string{`status: extra argument "extra": it takes one pid`}},
+		{"heap extra argument", []string{"heap", "1", "extra"}, 2, nil, []string{`heap: extra argument "extra": it takes one pid`}},
+		{"heapdump extra argument", []string{"heapdump", "1", "extra"}, 2, nil, []string{`heapdump: extra argument "extra": it takes one pid`}},
 		{"prune NaN", []string{"report", "xtree", "-prune", "NaN", logRT}, 2, nil, []string{"-prune NaN: want a percentage from 0 to 100"}},
 		{"pprof prune NaN", []string{"pprof", "-prune", "nan", logRT}, 2, nil, []string{"-prune NaN: want a percentage"}},
 	} {
