@@ -36,8 +36,11 @@ func liveHeap(args []string, stdout io.Writer) error {
 	if len(pos) != 1 {
 		return usagef("heap needs one pid or main class name")
 	}
-	if err := checkOutFile(*out); err != nil {
-		return err
+	if *out != "" {
+		// Before the full GC the histogram costs the JVM.
+		if err := checkOutPath(*out); err != nil {
+			return err
+		}
 	}
 	t, err := findTarget(pos[0])
 	if err != nil {
@@ -78,15 +81,21 @@ func liveHeapDump(args []string, stdout io.Writer) error {
 	if len(pos) != 1 {
 		return usagef("heapdump needs one pid or main class name")
 	}
+	// Checked before the JVM is paused for the dump, which can take
+	// minutes on a large heap and would then be thrown away.
+	if *out != "" {
+		if err := checkOutPath(*out); err != nil {
+			return err
+		}
+	} else if !writable(".") {
+		return usagef("the current directory is not writable: name an output with -o")
+	}
 	t, err := findTarget(pos[0])
 	if err != nil {
 		return err
 	}
 	if *out == "" {
 		*out = fmt.Sprintf("heap-%d.hprof", t.PID)
-	}
-	if err := checkOutFile(*out); err != nil {
-		return err
 	}
 	dir, err := outputDir(t)
 	if err != nil {

@@ -223,3 +223,27 @@ func hprofSubRecords(t *testing.T, b []byte, idSize int, id func([]byte) uint64,
 		require.LessOrEqual(t, i, len(b), "sub-record %#x runs past its segment", tag)
 	}
 }
+
+// TestHeapOutputChecked: an -o that cannot be written is refused before
+// the JVM is asked anything (a full GC, a dump that may take minutes):
+// the JVM never even opens its attach socket.
+func TestHeapOutputChecked(t *testing.T) {
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "HeapHold", Args: []string{"10"}, Options: "-"})
+	p.Expect("held 10")
+	pid := strconv.Itoa(p.Result().PID)
+	dir := t.TempDir()
+	for _, c := range []struct{ cmd, out, want string }{
+		{"heap", "/nonexist/x.txt", "-o /nonexist/x.txt: no directory /nonexist to write it in"},
+		{"heapdump", "/nonexist/x.hprof", "-o /nonexist/x.hprof: no directory /nonexist to write it in"},
+		{"heap", dir, "is a directory"},
+		{"heapdump", dir, "is a directory"},
+		{"heapdump", filepath.Join(dir, "new") + "/", "names a directory"},
+	} {
+		code, stdout, stderr := jprofBin(t, c.cmd, "-o", c.out, pid)
+		assert.Equal(t, 2, code, "%s -o %s: %s", c.cmd, c.out, stderr)
+		assert.Contains(t, stderr, c.want, "%s -o %s", c.cmd, c.out)
+		assert.NotContains(t, stderr, "dumping the heap")
+		assert.Empty(t, stdout)
+	}
+	assert.NoFileExists(t, "/tmp/.java_pid"+pid, "the JVM was asked for its heap")
+}

@@ -39,17 +39,40 @@ func checkOut(out string) error {
 	}
 	for _, ext := range []string{".html", ".pb.gz", ".pprof", ".collapsed", ".txt"} {
 		if strings.HasSuffix(out, ext) {
-			dir := filepath.Dir(out)
-			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-				return usagef("-o %s: no directory %s to write it in", out, dir)
-			}
-			if !writable(dir) {
-				return usagef("-o %s: directory %s is not writable", out, dir)
-			}
-			return nil
+			return checkOutPath(out)
 		}
 	}
 	return usagef("-o %s: want a name ending in .html (flame graph), .pb.gz (pprof), .collapsed or .txt (collapsed stacks), or a directory (an existing one, or a name ending in /)", out)
+}
+
+// checkOutPath refuses a file output that could not be written where out
+// names it: a directory (one that exists, or a name ending in /), or a
+// name in a directory that does not exist or that this user may not
+// write in. The live commands call it before they ask the JVM anything,
+// so that a typo costs neither a profile nor a full GC and a dump. A
+// device or pipe (/dev/null) is written in place (atomicfile): its own
+// permission counts, not its directory's.
+func checkOutPath(out string) error {
+	if err := checkOutFile(out); err != nil {
+		return err
+	}
+	if strings.HasSuffix(out, "/") {
+		return usagef("-o %s names a directory: give a file name for the output", out)
+	}
+	if fi, err := os.Stat(out); err == nil && !fi.Mode().IsRegular() {
+		if unix.Access(out, unix.W_OK) != nil {
+			return usagef("-o %s is not writable", out)
+		}
+		return nil
+	}
+	dir := filepath.Dir(out)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return usagef("-o %s: no directory %s to write it in", out, dir)
+	}
+	if !writable(dir) {
+		return usagef("-o %s: directory %s is not writable", out, dir)
+	}
+	return nil
 }
 
 // writable says whether this user may create files in dir.
