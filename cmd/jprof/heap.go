@@ -118,7 +118,10 @@ func liveHeapDump(args []string, stdout io.Writer) error {
 		return fmt.Errorf("pid %d: no heap dump written: %s", t.PID, strings.Join(strings.Fields(reply), " "))
 	}
 	defer f.Close()
-	if err := output(*out, nil, func(w io.Writer) error { _, err := io.Copy(w, f); return err }); err != nil {
+	// 0600, as HotSpot writes its own dumps and the agent's rtdriver
+	// heapdump is: a dump holds every value the program had (passwords,
+	// keys, tokens), which only the JVM's user and root may read.
+	if err := outputPerm(*out, nil, 0o600, func(w io.Writer) error { _, err := io.Copy(w, f); return err }); err != nil {
 		return err
 	}
 	fi, _ := os.Stat(*out)

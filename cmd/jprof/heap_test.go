@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -71,6 +72,8 @@ func TestHeapHistogramAndDiff(t *testing.T) {
 // and in its heap dump's sub-records, and holds exactly the program's
 // objects.
 func TestHeapDump(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
 	p := jvmtest.Launch(t, jvmtest.Run{Class: "HeapHold", Args: []string{"4321"}, Options: "-"})
 	p.Expect("held 4321")
 	out := filepath.Join(t.TempDir(), "x.hprof")
@@ -78,6 +81,10 @@ func TestHeapDump(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "wrote "+out)
 	assert.Equal(t, 4321, hprofInstances(t, out, leafClass))
+	// Only its owner reads it (umask 022 would give others read access).
+	fi, err := os.Stat(out)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "the dump holds every value the program had")
 	// Nothing is left in the JVM's /tmp.
 	left, _ := filepath.Glob(fmt.Sprintf("/tmp/jprof-%d/heap-%d-*.hprof", os.Geteuid(), p.Result().PID))
 	assert.Empty(t, left)

@@ -583,13 +583,18 @@ func checkOutFile(out string, inputs ...string) error {
 // atomicfile), or to stdout if path is empty. A directory is refused
 // before write runs (checkOutFile), whichever command got here.
 func output(path string, stdout io.Writer, write func(io.Writer) error) error {
+	return outputPerm(path, stdout, 0o644, write)
+}
+
+// outputPerm is output with the file's mode perm (0600: see liveHeapDump).
+func outputPerm(path string, stdout io.Writer, perm os.FileMode, write func(io.Writer) error) error {
 	if path == "" {
 		return write(stdout)
 	}
 	if err := checkOutFile(path); err != nil {
 		return err
 	}
-	if err := atomicfile.Write(path, write); err != nil {
+	if err := atomicfile.WritePerm(path, perm, write); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil

@@ -31,6 +31,7 @@ type File struct {
 	done   bool
 	direct bool // writing a device or pipe in place
 	marks  marks
+	perm   os.FileMode // given at Commit; 0644 unless SetPerm
 }
 
 // Create starts writing path.
@@ -40,7 +41,7 @@ func Create(path string) (*File, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &File{path: path, f: f, w: newAsyncWriter(f), direct: true}, nil
+		return &File{path: path, f: f, w: newAsyncWriter(f), direct: true, perm: 0o644}, nil
 	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
@@ -50,7 +51,7 @@ func Create(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &File{path: path, f: f, w: newAsyncWriter(f)}, nil
+	return &File{path: path, f: f, w: newAsyncWriter(f), perm: 0o644}, nil
 }
 
 // Write buffers p; full buffers are written in the background (see
@@ -58,7 +59,15 @@ func Create(path string) (*File, error) {
 // from Commit.
 func (f *File) Write(p []byte) (int, error) { return f.w.Write(p) }
 
-// Commit flushes, syncs and renames the file into place (mode 0644). On
+// SetPerm gives the file perm instead of 0644 when it is committed: 0600
+// for what only its owner may read (a heap dump holds every value the
+// program had). The temporary file is 0600 while it is written, so the
+// content is never readable by others, even for a moment. A device or
+// pipe written in place keeps its own mode.
+func (f *File) SetPerm(perm os.FileMode) { f.perm = perm }
+
+// Commit flushes, syncs and renames the file into place (mode 0644, or
+// SetPerm's). On
 // error the temporary file is removed and nothing appears.
 func (f *File) Commit() error {
 	if f.done {
@@ -82,7 +91,7 @@ func (f *File) finish(err error) error {
 		err = f.f.Sync()
 	}
 	if err == nil {
-		err = f.f.Chmod(0o644)
+		err = f.f.Chmod(f.perm)
 	}
 	if cerr := f.f.Close(); err == nil {
 		err = cerr
@@ -114,10 +123,16 @@ func (f *File) Abort() {
 
 // Write writes path whole with write.
 func Write(path string, write func(io.Writer) error) error {
+	return WritePerm(path, 0o644, write)
+}
+
+// WritePerm writes path whole with write, with mode perm (see SetPerm).
+func WritePerm(path string, perm os.FileMode, write func(io.Writer) error) error {
 	f, err := Create(path)
 	if err != nil {
 		return err
 	}
+	f.SetPerm(perm)
 	defer f.Abort()
 	if err := write(f); err != nil {
 		return err

@@ -46,6 +46,25 @@ func TestWrite(t *testing.T) {
 	assert.Len(t, entries, 1, "no temporary file left behind")
 }
 
+// TestWritePerm: a private file is never readable by others, neither
+// while it is written nor once in place, and replaces a readable one.
+func TestWritePerm(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "private")
+	require.NoError(t, os.WriteFile(path, []byte("old"), 0o644))
+	require.NoError(t, WritePerm(path, 0o600, func(w io.Writer) error {
+		tmp, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".private.tmp*"))
+		require.Len(t, tmp, 1)
+		st, err := os.Stat(tmp[0])
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o600), st.Mode().Perm(), "while written")
+		_, err = io.WriteString(w, "secret")
+		return err
+	}))
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+}
+
 func TestNothingVisibleBeforeCommit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "out")
 	f, err := Create(path)

@@ -149,7 +149,7 @@ func (f *File) CommitCut(marker func(Cut) string) (*Cut, error) {
 		}
 	}
 	if err == nil {
-		err = f.f.Chmod(0o644)
+		err = f.f.Chmod(f.perm)
 	}
 	if cerr := f.f.Close(); err == nil {
 		err = cerr
