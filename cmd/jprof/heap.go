@@ -175,6 +175,37 @@ func heapDiff(args []string, stdout io.Writer) error {
 			return usagef("%s (%s) was taken before %s (%s): give the earlier histogram first", pos[1], b, pos[0], a)
 		}
 	}
+	// Two JVMs' histograms (a program restarted, say) are a fair
+	// comparison, so diffed all the same; but the counts are then not
+	// one heap's growth, which the output alone would not show.
+	if twoJVMs(hs[0], hs[1]) {
+		fmt.Fprintf(warnings, "jprof: warning: %s is of %s, %s of %s: two JVMs; diffed all the same\n",
+			pos[0], jvmOf(hs[0]), pos[1], jvmOf(hs[1]))
+	}
 	diff := reports.DiffHistograms(hs[0], hs[1])
 	return output(*out, stdout, func(w io.Writer) error { return reports.WriteHeapDiff(w, hs[0], hs[1], diff, *n) })
+}
+
+// twoJVMs: the histograms' headers name different pids or main classes
+// (a header without them, one jcmd wrote, says nothing).
+func twoJVMs(a, b *reports.Histogram) bool {
+	for _, k := range []string{"Process_Number_ID=", "Main="} {
+		if va, vb := a.HeaderValue(k), b.HeaderValue(k); va != "" && vb != "" && va != vb {
+			return true
+		}
+	}
+	return false
+}
+
+// jvmOf names the JVM of a histogram as its header does: "pid 1234
+// (Main)".
+func jvmOf(h *reports.Histogram) string {
+	pid, main := h.HeaderValue("Process_Number_ID="), h.HeaderValue("Main=")
+	if pid == "" {
+		pid = "?"
+	}
+	if main == "" {
+		return "pid " + pid
+	}
+	return fmt.Sprintf("pid %s (%s)", pid, main)
 }

@@ -254,3 +254,34 @@ func TestHeapOutputChecked(t *testing.T) {
 	}
 	assert.NoFileExists(t, "/tmp/.java_pid"+pid, "the JVM was asked for its heap")
 }
+
+// TestHeapDiffTwoJVMs: histograms of two JVMs (a restarted service) are
+// diffed, with a warning naming both; one JVM's two are not warned of.
+func TestHeapDiffTwoJVMs(t *testing.T) {
+	dir := t.TempDir()
+	hist := func(name, pid, main, time string, leaves int) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf(" libjprof heap histogram\n Process_Number_ID=%s\n Main=%s\n Time=%s\n\n"+
+			" num     #instances         #bytes  class name (module)\n-------------------------------------------------------\n"+
+			"   1:         %d         %d  HeapHold$Leaf\nTotal         %d         %d\n", pid, main, time, leaves, 24*leaves, leaves, 24*leaves)), 0o644))
+		return p
+	}
+	a := hist("a.txt", "100", "Svc", "2026-01-01T10:00:00Z", 10)
+	b := hist("b.txt", "200", "Svc", "2026-01-01T11:00:00Z", 30)
+	c := hist("c.txt", "100", "Other", "2026-01-01T11:00:00Z", 30)
+	d := hist("d.txt", "100", "Svc", "2026-01-01T11:00:00Z", 30)
+	for _, tc := range []struct{ b, warn string }{
+		{b, a + " is of pid 100 (Svc), " + b + " of pid 200 (Svc): two JVMs; diffed all the same"},
+		{c, a + " is of pid 100 (Svc), " + c + " of pid 100 (Other): two JVMs"},
+		{d, ""},
+	} {
+		code, stdout, stderr := jprof("heapdiff", a, tc.b)
+		require.Equal(t, 0, code, stderr)
+		assert.Contains(t, stdout, "+20  ", "diffed: %s", stdout)
+		if tc.warn == "" {
+			assert.Empty(t, stderr)
+		} else {
+			assert.Contains(t, stderr, "jprof: warning: "+tc.warn)
+		}
+	}
+}
