@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -283,5 +284,45 @@ func TestHeapDiffTwoJVMs(t *testing.T) {
 		} else {
 			assert.Contains(t, stderr, "jprof: warning: "+tc.warn)
 		}
+	}
+}
+
+// TestHeapTargetKilled: a JVM killed while jprof waits for its histogram
+// or dump is said to have exited during it, not to have refused this
+// process (whose uid is the JVM's). The JVM is stopped while the request
+// reaches it, then killed: the connection closes unanswered.
+func TestHeapTargetKilled(t *testing.T) {
+	for _, c := range []struct{ cmd, op string }{{"heap", "GC.class_histogram"}, {"heapdump", "GC.heap_dump"}} {
+		t.Run(c.cmd, func(t *testing.T) {
+			p := jvmtest.Launch(t, jvmtest.Run{Class: "HeapHold", Args: []string{"10"}, Options: "-"})
+			p.Expect("held 10")
+			pid := p.Result().PID
+			dir := t.TempDir()
+			// Its attach listener up first, so that the request below
+			// is what the JVM is killed with.
+			code, _, stderr := jprofBin(t, "heap", "-o", filepath.Join(dir, "first.txt"), strconv.Itoa(pid))
+			require.Equal(t, 0, code, stderr)
+			require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
+			cmd := exec.Command(jvmtest.Tool("jprof"), c.cmd, "-o", filepath.Join(dir, "out"), strconv.Itoa(pid))
+			var errOut strings.Builder
+			cmd.Stderr = &errOut
+			require.NoError(t, cmd.Start())
+			require.Eventually(t, func() bool {
+				fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", cmd.Process.Pid))
+				for _, fd := range fds {
+					if l, _ := os.Readlink(fd); strings.HasPrefix(l, "socket:") {
+						return true
+					}
+				}
+				return false
+			}, 30*time.Second, 20*time.Millisecond, "jprof never connected")
+			time.Sleep(300 * time.Millisecond) // its request written
+			require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+			err := cmd.Wait()
+			require.Error(t, err, errOut.String())
+			assert.Contains(t, errOut.String(), fmt.Sprintf("JVM pid %d (HeapHold) exited during jcmd %s", pid, c.op))
+			assert.NotContains(t, errOut.String(), "neither root nor")
+			assert.NoFileExists(t, filepath.Join(dir, "out"))
+		})
 	}
 }

@@ -186,6 +186,22 @@ func (t *Target) request(ctx context.Context, cmd string, args ...string) (int, 
 		} else if werr != nil {
 			why = werr.Error()
 		}
+		op := cmd
+		if cmd == "jcmd" && len(args) > 0 {
+			op += " " + strings.Fields(args[0] + " ")[0]
+		}
+		// A JVM killed while it works on the request (a heap dump
+		// takes long) closes the connection as it goes: said as such,
+		// not as a refusal.
+		if t.exitedSoon() {
+			return 0, "", &openError{fmt.Sprintf("JVM %s exited during %s (the attach connection closed without a reply): "+
+				"killed, or it crashed (its hs_err_pid%d.log says why, if it wrote one)", t, op, t.NSPid), ErrNoProcess}
+		}
+		if t.peerAccepted() {
+			return 0, "", fmt.Errorf("JVM %s closed the attach connection without a reply (%s) to %s: not a refusal "+
+				"of this process (uid/gid %d/%d, which HotSpot accepts as the JVM's own or root's): the JVM could not "+
+				"read the request or failed while answering it, and runs on", t, why, op, os.Geteuid(), os.Getegid())
+		}
 		return 0, "", fmt.Errorf("JVM %s closed the attach connection without a reply (%s): HotSpot does so to a peer "+
 			"that is neither root nor of its effective uid and gid (%d/%d; this process: %d/%d), "+
 			"and to a request it cannot read", t, why, t.UID, t.GID, os.Geteuid(), os.Getegid())

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Errors that Open's errors wrap, for errors.Is.
@@ -301,6 +302,46 @@ func startTime(pid int) (uint64, error) {
 func (t *Target) alive() bool {
 	st, err := startTime(t.PID)
 	return err == nil && st == t.start
+}
+
+// exitedSoon says whether the JVM is gone, or a zombie, now or within a
+// second: a JVM killed while it served a request closes its sockets as
+// it exits, just before the kernel makes it a zombie, so a reader that
+// saw the connection close may look a moment too early.
+func (t *Target) exitedSoon() bool {
+	for i := 0; ; i++ {
+		b, err := os.ReadFile(procPath(t.PID, "stat"))
+		if err != nil {
+			return true
+		}
+		j := bytes.LastIndexByte(b, ')')
+		f := strings.Fields(string(b[j+1:]))
+		if j < 0 || len(f) < 20 {
+			return false
+		}
+		if f[0] == "Z" || f[0] == "X" || f[19] != strconv.FormatUint(t.start, 10) {
+			return true
+		}
+		if i == 20 {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// peerAccepted says whether HotSpot's peer check (root, or the JVM's own
+// effective uid and gid) passes for this process's connection: it
+// connects with the JVM's ids when it switches to them (asJVM), and with
+// its own otherwise, which the JVM sees as they are only in the same
+// user namespace.
+func (t *Target) peerAccepted() bool {
+	if t.switches() {
+		return true
+	}
+	if !t.sameUserNS {
+		return false
+	}
+	return os.Geteuid() == 0 || (os.Geteuid() == t.UID && os.Getegid() == t.GID)
 }
 
 // sameFile compares two paths' files by device and inode (for

@@ -1,13 +1,20 @@
 package attach
 
 import (
+	"context"
 	"crypto/rand"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestMainClass(t *testing.T) {
@@ -222,4 +229,57 @@ func mustRead(t *testing.T, p string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestClosedWithoutReply: a connection closed unanswered is blamed on
+// permissions only when this process's ids may be refused; a JVM that is
+// gone afterwards (killed during a heap dump) exited during the request.
+// A listener of this test stands in for the JVM's.
+func TestClosedWithoutReply(t *testing.T) {
+	fakeNSPid := 4000000 + os.Getpid()
+	sock := fmt.Sprintf("/tmp/.java_pid%d", fakeNSPid)
+	os.Remove(sock)
+	ln, err := net.Listen("unix", sock)
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Read(make([]byte, 100))
+			c.Close()
+		}
+	}()
+	target := func(pid int) *Target {
+		st, err := startTime(pid)
+		require.NoError(t, err)
+		return &Target{PID: pid, NSPid: fakeNSPid, UID: os.Geteuid(), GID: os.Getegid(), MainClass: "Fake",
+			start: st, sameRoot: true, sameUserNS: true, SameMountNS: true}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	// Alive, and of this process's ids: not a refusal.
+	_, err = target(os.Getpid()).Execute(ctx, "jcmd", "GC.heap_dump /tmp/x.hprof")
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "neither root nor of its effective uid")
+	assert.Contains(t, err.Error(), "closed the attach connection without a reply (end of file) to jcmd GC.heap_dump: not a refusal")
+
+	// Gone (a zombie not yet reaped, then reaped): exited during it.
+	child := exec.Command("sleep", "60")
+	require.NoError(t, child.Start())
+	tg := target(child.Process.Pid)
+	require.NoError(t, child.Process.Kill())
+	for _, reaped := range []bool{false, true} {
+		if reaped {
+			_ = child.Wait()
+		}
+		_, err = tg.Execute(ctx, "jcmd", "GC.heap_dump /tmp/x.hprof")
+		require.Error(t, err)
+		assert.ErrorIs(t, err, ErrNoProcess)
+		assert.Contains(t, err.Error(), fmt.Sprintf("JVM pid %d (Fake) exited during jcmd GC.heap_dump", tg.PID))
+		assert.NotContains(t, err.Error(), "neither root")
+	}
 }
