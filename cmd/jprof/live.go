@@ -64,6 +64,9 @@ type liveFlags struct {
 	lib      *string
 	opts     *string
 	timeout  *time.Duration
+	// arg is the PID|MAIN, once the checks before the JVM is reached
+	// have passed ("" until then).
+	arg string
 }
 
 func addLiveFlags(fs *flag.FlagSet, withEvent, withOut bool) liveFlags {
@@ -307,7 +310,7 @@ func liveStart(args []string, stdout io.Writer) error {
 func liveStop(args []string, stdout io.Writer) error {
 	lt, lf, err := openLive("stop", args, false, true, false, nil)
 	if err != nil {
-		return err
+		return afterExit(lf, "", err, stdout, warnings)
 	}
 	defer lt.close()
 	return stopAndWrite(lt, time.Now(), *lf.out, *lf.timeout, stdout, warnings)
@@ -316,7 +319,7 @@ func liveStop(args []string, stdout io.Writer) error {
 func liveFlush(args []string, stdout io.Writer) error {
 	lt, lf, err := openLive("flush", args, false, true, false, nil)
 	if err != nil {
-		return err
+		return afterExit(lf, "flush", err, stdout, warnings)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *lf.timeout)
 	defer cancel()

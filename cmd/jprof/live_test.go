@@ -417,6 +417,45 @@ func TestProfileTargetExits(t *testing.T) {
 	checkHot(t, out, true)
 }
 
+// TestStopFlushAfterExit: jprof stop (or flush) of a JVM that exited
+// after jprof start converts the final log-rt its agent wrote at VM
+// death, and says so; once converted, or when the agent collected
+// nothing, it says why there is no profile rather than that the pid does
+// not exist.
+func TestStopFlushAfterExit(t *testing.T) {
+	for _, cmd := range []string{"stop", "flush"} {
+		t.Run(cmd, func(t *testing.T) {
+			p := service(t, "", "3")
+			pid := strconv.Itoa(p.Result().PID)
+			code, _, stderr := jprofBin(t, "start", "-e", "cpu", pid)
+			require.Equal(t, 0, code, stderr)
+			p.Wait()
+			out := filepath.Join(t.TempDir(), "p.collapsed")
+			code, stdout, stderr := jprofBin(t, cmd, "-o", out, pid)
+			require.Equal(t, 0, code, stderr)
+			assert.Regexp(t, `jprof: pid `+pid+` exited \(VM death at [^)]+\); its agent wrote a final log-rt then: /tmp/jprof-\d+/log-rt\.1_`+pid+` \(converted below\)`, stderr)
+			assert.Contains(t, stdout, "wrote "+out)
+			checkHot(t, out, true)
+			code, _, stderr = jprofBin(t, cmd, "-o", out, pid)
+			assert.Equal(t, 1, code)
+			assert.Contains(t, stderr, "its agent's final log-rt /tmp/jprof-")
+			assert.Contains(t, stderr, "is gone: converted by an earlier jprof stop or flush")
+		})
+	}
+	t.Run("nothing collected", func(t *testing.T) {
+		p := jvmtest.Launch(t, jvmtest.Run{Class: "Spin", Options: "-", Args: []string{"2000"}})
+		p.Expect(fmt.Sprintf("ready %d", p.Result().PID))
+		pid := strconv.Itoa(p.Result().PID)
+		code, _, stderr := jprofBin(t, "start", "-e", "bci", pid)
+		require.Equal(t, 0, code, stderr)
+		p.Wait()
+		code, _, stderr = jprofBin(t, "stop", "-o", filepath.Join(t.TempDir(), "p.txt"), pid)
+		assert.Equal(t, 1, code)
+		assert.Contains(t, stderr, "jprof: pid "+pid+" exited (VM death at ")
+		assert.Contains(t, stderr, "and its agent wrote no final log-rt: nothing collected")
+	})
+}
+
 // A JVM that exits during a profile in which its agent collected nothing
 // (Spin's only loop is main's, left as it was) is said to have had nothing
 // collected, as its log-msg says, not to have been killed.

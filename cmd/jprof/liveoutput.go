@@ -10,12 +10,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/libjprof/libjprof/internal/attach"
 	"github.com/libjprof/libjprof/reports"
 )
 
@@ -300,3 +303,145 @@ func processAlive(pid int) bool {
 	}
 	return true
 }
+
+// afterExit is a stop or flush (which: "" or "flush") of a pid that has
+// exited: its agent, if jprof loaded it, wrote a final log-rt at VM death
+// into /tmp/jprof-<uid>/ when it was collecting, as jprof profile finds
+// when the JVM exits during it. That log-rt is converted into the output
+// (its default name as the command's), and said; without one, why not.
+// Any other failure to reach the JVM, openErr, is returned as it was.
+func afterExit(lf liveFlags, which string, openErr error, stdout, stderr io.Writer) error {
+	pid, err := strconv.Atoi(lf.arg)
+	if err != nil || pid <= 0 || processAlive(pid) {
+		return openErr
+	}
+	d := vmDeath(pid)
+	if d == nil {
+		return openErr
+	}
+	lt := &liveTarget{t: attach.Exited(pid, d.uid, d.gid), logs: d.dir}
+	at := d.at.Local().Format("2006-01-02 15:04:05")
+	if d.logRT == "" {
+		if d.nothing != "" {
+			return fmt.Errorf("pid %d exited (VM death at %s), and its agent wrote no final log-rt: %s", pid, at, d.nothing)
+		}
+		return fmt.Errorf("pid %d exited (VM death at %s), and its agent wrote no final log-rt (it was not collecting then); "+
+			"a log-rt it wrote earlier was converted by the command that took it", pid, at)
+	}
+	if _, err := os.Lstat(d.logRT); err != nil {
+		return fmt.Errorf("pid %d exited (VM death at %s); its agent's final log-rt %s is gone: converted by an earlier jprof stop or flush, or removed", pid, at, d.logRT)
+	}
+	fmt.Fprintf(stderr, "jprof: pid %d exited (VM death at %s); its agent wrote a final log-rt then: %s (converted below)\n", pid, at, d.logRT)
+	out := *lf.out
+	if out == "" && which == "flush" {
+		seq, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(d.logRT), "log-rt."), "_")
+		out = fmt.Sprintf("jprof-%d-%s.html", pid, seq)
+	}
+	if err := writeOutput(lt, d.logRT, out, stdout, stderr); err != nil {
+		return err
+	}
+	if which == "flush" {
+		fmt.Fprintf(stderr, "jprof: the profile ended with the JVM: it covers its run until VM death; no jprof stop needed\n")
+	}
+	return nil
+}
+
+// deathRecord is what a log-msg says of its JVM's end.
+type deathRecord struct {
+	dir      string    // jprof's directory it is in, /tmp/jprof-<uid>
+	uid, gid int       // the directory's owner: the JVM's user
+	at       time.Time // VM death
+	logRT    string    // the final log-rt its agent wrote then, "" if none
+	nothing  string    // why it wrote none ("nothing collected: ..."), if it said
+}
+
+// vmDeath finds the end of pid's JVM in the log-msg jprof's load left in
+// /tmp/jprof-<uid>/: for root any user's, for others their own only
+// (only the JVM's user and root read what it held), in a directory that
+// is its owner's alone, as outputDir makes it. Of several (a pid used
+// again by another user's JVM), the latest VM death. nil if none says
+// its JVM died.
+func vmDeath(pid int) *deathRecord {
+	dirs := []string{fmt.Sprintf("/tmp/jprof-%d", os.Geteuid())}
+	if os.Geteuid() == 0 {
+		dirs, _ = filepath.Glob("/tmp/jprof-[0-9]*")
+	}
+	var best *deathRecord
+	for _, dir := range dirs {
+		uid, err := strconv.Atoi(strings.TrimPrefix(dir, "/tmp/jprof-"))
+		if err != nil {
+			continue
+		}
+		fi, err := os.Lstat(dir)
+		st, ok := statOf(fi, err)
+		if !ok || !fi.IsDir() || int(st.Uid) != uid || fi.Mode().Perm()&0o077 != 0 {
+			continue
+		}
+		d := readDeath(filepath.Join(dir, fmt.Sprintf("log-msg_%d", pid)), uid)
+		if d == nil || (best != nil && !d.at.After(best.at)) {
+			continue
+		}
+		d.dir, d.uid, d.gid = dir, uid, int(st.Gid)
+		if d.logRT != "" && filepath.Dir(d.logRT) != dir {
+			d.logRT = "" // written elsewhere (-opts LOGPATH=): not looked for
+		}
+		best = d
+	}
+	return best
+}
+
+func statOf(fi os.FileInfo, err error) (*syscall.Stat_t, bool) {
+	if err != nil {
+		return nil, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return st, ok
+}
+
+// readDeath reads a log-msg (lines of time, level, message and fields,
+// tab-separated; one file for every JVM of the pid that jprof loaded the
+// agent into) for its last JVM's VM death, and what the agent wrote or
+// said then.
+func readDeath(path string, uid int) *deathRecord {
+	fi, err := os.Lstat(path)
+	st, ok := statOf(fi, err)
+	if !ok || !fi.Mode().IsRegular() || int(st.Uid) != uid {
+		return nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var d *deathRecord
+	var logRT, nothing string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(line, "\t", 4)
+		if len(f) < 3 {
+			continue
+		}
+		msg := f[2]
+		if len(f) == 4 && (msg == "rtdriver" || msg == "attach") {
+			// A named logger's field comes before the message.
+			msg, f[3], _ = strings.Cut(f[3], "\t")
+		}
+		switch {
+		case msg == "libjprof loaded":
+			// A later JVM of the pid: what came before was another's.
+			d, logRT, nothing = nil, "", ""
+		case msg == "final log-rt written" && len(f) == 4:
+			if m := fileField.FindStringSubmatch(f[3]); m != nil {
+				logRT = m[1]
+			}
+		case strings.HasPrefix(msg, "nothing collected"):
+			nothing = msg
+		case msg == "VM death":
+			at, err := time.Parse(time.RFC3339Nano, f[0])
+			if err == nil {
+				d = &deathRecord{at: at, logRT: logRT, nothing: nothing}
+			}
+		}
+	}
+	return d
+}
+
+var fileField = regexp.MustCompile(`"file": "([^"]+)"`)

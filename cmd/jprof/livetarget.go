@@ -453,6 +453,7 @@ func openLive(name string, args []string, withEvent, withOut, load bool,
 			return nil, lf, err
 		}
 	}
+	lf.arg = pos[0]
 	ctx, cancel := context.WithTimeout(context.Background(), *lf.timeout)
 	defer cancel()
 	lt, err := connect(ctx, pos[0], lf, load, warnings)

@@ -71,6 +71,13 @@ func Open(pid int) (*Target, error) {
 	return t, nil
 }
 
+// Exited describes a JVM of host PID pid, run by uid and gid, that has
+// exited, for reading what it left in the caller's own file system (a
+// container's /tmp went with it): its Path is the caller's.
+func Exited(pid, uid, gid int) *Target {
+	return &Target{PID: pid, NSPid: pid, UID: uid, GID: gid, SameMountNS: true, sameRoot: true, sameUserNS: true}
+}
+
 // List returns the HotSpot JVMs that the caller may profile (its own
 // uid's; every one for root), sorted by PID. Processes that exit or
 // cannot be read while it looks are left out.
