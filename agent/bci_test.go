@@ -349,22 +349,50 @@ func TestBCIExceptionExits(t *testing.T) {
 // Before, each later exit closed the frame below the one it left, and
 // main's later calls nested under the recursion (missed exits, 3 runs of
 // 3).
+//
+// stale: first, five overflows caught where they happen (in a(), whose
+// caught error no frame passes on): their lost exits are closed by a()'s
+// own exits (missed exits), and their count, another error's, must not
+// close live frames at the later overflows (unmatched exits, an O: rec
+// under main, before). roots: with ROOTS=Overflow.rec the roots' counts
+// come down with the frames closed, so that after(), outside the root,
+// is not collected (it was, hung off the thread root).
 func TestBCIStackOverflow(t *testing.T) {
-	r := jvmtest.Start(t, jvmtest.Run{Class: "Overflow", Options: "BCI,CALLTREE,START,NORTDRIVER"})
-	require.Equal(t, 0, r.ExitCode, r.Stderr)
-	require.Contains(t, r.Stdout, "overflow: ")
-	_, unmatched, missed := exceptionExits(t, r, "main")
-	assert.Zero(t, unmatched)
-	assert.Zero(t, missed)
-	p := asInterpreted(r.LogRT(t, 1))
-	checkBalanced(t, p)
-	m := mainThread(t, p).Path("i:Overflow.main([Ljava/lang/String;)V")
-	require.NotNil(t, m)
-	calls := map[string]uint64{}
-	for _, ch := range m.Children {
-		calls[ch.Name] = ch.Calls
+	for _, c := range []struct{ name, opts, arg string }{{"plain", "", ""}, {"stale", "", "stale"}, {"roots", "ROOTS=Overflow.rec,", ""}} {
+		t.Run(c.name, func(t *testing.T) {
+			run := jvmtest.Run{Class: "Overflow", Options: "BCI,CALLTREE," + c.opts + "START,NORTDRIVER"}
+			if c.arg != "" {
+				run.Args = []string{c.arg}
+			}
+			r := jvmtest.Start(t, run)
+			require.Equal(t, 0, r.ExitCode, r.Stderr)
+			require.Contains(t, r.Stdout, "overflow: ")
+			_, unmatched, missed := exceptionExits(t, r, "main")
+			assert.Zero(t, unmatched)
+			if c.arg == "" {
+				assert.Zero(t, missed)
+			}
+			p := asInterpreted(r.LogRT(t, 1))
+			checkBalanced(t, p)
+			calls := map[string]uint64{}
+			parent := mainThread(t, p)
+			if c.opts == "" {
+				parent = parent.Path("i:Overflow.main([Ljava/lang/String;)V")
+				require.NotNil(t, parent)
+			}
+			for _, ch := range parent.Children {
+				calls[ch.Name] = ch.Calls
+			}
+			want := map[string]uint64{"i:Overflow.rec(I)V": 3, "i:Overflow.after(I)I": 17, "i:Overflow.throwsThroughJdk()V": 20}
+			switch c.name {
+			case "stale":
+				want["i:Overflow.a(I)I"] = 5
+			case "roots":
+				want = map[string]uint64{"i:Overflow.rec(I)V": 3}
+			}
+			assert.Equal(t, want, calls)
+		})
 	}
-	assert.Equal(t, map[string]uint64{"i:Overflow.rec(I)V": 3, "i:Overflow.after(I)I": 17, "i:Overflow.throwsThroughJdk()V": 20}, calls)
 }
 
 // Classes the verifier is strict about, a method too large to

@@ -253,6 +253,16 @@ func TestLogGenSizeLimit(t *testing.T) {
 			assert.Contains(t, out, "holds only its first events (libjprof: size limit", "the report's header says so")
 			assert.Contains(t, stderr, "jprof: warning: "+r.File("gen")+" holds only its first events")
 		})
+		// A limit below the header: the header and the closing line,
+		// nothing more (text had no limit at all).
+		t.Run(format+"-tiny", func(t *testing.T) {
+			r := jvmtest.Start(t, jvmtest.Run{Class: "Exceptions", Options: "METHODEVENTS,CALLTREE,GENERIC,GENFORMAT=" + format + ",GENMAX=64,START,NORTDRIVER"})
+			require.Equal(t, 0, r.ExitCode, r.Stderr)
+			b, err := os.ReadFile(r.File("gen"))
+			require.NoError(t, err)
+			assert.Less(t, len(b), 16<<10, "the header and the closing line")
+			assert.Contains(t, string(b), " *** libjprof: size limit (GENMAX) of 64 bytes reached; ")
+		})
 	}
 }
 

@@ -88,7 +88,9 @@ func (a *agent) startLogGen() (*genWriter, error) {
 		if g.max > 0 {
 			// Checked line by line: a text line is about ten times its
 			// binary record, so the blocks' size says nothing here.
-			g.text.Limit(g.max - g.endRoom())
+			// At least 1: 0 is no limit, and a GENMAX below the
+			// closing line's room must still stop at the header.
+			g.text.Limit(max(1, g.max-g.endRoom()))
 		}
 	} else {
 		g.bin = reports.NewLogGenBinWriter(tmp, a.pid, metrics, raw, notes...)

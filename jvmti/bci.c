@@ -274,9 +274,19 @@ static void bci_unwinds_lost(JNIEnv *env, jthrowable ex)
 	if (n <= 0 || !__atomic_load_n(&jp.collecting, __ATOMIC_RELAXED) || t == NULL || jp_thread_stale(t))
 		return;
 	jint closed = 0;
-	for (; closed < n && t->depth > 0; closed++)
-		jp_event(t, t->stack[t->depth].key, JP_TR_EXCEPTION);
-	if (__atomic_fetch_add(&bci.lost_notes, 1, __ATOMIC_RELAXED) < 10)
+	for (; closed < n && t->depth > 0; closed++) {
+		uintptr_t key = t->stack[t->depth].key;
+		jp_event(t, key, JP_TR_EXCEPTION);
+		/* A root's lost unwind also left the roots' counts up (the
+		 * thread's, and Probe.rooted, which gates every thread's
+		 * probes): as bci_inside_roots and bci_root_unwind would. */
+		if (bci.selective && (key & 1) == 0 && bci_is_root((jint)((key >> 1) - 1))) {
+			if (t->src_epoch == __atomic_load_n(&jp.epoch, __ATOMIC_RELAXED) && t->src_frames > 0)
+				t->src_frames--;
+			bci_rooted(env, -1);
+		}
+	}
+	if (closed > 0 && __atomic_fetch_add(&bci.lost_notes, 1, __ATOMIC_RELAXED) < 10)
 		jp_notef("info: BCI: thread %s: %d exception exits lost to a StackOverflowError (their handlers had no stack left to call the agent) were made at the next unwind of the same exception",
 			 __atomic_load_n(&t->name, __ATOMIC_ACQUIRE), (int)closed);
 }

@@ -6,7 +6,10 @@
  * profile must still close every frame the overflow unwound, so that
  * after() and throwsThroughJdk() are main's callees, not the dead
  * recursion's. (Loops in the small methods keep them from being left
- * out as trivial.)
+ * out as trivial.) With the argument "stale", main first overflows five
+ * times through a() and b(), a() catching the error where it overflowed:
+ * the exits lost there are another error's, which must not be taken for
+ * the later ones'.
  */
 public class Overflow {
     static int depth;
@@ -16,6 +19,20 @@ public class Overflow {
         for (int i = 0; i < 1; i++) {
         }
         rec(d + 1);
+    }
+
+    static int a(int d) {
+        try {
+            return b(d);
+        } catch (StackOverflowError e) {
+            return d;
+        }
+    }
+
+    static int b(int d) {
+        for (int i = 0; i < 1; i++) {
+        }
+        return a(d + 1);
     }
 
     static int after(int n) {
@@ -35,6 +52,9 @@ public class Overflow {
     }
 
     public static void main(String[] args) {
+        if (args.length > 0 && args[0].equals("stale"))
+            for (int r = 0; r < 5; r++)
+                a(0);
         for (int r = 0; r < 3; r++) {
             try {
                 rec(0);

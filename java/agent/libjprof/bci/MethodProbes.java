@@ -277,6 +277,22 @@ final class MethodProbes extends AdviceAdapter {
                 mv.visitFrame(Opcodes.F_NEW, locals.length, locals, 1, new Object[] {"java/lang/StackOverflowError"});
             }
             mv.visitInsn(Opcodes.POP);
+            // A count left by another exception (one caught where it
+            // overflowed, before any frame passed it on) is not this
+            // one's: it starts again.
+            Label same = new Label();
+            mv.visitFieldInsn(Opcodes.GETSTATIC, Transformer.PROBE, "unwindsLostBy", "Ljava/lang/Throwable;");
+            mv.visitVarInsn(Opcodes.ALOAD, t);
+            mv.visitJumpInsn(Opcodes.IF_ACMPEQ, same);
+            mv.visitInsn(Opcodes.ICONST_0);
+            mv.visitFieldInsn(Opcodes.PUTSTATIC, Transformer.PROBE, "unwindsLost", "I");
+            mv.visitLabel(same);
+            if (frames) {
+                Object[] locals = new Object[t + 1];
+                Arrays.fill(locals, Opcodes.TOP);
+                locals[t] = "java/lang/Throwable";
+                mv.visitFrame(Opcodes.F_NEW, locals.length, locals, 0, new Object[0]);
+            }
             mv.visitFieldInsn(Opcodes.GETSTATIC, Transformer.PROBE, "unwindsLost", "I");
             mv.visitInsn(Opcodes.ICONST_1);
             mv.visitInsn(Opcodes.IADD);

@@ -66,9 +66,11 @@ public final class Probe {
      * stack, tells the agent, which closes that many frames first:
      * otherwise, in a recursion, each exit would close the frame below
      * the one it left, and the thread's later calls would nest under
-     * frames long gone. Global, not per thread: a handler that overflows
-     * cannot find its thread; two threads overflowing at once can mix
-     * their counts (the agent takes the count only with its exception).
+     * frames long gone. A handler passing on another exception than
+     * the one counted starts the count again (the last one was caught
+     * before any frame passed it on: those frames stay open). Global,
+     * not per thread: a handler that overflows cannot find its thread;
+     * two threads overflowing at the same moment can mix their counts.
      */
     public static int unwindsLost;
     public static Throwable unwindsLostBy;
