@@ -207,7 +207,9 @@ func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io
 		// An event source in -opts replaces the event's, as one in
 		// JPROFOPTS replaces the -agentpath options'; said, since -e
 		// then does nothing.
-		if src := sourceopts.Only(base); src != "" {
+		// Said when it replaces a source -e named, not a default nor
+		// the same source with another value (-e alloc -opts ALLOC=64k).
+		if src := sourceopts.Only(base); src != "" && lf.eventSet && sourceName(src) != sourceName(sourceopts.Only(*lf.opts)) {
 			fmt.Fprintf(stderr, "jprof: -opts %s names an event source: it replaces -e %s's (%s)\n", *lf.opts, *lf.event, src)
 		}
 		base = sourceopts.Without(base)
@@ -458,4 +460,12 @@ func openLive(name string, args []string, withEvent, withOut, load bool,
 	defer cancel()
 	lt, err := connect(ctx, pos[0], lf, load, warnings)
 	return lt, lf, err
+}
+
+// sourceName is the name of an option string's first option, upper case,
+// without its value: the source an event or -opts chooses.
+func sourceName(opts string) string {
+	first, _, _ := strings.Cut(opts, ",")
+	name, _, _ := strings.Cut(first, "=")
+	return strings.ToUpper(strings.TrimSpace(name))
 }
