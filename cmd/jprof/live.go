@@ -102,7 +102,7 @@ func liveList(args []string, stdout io.Writer) error {
 	for _, t := range all {
 		agent := "-"
 		switch {
-		case len(control.AgentsOfPID(control.SocketBase, t.PID)) > 0:
+		case agentAnswers(t.PID):
 			agent = "libjprof"
 		case agentMapped(t.PID):
 			// Loaded with NORTDRIVER: no control socket to reach it by.
@@ -364,4 +364,20 @@ func nothingWritten(lt *liveTarget, reply string) error {
 	reply = strings.ReplaceAll(reply, "(not collecting: send start)",
 		"(not collecting: jprof start begins, or another command ended the profile)")
 	return fmt.Errorf("pid %d: %s", lt.t.PID, reply)
+}
+
+// agentAnswers says whether the JVM of pid has an agent listening on its
+// control socket: the socket's listener is that process (DialAgent checks
+// it), not another JVM of its PID in a PID namespace sharing /tmp.
+func agentAnswers(pid int) bool {
+	for _, a := range control.AgentsOfPID(control.SocketBase, pid) {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		c, err := control.DialAgent(ctx, a, "")
+		cancel()
+		if err == nil {
+			c.Close()
+			return true
+		}
+	}
+	return false
 }
