@@ -146,6 +146,8 @@ extern __thread uint32_t bci_idle __attribute__((tls_model("initial-exec")));
  * VM init (clears JP_BCI_FFM when they are not made). */
 jlongArray JNICALL bci_downcalls(JNIEnv *env, jclass c);
 void bci_ffm_setup(JNIEnv *jni);
+/* bci_keep_out_of_c2 keeps the agent's Java classes out of C2 (bci_c2.c). */
+void bci_keep_out_of_c2(JNIEnv *jni);
 
 /* BCICACHE (bci_cache.c): an entry's file name, and the lookup. */
 #define JP_BCI_CACHE_NAME 192
