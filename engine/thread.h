@@ -92,9 +92,8 @@ typedef struct jp_thread {
 	 * jp_ptt_backend; 0: none): it reads through whichever carrier it
 	 * is mounted on, so one mount on a carrier whose reads fell back
 	 * (a perf or clock carrier of a bpf process) marks its numbers for
-	 * good, whatever carrier it ends on: in later collections too (a
-	 * mark too many, on a thread whose tree then holds perf readings of
-	 * earlier ones until a reset, rather than one too few). */
+	 * good, whatever carrier it ends on, in later collections too:
+	 * a mark too many rather than one too few. */
 	int vt_fallback;
 	/* At the last switch (mount or unmount): events and depth, which
 	 * tell jp_event that an exit without a seen entry is the hidden
