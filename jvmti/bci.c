@@ -254,9 +254,10 @@ static void JNICALL bci_root_exit(JNIEnv *env, jclass c, jint id)
  * it, in a recursion (every frame the same method), each later exit
  * would close the frame below the one it left, and the thread's later
  * calls would nest under frames long gone. Frames whose exception was
- * caught before any instrumented frame passed it on stay open (the
- * count waits for an exception that never comes). A few JNI calls per
- * exception exit: exceptions cost microseconds anyway. */
+ * caught before any instrumented frame passed it on stay open, to be
+ * closed as missed exits by a later exit below them (their count is
+ * dropped when another exception's unwind overflows). A few JNI calls
+ * per exception exit: exceptions cost microseconds anyway. */
 static void bci_unwinds_lost(JNIEnv *env, jthrowable ex)
 {
 	if (bci.f_lost == NULL || ex == NULL || (*env)->GetStaticIntField(env, bci.probe, bci.f_lost) <= 0)
