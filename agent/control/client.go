@@ -39,6 +39,10 @@ func DialSocket(ctx context.Context, path, token string) (*Client, error) {
 	return DialNet(ctx, "unix", path, token)
 }
 
+// ErrOtherJVM is DialAgent's answer for a socket another JVM listens on
+// than the one asked for.
+var ErrOtherJVM = errors.New("another JVM's socket")
+
 // DialAgent connects to a found agent's socket and, before anything is
 // sent (the token above all), checks that the process listening is of
 // the user the socket belongs to, or root, and, when a PID was asked
@@ -68,8 +72,8 @@ func DialAgent(ctx context.Context, a Agent, token string) (*Client, error) {
 		if cred.Pid == 0 {
 			return nil, fmt.Errorf("rtdriver: %s: the process listening is not in this PID namespace, so not pid %d: not used", a.Path, a.HostPID)
 		}
-		return nil, fmt.Errorf("rtdriver: %s is the agent of pid %d, not of pid %d (two JVMs of PID %d in PID namespaces that share /tmp: the second has no control socket; give each its own /tmp, or PORT=): not used",
-			a.Path, cred.Pid, a.HostPID, a.PID)
+		return nil, fmt.Errorf("rtdriver: %s is the agent of pid %d, not of pid %d (two JVMs of PID %d in PID namespaces that share /tmp: the second has no control socket; give each its own /tmp, or PORT=): not used: %w",
+			a.Path, cred.Pid, a.HostPID, a.PID, ErrOtherJVM)
 	}
 	return c, nil
 }

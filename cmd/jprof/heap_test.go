@@ -326,3 +326,36 @@ func TestHeapTargetKilled(t *testing.T) {
 		})
 	}
 }
+
+// Two JVMs of PID 1 in PID namespaces that share /tmp have one attach
+// socket, /tmp/.java_pid1, the first one's: jprof heap of the second
+// must refuse, not take the first one's histogram (or heap dump) under
+// the second's name.
+func TestHeapTwoJVMsSharingTmp(t *testing.T) {
+	if err := exec.Command("unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "true").Run(); err != nil {
+		t.Skipf("cannot make a PID namespace here (unshare: %v)", err)
+	}
+	hostPID := func(p *jvmtest.Proc) string {
+		// unshare forks the JVM: the JVM is its only child.
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", p.Result().PID, p.Result().PID))
+		require.NoError(t, err)
+		return strings.TrimSpace(string(b))
+	}
+	launch := func(n string) *jvmtest.Proc {
+		p := jvmtest.Launch(t, jvmtest.Run{Class: "HeapHold", Args: []string{n}, Options: "-",
+			JVMArgs: []string{"-XX:-UsePerfData"}, // hsperfdata_<user>/1 is one file too
+			Prefix:  []string{"unshare", "--pid", "--fork", "--mount-proc", "--kill-child"}})
+		p.Expect("held " + n)
+		return p
+	}
+	a, b := launch("12345"), launch("777")
+	pa, pb := hostPID(a), hostPID(b)
+	dir := t.TempDir()
+	code, _, stderr := jprofBin(t, "heap", "-o", filepath.Join(dir, "a.txt"), pa)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, uint64(12345), instancesOf(readHist(t, filepath.Join(dir, "a.txt")), leafClass))
+	code, _, stderr = jprofBin(t, "heap", "-o", filepath.Join(dir, "b.txt"), pb)
+	assert.NotEqual(t, 0, code)
+	assert.Contains(t, stderr, "is the attach socket of pid "+pa+", not of pid "+pb)
+	assert.NoFileExists(t, filepath.Join(dir, "b.txt"))
+}

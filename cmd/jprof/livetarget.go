@@ -113,9 +113,11 @@ func dialAgent(ctx context.Context, t *attach.Target) (*control.Client, error) {
 		if err == nil {
 			return c, nil
 		}
-		if errors.Is(err, syscall.ECONNREFUSED) {
+		if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, control.ErrOtherJVM) {
 			// Nobody listens: a socket left by an earlier JVM of the
-			// same pid (killed), which the agent replaces as it loads.
+			// same pid (killed), which the agent replaces as it loads;
+			// or another JVM does (one of its PID in a PID namespace
+			// sharing /tmp): this one has no agent of its own there.
 			continue
 		}
 		errs = append(errs, err.Error())

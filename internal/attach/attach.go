@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/libjprof/libjprof/internal/peercred"
 )
 
 // DefaultTimeout bounds Execute and LoadAgent when their context has no
@@ -167,6 +169,23 @@ func (t *Target) request(ctx context.Context, cmd string, args ...string) (int, 
 		return 0, "", err
 	}
 	defer conn.Close()
+	op := cmd
+	if cmd == "jcmd" && len(args) > 0 {
+		op += " " + strings.Fields(args[0] + " ")[0]
+	}
+	// The listener must be this JVM, before anything is sent: two JVMs
+	// of one PID in PID namespaces that share /tmp name one socket, and
+	// the request would go to the other (its heap dumped under this
+	// one's name). A JVM gone meanwhile is said as such.
+	if cred, err := peercred.Of(conn); err == nil && int(cred.Pid) != t.PID {
+		pid := cred.Pid
+		if t.exitedSoon() {
+			return 0, "", t.exitedDuring(op, "another process listens on its attach socket")
+		}
+		return 0, "", &openError{fmt.Sprintf("JVM %s: %s is the attach socket of pid %d, not of pid %d: two JVMs of PID %d in PID "+
+			"namespaces that share /tmp name one socket; this one cannot be reached through it (give each its own /tmp)",
+			t, sock, pid, t.PID, t.NSPid), ErrOtherJVM}
+	}
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	if d, ok := ctx.Deadline(); ok {
@@ -186,16 +205,11 @@ func (t *Target) request(ctx context.Context, cmd string, args ...string) (int, 
 		} else if werr != nil {
 			why = werr.Error()
 		}
-		op := cmd
-		if cmd == "jcmd" && len(args) > 0 {
-			op += " " + strings.Fields(args[0] + " ")[0]
-		}
 		// A JVM killed while it works on the request (a heap dump
 		// takes long) closes the connection as it goes: said as such,
 		// not as a refusal.
 		if t.exitedSoon() {
-			return 0, "", &openError{fmt.Sprintf("JVM %s exited during %s (the attach connection closed without a reply): "+
-				"killed, or it crashed (its hs_err_pid%d.log says why, if it wrote one)", t, op, t.NSPid), ErrNoProcess}
+			return 0, "", t.exitedDuring(op, "the attach connection closed without a reply")
 		}
 		if t.peerAccepted() {
 			return 0, "", fmt.Errorf("JVM %s closed the attach connection without a reply (%s) to %s: not a refusal "+
@@ -215,6 +229,13 @@ func (t *Target) request(ctx context.Context, cmd string, args ...string) (int, 
 		return 0, "", fmt.Errorf("JVM %s: %s: malformed reply %q", t, cmd, truncate(reply, 80))
 	}
 	return status, string(text), nil
+}
+
+// exitedDuring is the error of a JVM that exited while op was on its
+// way to it (how: what showed it).
+func (t *Target) exitedDuring(op, how string) error {
+	return &openError{fmt.Sprintf("JVM %s exited during %s (%s): killed, or it crashed (its hs_err_pid%d.log says why, if it wrote one)",
+		t, op, how, t.NSPid), ErrNoProcess}
 }
 
 // encodeRequest frames a protocol version 1 request.

@@ -22,6 +22,9 @@ var (
 	ErrNoProcess  = errors.New("no such process")
 	ErrNotJVM     = errors.New("not a HotSpot JVM")
 	ErrPermission = errors.New("not permitted")
+	// ErrOtherJVM: the JVM's attach socket is another JVM's (one of the
+	// same PID in another PID namespace sharing /tmp).
+	ErrOtherJVM = errors.New("attach socket of another JVM")
 )
 
 // procRoot is where procfs is mounted; tests never change it, but one
