@@ -262,6 +262,8 @@ func TestLogGenSizeLimit(t *testing.T) {
 			require.NoError(t, err)
 			assert.Less(t, len(b), 16<<10, "the header and the closing line")
 			assert.Contains(t, string(b), " *** libjprof: size limit (GENMAX) of 64 bytes reached; ")
+			_, stderr := jprofRun(t, "report", "xtree", r.File("gen"))
+			assert.Contains(t, stderr, "holds only its first events", "read, and said to be cut")
 		})
 	}
 }

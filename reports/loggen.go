@@ -286,6 +286,15 @@ func (lr *LogGenReader) readHeader() error {
 	}
 	if lr.peekHeader() {
 		line, _ := lr.readLine()
+		// A file cut right after its header (a GENMAX below it, a disk
+		// full at once) ends with its closing line: no event, said so.
+		if err := lr.truncation(line); err != nil {
+			lr.err = err
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
 		return fmt.Errorf("expected an event, got %q", line)
 	}
 	return nil

@@ -112,6 +112,23 @@ func TestSizeLimitedLogGen(t *testing.T) {
 		assert.Equal(t, "I:a.c()V", p.Threads[0].Children[0].Children[0].Name)
 	}
 
+	// Cut right after its header (a GENMAX below it): no event, read
+	// as such, with the count.
+	t.Run("text-header-only", func(t *testing.T) {
+		var b bytes.Buffer
+		lw := NewLogGenWriter(&b, 7, metrics)
+		require.NoError(t, lw.SizeLimited(want))
+		require.NoError(t, lw.Flush())
+		lr, err := NewLogGenReader(bytes.NewReader(b.Bytes()))
+		require.NoError(t, err)
+		assert.False(t, lr.Next())
+		require.NoError(t, lr.Err())
+		assert.Equal(t, uint64(92852), lr.NotWritten())
+		p, _, err := ReadProfile(bytes.NewReader(b.Bytes()))
+		require.NoError(t, err)
+		assert.Equal(t, want, p.SizeLimited)
+	})
+
 	t.Run("text", func(t *testing.T) {
 		var b bytes.Buffer
 		lw := NewLogGenWriter(&b, 7, metrics)
