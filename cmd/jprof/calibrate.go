@@ -40,7 +40,7 @@ func calibrate(args []string, stdout io.Writer) error {
 	if *tablePath != "" && *tablePath != calibration.FromNone {
 		f, err := os.Open(*tablePath)
 		if err != nil {
-			return err
+			return fmt.Errorf("-table: %w", err)
 		}
 		tables, err = calibration.ParseAll(f)
 		f.Close()
