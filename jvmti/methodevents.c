@@ -80,12 +80,15 @@ void JNICALL jp_cb_method_exit(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jme
  * start can slip in after the VM began to die. */
 static pthread_mutex_t jp_switch_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Exits are turned on before entries and off after them. Turning an
- * event on takes every thread into interpreter-only mode, a handshake
- * with each thread, milliseconds on a busy JVM: between the two calls,
- * entries alone would push frames whose exits never come (a thread
- * pool's workers nested hundreds deep), while exits alone are exits of
- * frames already open, which the engine expects (jp_mev_seed, O:). */
+/* Turning an event on takes every thread into interpreter-only mode, a
+ * handshake with each thread, milliseconds on a busy JVM: between the
+ * two calls, entries alone would push frames whose exits never come (a
+ * thread pool's workers nested hundreds deep), exits alone close frames
+ * whose entries were not seen (whole tasks' calls lost as O: exits).
+ * So both are turned on while collection is still off, and collection
+ * starts once they are (jp_methodevents_set): each thread's first event
+ * after that seeds its stack as it is. Exits go on first and off last
+ * all the same, for the moments when collection is on alone. */
 static int jp_methodevents_mode(jvmtiEventMode mode)
 {
 	jvmtiEnv *jvmti = jpvm.jvmti;
@@ -103,14 +106,14 @@ int jp_methodevents_set(int on)
 	if (on && jp.dead) {
 		rc = -1;
 	} else {
-		if (on)
-			jp_collect(1); /* new epoch before the first event */
 		/* With ROOTS, events go on per thread inside a root (rootevents.c). */
 		rc = jp_roots_on ? 0 : jp_methodevents_mode(on ? JVMTI_ENABLE : JVMTI_DISABLE);
-		if (rc == 0 && !on)
+		if (on && rc == 0)
+			jp_collect(1); /* a new epoch, once both events are on: see jp_methodevents_mode */
+		else if (!on && rc == 0)
 			jp_collect(0);
-		else if (rc != 0 && on)
-			jp_collect(0);
+		else if (on)
+			jp_methodevents_mode(JVMTI_DISABLE); /* one of them may be on */
 	}
 	pthread_mutex_unlock(&jp_switch_lock);
 	return rc;
