@@ -53,9 +53,23 @@ static jp_thread *jp_mev_seed(jvmtiEnv *jvmti, jthread thread, jp_thread *t, int
 	return t;
 }
 
+/* jp_mev_collecting is the callbacks' first look: with collection off
+ * (about to start, the events on already) nothing is recorded, nor is a
+ * stack walked to seed. And a thread that looked at its epoch before the
+ * start and made its event after would have its stack discarded
+ * unseeded (jp_event's restart): jp_collect moves the epoch before it
+ * sets collecting, so one that sees collecting on sees the new epoch
+ * and seeds. */
+static inline int jp_mev_collecting(void)
+{
+	return __atomic_load_n(&jp.collecting, __ATOMIC_ACQUIRE);
+}
+
 void JNICALL jp_cb_method_entry(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jmethodID mid)
 {
 	(void)jni;
+	if (!jp_mev_collecting())
+		return;
 	jp_thread *t = jp_thread_self();
 	/* The one branch before the Early Read: a thread's first event, in
 	 * all or in this epoch. */
@@ -70,6 +84,8 @@ void JNICALL jp_cb_method_exit(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jme
 {
 	(void)jni;
 	(void)rv;
+	if (!jp_mev_collecting())
+		return;
 	jp_thread *t = jp_thread_self();
 	if (__builtin_expect(t == NULL || jp_thread_stale(t), 0) && (t = jp_mev_seed(jvmti, thread, t, 0)) == NULL)
 		return;
@@ -84,18 +100,15 @@ static pthread_mutex_t jp_switch_lock = PTHREAD_MUTEX_INITIALIZER;
  * handshake with each thread, milliseconds on a busy JVM: between the
  * two calls, entries alone would push frames whose exits never come (a
  * thread pool's workers nested hundreds deep), exits alone close frames
- * whose entries were not seen (whole tasks' calls lost as O: exits).
- * So both are turned on while collection is still off, and collection
- * starts once they are (jp_methodevents_set): each thread's first event
- * after that seeds its stack as it is. Exits go on first and off last
- * all the same, for the moments when collection is on alone. */
+ * whose entries were not seen (whole tasks' calls lost as O: exits). So
+ * both change only while collection is off (jp_methodevents_set): it
+ * starts once both are on, each thread's first event then seeding its
+ * stack as it is, and stops before they go off. */
 static int jp_methodevents_mode(jvmtiEventMode mode)
 {
 	jvmtiEnv *jvmti = jpvm.jvmti;
-	jvmtiEvent first = mode == JVMTI_ENABLE ? JVMTI_EVENT_METHOD_EXIT : JVMTI_EVENT_METHOD_ENTRY;
-	jvmtiEvent second = mode == JVMTI_ENABLE ? JVMTI_EVENT_METHOD_ENTRY : JVMTI_EVENT_METHOD_EXIT;
-	jvmtiError e1 = (*jvmti)->SetEventNotificationMode(jvmti, mode, first, NULL);
-	jvmtiError e2 = (*jvmti)->SetEventNotificationMode(jvmti, mode, second, NULL);
+	jvmtiError e1 = (*jvmti)->SetEventNotificationMode(jvmti, mode, JVMTI_EVENT_METHOD_ENTRY, NULL);
+	jvmtiError e2 = (*jvmti)->SetEventNotificationMode(jvmti, mode, JVMTI_EVENT_METHOD_EXIT, NULL);
 	return e1 != JVMTI_ERROR_NONE ? (int)e1 : (int)e2;
 }
 
@@ -103,17 +116,18 @@ int jp_methodevents_set(int on)
 {
 	pthread_mutex_lock(&jp_switch_lock);
 	int rc;
+	/* With ROOTS, events go on per thread inside a root (rootevents.c). */
 	if (on && jp.dead) {
 		rc = -1;
-	} else {
-		/* With ROOTS, events go on per thread inside a root (rootevents.c). */
-		rc = jp_roots_on ? 0 : jp_methodevents_mode(on ? JVMTI_ENABLE : JVMTI_DISABLE);
-		if (on && rc == 0)
-			jp_collect(1); /* a new epoch, once both events are on: see jp_methodevents_mode */
-		else if (!on && rc == 0)
-			jp_collect(0);
-		else if (on)
+	} else if (on) {
+		rc = jp_roots_on ? 0 : jp_methodevents_mode(JVMTI_ENABLE);
+		if (rc == 0)
+			jp_collect(1); /* a new epoch, once both events are on */
+		else
 			jp_methodevents_mode(JVMTI_DISABLE); /* one of them may be on */
+	} else {
+		jp_collect(0); /* before the events go off */
+		rc = jp_roots_on ? 0 : jp_methodevents_mode(JVMTI_DISABLE);
 	}
 	pthread_mutex_unlock(&jp_switch_lock);
 	return rc;
@@ -124,8 +138,8 @@ static void jp_methodevents_die(void)
 {
 	pthread_mutex_lock(&jp_switch_lock);
 	jp.dead = 1;
+	jp_collect(0); /* before the events go off: see jp_methodevents_mode */
 	jp_methodevents_mode(JVMTI_DISABLE);
-	jp_collect(0);
 	pthread_mutex_unlock(&jp_switch_lock);
 }
 
