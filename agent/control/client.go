@@ -70,7 +70,7 @@ func DialAgent(ctx context.Context, a Agent, token string) (*Client, error) {
 	if a.HostPID > 0 && int(cred.Pid) != a.HostPID {
 		c.Close()
 		if cred.Pid == 0 {
-			return nil, fmt.Errorf("rtdriver: %s: the process listening is not in this PID namespace, so not pid %d: not used", a.Path, a.HostPID)
+			return nil, fmt.Errorf("rtdriver: %s: the process listening is not in this PID namespace, so not pid %d: not used: %w", a.Path, a.HostPID, ErrOtherJVM)
 		}
 		return nil, fmt.Errorf("rtdriver: %s is the agent of pid %d, not of pid %d (two JVMs of PID %d in PID namespaces that share /tmp: the second has no control socket; give each its own /tmp, or PORT=): not used: %w",
 			a.Path, cred.Pid, a.HostPID, a.PID, ErrOtherJVM)

@@ -356,6 +356,13 @@ func TestHeapTwoJVMsSharingTmp(t *testing.T) {
 	assert.Equal(t, uint64(12345), instancesOf(readHist(t, filepath.Join(dir, "a.txt")), leafClass))
 	code, _, stderr = jprofBin(t, "heap", "-o", filepath.Join(dir, "b.txt"), pb)
 	assert.NotEqual(t, 0, code)
-	assert.Contains(t, stderr, "is the attach socket of pid "+pa+", not of pid "+pb)
+	assert.Contains(t, stderr, "is pid "+pa+"'s attach socket, not pid "+pb+"'s")
 	assert.NoFileExists(t, filepath.Join(dir, "b.txt"))
+	// Nor is the agent loaded into the first for a profile of the second.
+	code, _, stderr = jprofBin(t, "profile", "-d", "1s", "-o", filepath.Join(dir, "b.html"), pb)
+	assert.NotEqual(t, 0, code)
+	assert.Contains(t, stderr, "is pid "+pa+"'s attach socket, not pid "+pb+"'s")
+	code, list, stderr := jprofBin(t, "list")
+	require.Equal(t, 0, code, stderr)
+	assert.NotRegexp(t, `(?m)^ *`+pa+` .*libjprof`, list)
 }

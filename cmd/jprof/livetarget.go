@@ -113,12 +113,18 @@ func dialAgent(ctx context.Context, t *attach.Target) (*control.Client, error) {
 		if err == nil {
 			return c, nil
 		}
-		if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, control.ErrOtherJVM) {
+		if errors.Is(err, syscall.ECONNREFUSED) {
 			// Nobody listens: a socket left by an earlier JVM of the
-			// same pid (killed), which the agent replaces as it loads;
-			// or another JVM does (one of its PID in a PID namespace
-			// sharing /tmp): this one has no agent of its own there.
+			// same pid (killed), which the agent replaces as it loads.
 			continue
+		}
+		if errors.Is(err, control.ErrOtherJVM) {
+			// Another JVM's agent holds the name (one of its PID in a
+			// PID namespace sharing /tmp): an agent loaded here would
+			// find it taken and could not be reached; refused before
+			// anything is loaded.
+			return nil, fmt.Errorf("pid %d: the name of its agent's control socket, %s, is taken by another JVM's agent (%v); "+
+				"an agent loaded into pid %d could not be reached: give each JVM its own /tmp", t.PID, a.Path, err, t.PID)
 		}
 		errs = append(errs, err.Error())
 	}
@@ -209,9 +215,10 @@ func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io
 		// An event source in -opts replaces the event's, as one in
 		// JPROFOPTS replaces the -agentpath options'; said, since -e
 		// then does nothing.
-		// Said when it replaces a source -e named, not a default nor
-		// the same source with another value (-e alloc -opts ALLOC=64k).
-		if src := sourceopts.Only(base); src != "" && lf.eventSet && sourceName(src) != sourceName(sourceopts.Only(*lf.opts)) {
+		// Said when it replaces a source -e named, not a default, nor
+		// the same source given a value -e leaves at its default (-e
+		// alloc -opts ALLOC=64k); -e cpu -opts SAMPLE=wall is another.
+		if src := sourceopts.Only(base); src != "" && lf.eventSet && !refines(src, sourceopts.Only(*lf.opts)) {
 			fmt.Fprintf(stderr, "jprof: -opts %s names an event source: it replaces -e %s's (%s)\n", *lf.opts, *lf.event, src)
 		}
 		base = sourceopts.Without(base)
@@ -464,10 +471,12 @@ func openLive(name string, args []string, withEvent, withOut, load bool,
 	return lt, lf, err
 }
 
-// sourceName is the name of an option string's first option, upper case,
-// without its value: the source an event or -opts chooses.
-func sourceName(opts string) string {
-	first, _, _ := strings.Cut(opts, ",")
-	name, _, _ := strings.Cut(first, "=")
-	return strings.ToUpper(strings.TrimSpace(name))
+// refines says whether the event source option by (-opts') is the one
+// ev (-e's) chooses, with a value ev leaves at its default, or of the
+// same kind.
+func refines(ev, by string) bool {
+	en, ev2, _ := strings.Cut(strings.Split(ev, ",")[0], "=")
+	bn, bv, _ := strings.Cut(strings.Split(by, ",")[0], "=")
+	kind, _, _ := strings.Cut(bv, ":") // SAMPLE=cpu:500us is -e cpu's kind with a period
+	return strings.EqualFold(strings.TrimSpace(en), strings.TrimSpace(bn)) && (ev2 == "" || strings.EqualFold(ev2, kind))
 }

@@ -350,3 +350,21 @@ func TestOutputNotInput(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "is the input file")
 }
+
+// refines: -opts that only sets what -e leaves open is not a replacement.
+func TestRefines(t *testing.T) {
+	for _, c := range []struct {
+		ev, by string
+		want   bool
+	}{
+		{"ALLOC", "ALLOC=64k", true},
+		{"SAMPLE=cpu", "SAMPLE=cpu:500us", true},
+		{"SAMPLE=cpu", "SAMPLE=wall", false},
+		{"LOCK", "ALLOC=64k", false},
+		{"BCI,RTARCF", "SAMPLE", false},
+	} {
+		if got := refines(c.ev, c.by); got != c.want {
+			t.Errorf("refines(%q, %q) = %v, want %v", c.ev, c.by, got, c.want)
+		}
+	}
+}

@@ -177,14 +177,20 @@ func (t *Target) request(ctx context.Context, cmd string, args ...string) (int, 
 	// of one PID in PID namespaces that share /tmp name one socket, and
 	// the request would go to the other (its heap dumped under this
 	// one's name). A JVM gone meanwhile is said as such.
+	// (A peer whose credentials cannot be read is let through, as
+	// before the check: the JVM's own peer check still applies.)
 	if cred, err := peercred.Of(conn); err == nil && int(cred.Pid) != t.PID {
-		pid := cred.Pid
-		if t.exitedSoon() {
-			return 0, "", t.exitedDuring(op, "another process listens on its attach socket")
+		whose := fmt.Sprintf("pid %d's", cred.Pid)
+		if cred.Pid == 0 {
+			whose = "a process's outside this PID namespace"
 		}
-		return 0, "", &openError{fmt.Sprintf("JVM %s: %s is the attach socket of pid %d, not of pid %d: two JVMs of PID %d in PID "+
+		if t.exited(4) { // a kill takes a moment to show
+			return 0, "", &openError{fmt.Sprintf("JVM %s exited before %s was sent: its attach socket %s is %s now",
+				t, op, sock, whose), ErrNoProcess}
+		}
+		return 0, "", &openError{fmt.Sprintf("JVM %s: %s is %s attach socket, not pid %d's: two JVMs of PID %d in PID "+
 			"namespaces that share /tmp name one socket; this one cannot be reached through it (give each its own /tmp)",
-			t, sock, pid, t.PID, t.NSPid), ErrOtherJVM}
+			t, sock, whose, t.PID, t.NSPid), ErrOtherJVM}
 	}
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
@@ -209,7 +215,8 @@ func (t *Target) request(ctx context.Context, cmd string, args ...string) (int, 
 		// takes long) closes the connection as it goes: said as such,
 		// not as a refusal.
 		if t.exitedSoon() {
-			return 0, "", t.exitedDuring(op, "the attach connection closed without a reply")
+			return 0, "", &openError{fmt.Sprintf("JVM %s exited during %s (the attach connection closed without a reply): "+
+				"killed, or it crashed (its hs_err_pid%d.log says why, if it wrote one)", t, op, t.NSPid), ErrNoProcess}
 		}
 		if t.peerAccepted() {
 			return 0, "", fmt.Errorf("JVM %s closed the attach connection without a reply (%s) to %s: not a refusal "+
@@ -229,13 +236,6 @@ func (t *Target) request(ctx context.Context, cmd string, args ...string) (int, 
 		return 0, "", fmt.Errorf("JVM %s: %s: malformed reply %q", t, cmd, truncate(reply, 80))
 	}
 	return status, string(text), nil
-}
-
-// exitedDuring is the error of a JVM that exited while op was on its
-// way to it (how: what showed it).
-func (t *Target) exitedDuring(op, how string) error {
-	return &openError{fmt.Sprintf("JVM %s exited during %s (%s): killed, or it crashed (its hs_err_pid%d.log says why, if it wrote one)",
-		t, op, how, t.NSPid), ErrNoProcess}
 }
 
 // encodeRequest frames a protocol version 1 request.

@@ -318,7 +318,11 @@ func (t *Target) alive() bool {
 // second: a JVM killed while it served a request closes its sockets as
 // it exits, just before the kernel makes it a zombie, so a reader that
 // saw the connection close may look a moment too early.
-func (t *Target) exitedSoon() bool {
+func (t *Target) exitedSoon() bool { return t.exited(20) }
+
+// exited says whether the JVM is gone (or a zombie, or another process
+// has its pid), looking again every 50 ms, tries times more.
+func (t *Target) exited(tries int) bool {
 	for i := 0; ; i++ {
 		b, err := os.ReadFile(procPath(t.PID, "stat"))
 		if err != nil {
@@ -332,7 +336,7 @@ func (t *Target) exitedSoon() bool {
 		if f[0] == "Z" || f[0] == "X" || f[19] != strconv.FormatUint(t.start, 10) {
 			return true
 		}
-		if i == 20 {
+		if i >= tries {
 			return false
 		}
 		time.Sleep(50 * time.Millisecond)
