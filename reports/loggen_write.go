@@ -115,7 +115,8 @@ func (lw *LogGenWriter) Write(ev Event) error {
 // Size is the bytes written so far, buffered ones included.
 func (lw *LogGenWriter) Size() int64 { return lw.out.n + int64(lw.w.Buffered()) }
 
-// countWriter counts the bytes written through it.
+// countWriter counts the bytes written through it (atomicfile.Counter's
+// twin: atomicfile's tests import reports, through jvmtest).
 type countWriter struct {
 	w io.Writer
 	n int64
