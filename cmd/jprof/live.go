@@ -335,12 +335,17 @@ func liveFlush(args []string, stdout io.Writer) error {
 	}
 	out := *lf.out
 	if out == "" {
-		// Not jprof-<pid>.html, which the stop that ends the session
-		// writes: one file per flush, numbered as its log-rt is.
-		seq, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(path), "log-rt."), "_")
-		out = fmt.Sprintf("jprof-%d-%s.html", lt.t.PID, seq)
+		out = flushOut(lt.t.PID, path)
 	}
 	return writeOutput(lt, path, out, stdout, warnings)
+}
+
+// flushOut is a flush's default output for its log-rt: not
+// jprof-<pid>.html, which the stop that ends the session writes, but one
+// file per flush, numbered as its log-rt is.
+func flushOut(pid int, logRT string) string {
+	seq, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(logRT), "log-rt."), "_")
+	return fmt.Sprintf("jprof-%d-%s.html", pid, seq)
 }
 
 func liveStatus(args []string, stdout io.Writer) error {

@@ -334,8 +334,7 @@ func afterExit(lf liveFlags, which string, openErr error, stdout, stderr io.Writ
 	fmt.Fprintf(stderr, "jprof: pid %d exited (VM death at %s); its agent wrote a final log-rt then: %s (converted below)\n", pid, at, d.logRT)
 	out := *lf.out
 	if out == "" && which == "flush" {
-		seq, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(d.logRT), "log-rt."), "_")
-		out = fmt.Sprintf("jprof-%d-%s.html", pid, seq)
+		out = flushOut(pid, d.logRT)
 	}
 	if err := writeOutput(lt, d.logRT, out, stdout, stderr); err != nil {
 		return err
@@ -362,7 +361,7 @@ type deathRecord struct {
 // again by another user's JVM), the latest VM death. nil if none says
 // its JVM died.
 func vmDeath(pid int) *deathRecord {
-	dirs := []string{fmt.Sprintf("/tmp/jprof-%d", os.Geteuid())}
+	dirs := []string{uidDir(os.Geteuid())}
 	if os.Geteuid() == 0 {
 		dirs, _ = filepath.Glob("/tmp/jprof-[0-9]*")
 	}

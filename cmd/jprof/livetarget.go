@@ -353,7 +353,10 @@ func pruneLogMsg(t *attach.Target, host string, cutoff time.Time) {
 }
 
 // jprofDir is jprof's directory in the JVM's /tmp, as the JVM sees it.
-func jprofDir(t *attach.Target) string { return fmt.Sprintf("/tmp/jprof-%d", t.UID) }
+func jprofDir(t *attach.Target) string { return uidDir(t.UID) }
+
+// uidDir is jprof's directory for the JVMs of uid.
+func uidDir(uid int) string { return fmt.Sprintf("/tmp/jprof-%d", uid) }
 
 // loaderFile is what Agent_OnAttach left for its caller (the JVM's
 // stderr is not the caller's), removed once read: attach-error, why the
