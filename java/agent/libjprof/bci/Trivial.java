@@ -127,8 +127,14 @@ final class Trivial extends ClassVisitor {
      *  kept: the class path's first holder is the one the application
      *  loader loads. */
     private static int level(String owner, Known k) {
-        if (k == NONE) // not found, or not read (a chain too deep): another run may find it
+        if (k == NONE) // not found: another run may find it
             return FILES;
+        // Not read (a chain too deep): nothing of its file decided, and
+        // what a cut decides is only ever to instrument, which is exact
+        // whatever the file holds. So the entry is kept: a later run that
+        // would read further finds the class rewritten as this one did.
+        if (k == UNREAD)
+            return FIXED;
         int o = k.origin;
         if (o == 0) {
             Module m = Transformer.bootModule(owner);
@@ -329,7 +335,7 @@ final class Trivial extends ClassVisitor {
         if (k != null)
             return k;
         if (depth >= MAX_DEPTH || known.size() >= MAX_KNOWN)
-            return NONE;
+            return UNREAD;
         byte[] b = classFile(owner);
         k = NONE;
         if (b != null) {
@@ -346,7 +352,9 @@ final class Trivial extends ClassVisitor {
         return k;
     }
 
+    /** A class file not found, or not read: its methods count as instrumented. */
     private static final Known NONE = new Known(Map.of(), FIXED, null, new int[0]);
+    private static final Known UNREAD = new Known(Map.of(), FIXED, null, new int[0]);
 
     /** classFile reads a class of the boot layer's modules or of the
      *  class path, null if it is in neither. A module's reader and a
