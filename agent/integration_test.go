@@ -337,3 +337,21 @@ func TestAsyncPreemptionOff(t *testing.T) {
 	assert.Equal(t, 0, r.ExitCode)
 	assert.Contains(t, r.Stderr, "Go asynchronous preemption is on")
 }
+
+// What a thread runs after its last collected event is its root's: with
+// INCLUDE naming only the method main calls first, main's burn after it
+// returns (150 ms of CPU) must show in the thread's root, not vanish at
+// the thread's end.
+func TestThreadTailCharged(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "TailWork", Args: []string{"150"}, Options: "START,NORTDRIVER,INCLUDE=TailFib"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	m := regexp.MustCompile(`burned (\d+)`).FindStringSubmatch(r.Stdout)
+	require.NotNil(t, m, r.Stdout)
+	burned, _ := strconv.ParseUint(m[1], 10, 64)
+	p := r.LogRT(t, 1)
+	main := p.Thread("main")
+	require.NotNil(t, main)
+	fib := main.Path("j:TailFib.fib(I)J")
+	require.NotNil(t, fib, "fib collected")
+	assert.GreaterOrEqual(t, main.Base[0], burned*8/10, "main's root holds its burn after fib (%d ns burned)", burned)
+}

@@ -35,6 +35,9 @@ typedef struct jp_state {
 	uint32_t nthreads;        /* ids given out */
 	volatile int collecting;  /* the source delivers events */
 	volatile int dead;        /* VM death seen: no more collection */
+	/* Events are recorded inside ROOTS only: a thread's time after its
+	 * last root exit is not its root's (jp_thread_detach). */
+	volatile int roots;
 	void (*src_state_free)(void *); /* frees jp_thread.src_state, if a source keeps one */
 	uint32_t max_methods;     /* registry limit */
 	uint64_t methods_over;    /* registrations refused: limit or memory */

@@ -202,6 +202,25 @@ void jp_thread_end(jp_thread *t)
 	__atomic_store_n(&t->ended, 1, __ATOMIC_RELEASE);
 }
 
+void jp_charge(jp_thread *t, const jp_ptt_reading *r)
+{
+	if (!jp_ptt_metrics() || !jp_busy_enter(t))
+		return;
+	if (t->epoch != __atomic_load_n(&jp.epoch, __ATOMIC_RELAXED)) {
+		jp_busy_leave(t);
+		return;
+	}
+	jp_node *nd = t->stack[t->depth].np;
+	for (int m = 0; m < jp.nmetrics; m++)
+		if ((int64_t)(r->v[m] - t->last.v[m]) > 0)
+			nd->base[m] += r->v[m] - t->last.v[m];
+	if (r->dispatches >= t->last.dispatches)
+		jp_count32(&nd->ds, r->dispatches - t->last.dispatches);
+	if (r->interrupts >= t->last.interrupts)
+		jp_count32(&nd->in, r->interrupts - t->last.interrupts);
+	jp_busy_leave(t);
+}
+
 void jp_thread_detach(void)
 {
 	jp_thread *t = jp_self;
@@ -219,6 +238,17 @@ void jp_thread_detach(void)
 	 * thread with a tree and a PTT registration of its own. Readings
 	 * across fini would mix two clocks. */
 	jp_self = NULL;
+	/* What it ran after its last event (code outside every method
+	 * collected: with INCLUDE, often most of it) is charged to its
+	 * running frame, its root when none is open, as an event then would
+	 * have: else a thread's total would stop at its last event. Not
+	 * after its last root exit with ROOTS, where the root counts only
+	 * between roots. */
+	if (jp_ptt_metrics() && (t->depth > 0 || !jp.roots)) {
+		jp_ptt_reading r;
+		jp_ptt_read(&t->ptt, &r);
+		jp_charge(t, &r);
+	}
 	jp_ptt_thread_fini(&t->ptt);
 	jp_thread_end(t);
 }

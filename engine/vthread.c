@@ -21,43 +21,12 @@ jp_thread *jp_vthread_new(const char *name, int tid)
 	return t;
 }
 
-/* jp_ptt_metrics says whether the metrics are PTT readings: with ALLOC,
- * LOCK and SAMPLE they are the source's own values, and there is no
- * reading to take at a switch. */
-static inline int jp_ptt_metrics(void)
-{
-	return jp.nmetrics && !jp.source->own_values;
-}
-
 /* jp_switch_read is the reading at a switch, through the OS thread's
  * registration. */
 static inline void jp_switch_read(jp_thread *t, jp_ptt_reading *r)
 {
 	if (jp_ptt_metrics())
 		jp_ptt_read(&t->ptt, r);
-}
-
-/* jp_charge charges t's running method with what was spent since its
- * last event, up to r: what jp_event would have charged had an event
- * happened at r. Not while collection is off, nor across a restart
- * (t's stack is then from an earlier period). */
-static void jp_charge(jp_thread *t, const jp_ptt_reading *r)
-{
-	if (!jp_ptt_metrics() || !jp_busy_enter(t))
-		return;
-	if (t->epoch != __atomic_load_n(&jp.epoch, __ATOMIC_RELAXED)) {
-		jp_busy_leave(t);
-		return;
-	}
-	jp_node *nd = t->stack[t->depth].np;
-	for (int m = 0; m < jp.nmetrics; m++)
-		if ((int64_t)(r->v[m] - t->last.v[m]) > 0)
-			nd->base[m] += r->v[m] - t->last.v[m];
-	if (r->dispatches >= t->last.dispatches)
-		jp_count32(&nd->ds, r->dispatches - t->last.dispatches);
-	if (r->interrupts >= t->last.interrupts)
-		jp_count32(&nd->in, r->interrupts - t->last.interrupts);
-	jp_busy_leave(t);
 }
 
 /* jp_resume makes r the previous reading of t, whose next event then

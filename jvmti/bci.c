@@ -431,6 +431,7 @@ static void bci_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 		jstring roots = (*jni)->NewStringUTF(jni, bci.roots);
 		(*jni)->CallStaticVoidMethod(jni, t, bci.m_init, inc, exc, roots, (jint)bci.flags);
 		bci.selective = bci.roots[0] != 0 && strcmp(bci.roots, "all") != 0;
+		jp.roots = bci.selective;
 	}
 	if ((*jni)->ExceptionCheck(jni) || !bci.m_transform || !bci.m_wanted || !bci.m_init || !bci.m_roots || !bci.m_expand) {
 		(*jni)->ExceptionDescribe(jni);

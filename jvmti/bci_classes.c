@@ -517,6 +517,7 @@ int jp_bci_roots(const char *roots, char *err, int errlen)
 		__atomic_store_n(&bci.nroots, 0, __ATOMIC_RELAXED);
 		bci_runs_reset();
 		bci.selective = roots[0] != 0 && strcmp(roots, "all") != 0;
+		jp.roots = bci.selective;
 		if (bci.instrumenting) {
 			bci_retransform(jni, running, nrun);
 			running = NULL;

@@ -174,6 +174,7 @@ int jp_roots_configure(const char *spec, char *err, int errlen)
 	roots.p = p;
 	pthread_mutex_unlock(&roots.mu);
 	jp_roots_on = 1;
+	jp.roots = 1;
 	return 0;
 }
 
