@@ -367,3 +367,33 @@ func TestMethodEventsStartedWhileRunning(t *testing.T) {
 	}
 	assert.NotZero(t, units)
 }
+
+// BCI leaves its probes in place at an end: frames entered while
+// collection was off still run them, and at the next start their exits
+// would come without entries (empty O: rows off each thread's root).
+// Each thread's first event after a restart seeds its stack from the
+// frames the transformer instrumented, as method events do.
+func TestBCIRestartedWhileRunning(t *testing.T) {
+	const cycles = 6
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "Service", Args: []string{"60"}, Options: "BCI,CALLTREE"})
+	p.Expect(fmt.Sprintf("ready %d", p.Result().PID))
+	at := socketCtl(p.Result().PID)
+	for range cycles {
+		requireOK(t, rt(t, at, "start"))
+		time.Sleep(300 * time.Millisecond)
+		requireOK(t, rt(t, at, "end"))
+		time.Sleep(100 * time.Millisecond)
+	}
+	missed := regexp.MustCompile(`Thread (.*): (\d+) exits without a seen entry \(shown as O:\), (\d+) missed exits`)
+	units := 0
+	for seq := 1; seq <= cycles; seq++ {
+		prof := p.Result().LogRT(t, seq)
+		for _, n := range prof.Notes {
+			if m := missed.FindStringSubmatch(n); m != nil && (m[2] != "0" || m[3] != "0") {
+				t.Errorf("log-rt.%d: thread %s: %s exits without a seen entry, %s missed exits", seq, m[1], m[2], m[3])
+			}
+		}
+		units += int(methodCalls(prof)["ServiceWork.unit(J)J"])
+	}
+	assert.NotZero(t, units)
+}

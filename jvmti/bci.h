@@ -36,6 +36,9 @@ struct jp_bci_state {
 	/* Selective instrumentation: root methods (bit per handle) and
 	 * whether events outside them are dropped. */
 	volatile int selective;
+	/* Collection restarted over instrumented code: a thread's first
+	 * event in the new epoch seeds its stack (bci_seed). */
+	volatile int seed;
 	uint8_t *root_bits;
 	uint32_t root_nbits;
 	uint64_t nroots; /* bits set in root_bits */
