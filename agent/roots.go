@@ -11,9 +11,9 @@ import (
 // normalized form (normalRoots): "Class.method" patterns joined by '+',
 // class parts dotted, no spaces. jvmti/rootevents.c (method events) and
 // libjprof/bci/Selective.java (BCI) split that form at '+' and at each
-// pattern's last '.', and match with the same two-rule glob as globMatch
-// below; TestRootsGrammarTable runs one table of patterns and names
-// through all three (testdata/roots-table.txt).
+// pattern's last '.', and match with the same glob as classMatch and
+// globMatch below; TestRootsGrammarTable runs one table of patterns and
+// names through all three (testdata/roots-table.txt).
 //
 //	ROOTS   = root { ('+' | ':') root }
 //	root    = class ('.' | '/') method      (split at the last '.' or '/')
@@ -24,11 +24,13 @@ import (
 // '*' matches any run of characters, none included, dots and '$'
 // included: "com.example.*" covers the subpackages too. '?' matches
 // exactly one character, whatever it is. Everything else matches itself,
-// case included. A class pattern matches a class if it matches its
-// binary name (com.example.Outer$Inner) or that name with each '$' read
-// as '.' (com.example.Outer.Inner, the name the source gives a nested
-// class), so both spellings of a nested class work. The method pattern
-// matches the method's name (all its overloads).
+// case included. A class pattern is matched against the class's binary
+// name (com.example.Outer$Inner), a '.' of the pattern also matching a
+// '$' after the name's last '.' (classMatch), so that a nested class may
+// be named as the source names it (com.example.Outer.Inner), even one
+// whose own name holds a '$' (Outer.In$ner for Outer$In$ner), or in the
+// binary spelling, or mixed. The method pattern matches the method's
+// name (all its overloads).
 
 // rootPattern is one root: globs on the dotted class name and on the
 // method name.
@@ -103,11 +105,35 @@ func normalizeRoots(v string) (string, error) {
 // last '*'), linear in practice; the C and Java matchers are the same
 // loop.
 func globMatch(pattern, name string) bool {
-	p, n := []rune(pattern), []rune(name)
+	n := []rune(name)
+	return glob([]rune(pattern), n, len(n))
+}
+
+// classMatch matches a dotted binary class name (a.b.Outer$Inner)
+// against a root's class pattern. Which '$' of a binary name nest a class
+// in another is not in the name (Outer$Inner$Dollar may be Inner$Dollar
+// in Outer), so a '.' of the pattern also matches any '$' after the
+// name's last '.': the names it accepts for a pattern without globs are
+// exactly those nestedCandidates lists, which the start-time check looks
+// for (TestRootsMatcherAgreesWithCheck).
+func classMatch(pattern, class string) bool {
+	n := []rune(class)
+	nest := 0
+	for i, c := range n {
+		if c == '.' {
+			nest = i + 1
+		}
+	}
+	return glob([]rune(pattern), n, nest)
+}
+
+// glob is globMatch where a pattern's '.' also matches a '$' of the name
+// at or after index nest.
+func glob(p, n []rune, nest int) bool {
 	pi, ni, star, mark := 0, 0, -1, 0
 	for ni < len(n) {
 		switch {
-		case pi < len(p) && (p[pi] == '?' || p[pi] == n[ni]):
+		case pi < len(p) && (p[pi] == '?' || p[pi] == n[ni] || (p[pi] == '.' && n[ni] == '$' && ni >= nest)):
 			pi++
 			ni++
 		case pi < len(p) && p[pi] == '*':
@@ -130,10 +156,7 @@ func globMatch(pattern, name string) bool {
 // matches says whether the root is the method name of the class (its
 // dotted binary name, a.b.Outer$Inner).
 func (r rootPattern) matches(class, method string) bool {
-	if !globMatch(r.Method, method) {
-		return false
-	}
-	return globMatch(r.Class, class) || (strings.ContainsRune(class, '$') && globMatch(r.Class, strings.ReplaceAll(class, "$", ".")))
+	return globMatch(r.Method, method) && classMatch(r.Class, class)
 }
 
 // literalClass is the class part of a root without globs, or "".

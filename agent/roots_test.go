@@ -115,3 +115,22 @@ func TestRootsMatchingNothing(t *testing.T) {
 		})
 	}
 }
+
+// A nested class whose own name holds '$' (RootsDollar$Inner$Dollar),
+// named in the source's spelling: the start-time check finds the class,
+// so the matchers of both sources must too, and every call is counted.
+func TestRootsNestedDollarName(t *testing.T) {
+	for _, src := range []string{"METHODEVENTS,", "BCI,ALLMETHODS,"} {
+		t.Run("source="+src, func(t *testing.T) {
+			r := jvmtest.Start(t, jvmtest.Run{Class: "RootsDollar", Args: []string{"500"},
+				Options: src + "CALLTREE,START,NORTDRIVER,ROOTS=RootsDollar.Inner$Dollar.m$ethod+RootsDollar.Inner$Dollar.Deep.run"})
+			require.Equal(t, 0, r.ExitCode, r.Stderr)
+			assert.NotContains(t, r.Stderr, "warning: ROOTS")
+			assert.NotContains(t, r.Stderr, "nothing collected")
+			assert.Equal(t, map[string]uint64{
+				"RootsDollar$Inner$Dollar.m$ethod(I)I":  500,
+				"RootsDollar$Inner$Dollar$Deep.run(I)I": 500,
+			}, methodCalls(asInterpreted(r.LogRT(t, 1))))
+		})
+	}
+}

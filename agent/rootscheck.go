@@ -89,7 +89,8 @@ func rootsProblems(roots string) []string {
 
 // nestedCandidates are the binary names a dotted class name may stand
 // for: itself, then with its last dots read as '$' (a.b.Outer.Inner is
-// a.b.Outer$Inner), as the grammar's nested-class rule reads them.
+// a.b.Outer$Inner), as the grammar's nested-class rule reads them: for
+// a class part without globs, the names classMatch accepts.
 func nestedCandidates(c string) []string {
 	out := []string{c}
 	for s := c; ; {

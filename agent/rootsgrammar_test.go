@@ -301,3 +301,37 @@ func TestClassMethodNames(t *testing.T) {
 		assert.Error(t, err)
 	}
 }
+
+// The start-time check looks up the classes nestedCandidates lists for
+// a root's class part; the matchers must accept exactly those names, or
+// a root the check finds would match nothing (or one it warns about
+// would match). Every spelling of each name with its dots and '$' mixed
+// is tried.
+func TestRootsMatcherAgreesWithCheck(t *testing.T) {
+	for _, lit := range []string{"odd.Odd.Inner$Dollar", "a.b.Outer.Inner", "Outer$Inner.Deep", "p.Outer.Inner.Deep", "A.B$C.D$E", "Foo"} {
+		cands := map[string]bool{}
+		for _, c := range nestedCandidates(lit) {
+			cands[c] = true
+		}
+		for _, name := range dotDollarSpellings(lit) {
+			assert.Equal(t, cands[name], classMatch(lit, name), "root class %s against class %s", lit, name)
+		}
+	}
+}
+
+// dotDollarSpellings is s with each of its '.' and '$' either way.
+func dotDollarSpellings(s string) []string {
+	out := []string{""}
+	for _, c := range s {
+		var next []string
+		for _, o := range out {
+			if c == '.' || c == '$' {
+				next = append(next, o+".", o+"$")
+			} else {
+				next = append(next, o+string(c))
+			}
+		}
+		out = next
+	}
+	return out
+}

@@ -19,8 +19,9 @@
  * loaded when the VM starts, and in each class as it is prepared. The
  * grammar is agent/roots.go's (the Go side checks and normalizes the
  * value): '*' any run of characters, dots included, '?' one character;
- * a class pattern also matches a nested class's name with each '$' read
- * as '.'. libjprof/bci/Selective.java matches with the same loop.
+ * a '.' of a class pattern also matches a '$' after the class name's
+ * last '.' (a nested class in the source's spelling).
+ * libjprof/bci/Selective.java matches with the same loop.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -71,10 +72,9 @@ static size_t u8len(const char *s)
 	return l;
 }
 
-/* jp_roots_glob matches a name against a pattern: '*' any run of
- * characters, '?' one character, the rest itself. Greedy with one
- * backtrack point, the last '*' (agent/roots.go's globMatch). */
-int jp_roots_glob(const char *p, const char *n)
+/* glob_nest is jp_roots_glob where a pattern's '.' also matches a '$'
+ * of the name at or after nest (NULL: nowhere). */
+static int glob_nest(const char *p, const char *n, const char *nest)
 {
 	const char *star = NULL, *mark = NULL;
 	while (*n) {
@@ -84,7 +84,7 @@ int jp_roots_glob(const char *p, const char *n)
 		} else if (*p == '*') {
 			star = p++;
 			mark = n;
-		} else if (*p && *p == *n) {
+		} else if (*p && (*p == *n || (*p == '.' && *n == '$' && nest != NULL && n >= nest))) {
 			p++;
 			n++;
 		} else if (star != NULL) {
@@ -100,11 +100,22 @@ int jp_roots_glob(const char *p, const char *n)
 	return *p == 0;
 }
 
-/* roots_class_match: the class pattern matches the dotted binary name,
- * or that name with each '$' read as '.' (Outer.Inner for Outer$Inner). */
-static int roots_class_match(const char *pat, const char *name, const char *nested)
+/* jp_roots_glob matches a name against a pattern: '*' any run of
+ * characters, '?' one character, the rest itself. Greedy with one
+ * backtrack point, the last '*' (agent/roots.go's globMatch). */
+int jp_roots_glob(const char *p, const char *n)
 {
-	return jp_roots_glob(pat, name) || (nested != NULL && jp_roots_glob(pat, nested));
+	return glob_nest(p, n, NULL);
+}
+
+/* roots_class_match matches a dotted binary class name against a class
+ * pattern as agent/roots.go's classMatch does: a '.' of the pattern also
+ * matches a '$' after the name's last '.', since which '$' nest a class
+ * is not in its name (Outer$In$ner may be In$ner in Outer). */
+static int roots_class_match(const char *pat, const char *name)
+{
+	const char *dot = strrchr(name, '.');
+	return glob_nest(pat, name, dot != NULL ? dot + 1 : name);
 }
 
 /* roots_parse reads "a.b.C.m+d.E.*" (':' also separates) into out; 0,
@@ -195,19 +206,15 @@ static int roots_scan(jvmtiEnv *jvmti, jclass k, const roots_pats *p, int set)
 	if ((*jvmti)->GetClassSignature(jvmti, k, &sig, NULL) != JVMTI_ERROR_NONE || sig == NULL)
 		return 0;
 	size_t l = strlen(sig);
-	char *name = sig + 1, *nested = NULL;
+	char *name = sig + 1;
 	int any = 0, found = 0;
 	if (l > 2 && sig[0] == 'L' && sig[l - 1] == ';') {
 		sig[l - 1] = 0;
 		for (char *c = name; *c; c++)
 			if (*c == '/')
 				*c = '.';
-		if (strchr(name, '$') != NULL && (nested = strdup(name)) != NULL)
-			for (char *c = nested; *c; c++)
-				if (*c == '$')
-					*c = '.';
 		for (int i = 0; i < p->n && !any; i++)
-			any = roots_class_match(p->cls[i], name, nested);
+			any = roots_class_match(p->cls[i], name);
 	}
 	jint nm = 0;
 	jmethodID *ms = NULL;
@@ -218,7 +225,7 @@ static int roots_scan(jvmtiEnv *jvmti, jclass k, const roots_pats *p, int set)
 				continue;
 			int match = 0;
 			for (int i = 0; i < p->n && !match; i++)
-				match = jp_roots_glob(p->meth[i], mname) && roots_class_match(p->cls[i], name, nested);
+				match = jp_roots_glob(p->meth[i], mname) && roots_class_match(p->cls[i], name);
 			(*jvmti)->Deallocate(jvmti, (unsigned char *)mname);
 			jint mods = 0;
 			jlocation start = 0, end = 0;
@@ -242,7 +249,6 @@ static int roots_scan(jvmtiEnv *jvmti, jclass k, const roots_pats *p, int set)
 		}
 		(*jvmti)->Deallocate(jvmti, (unsigned char *)ms);
 	}
-	free(nested);
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
 	return found;
 }

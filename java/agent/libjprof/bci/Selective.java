@@ -80,8 +80,9 @@ final class Selective {
      * them to ("a.b.C.m+d.E.*"; ':' and '/' are read too): class and
      * method globs, split at each root's last dot. The grammar is
      * roots.go's: '*' any run of characters, dots included, '?' one
-     * character, and a class pattern also matches a nested class's name
-     * with each '$' read as '.'. jvmti/rootevents.c matches the same way.
+     * character, and a '.' of a class pattern also matches a '$' after
+     * the class name's last '.' (a nested class in the source's
+     * spelling). jvmti/rootevents.c matches the same way.
      */
     Selective(String spec, Map<String, Module> bootModules) {
         List<String> cs = new ArrayList<>(), ms = new ArrayList<>();
@@ -116,6 +117,20 @@ final class Selective {
      *  backtrack point, the last '*': the loop of roots.go's globMatch and
      *  rootevents.c's jp_roots_glob. */
     static boolean glob(String p, String n) {
+        return glob(p, n, n.length());
+    }
+
+    /** classGlob matches a dotted binary class name against a class
+     *  pattern as roots.go's classMatch does: a '.' of the pattern also
+     *  matches a '$' after the name's last '.', since which '$' nest a
+     *  class is not in its name (Outer$In$ner may be In$ner in Outer). */
+    static boolean classGlob(String p, String dotted) {
+        return glob(p, dotted, dotted.lastIndexOf('.') + 1);
+    }
+
+    /** glob, with a pattern's '.' also matching a '$' of the name at or
+     *  after index nest. */
+    private static boolean glob(String p, String n, int nest) {
         int pi = 0, ni = 0, star = -1, mark = 0;
         while (ni < n.length()) {
             char pc = pi < p.length() ? p.charAt(pi) : 0;
@@ -125,7 +140,7 @@ final class Selective {
             } else if (pi < p.length() && pc == '*') {
                 star = pi++;
                 mark = ni;
-            } else if (pi < p.length() && pc == n.charAt(ni)) {
+            } else if (pi < p.length() && (pc == n.charAt(ni) || (pc == '.' && n.charAt(ni) == '$' && ni >= nest))) {
                 pi++;
                 ni++;
             } else if (star >= 0) {
@@ -144,9 +159,8 @@ final class Selective {
     /** isRoot: whether a method of a class (internal name) is a root. */
     boolean isRoot(String cls, String name) {
         String dotted = cls.replace('/', '.');
-        String nested = dotted.indexOf('$') < 0 ? null : dotted.replace('$', '.');
         for (int i = 0; i < classes.length; i++)
-            if (glob(methods[i], name) && (glob(classes[i], dotted) || (nested != null && glob(classes[i], nested))))
+            if (glob(methods[i], name) && classGlob(classes[i], dotted))
                 return true;
         return false;
     }
