@@ -75,6 +75,7 @@ type agent struct {
 	live      bool      // loaded into a running JVM (Agent_OnAttach)
 	since     time.Time // when collection last started; zero when off
 	lastStart time.Time // when collection last started, kept when it stops
+	lastStop  time.Time // when collection last stopped; zero if never
 	resetAt   time.Time // the last reset; zero if none
 	// collectedSinceReset: collection ran at some time since the last
 	// reset (or since the first start, without one).

@@ -207,7 +207,7 @@ func (a *agent) stopLocked() error {
 	if err != nil {
 		return err
 	}
-	a.since = time.Time{}
+	a.since, a.lastStop = time.Time{}, time.Now()
 	a.log.Info("collection stopped")
 	return nil
 }
@@ -238,26 +238,33 @@ func (a *agent) FlushInterval() (string, error) {
 func (a *agent) flushLocked(interval bool) (string, error) {
 	if a.eventsSinceReset() == 0 {
 		// An empty log-rt would look like a profile of nothing.
-		from := "the JVM started"
+		from, fromAt := "the JVM started", time.Time{}
 		switch {
 		case a.baseKind == reports.SinceFlush:
-			from = "the last interval flush at " + stamp(a.baseAt)
+			from, fromAt = "the last interval flush at "+stamp(a.baseAt), a.baseAt
 		case !a.resetAt.IsZero():
-			from = "the last reset at " + stamp(a.resetAt)
+			from, fromAt = "the last reset at "+stamp(a.resetAt), a.resetAt
 		case a.live:
 			from = "the attach at " + stamp(a.loaded)
 		}
-		why := ""
+		// Whether collection was on at some time since from decides the
+		// reason: a collection started before from may have run on into
+		// it (a reset or an interval flush while collecting, then end).
+		since := ""
+		started := a.lastStart.After(fromAt)
 		switch on := engine.Collecting(); {
-		case on || a.lastStart.After(a.resetAt):
-			// Collection was on: nothing it sees ran.
-			since := "collecting since " + stamp(a.lastStart) + ", but"
-			if !on {
-				since = "collection was on from " + stamp(a.lastStart) + ", but while it was"
-			}
+		case on && started:
+			since = "collecting since " + stamp(a.lastStart) + ", but"
+		case on:
+			since = "collecting throughout, but"
+		case started:
+			since = "collection was on from " + stamp(a.lastStart) + ", but while it was"
+		case a.lastStop.After(fromAt):
+			since = "collection was on until " + stamp(a.lastStop) + ", but while it was"
+		}
+		why := " (not collecting: send start)"
+		if since != "" {
 			why = fmt.Sprintf(" (%s %s)", since, a.nothingSeen())
-		default:
-			why = " (not collecting: send start)"
 		}
 		return "", control.Noop("nothing collected since " + from + why + "; no file written")
 	}
@@ -475,6 +482,9 @@ func (a *agent) Detach() (string, error) {
 	}
 	a.quiesce()
 	a.warnObsoleteLater()
+	if !a.since.IsZero() {
+		a.lastStop = time.Now()
+	}
 	a.since = time.Time{}
 	detail := "collection off"
 	if bci {

@@ -125,6 +125,46 @@ func startFlushResetEnd(t *testing.T, opts string) *jvmtest.Result {
 	return r
 }
 
+// An end whose flush finds nothing new since an interval flush, after
+// a reset while collecting, says that collection was on until the end
+// (it was), not that it was off: the start predates the reset, but
+// collection never stopped. A flush after an end that wrote its log-rt
+// and reset does find collection off, and says so.
+func TestRTDriverEndAfterIntervalFlushSaysCollectionWasOn(t *testing.T) {
+	p, port := driven(t, "METHODEVENTS,CALLTREE")
+	requireOK(t, rt(t, port, "start"))
+	p.Send("call 100")
+	p.Expect("done 100")
+	requireOK(t, rt(t, port, "reset"))
+	p.Send("call 50")
+	p.Expect("done 50")
+	replies := rt(t, port, "flush=interval")
+	requireOK(t, replies)
+	assert.Contains(t, replies[0].Detail, "log-rt.1_")
+
+	replies = rt(t, port, "end")
+	requireOK(t, replies)
+	assert.Regexp(t, `^nothing collected since the last interval flush at \S+ \(collection was on until \S+, but while it was none of the methods it sees ran: Java methods\); no file written$`, replies[0].Detail)
+
+	requireOK(t, rt(t, port, "start"))
+	p.Send("call 20")
+	p.Expect("done 20")
+	replies = rt(t, port, "end")
+	requireOK(t, replies)
+	assert.Contains(t, replies[0].Detail, "log-rt.2_")
+	replies = rt(t, port, "flush")
+	requireOK(t, replies)
+	assert.Regexp(t, `^nothing collected since the last reset at \S+ \(not collecting: send start\); no file written$`, replies[0].Detail)
+
+	p.Send("quit")
+	r := p.Wait()
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.Equal(t, uint64(50), workCalls(t, r.LogRT(t, 1)), "the calls since the reset")
+	assert.Equal(t, uint64(20), workCalls(t, r.LogRT(t, 2)), "the calls since the second start")
+	files, _ := filepath.Glob(filepath.Join(r.Dir, "log-rt.*"))
+	assert.Equal(t, []string{r.File("rt.1"), r.File("rt.2")}, files, "the empty end and flush wrote no file")
+}
+
 func TestRTDriverDelayedStart(t *testing.T) {
 	p, port := driven(t, "METHODEVENTS,CALLTREE")
 	replies := rt(t, port, "start=1")
