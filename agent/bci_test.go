@@ -776,3 +776,50 @@ func TestBCINativesRetransformed(t *testing.T) {
 	assert.Equal(t, uint64(4), late["Driven.work(I)J"])
 	assert.NotContains(t, r.ReadFile(t, "msg"), "left as it was")
 }
+
+// A superclass constructor that throws, the exception caught by the
+// constructor's caller: the constructor's catch-all cannot cover its
+// super() call, so its exit is not made there. The caller's handler
+// tells the agent (Probe.caught), which closes the dead frame as an
+// exception exit: serve's later calls hang under serve, not under the
+// constructor (they did, each one deeper, until serve's own exit), and
+// every count stays exact.
+func TestBCISuperConstructorThrows(t *testing.T) {
+	plain := jvmtest.Start(t, jvmtest.Run{Class: "CtorThrow", Options: "-"})
+	require.Equal(t, 0, plain.ExitCode, plain.Stderr)
+	for _, opts := range []string{"CALLTREE,START,NORTDRIVER", "RTARCF,START,NORTDRIVER", "CALLTREE,START,NORTDRIVER,ROOTS=CtorThrow.serve"} {
+		t.Run(opts, func(t *testing.T) {
+			r := jvmtest.Start(t, jvmtest.Run{Class: "CtorThrow", Options: opts})
+			require.Equal(t, 0, r.ExitCode, r.Stderr)
+			assert.Equal(t, plain.Stdout, r.Stdout)
+			p := r.LogRT(t, 1)
+			checkBalanced(t, p)
+			main := p.Thread("main")
+			require.NotNil(t, main)
+			var serve *reports.Node
+			main.Walk(func(n *reports.Node, _ int) {
+				if serve == nil && strings.HasSuffix(n.Name, ":CtorThrow.serve(I)I") {
+					serve = n
+				}
+			})
+			require.NotNil(t, serve, "serve in the tree")
+			assert.EqualValues(t, 100, serve.Calls)
+			kids := map[string]uint64{}
+			for _, c := range serve.Children {
+				kids[c.Name[2:]] += c.Calls
+			}
+			assert.Equal(t, map[string]uint64{
+				"CtorThrow$Derived.<init>(I)V":                   100,
+				"CtorThrow$MyStream.<init>(Ljava/lang/String;)V": 100,
+				"CtorThrow.after(I)I":                            100,
+			}, kids, "serve's callees, each right under it")
+			missed := regexp.MustCompile(`Thread (.*): (\d+) exits without a seen entry \(shown as O:\), (\d+) missed exits`)
+			for _, n := range p.Notes {
+				if m := missed.FindStringSubmatch(n); m != nil {
+					assert.Equal(t, "0", m[2], n)
+					assert.Equal(t, "0", m[3], n)
+				}
+			}
+		})
+	}
+}

@@ -243,8 +243,9 @@ void jp_thread_detach(void)
 	 * running frame, its root when none is open, as an event then would
 	 * have: else a thread's total would stop at its last event. Not
 	 * after its last root exit with ROOTS, where the root counts only
-	 * between roots. */
-	if (jp_ptt_metrics() && (t->depth > 0 || !jp.roots)) {
+	 * between roots; nor with a log-gen, which holds events only, and
+	 * whose tree must be the log-rt's. */
+	if (jp_ptt_metrics() && !jp.loggen && (t->depth > 0 || !jp.roots)) {
 		jp_ptt_reading r;
 		jp_ptt_read(&t->ptt, &r);
 		jp_charge(t, &r);

@@ -308,6 +308,22 @@ static void JNICALL bci_root_exit(JNIEnv *env, jclass c, jint id)
 	bci_rooted(env, -1);
 }
 
+/* bci_close_top closes t's innermost open frame as an exception exit,
+ * one whose exit the probes could not make. */
+static void bci_close_top(JNIEnv *env, jp_thread *t)
+{
+	uintptr_t key = t->stack[t->depth].key;
+	jp_event(t, key, JP_TR_EXCEPTION);
+	/* A root's lost exit also left the roots' counts up (the thread's,
+	 * and Probe.rooted, which gates every thread's probes): as
+	 * bci_inside_roots and bci_root_unwind would. */
+	if (bci.selective && (key & 1) == 0 && bci_is_root((jint)((key >> 1) - 1))) {
+		if (t->src_epoch == __atomic_load_n(&jp.epoch, __ATOMIC_RELAXED) && t->src_frames > 0)
+			t->src_frames--;
+		bci_rooted(env, -1);
+	}
+}
+
 /* bci_unwinds_lost closes, before the unwind of ex, the frames whose own
  * unwinds overflowed the stack passing ex on (Probe.unwindsLost): they
  * are this thread's innermost open frames, left before this one. Without
@@ -335,18 +351,8 @@ static void bci_unwinds_lost(JNIEnv *env, jthrowable ex)
 	if (n <= 0 || !__atomic_load_n(&jp.collecting, __ATOMIC_RELAXED) || t == NULL || jp_thread_stale(t))
 		return;
 	jint closed = 0;
-	for (; closed < n && t->depth > 0; closed++) {
-		uintptr_t key = t->stack[t->depth].key;
-		jp_event(t, key, JP_TR_EXCEPTION);
-		/* A root's lost unwind also left the roots' counts up (the
-		 * thread's, and Probe.rooted, which gates every thread's
-		 * probes): as bci_inside_roots and bci_root_unwind would. */
-		if (bci.selective && (key & 1) == 0 && bci_is_root((jint)((key >> 1) - 1))) {
-			if (t->src_epoch == __atomic_load_n(&jp.epoch, __ATOMIC_RELAXED) && t->src_frames > 0)
-				t->src_frames--;
-			bci_rooted(env, -1);
-		}
-	}
+	for (; closed < n && t->depth > 0; closed++)
+		bci_close_top(env, t);
 	if (closed > 0 && __atomic_fetch_add(&bci.lost_notes, 1, __ATOMIC_RELAXED) < 10)
 		jp_notef("info: BCI: thread %s: %d exception exits lost to a StackOverflowError (their handlers had no stack left to call the agent) were made at the next unwind of the same exception",
 			 __atomic_load_n(&t->name, __ATOMIC_ACQUIRE), (int)closed);
@@ -358,6 +364,34 @@ static void JNICALL bci_root_unwind(JNIEnv *env, jclass c, jint id, jthrowable e
 	bci_unwinds_lost(env, ex);
 	bci_event(env, id, JP_TR_EXCEPTION);
 	bci_rooted(env, -1);
+}
+
+/* bci_caught: a handler of method id caught an exception. Frames open
+ * above the innermost frame of id died without an exit the probes could
+ * make (a superclass constructor threw: the constructor's catch-all
+ * cannot cover that call), and are closed as exception exits here.
+ * Frames are matched by method, so in a recursion of id the innermost
+ * frame of id is taken for the catching one. Exceptions caught cost
+ * microseconds anyway; the common case (the catching frame on top) is a
+ * look at the top of the stack. */
+static void JNICALL bci_caught(JNIEnv *env, jclass c, jint id)
+{
+	(void)c;
+	if (!__atomic_load_n(&jp.collecting, __ATOMIC_RELAXED))
+		return;
+	jp_thread *t = jp_thread_self();
+	if (t == NULL || jp_thread_stale(t) || t->lost != 0)
+		return;
+	uintptr_t key = bci_key(bci_id(id));
+	uint32_t d = t->depth;
+	while (d > 0 && t->stack[d].key != key)
+		d--;
+	if (d == 0 || d == t->depth)
+		return;
+	uint32_t closed = t->depth - d;
+	while (t->depth > d)
+		bci_close_top(env, t);
+	__atomic_add_fetch(&bci.caught_closed, closed, __ATOMIC_RELAXED);
 }
 
 static void JNICALL bci_enter(JNIEnv *env, jclass c, jint id)
@@ -435,6 +469,7 @@ static void bci_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 		{ "enter", "(I)V", (void *)bci_enter },
 		{ "exit", "(I)V", (void *)bci_exit },
 		{ "unwind", "(ILjava/lang/Throwable;)V", (void *)bci_unwind },
+		{ "caught", "(I)V", (void *)bci_caught },
 		{ "rootEnter", "(I)V", (void *)bci_root_enter },
 		{ "rootExit", "(I)V", (void *)bci_root_exit },
 		{ "rootUnwind", "(ILjava/lang/Throwable;)V", (void *)bci_root_unwind },

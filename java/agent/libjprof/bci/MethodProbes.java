@@ -3,7 +3,9 @@ package libjprof.bci;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 import org.objectweb.asm.Label;
@@ -23,6 +25,9 @@ import org.objectweb.asm.commons.AdviceAdapter;
  *       catch (StackOverflowError e) { Probe.unwindsLost++; Probe.unwindsLostBy = t; }
  *       throw t;
  *   }
+ *   and at the start of each of the method's own handlers, once the
+ *   handler has stored (or dropped) its exception:
+ *       try { Probe.caught(id); } catch (StackOverflowError e) { }
  *
  * (The inner catch: near the stack's end the unwind call itself
  * overflows; the handler then counts the lost exit with field stores,
@@ -39,7 +44,13 @@ import org.objectweb.asm.commons.AdviceAdapter;
  * the state after it (this initialized) with the uninitialized flag still
  * set, which no stack map frame can match. So an exception thrown out of
  * the superclass constructor loses this constructor's exception exit
- * (the engine counts it as a missed exit when the caller's exit pops it).
+ * The caught probe mends that: the handler that catches the exception
+ * tells the agent which frame runs, and the frames above it are closed
+ * as exception exits (else the caller's later calls nest under the dead
+ * constructor until its own exit pops it). Its guard, first in the
+ * exception table so that no handler of the method's own sees the
+ * error, keeps a handler near the stack's end running as it would
+ * without the agent: there the call itself may overflow.
  * Class files older than 51 carry no frames and are verified by
  * inference: there the code before super() is not covered either.
  *
@@ -76,10 +87,39 @@ final class MethodProbes extends AdviceAdapter {
     /** Probe's methods called: enter, exit, unwind (for every method, as
      *  JNI natives or FFM downcalls; the roots of selective
      *  instrumentation, or the other methods there). */
-    static final String[] ALL = {"enter", "exit", "unwind"}, FFM = {"fenter", "fexit", "funwind"}, ROOT = {"rootEnter", "rootExit", "rootUnwind"},
-            SUB = {"subEnter", "subExit", "subUnwind"};
+    static final String[] ALL = {"enter", "exit", "unwind", "caught"}, FFM = {"fenter", "fexit", "funwind", "caught"},
+            ROOT = {"rootEnter", "rootExit", "rootUnwind", "caught"}, SUB = {"subEnter", "subExit", "subUnwind", "subCaught"};
     private final String[] probes;
-    private static final int ENTER = 0, EXIT = 1, UNWIND = 2;
+    private static final int ENTER = 0, EXIT = 1, UNWIND = 2, CAUGHT = 3;
+
+    /** The method's own exception table entries, held back until its
+     *  code starts so that the guards of the caught probes go first. */
+    private final List<Object[]> tryBlocks = new ArrayList<>();
+    private boolean tryFlushed;
+    /** Per handler of the method's own: its guard. */
+    private final Map<Label, Guard> guards = new LinkedHashMap<>();
+    /** The handler whose start is being visited, and its frame (expanded,
+     *  the method's own local numbering). */
+    private Guard atHandler;
+    /** The method's labels visited so far. */
+    private final Set<Label> seen = new HashSet<>();
+
+    /** Guard is the caught probe's protected call in one handler: start
+     *  and end of the call, the guard's handler (at the method's end) and
+     *  where it goes back to, with the frame there. */
+    private static final class Guard {
+        final Label start = new Label(), end = new Label(), handler = new Label(), back = new Label();
+        Object[] locals;
+        int nLocal;
+        /** The exception's type at the handler's start. */
+        Object caught;
+        /** Whether the probe was placed: else the guard covers a nop and
+         *  its handler rethrows (never run, but it must verify). */
+        boolean placed, seen;
+        /** Whether the guard's code gets stack map frames, and whether
+         *  the handler is inside a range of its own (no probe). */
+        boolean framed, selfCovered;
+    }
 
     /** The handle as a constant of its own (ldc, marked CACHED_ID), which
      *  a cached class gets, so that a later run can put its own handle
@@ -116,6 +156,109 @@ final class MethodProbes extends AdviceAdapter {
             mv.visitIntInsn(Opcodes.SIPUSH, v);
         else
             mv.visitLdcInsn(v);
+    }
+
+    @Override
+    public void visitTryCatchBlock(Label start, Label end, Label handler, String type) {
+        if (tryFlushed) { // not from a class file: no guard
+            super.visitTryCatchBlock(start, end, handler, type);
+            return;
+        }
+        tryBlocks.add(new Object[] {start, end, handler, type});
+        guards.computeIfAbsent(handler, h -> new Guard());
+    }
+
+    /** flushTry writes the exception table held back: the guards first. */
+    private void flushTry() {
+        if (tryFlushed)
+            return;
+        tryFlushed = true;
+        for (Guard g : guards.values())
+            mv.visitTryCatchBlock(g.start, g.end, g.handler, "java/lang/StackOverflowError");
+        for (Object[] b : tryBlocks)
+            super.visitTryCatchBlock((Label) b[0], (Label) b[1], (Label) b[2], (String) b[3]);
+    }
+
+    /** handlerStart is called before each instruction: the first of a
+     *  handler places its guard (op the opcode, var its local). */
+    private void handlerStart(int op, int var) {
+        flushTry();
+        Guard g = atHandler;
+        if (g == null)
+            return;
+        atHandler = null;
+        // No frame at a handler of a class file that should have them: a
+        // retransformation's bytes of a class HotSpot keeps without its
+        // stack maps (one from the CDS archive, never verified). The guard
+        // gets none either.
+        g.framed = frames && g.locals != null;
+        if ((op == Opcodes.ASTORE || op == Opcodes.POP) && !(ctor && uninit) && !g.selfCovered) {
+            // The exception is off the stack: after this instruction,
+            // the call and its guard leave the handler as it was.
+            g.placed = true;
+            if (op == Opcodes.ASTORE && g.framed) {
+                g.locals = setLocal(g.locals, g.nLocal, var, g.caught);
+                g.nLocal = g.locals.length;
+            }
+        } else {
+            mv.visitLabel(g.start);
+            mv.visitInsn(Opcodes.NOP);
+            mv.visitLabel(g.end);
+        }
+    }
+
+    /** afterHandlerStart places the probe after the handler's first
+     *  instruction, when handlerStart chose to. */
+    private void afterHandlerStart(Guard g) {
+        if (g == null || !g.placed || g.seen)
+            return;
+        g.seen = true;
+        // The call starts a block of its own: C1 compiles no handler whose
+        // entry block holds a call it covers itself (a synchronized
+        // block's handler covers its own code).
+        mv.visitJumpInsn(Opcodes.GOTO, g.start);
+        mv.visitLabel(g.start);
+        if (g.framed)
+            super.visitFrame(Opcodes.F_NEW, g.locals.length, g.locals, 0, new Object[0]);
+        call(CAUGHT);
+        mv.visitLabel(g.end);
+        mv.visitLabel(g.back);
+        if (g.framed)
+            super.visitFrame(Opcodes.F_NEW, g.locals.length, g.locals, 0, new Object[0]);
+        // A frame of the method's own may follow at this offset.
+        mv.visitInsn(Opcodes.NOP);
+    }
+
+    /** setLocal returns locals (an expanded frame's, one entry per value)
+     *  with local var set to type, a one-slot value. */
+    static Object[] setLocal(Object[] locals, int n, int var, Object type) {
+        List<Object> out = new ArrayList<>();
+        int slot = 0;
+        boolean set = false;
+        for (int i = 0; i < n; i++) {
+            Object v = locals[i];
+            boolean wide = v == Opcodes.LONG || v == Opcodes.DOUBLE;
+            // A wide value the store lands in (either half) is gone.
+            if (slot == var) {
+                out.add(type);
+                if (wide)
+                    out.add(Opcodes.TOP);
+                set = true;
+            } else if (wide && slot + 1 == var) {
+                out.add(Opcodes.TOP);
+                out.add(type);
+                set = true;
+            } else {
+                out.add(v);
+            }
+            slot += wide ? 2 : 1;
+        }
+        if (!set) {
+            for (; slot < var; slot++)
+                out.add(Opcodes.TOP);
+            out.add(type);
+        }
+        return out.toArray();
     }
 
     @Override
@@ -161,6 +304,12 @@ final class MethodProbes extends AdviceAdapter {
 
     @Override
     public void visitFrame(int type, int nLocal, Object[] local, int nStack, Object[] stack) {
+        flushTry();
+        if (atHandler != null && type == Opcodes.F_NEW && nStack == 1) {
+            atHandler.locals = Arrays.copyOf(local, nLocal);
+            atHandler.nLocal = nLocal;
+            atHandler.caught = stack[0];
+        }
         super.visitFrame(type, nLocal, local, nStack, stack);
         if (!ctor || type != Opcodes.F_NEW)
             return;
@@ -177,6 +326,21 @@ final class MethodProbes extends AdviceAdapter {
 
     @Override
     public void visitLabel(Label label) {
+        flushTry();
+        seen.add(label);
+        Guard g = guards.get(label);
+        if (g != null) {
+            atHandler = g;
+            // A handler inside a range of its own (javac's for a
+            // synchronized block, which releases the monitor, retrying if
+            // that throws; a finally's after a catch) is cleanup that
+            // throws on: it catches nothing for good, and C1 compiles no
+            // call there (it would join the handler with itself). No
+            // probe: the exception's next handler is the one that says.
+            for (Object[] b : tryBlocks)
+                if (b[2] == label && seen.contains(b[0]) && !seen.contains(b[1]))
+                    g.selfCovered = true;
+        }
         super.visitLabel(label);
         if (ctor && !frames && !uninit && uninitTargets.contains(label))
             cut(label, label);
@@ -184,6 +348,7 @@ final class MethodProbes extends AdviceAdapter {
 
     @Override
     public void visitJumpInsn(int opcode, Label label) {
+        handlerStart(opcode, -1);
         if (ctor && uninit)
             uninitTargets.add(label);
         super.visitJumpInsn(opcode, label);
@@ -191,6 +356,7 @@ final class MethodProbes extends AdviceAdapter {
 
     @Override
     public void visitTableSwitchInsn(int min, int max, Label dflt, Label... labels) {
+        handlerStart(Opcodes.TABLESWITCH, -1);
         if (ctor && uninit) {
             uninitTargets.add(dflt);
             uninitTargets.addAll(Arrays.asList(labels));
@@ -200,6 +366,7 @@ final class MethodProbes extends AdviceAdapter {
 
     @Override
     public void visitLookupSwitchInsn(Label dflt, int[] keys, Label[] labels) {
+        handlerStart(Opcodes.LOOKUPSWITCH, -1);
         if (ctor && uninit) {
             uninitTargets.add(dflt);
             uninitTargets.addAll(Arrays.asList(labels));
@@ -209,6 +376,7 @@ final class MethodProbes extends AdviceAdapter {
 
     @Override
     public void visitMethodInsn(int opcode, String owner, String name, String desc, boolean itf) {
+        handlerStart(opcode, -1);
         if (ctor && uninit && opcode == Opcodes.INVOKESPECIAL && name.equals("<init>")) {
             lastInit = new Label();
             mv.visitLabel(lastInit);
@@ -218,16 +386,70 @@ final class MethodProbes extends AdviceAdapter {
 
     @Override
     public void visitVarInsn(int opcode, int var) {
+        Guard g = atHandler;
+        handlerStart(opcode, var);
         if (ctor && uninit && var == 0 && opcode >= Opcodes.ISTORE && opcode <= Opcodes.ASTORE)
             thisStored = true;
         super.visitVarInsn(opcode, var);
+        afterHandlerStart(g);
     }
 
     @Override
     public void visitIincInsn(int var, int increment) {
+        handlerStart(Opcodes.IINC, -1);
         if (ctor && uninit && var == 0)
             thisStored = true;
         super.visitIincInsn(var, increment);
+    }
+
+    @Override
+    public void visitInsn(int opcode) {
+        Guard g = atHandler;
+        handlerStart(opcode, -1);
+        super.visitInsn(opcode);
+        afterHandlerStart(g);
+    }
+
+    @Override
+    public void visitIntInsn(int opcode, int operand) {
+        handlerStart(opcode, -1);
+        super.visitIntInsn(opcode, operand);
+    }
+
+    @Override
+    public void visitTypeInsn(int opcode, String type) {
+        handlerStart(opcode, -1);
+        super.visitTypeInsn(opcode, type);
+    }
+
+    @Override
+    public void visitFieldInsn(int opcode, String owner, String name, String desc) {
+        handlerStart(opcode, -1);
+        super.visitFieldInsn(opcode, owner, name, desc);
+    }
+
+    @Override
+    public void visitInvokeDynamicInsn(String name, String desc, org.objectweb.asm.Handle bsm, Object... args) {
+        handlerStart(Opcodes.INVOKEDYNAMIC, -1);
+        super.visitInvokeDynamicInsn(name, desc, bsm, args);
+    }
+
+    @Override
+    public void visitLdcInsn(Object value) {
+        handlerStart(Opcodes.LDC, -1);
+        super.visitLdcInsn(value);
+    }
+
+    @Override
+    public void visitMultiANewArrayInsn(String desc, int dims) {
+        handlerStart(Opcodes.MULTIANEWARRAY, -1);
+        super.visitMultiANewArrayInsn(desc, dims);
+    }
+
+    @Override
+    public void visitLineNumber(int line, Label start) {
+        flushTry();
+        super.visitLineNumber(line, start);
     }
 
     @Override
@@ -246,6 +468,23 @@ final class MethodProbes extends AdviceAdapter {
         } else if (bodyStarted) {
             mainRanges.add(body);
             mainRanges.add(end);
+        }
+        flushTry();
+        // The caught probes' guards, outside every range of the
+        // catch-all: a guard only drops the error (the call overflowed),
+        // and the handler goes on as it would without the agent.
+        for (Guard g : guards.values()) {
+            if (!g.seen && g.placed)
+                continue; // its handler's first instruction never came: no guard code
+            mv.visitLabel(g.handler);
+            if (g.framed)
+                super.visitFrame(Opcodes.F_NEW, g.nLocal, g.locals, 1, new Object[] {"java/lang/StackOverflowError"});
+            if (g.placed) {
+                mv.visitInsn(Opcodes.POP);
+                mv.visitJumpInsn(Opcodes.GOTO, g.back);
+            } else {
+                mv.visitInsn(Opcodes.ATHROW); // never run: a nop cannot overflow
+            }
         }
         if (ctor && frames && !thisStored && handler(preRanges)) {
             // No inner catch here: its frame could not hold the

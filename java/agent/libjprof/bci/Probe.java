@@ -56,6 +56,12 @@ public final class Probe {
             unwind(id, t);
     }
 
+    /** A method that may run inside a root caught an exception. */
+    public static void subCaught(int id) {
+        if (rooted != 0)
+            caught(id);
+    }
+
     /**
      * Catch-all handlers whose unwind call overflowed the stack (a
      * StackOverflowError near the stack's end: the native call needs
@@ -130,6 +136,12 @@ public final class Probe {
 
     /** A method is being left by t, an exception (its catch-all handler). */
     public static native void unwind(int id, Throwable t);
+
+    /** One of a method's own exception handlers caught an exception:
+     *  frames the agent still has open above it died without an exit
+     *  it could see (a superclass constructor that threw: its call
+     *  cannot be covered by the constructor's handler). */
+    public static native void caught(int id);
 
     /** JLM: the monitor of o (whose identity hash is hash) was taken at
      *  site; its hash was read before it was taken, while unlocked, so
