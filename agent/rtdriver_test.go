@@ -382,30 +382,7 @@ func TestRTDriverFlushUnderLoad(t *testing.T) {
 // them (half of the collections of a thread pool's); with exits first,
 // it closed frames whose entries were not seen.
 func TestMethodEventsStartedWhileRunning(t *testing.T) {
-	const cycles = 6
-	p := jvmtest.Launch(t, jvmtest.Run{Class: "Service", Args: []string{"60"}, Options: "METHODEVENTS,CALLTREE"})
-	p.Expect(fmt.Sprintf("ready %d", p.Result().PID))
-	at := socketCtl(p.Result().PID)
-	for range cycles {
-		requireOK(t, rt(t, at, "start"))
-		time.Sleep(300 * time.Millisecond)
-		requireOK(t, rt(t, at, "end"))
-		time.Sleep(100 * time.Millisecond)
-	}
-	missed := regexp.MustCompile(`Thread (.*): (\d+) exits without a seen entry \(shown as O:\), (\d+) missed exits`)
-	units := 0
-	for seq := 1; seq <= cycles; seq++ {
-		prof := p.Result().LogRT(t, seq)
-		for _, n := range prof.Notes {
-			// Nor exits without entries: collection starts once both
-			// events are on, so every thread's open frames are seeded.
-			if m := missed.FindStringSubmatch(n); m != nil && (m[2] != "0" || m[3] != "0") {
-				t.Errorf("log-rt.%d: thread %s: %s exits without a seen entry, %s missed exits", seq, m[1], m[2], m[3])
-			}
-		}
-		units += int(methodCalls(prof)["ServiceWork.unit(J)J"])
-	}
-	assert.NotZero(t, units)
+	restartedWhileRunning(t, "METHODEVENTS,CALLTREE")
 }
 
 // BCI leaves its probes in place at an end: frames entered while
@@ -414,8 +391,15 @@ func TestMethodEventsStartedWhileRunning(t *testing.T) {
 // Each thread's first event after a restart seeds its stack from the
 // frames the transformer instrumented, as method events do.
 func TestBCIRestartedWhileRunning(t *testing.T) {
+	restartedWhileRunning(t, "BCI,CALLTREE")
+}
+
+// restartedWhileRunning starts and ends collection 6 times while Service's
+// two threads run, and requires every thread's open frames to be seeded
+// at each start: no missed exits, no exits without a seen entry.
+func restartedWhileRunning(t *testing.T, opts string) {
 	const cycles = 6
-	p := jvmtest.Launch(t, jvmtest.Run{Class: "Service", Args: []string{"60"}, Options: "BCI,CALLTREE"})
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "Service", Args: []string{"60"}, Options: opts})
 	p.Expect(fmt.Sprintf("ready %d", p.Result().PID))
 	at := socketCtl(p.Result().PID)
 	for range cycles {

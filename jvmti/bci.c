@@ -170,61 +170,38 @@ void bci_runs_reset(void)
 
 __thread uint32_t bci_idle __attribute__((tls_model("initial-exec")));
 
-/* Deeper stacks than this are seeded with their innermost frames only. */
-#define BCI_SEED_MAX_FRAMES 65536
+/* bci_frame_key is the key of a frame whose running version the
+ * transformer instrumented, else 0: a method whose class was
+ * retransformed since it was entered runs its old, obsolete version,
+ * without probes; a trivial method, java.base's and the probes' own have
+ * no handle. */
+static uintptr_t bci_frame_key(jvmtiEnv *jvmti, jmethodID mid)
+{
+	jboolean obsolete = JNI_FALSE;
+	if ((*jvmti)->IsMethodObsolete(jvmti, mid, &obsolete) != JVMTI_ERROR_NONE || obsolete)
+		return 0;
+	uint32_t h = jp_mid_find(mid);
+	if (h == UINT32_MAX) {
+		char *name = jp_mid_name_of(mid);
+		h = name != NULL ? jp_bci_handle(name) : UINT32_MAX;
+		free(name);
+		if (h == UINT32_MAX)
+			return 0;
+		jp_mid_insert(mid, h);
+	}
+	return bci_key((jint)h);
+}
 
 /* bci_seed is a thread's first event after collection restarted over
  * instrumented code (bci.seed): the frames it entered before, while
  * collection was off, still run their probes, and their exits would come
  * without entries (empty O: rows off the thread's root, their callees
  * hanging there too). Their frames are read from the thread's stack and
- * seeded (as O:, one call each), as method events do. Only frames whose
- * running version the transformer instrumented: a method whose class
- * was retransformed since it was entered runs its old, obsolete version,
- * without probes; a trivial method has no handle. For an entry, the
- * frame being entered is the event's own. Once per thread per epoch. */
+ * seeded (as O:, one call each), as method events do. Once per thread
+ * per epoch. */
 static __attribute__((noinline)) jp_thread *bci_seed(jp_thread *t, jint id, int tr)
 {
-	jvmtiEnv *jvmti = jpvm.jvmti;
-	if (t == NULL && (t = jp_vm_thread(jvmti, NULL)) == NULL)
-		return NULL;
-	jint count = 0;
-	jvmtiFrameInfo *frames = NULL;
-	uintptr_t *keys = NULL;
-	uint32_t n = 0;
-	if ((*jvmti)->GetFrameCount(jvmti, NULL, &count) == JVMTI_ERROR_NONE && count > 0) {
-		if (count > BCI_SEED_MAX_FRAMES)
-			count = BCI_SEED_MAX_FRAMES;
-		frames = malloc(sizeof(*frames) * (size_t)count);
-		keys = malloc(sizeof(*keys) * (size_t)count);
-		jint got = 0;
-		if (frames != NULL && keys != NULL &&
-		    (*jvmti)->GetStackTrace(jvmti, NULL, 0, count, frames, &got) == JVMTI_ERROR_NONE) {
-			/* frames[0] is the innermost: outermost first for the engine. */
-			for (jint i = got - 1; i >= 0; i--) {
-				jboolean obsolete = JNI_FALSE;
-				if ((*jvmti)->IsMethodObsolete(jvmti, frames[i].method, &obsolete) != JVMTI_ERROR_NONE || obsolete)
-					continue;
-				uint32_t h = jp_mid_find(frames[i].method);
-				if (h == UINT32_MAX) {
-					char *name = jp_mid_name_of(frames[i].method);
-					h = name != NULL ? jp_bci_handle(name) : UINT32_MAX;
-					free(name);
-					if (h == UINT32_MAX)
-						continue; /* not instrumented: the probes' own frames, java.base, trivial methods */
-					jp_mid_insert(frames[i].method, h);
-				}
-				keys[n++] = bci_key((jint)h);
-			}
-			if (tr == JP_TR_ENTRY && n > 0 && keys[n - 1] == bci_key(id))
-				n--;
-		}
-	}
-	/* Seeded even with no frames: that starts the thread's epoch. */
-	jp_thread_seed(t, keys, n);
-	free(frames);
-	free(keys);
-	return t;
+	return jp_vm_seed(jpvm.jvmti, t, bci_frame_key, tr == JP_TR_ENTRY ? bci_key(id) : 0);
 }
 
 static inline void bci_event(JNIEnv *env, jint id, int tr)

@@ -139,6 +139,12 @@ char *jp_class_name(const char *sig);
 /* The calling Java thread's engine record, made on its first event
  * (threadrecord.c). */
 jp_thread *jp_vm_thread(jvmtiEnv *jvmti, jthread thread);
+/* jp_vm_seed is the calling thread's first event in a collection epoch
+ * (t its record, NULL to make it): the frames already open on its Java
+ * stack, each the source's key (key_of; 0 leaves a frame out), seed its
+ * shadow stack (jp_thread_seed), but for the innermost when it is the
+ * method being entered (entered, its key; 0 for an exit). Returns t. */
+jp_thread *jp_vm_seed(jvmtiEnv *jvmti, jp_thread *t, uintptr_t (*key_of)(jvmtiEnv *, jmethodID), uintptr_t entered);
 /* jp_vm_thread_name is the VM's name of a thread (NULL: the calling
  * thread), malloc'd, whole; NULL if it has none or without memory. */
 char *jp_vm_thread_name(jvmtiEnv *jvmti, jthread thread);

@@ -13,44 +13,25 @@
 
 const jp_source jp_methodevents = { "jvmti-method-events", jp_mid_resolve };
 
-/* Deeper stacks than this are seeded with their innermost frames only. */
-#define JP_SEED_MAX_FRAMES 65536
+/* The method-event source's key of a frame: its jmethodID. */
+static uintptr_t jp_mev_key(jvmtiEnv *jvmti, jmethodID mid)
+{
+	(void)jvmti;
+	return (uintptr_t)mid;
+}
 
 /* jp_mev_seed is a thread's first event in a collection epoch (or its
  * first event at all): the frames already open on it were entered before
  * collection started, and the engine would not know them. Their callees
  * would hang off the thread root, and their exits would each become an
  * empty O: node there. Seeding the shadow stack with them (as O:
- * contexts) keeps the tree as it is. skip is how many of the innermost
- * frames the event itself accounts for: 1 for an entry (the frame being
- * entered is already on the Java stack), 0 for an exit. Once per thread
- * per epoch, so the stack walk costs nothing that matters. */
-static jp_thread *jp_mev_seed(jvmtiEnv *jvmti, jthread thread, jp_thread *t, int skip)
+ * contexts) keeps the tree as it is. entered is the method an entry
+ * event enters (already on the Java stack, the event's own), 0 for an
+ * exit. Once per thread per epoch, so the stack walk costs nothing that
+ * matters. */
+static jp_thread *jp_mev_seed(jvmtiEnv *jvmti, jp_thread *t, jmethodID entered)
 {
-	if (t == NULL && (t = jp_vm_thread(jvmti, thread)) == NULL)
-		return NULL;
-	jint count = 0;
-	jvmtiFrameInfo *frames = NULL;
-	uintptr_t *keys = NULL;
-	uint32_t n = 0;
-	if ((*jvmti)->GetFrameCount(jvmti, NULL, &count) == JVMTI_ERROR_NONE && count > skip) {
-		if (count > JP_SEED_MAX_FRAMES)
-			count = JP_SEED_MAX_FRAMES;
-		frames = malloc(sizeof(*frames) * (size_t)count);
-		keys = malloc(sizeof(*keys) * (size_t)count);
-		jint got = 0;
-		if (frames != NULL && keys != NULL &&
-		    (*jvmti)->GetStackTrace(jvmti, NULL, 0, count, frames, &got) == JVMTI_ERROR_NONE) {
-			/* frames[0] is the innermost: outermost first for the engine. */
-			for (jint i = got - 1; i >= skip; i--)
-				keys[n++] = (uintptr_t)frames[i].method;
-		}
-	}
-	/* Seeded even with no frames: that starts the thread's epoch. */
-	jp_thread_seed(t, keys, n);
-	free(frames);
-	free(keys);
-	return t;
+	return jp_vm_seed(jvmti, t, jp_mev_key, (uintptr_t)entered);
 }
 
 /* jp_mev_collecting is the callbacks' first look: with collection off
@@ -74,7 +55,7 @@ void JNICALL jp_cb_method_entry(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jm
 	/* The one branch before the Early Read: a thread's first event, in
 	 * all or in this epoch. */
 	if (__builtin_expect(t == NULL || jp_thread_stale(t), 0) &&
-	    (t = jp_mev_seed(jvmti, thread, t, 1)) == NULL)
+	    (t = jp_mev_seed(jvmti, t, mid)) == NULL)
 		return;
 	jp_event(t, (uintptr_t)mid, JP_TR_ENTRY);
 }
@@ -87,7 +68,7 @@ void JNICALL jp_cb_method_exit(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jme
 	if (!jp_mev_collecting())
 		return;
 	jp_thread *t = jp_thread_self();
-	if (__builtin_expect(t == NULL || jp_thread_stale(t), 0) && (t = jp_mev_seed(jvmti, thread, t, 0)) == NULL)
+	if (__builtin_expect(t == NULL || jp_thread_stale(t), 0) && (t = jp_mev_seed(jvmti, t, NULL)) == NULL)
 		return;
 	jp_event(t, (uintptr_t)mid, by_exception ? JP_TR_EXCEPTION : JP_TR_EXIT);
 }

@@ -39,3 +39,39 @@ char *jp_vm_thread_name(jvmtiEnv *jvmti, jthread thread)
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)info.name);
 	return name;
 }
+
+/* Deeper stacks than this are seeded with their innermost frames only. */
+#define JP_SEED_MAX_FRAMES 65536
+
+jp_thread *jp_vm_seed(jvmtiEnv *jvmti, jp_thread *t, uintptr_t (*key_of)(jvmtiEnv *, jmethodID), uintptr_t entered)
+{
+	if (t == NULL && (t = jp_vm_thread(jvmti, NULL)) == NULL)
+		return NULL;
+	jint count = 0;
+	jvmtiFrameInfo *frames = NULL;
+	uintptr_t *keys = NULL;
+	uint32_t n = 0;
+	if ((*jvmti)->GetFrameCount(jvmti, NULL, &count) == JVMTI_ERROR_NONE && count > 0) {
+		if (count > JP_SEED_MAX_FRAMES)
+			count = JP_SEED_MAX_FRAMES;
+		frames = malloc(sizeof(*frames) * (size_t)count);
+		keys = malloc(sizeof(*keys) * (size_t)count);
+		jint got = 0;
+		if (frames != NULL && keys != NULL &&
+		    (*jvmti)->GetStackTrace(jvmti, NULL, 0, count, frames, &got) == JVMTI_ERROR_NONE) {
+			/* frames[0] is the innermost: outermost first for the engine. */
+			for (jint i = got - 1; i >= 0; i--) {
+				uintptr_t k = key_of(jvmti, frames[i].method);
+				if (k != 0)
+					keys[n++] = k;
+			}
+			if (entered != 0 && n > 0 && keys[n - 1] == entered)
+				n--;
+		}
+	}
+	/* Seeded even with no frames: that starts the thread's epoch. */
+	jp_thread_seed(t, keys, n);
+	free(frames);
+	free(keys);
+	return t;
+}
