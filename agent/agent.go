@@ -55,6 +55,7 @@ type agent struct {
 	written uint64
 	dead    bool       // VM death has begun
 	shut    bool       // rtdriver shutdown: no more collection
+	shutAt  time.Time  // when rtdriver shut it down
 	base    baseline   // counts at the last reset, nil if none
 	files   []string   // files written, for status and log-msg
 	gen     *genWriter // nil without GENERIC
@@ -351,6 +352,9 @@ func (a *agent) quiesce() {
 func (a *agent) VMDeath() {
 	if a.server != nil {
 		a.server.Close()
+	}
+	if a.shut {
+		a.removeShutdownMarker()
 	}
 	if a.reaper != nil {
 		a.reaper.Stop()

@@ -52,6 +52,10 @@ func liveNote(s source) string {
 // Agent_OnAttach, or one after -agentpath): the agent already here
 // answers. Its event source cannot change; START starts collecting; the
 // other options are those of the first load.
+//
+// An agent without a control channel does not answer, whatever the load
+// says: one shut down by rtdriver refuses the load (its channel is gone
+// for good).
 func (a *agent) attachAgain(agentOpts string) error {
 	opts, err := ParseOptions(agentOpts, "")
 	if err != nil {
@@ -61,9 +65,26 @@ func (a *agent) attachAgain(agentOpts string) error {
 		return fmt.Errorf("libjprof is already loaded in this JVM with the %s source (since %s); it cannot change to %s: profile with %s, or restart the program",
 			want, stamp(a.loaded), got, want)
 	}
-	a.log.Info("libjprof loaded again: the agent already loaded answers", zap.String("options", agentOpts),
-		zap.String("addr", a.serverAddrs()))
-	say("libjprof: loaded again: the agent loaded at %s answers (options other than START are those of the first load)", stamp(a.loaded))
+	a.mu.Lock()
+	shut, shutAt, srv := a.shut, a.shutAt, a.server
+	a.mu.Unlock()
+	if shut {
+		return fmt.Errorf("libjprof is already loaded in this JVM (since %s), but rtdriver shut it down at %s: it collects no more and its control channel is closed for good, so neither jprof nor rtdriver can reach it; restart the JVM to profile it again",
+			stamp(a.loaded), stamp(shutAt))
+	}
+	switch {
+	case srv == nil && !opts.Start:
+		// NORTDRIVER, or no socket could be made: nothing reaches it.
+		return fmt.Errorf("libjprof is already loaded in this JVM (since %s) without a control channel (NORTDRIVER, or its socket could not be made: its log-msg says): this load, without START, does nothing",
+			stamp(a.loaded))
+	case srv == nil:
+		a.log.Info("libjprof loaded again: the agent already loaded starts collecting (it has no control channel)", zap.String("options", agentOpts))
+		say("libjprof: loaded again: the agent loaded at %s starts collecting (it has no control channel)", stamp(a.loaded))
+	default:
+		a.log.Info("libjprof loaded again: the agent already loaded answers", zap.String("options", agentOpts),
+			zap.String("addr", a.serverAddrs()))
+		say("libjprof: loaded again: the agent loaded at %s answers (options other than START are those of the first load)", stamp(a.loaded))
+	}
 	if opts.Start {
 		if err := a.Start(0); err != nil {
 			return err

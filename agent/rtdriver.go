@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/libjprof/libjprof/agent/control"
 	"github.com/libjprof/libjprof/engine"
+	"github.com/libjprof/libjprof/internal/atomicfile"
 	"github.com/libjprof/libjprof/jvmti"
 	"github.com/libjprof/libjprof/reports"
 )
@@ -455,6 +457,19 @@ func (a *agent) Detach() (string, error) {
 	if a.dead {
 		return "", errVMDead
 	}
+	detail, err := a.detachLocked()
+	if err != nil {
+		return "", err
+	}
+	detail += "; start profiles again"
+	a.log.Info("detached", zap.String("detail", detail))
+	return detail, nil
+}
+
+// detachLocked stops collecting and takes the event source out of the
+// program (Detach, and a shutdown first), and says what it restored. The
+// caller holds a.mu.
+func (a *agent) detachLocked() (string, error) {
 	a.cancelPending()
 	t0 := time.Now()
 	// Loops the start's retransformation left running interpreted, for
@@ -512,8 +527,6 @@ func (a *agent) Detach() (string, error) {
 		detail += fmt.Sprintf("; warning: %d %s running interpreted in code a profile's retransformation replaced, until %s (HotSpot never compiles a replaced method version; a lifelong loop stays slow: restart the program to get its speed back): %s",
 			missed, plural(uint64(missed), "loop is", "loops are"), plural(uint64(missed), "it returns", "they return"), names)
 	}
-	detail += "; start profiles again"
-	a.log.Info("detached", zap.String("detail", detail))
 	return detail, nil
 }
 
@@ -553,20 +566,58 @@ func (a *agent) restoreKeptLater(b jvmti.BCI) {
 	}()
 }
 
-// Shutdown implements control.Controller: profiling stops for good; the
-// server closes itself after replying.
-func (a *agent) Shutdown() error {
+// Shutdown implements control.Controller: profiling stops for good and
+// the server closes itself after replying. The event source is taken out
+// of the program first, as a detach does: with the control channel gone
+// nothing could detach it later, and an attached BCI agent would leave
+// the program's classes instrumented (every call through an idle probe)
+// until the JVM exits. What was collected stays for the final log-rt at
+// VM death. A marker beside the socket says the channel was shut down, so
+// that jprof tells such an agent from none (shutdownMarker).
+func (a *agent) Shutdown() (string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.dead {
-		return errVMDead
+		return "", errVMDead
+	}
+	detail, err := a.detachLocked()
+	if err != nil {
+		// The channel stays: the user can try again, or detach.
+		return "", fmt.Errorf("not shut down: taking the event source out of the program failed: %w", err)
 	}
 	if err := a.stopLocked(); err != nil {
-		return err
+		return "", err
 	}
-	a.shut = true
-	a.log.Info("profiling shut down by rtdriver")
-	return nil
+	a.shut, a.shutAt = true, time.Now()
+	a.writeShutdownMarker()
+	detail = "detached first: " + detail + "; the control channel closes now: jprof and rtdriver cannot reach this JVM's agent again (restart the JVM to profile it again)"
+	a.log.Info("profiling shut down by rtdriver", zap.String("detail", detail))
+	return detail, nil
+}
+
+// writeShutdownMarker leaves control.ShutdownMarker's file for this JVM:
+// the time of the shutdown and the process's start time (against a later
+// process of the same pid), in the user's private socket directory only.
+func (a *agent) writeShutdownMarker() {
+	path := control.ShutdownMarkerPath(control.SocketBase, os.Geteuid(), a.pid)
+	if err := control.CheckPrivateDir(filepath.Dir(path), os.Geteuid()); err != nil {
+		a.log.Warn("shutdown marker not written", zap.Error(err))
+		return
+	}
+	m := control.ShutdownMarker{At: a.shutAt, Start: control.ProcStart("/proc/self/stat")}
+	if err := atomicfile.Write(path, m.Write); err != nil {
+		a.log.Warn("shutdown marker not written", zap.Error(err))
+	}
+}
+
+// removeShutdownMarker removes this JVM's marker at VM death (the socket
+// it stands for goes then too); one of another process of the same pid
+// is not this JVM's to remove.
+func (a *agent) removeShutdownMarker() {
+	path := control.ShutdownMarkerPath(control.SocketBase, os.Geteuid(), a.pid)
+	if m, ok := control.ReadShutdownMarker(path); ok && m.Start == control.ProcStart("/proc/self/stat") {
+		os.Remove(path)
+	}
 }
 
 // checkControl refuses rtdriver settings that would open the agent to

@@ -54,8 +54,9 @@ type Controller interface {
 	HeapDump() (path string, err error)
 	// Shutdown stops profiling for good. When it succeeds the Server
 	// answers, then closes its listener and connections; Shutdown need
-	// not call Server.Close (if it does, its reply is lost).
-	Shutdown() error
+	// not call Server.Close (if it does, its reply is lost). The detail
+	// says what it did besides.
+	Shutdown() (detail string, err error)
 }
 
 // Noop is what a Controller method returns when it did nothing because

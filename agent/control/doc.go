@@ -57,7 +57,7 @@
 //	status          one line of agent state
 //	ping            liveness check: "OK ping: pong"
 //	fgc             force a garbage collection
-//	shutdown        stop profiling, then the server closes
+//	shutdown        detach and stop profiling for good, then the server closes
 //	exit_rtdriver   close this connection after replying
 //	help            list the commands
 //

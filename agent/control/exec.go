@@ -168,7 +168,7 @@ func (s *Server) exec1(cmd command) Reply {
 	case cmdFGC:
 		err = s.guard(name, s.ctl.ForceGC)
 	case cmdShutdown:
-		err = s.guard(name, s.ctl.Shutdown)
+		err = s.guard(name, func() (e error) { detail, e = s.ctl.Shutdown(); return e })
 	case cmdRoots:
 		err = s.guard(name, func() (e error) { detail, e = s.ctl.Roots(cmd.arg); return e })
 	case cmdDetach:

@@ -113,7 +113,7 @@ func (f *fakeCtl) Status() string {
 
 func (f *fakeCtl) ForceGC() error               { defer f.exit(); return f.enter("fgc") }
 func (f *fakeCtl) Roots(string) (string, error) { defer f.exit(); return "", f.enter("roots") }
-func (f *fakeCtl) Shutdown() error              { defer f.exit(); return f.enter("shutdown") }
+func (f *fakeCtl) Shutdown() (string, error)    { defer f.exit(); return "", f.enter("shutdown") }
 func (f *fakeCtl) Detach() (string, error)      { defer f.exit(); return "", f.enter("detach") }
 func (f *fakeCtl) Heap() (string, error)        { defer f.exit(); return "", f.enter("heap") }
 func (f *fakeCtl) HeapDump() (string, error)    { defer f.exit(); return "", f.enter("heapdump") }

@@ -49,7 +49,7 @@ func listenUnix(path string, owner int) (net.Listener, error) {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("rtdriver socket directory: %w", err)
 	}
-	if err := checkPrivateDir(dir, owner); err != nil {
+	if err := CheckPrivateDir(dir, owner); err != nil {
 		return nil, err
 	}
 	if _, err := os.Lstat(path); err == nil {
@@ -76,9 +76,9 @@ func listenUnix(path string, owner int) (net.Listener, error) {
 	return ln, nil
 }
 
-// checkPrivateDir refuses a socket directory that another user could have
+// CheckPrivateDir refuses a socket directory that another user could have
 // made (to read or replace the sockets in it) or that others may enter.
-func checkPrivateDir(dir string, owner int) error {
+func CheckPrivateDir(dir string, owner int) error {
 	fi, err := os.Lstat(dir)
 	if err != nil {
 		return fmt.Errorf("rtdriver socket directory: %w", err)

@@ -105,7 +105,8 @@ func liveList(args []string, stdout io.Writer) error {
 		case agentAnswers(t.PID):
 			agent = "libjprof"
 		case agentMapped(t.PID):
-			// Loaded with NORTDRIVER, or its socket's name was taken (a
+			// Loaded with NORTDRIVER, shut down by rtdriver, its socket
+			// directory another user's, or its socket's name taken (a
 			// JVM of its PID in a PID namespace sharing /tmp): no
 			// control socket to reach it by.
 			agent = "libjprof*"
@@ -118,7 +119,7 @@ func liveList(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "%8d %6d  %-9s %s\n", t.PID, t.UID, agent, main)
 	}
 	if len(unreachable) > 0 {
-		fmt.Fprintf(stdout, "(*: libjprof loaded without a control socket (NORTDRIVER, or another JVM of its PID in a PID namespace sharing /tmp has the socket's name): jprof start/stop/flush and rtdriver cannot reach it)\n")
+		fmt.Fprintf(stdout, "(*: libjprof loaded without a control socket (NORTDRIVER, rtdriver shutdown, a socket directory another user made, or another JVM of its PID in a PID namespace sharing /tmp has the socket's name; jprof status says which): jprof start/stop/flush and rtdriver cannot reach it)\n")
 	}
 	if os.Geteuid() != 0 {
 		fmt.Fprintf(stdout, "(your JVMs only: other users' are not shown, and only root may profile them)\n")

@@ -743,7 +743,7 @@ func TestListAgentColumn(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.Regexp(t, fmt.Sprintf(`(?m)^ *%d +\d+  libjprof\* +Service$`, quiet.Result().PID), list)
 	assert.Regexp(t, fmt.Sprintf(`(?m)^ *%d +\d+  - +Service$`, none.Result().PID), list)
-	assert.Contains(t, list, "without a control socket (NORTDRIVER, or another JVM")
+	assert.Contains(t, list, "without a control socket (NORTDRIVER, rtdriver shutdown, ")
 }
 
 // TestProfileCPUAgain: a second CPU profile of the same JVM samples as
@@ -827,4 +827,53 @@ func TestProfileTwoAtOnce(t *testing.T) {
 		assert.Regexp(t, `collecting already|another command started collecting just now`, b.stderr, "round %d", round)
 		assert.NotContains(t, b.stderr, "nothing collected", "round %d", round)
 	}
+}
+
+// TestShutdownAttached: rtdriver shutdown of an agent jprof loaded takes
+// the event source out of the program first (as jprof's detach does:
+// with the channel gone, nothing could later), so no instrumented class
+// is left calling its probes; jprof status and profile then say that the
+// agent was shut down, not that there is none or that it answers.
+func TestShutdownAttached(t *testing.T) {
+	p := service(t, "")
+	pid := strconv.Itoa(p.Result().PID)
+	code, _, stderr := jprofBin(t, "profile", "-d", "1s", "-e", "bci", "-o", filepath.Join(t.TempDir(), "a.collapsed"), pid)
+	require.Equal(t, 0, code, stderr)
+	rtdriver := func(cmd string) string {
+		t.Helper()
+		out, err := exec.Command(jvmtest.Tool("rtdriver"), "-pid", pid, "-c", cmd).CombinedOutput()
+		require.NoError(t, err, "rtdriver -c %s: %s", cmd, out)
+		return string(out)
+	}
+	tg, err := attach.Open(p.Result().PID)
+	require.NoError(t, err)
+	probes := func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		dump, err := tg.Execute(ctx, "threaddump")
+		require.NoError(t, err)
+		return strings.Contains(dump, "libjprof.bci.Probe")
+	}
+	rtdriver("start")
+	// Collecting, the probes show in thread dumps: what is looked for
+	// below can be seen.
+	require.Eventually(t, probes, 20*time.Second, 50*time.Millisecond, "no libjprof.bci.Probe frame in the thread dumps while collecting")
+	out := rtdriver("shutdown")
+	assert.Contains(t, out, "OK shutdown: detached first: collection off; instrumented classes given their own bytes back")
+	assert.Contains(t, out, "restart the JVM to profile it again")
+	for i := 0; i < 20; i++ {
+		require.False(t, probes(), "a thread dump after the shutdown shows libjprof.bci.Probe frames: classes still instrumented")
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, cmd := range [][]string{{"status"}, {"profile", "-d", "1s", "-e", "bci", "-o", filepath.Join(t.TempDir(), "b.collapsed")}} {
+		code, _, stderr := jprofBin(t, append(cmd, pid)...)
+		assert.Equal(t, 1, code, "%v", cmd)
+		assert.Contains(t, stderr, "has libjprof loaded, but rtdriver shut it down at ", "%v", cmd)
+		assert.Contains(t, stderr, "restart the JVM to profile it again", "%v", cmd)
+		assert.NotContains(t, stderr, "loading libjprof", "%v", cmd)
+	}
+	code, list, _ := jprofBin(t, "list")
+	require.Equal(t, 0, code)
+	assert.Regexp(t, `(?m)^ *`+pid+` .*libjprof\* `, list)
+	assert.Contains(t, list, "rtdriver shutdown")
 }

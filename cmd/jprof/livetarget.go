@@ -173,16 +173,14 @@ func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io
 	if lt.client, err = dialAgent(ctx, t); err != nil {
 		return nil, err
 	}
-	if lt.client == nil && startedWithAgent(t) && agentMapped(t.PID) {
-		// Loading it again reaches the agent already there, which has
-		// no socket to be driven through either. (An attach that failed
-		// leaves the library mapped but no agent: a load tries again.)
-		return nil, fmt.Errorf("pid %d (%s) has libjprof loaded without a control socket (NORTDRIVER, or its socket could not be made: its log-msg says): neither jprof nor rtdriver can reach it; restart the program without NORTDRIVER, or without the agent", t.PID, t.MainClass)
-	}
-	if lt.client != nil || !load {
-		if lt.client == nil {
-			return nil, fmt.Errorf("pid %d (%s) has no libjprof agent: jprof start or jprof profile loads one", t.PID, t.MainClass)
+	if lt.client == nil {
+		// Without load, noChannel always says why there is nothing
+		// to drive.
+		if err := noChannel(t, load); err != nil {
+			return nil, err
 		}
+	}
+	if lt.client != nil {
 		if lf.opts != nil && *lf.opts != "" {
 			if name, value, _ := strings.Cut(strings.TrimSpace(*lf.opts), "="); strings.EqualFold(name, "ROOTS") && value == "" {
 				lt.close()
@@ -259,6 +257,43 @@ func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io
 	fmt.Fprintf(stderr, "jprof: libjprof loaded in %v\n", time.Since(t0).Round(time.Millisecond))
 	lt.loaded = true
 	return lt, nil
+}
+
+// noChannel says, as an error, why a JVM whose agent has no control
+// socket cannot be driven, or nil when a load may go on (load) and can
+// help. The library mapped into the JVM tells an agent from none; an
+// attach that failed leaves it mapped too, with no agent, which a load
+// makes.
+func noChannel(t *attach.Target, load bool) error {
+	if m, ok := shutDown(t); ok {
+		// Loading it again would reach that agent, which refuses.
+		return fmt.Errorf("pid %d (%s) has libjprof loaded, but rtdriver shut it down at %s: it collects no more and its control channel is closed for good, so neither jprof nor rtdriver can reach it; restart the JVM to profile it again",
+			t.PID, t.MainClass, m.At.Local().Format("2006-01-02 15:04:05"))
+	}
+	if !agentMapped(t.PID) {
+		if load {
+			return nil
+		}
+		return fmt.Errorf("pid %d (%s) has no libjprof agent: jprof start or jprof profile loads one", t.PID, t.MainClass)
+	}
+	if startedWithAgent(t) {
+		// Loading it again reaches the agent already there, which has
+		// no socket to be driven through either.
+		return fmt.Errorf("pid %d (%s) has libjprof loaded without a control socket (NORTDRIVER, or its socket could not be made: its log-msg says): neither jprof nor rtdriver can reach it; restart the program without NORTDRIVER, or without the agent", t.PID, t.MainClass)
+	}
+	if load {
+		// An attach that failed leaves the library mapped but no
+		// agent: a load tries again.
+		return nil
+	}
+	return fmt.Errorf("pid %d (%s) has libjprof loaded but no control socket to reach it by (a load failed, or its socket could not be made: its log-msg says)", t.PID, t.MainClass)
+}
+
+// shutDown reads the marker an agent shut down by rtdriver left where its
+// socket was (control.ShutdownMarker), if it is this process's.
+func shutDown(t *attach.Target) (control.ShutdownMarker, bool) {
+	m, ok := control.ReadShutdownMarker(t.Path(control.ShutdownMarkerPath(control.SocketBase, t.UID, t.NSPid)))
+	return m, ok && m.Start == t.StartTicks()
 }
 
 func lookupEvent(name string) *struct{ name, opts, source, kind, about string } {

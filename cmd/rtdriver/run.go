@@ -508,7 +508,8 @@ const interactiveHelp = `Type a command line and press enter; replies follow.
   heapdump        write an HPROF dump of the live objects
   detach          stop collecting and take the event source out of the
                   program (BCI's classes get their bytes back); start again
-  shutdown        stop profiling and the agent's control socket
+  shutdown        detach, then stop profiling and close the agent's
+                  control socket for good (restart the JVM to profile it)
   exit_rtdriver   close this connection
   help            this text; quit leaves
 Chain commands with commas: start,flush`

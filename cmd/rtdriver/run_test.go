@@ -46,14 +46,14 @@ func (a *agent) Start(d time.Duration) error {
 	a.record("start")
 	return nil
 }
-func (a *agent) Flush() (string, error)  { a.record("flush"); return "/tmp/log-rt.1_7", nil }
-func (a *agent) Reset() error            { a.record("reset"); return nil }
-func (a *agent) End() (string, error)    { a.record("end"); return "/tmp/log-rt.2_7", nil }
-func (a *agent) Status() string          { a.record("status"); return "collecting=yes" }
-func (a *agent) ForceGC() error          { a.record("fgc"); return errors.New("no JVM here") }
-func (a *agent) Shutdown() error         { a.record("shutdown"); return nil }
-func (a *agent) Detach() (string, error) { a.record("detach"); return "collection off", nil }
-func (a *agent) Heap() (string, error)   { a.record("heap"); return "/tmp/log-heap.1_1", nil }
+func (a *agent) Flush() (string, error)    { a.record("flush"); return "/tmp/log-rt.1_7", nil }
+func (a *agent) Reset() error              { a.record("reset"); return nil }
+func (a *agent) End() (string, error)      { a.record("end"); return "/tmp/log-rt.2_7", nil }
+func (a *agent) Status() string            { a.record("status"); return "collecting=yes" }
+func (a *agent) ForceGC() error            { a.record("fgc"); return errors.New("no JVM here") }
+func (a *agent) Shutdown() (string, error) { a.record("shutdown"); return "", nil }
+func (a *agent) Detach() (string, error)   { a.record("detach"); return "collection off", nil }
+func (a *agent) Heap() (string, error)     { a.record("heap"); return "/tmp/log-heap.1_1", nil }
 func (a *agent) HeapDump() (string, error) {
 	a.record("heapdump")
 	return "/tmp/log-hprof.1_1.hprof", nil

@@ -308,6 +308,11 @@ func startTime(pid int) (uint64, error) {
 	return strconv.ParseUint(f[19], 10, 64)
 }
 
+// StartTicks is the process's start time as Open read it (field 22 of
+// /proc/<pid>/stat, clock ticks since boot): what tells it from an
+// earlier or later process of the same pid.
+func (t *Target) StartTicks() uint64 { return t.start }
+
 // alive says whether t.PID is still the process that Open saw.
 func (t *Target) alive() bool {
 	st, err := startTime(t.PID)
