@@ -272,7 +272,7 @@ func (a *agent) VMInit() {
 		a.notes = append(a.notes, "BCI: probes: "+b.Probes())
 	}
 	if a.opts.RTDriver {
-		a.startServer()
+		_ = a.startServer() // said and noted; the JVM runs on
 	}
 	a.reaper = startDrainer(retireEvery, a.retire)
 	go engine.PrepareFence()
@@ -350,8 +350,11 @@ func (a *agent) quiesce() {
 
 // VMDeath implements jvmti.Handler: the final log-rt.
 func (a *agent) VMDeath() {
-	if a.server != nil {
-		a.server.Close()
+	a.mu.Lock() // a later load may open the server (attachAgain)
+	srv := a.server
+	a.mu.Unlock()
+	if srv != nil {
+		srv.Close()
 	}
 	if a.shut {
 		a.removeShutdownMarker()

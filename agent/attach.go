@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -55,7 +57,9 @@ func liveNote(s source) string {
 //
 // An agent without a control channel does not answer, whatever the load
 // says: one shut down by rtdriver refuses the load (its channel is gone
-// for good).
+// for good), and one whose socket could not be opened at its first load
+// (a directory of another user's where its socket goes, since removed)
+// tries again, so that a JVM is not left unprofilable until it restarts.
 func (a *agent) attachAgain(agentOpts string) error {
 	opts, err := ParseOptions(agentOpts, "")
 	if err != nil {
@@ -72,14 +76,37 @@ func (a *agent) attachAgain(agentOpts string) error {
 		return fmt.Errorf("libjprof is already loaded in this JVM (since %s), but rtdriver shut it down at %s: it collects no more and its control channel is closed for good, so neither jprof nor rtdriver can reach it; restart the JVM to profile it again",
 			stamp(a.loaded), stamp(shutAt))
 	}
+	reopened := false
+	if srv == nil && a.opts.RTDriver {
+		if err := a.startServer(); err != nil {
+			return fmt.Errorf("libjprof is already loaded in this JVM (since %s) but has no control socket, and still cannot open one: %v", stamp(a.loaded), err)
+		}
+		a.mu.Lock()
+		srv = a.server
+		// The warning of the first load no longer holds for the reports
+		// written from now on.
+		kept := a.notes[:0]
+		for _, n := range a.notes {
+			if !strings.HasPrefix(n, "Warning: rtdriver socket not available") {
+				kept = append(kept, n)
+			}
+		}
+		a.notes = append(kept, "rtdriver socket opened at "+stamp(time.Now())+", by a later load (it could not be opened when the agent loaded)")
+		a.mu.Unlock()
+		reopened = true
+	}
 	switch {
 	case srv == nil && !opts.Start:
-		// NORTDRIVER, or no socket could be made: nothing reaches it.
-		return fmt.Errorf("libjprof is already loaded in this JVM (since %s) without a control channel (NORTDRIVER, or its socket could not be made: its log-msg says): this load, without START, does nothing",
+		// NORTDRIVER at the first load (-agentpath): nothing reaches it.
+		return fmt.Errorf("libjprof is already loaded in this JVM (since %s) with NORTDRIVER: it has no control channel, so this load, without START, does nothing; restart the program without NORTDRIVER to drive it",
 			stamp(a.loaded))
 	case srv == nil:
-		a.log.Info("libjprof loaded again: the agent already loaded starts collecting (it has no control channel)", zap.String("options", agentOpts))
-		say("libjprof: loaded again: the agent loaded at %s starts collecting (it has no control channel)", stamp(a.loaded))
+		a.log.Info("libjprof loaded again: the agent already loaded starts collecting (it has no control channel: NORTDRIVER)", zap.String("options", agentOpts))
+		say("libjprof: loaded again: the agent loaded at %s starts collecting (no control channel: NORTDRIVER)", stamp(a.loaded))
+	case reopened:
+		a.log.Info("libjprof loaded again: the agent already loaded had no control socket and opened one now", zap.String("options", agentOpts),
+			zap.String("addr", a.serverAddrs()))
+		say("libjprof: loaded again: the agent loaded at %s had no control socket; it listens on %s now (options other than START are those of the first load)", stamp(a.loaded), a.serverAddrs())
 	default:
 		a.log.Info("libjprof loaded again: the agent already loaded answers", zap.String("options", agentOpts),
 			zap.String("addr", a.serverAddrs()))

@@ -26,8 +26,13 @@ var errVMDead = errors.New("the VM is shutting down")
 
 // startServer listens for rtdriver commands: on the JVM's UNIX socket,
 // and on TCP when PORT= asks for it. A channel that cannot be had is said
-// in log-msg and on stderr, the other is kept, and the JVM runs on.
-func (a *agent) startServer() {
+// in log-msg and on stderr, the other is kept, and the JVM runs on; the
+// error is why there is no channel at all (nil when there is one).
+// Called at VM init (or at the attach), and again by a later load into
+// a JVM whose agent has no channel (attachAgain): whatever kept it from
+// the socket then (a socket directory of another user's in /tmp) may be
+// gone.
+func (a *agent) startServer() error {
 	cfg := control.Config{
 		Controller: a,
 		Socket:     control.SocketPath(control.SocketBase, os.Geteuid(), a.pid),
@@ -60,15 +65,18 @@ func (a *agent) startServer() {
 		say("libjprof: %s", msg)
 		a.log.Warn(msg)
 		a.addNote("Warning: " + msg)
-		return
+		return err
 	}
 	// control.Listen has logged "rtdriver listening" with the addresses.
+	a.mu.Lock()
 	a.server = srv
+	a.mu.Unlock()
 	go func() {
 		if err := srv.Serve(); err != nil {
 			a.log.Error("rtdriver server stopped", zap.Error(err))
 		}
 	}()
+	return nil
 }
 
 // addNote adds a header note for every later report.

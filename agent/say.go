@@ -139,6 +139,12 @@ func leaveForLoader(suffix, text string) {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return
 	}
+	// Not into a directory another user made under that name: they
+	// would read what the load said, and could write what its loader
+	// reads.
+	if control.CheckPrivateDir(dir, os.Geteuid()) != nil {
+		return
+	}
 	path := filepath.Join(dir, strconv.Itoa(os.Getpid())+suffix)
 	_ = atomicfile.Write(path, func(w io.Writer) error {
 		_, err := io.WriteString(w, text)

@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -876,4 +878,65 @@ func TestShutdownAttached(t *testing.T) {
 	require.Equal(t, 0, code)
 	assert.Regexp(t, `(?m)^ *`+pid+` .*libjprof\* `, list)
 	assert.Contains(t, list, "rtdriver shutdown")
+}
+
+// TestProfileSocketDirSquatted: a directory another user made where a
+// JVM's agent puts its control socket (anyone may make
+// /tmp/.libjprof-<uid>) is refused before anything is loaded, as one in
+// place of jprof's output directory is; and an agent that loaded without
+// a socket because of it opens one when it is loaded again, once the
+// directory is gone, rather than staying unreachable until the JVM ends.
+func TestProfileSocketDirSquatted(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the JVM and the squatter run as other users")
+	}
+	const uid = 4244
+	sockDir := fmt.Sprintf("/tmp/.libjprof-%d", uid)
+	logs := fmt.Sprintf("/tmp/jprof-%d", uid)
+	os.RemoveAll(sockDir)
+	os.RemoveAll(logs)
+	t.Cleanup(func() { os.RemoveAll(sockDir); os.RemoveAll(logs) })
+	squat := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "mkdir", "-m", "0777", sockDir)
+	out, err := squat.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	id := strconv.Itoa(uid)
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "Service", Options: "-", JVMArgs: []string{"-XX:-UsePerfData"},
+		Prefix: []string{"setpriv", "--reuid=" + id, "--regid=" + id, "--clear-groups"}})
+	p.Expect(fmt.Sprintf("ready %d", p.Result().PID))
+	// Its working directory, root's, must be the JVM's to look into for
+	// the attach trigger file.
+	require.NoError(t, os.Chown(p.Dir(), uid, uid))
+	pid := strconv.Itoa(p.Result().PID)
+
+	code, _, stderr := jprofBin(t, "profile", "-d", "1s", "-e", "cpu", "-o", filepath.Join(t.TempDir(), "a.collapsed"), pid)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, sockDir+", where its agent's control socket goes, belongs to uid 65534, not to the JVM's user 4244: not used")
+	assert.NotContains(t, stderr, "loading libjprof")
+	assert.False(t, agentMapped(p.Result().PID), "nothing was loaded")
+
+	// Loaded all the same (as jcmd JVMTI.agent_load would), the agent
+	// has no socket.
+	if err := os.Mkdir(logs, 0o700); !errors.Is(err, fs.ErrExist) {
+		require.NoError(t, err)
+	}
+	require.NoError(t, os.Chown(logs, uid, uid))
+	tg, err := attach.Open(p.Result().PID)
+	require.NoError(t, err)
+	staged, err := tg.Stage(jvmtest.Agent())
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, tg.LoadAgent(ctx, filepath.Join(staged, "libjprof.so"), "SAMPLE=cpu,QUIET,LOGPATH="+logs))
+	code, _, stderr = jprofBin(t, "status", pid)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "has libjprof loaded but no control socket to reach it by")
+
+	// The squatter's directory removed, a load opens the socket.
+	require.NoError(t, os.RemoveAll(sockDir))
+	outFile := filepath.Join(t.TempDir(), "b.collapsed")
+	code, _, stderr = jprofBin(t, "profile", "-d", "2s", "-e", "cpu", "-o", outFile, pid)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "had no control socket; it listens on "+sockDir+"/")
+	checkHot(t, outFile, true)
+	assert.Contains(t, status(t, p.Result().PID), "state=stopped")
 }

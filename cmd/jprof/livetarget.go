@@ -196,6 +196,12 @@ func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io
 		return lt, nil
 	}
 	ev := lookupEvent(*lf.event)
+	// Where the agent's control socket will go, checked before anything
+	// is loaded, as outputDir checks where its files go: a directory
+	// another user made there would leave the agent unreachable.
+	if err := socketDir(t); err != nil {
+		return nil, err
+	}
 	files, err := agentFiles(*lf.lib)
 	if err != nil {
 		return nil, err
@@ -261,9 +267,11 @@ func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io
 
 // noChannel says, as an error, why a JVM whose agent has no control
 // socket cannot be driven, or nil when a load may go on (load) and can
-// help. The library mapped into the JVM tells an agent from none; an
-// attach that failed leaves it mapped too, with no agent, which a load
-// makes.
+// help: the JVM has no agent yet, or an agent a load reaches again that
+// tries to open its socket once more (its first load could not: see
+// attachAgain). The library mapped into the JVM tells an agent from
+// none; an attach that failed leaves it mapped too, with no agent, which
+// a load makes.
 func noChannel(t *attach.Target, load bool) error {
 	if m, ok := shutDown(t); ok {
 		// Loading it again would reach that agent, which refuses.
@@ -276,17 +284,15 @@ func noChannel(t *attach.Target, load bool) error {
 		}
 		return fmt.Errorf("pid %d (%s) has no libjprof agent: jprof start or jprof profile loads one", t.PID, t.MainClass)
 	}
-	if startedWithAgent(t) {
+	if startedWithAgent(t) && optionGiven(t, "NORTDRIVER") {
 		// Loading it again reaches the agent already there, which has
 		// no socket to be driven through either.
-		return fmt.Errorf("pid %d (%s) has libjprof loaded without a control socket (NORTDRIVER, or its socket could not be made: its log-msg says): neither jprof nor rtdriver can reach it; restart the program without NORTDRIVER, or without the agent", t.PID, t.MainClass)
+		return fmt.Errorf("pid %d (%s) has libjprof loaded without a control socket (NORTDRIVER): neither jprof nor rtdriver can reach it; restart the program without NORTDRIVER, or without the agent", t.PID, t.MainClass)
 	}
 	if load {
-		// An attach that failed leaves the library mapped but no
-		// agent: a load tries again.
 		return nil
 	}
-	return fmt.Errorf("pid %d (%s) has libjprof loaded but no control socket to reach it by (a load failed, or its socket could not be made: its log-msg says)", t.PID, t.MainClass)
+	return fmt.Errorf("pid %d (%s) has libjprof loaded but no control socket to reach it by (its socket could not be made, or a load failed: its log-msg says): jprof start or jprof profile loads it again, which tries to open one", t.PID, t.MainClass)
 }
 
 // shutDown reads the marker an agent shut down by rtdriver left where its
@@ -294,6 +300,75 @@ func noChannel(t *attach.Target, load bool) error {
 func shutDown(t *attach.Target) (control.ShutdownMarker, bool) {
 	m, ok := control.ReadShutdownMarker(t.Path(control.ShutdownMarkerPath(control.SocketBase, t.UID, t.NSPid)))
 	return m, ok && m.Start == t.StartTicks()
+}
+
+// optionGiven says whether the JVM's command line gives libjprof the
+// option name (-agentpath:…libjprof…=…,NAME,…), or its environment's
+// JPROFOPTS does, as far as this user may read it.
+func optionGiven(t *attach.Target, name string) bool {
+	var lists []string
+	for _, a := range t.Cmdline {
+		if strings.HasPrefix(a, "-agentpath:") && strings.Contains(a, "libjprof") {
+			if _, opts, ok := strings.Cut(a, "="); ok {
+				lists = append(lists, opts)
+			}
+		}
+	}
+	if env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", t.PID)); err == nil {
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if v, ok := strings.CutPrefix(kv, "JPROFOPTS="); ok {
+				lists = append(lists, v)
+			}
+		}
+	}
+	for _, l := range lists {
+		for _, o := range strings.Split(l, ",") {
+			if strings.EqualFold(strings.TrimSpace(o), name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// socketDir checks, before a load, the directory the agent's control
+// socket goes in (/tmp/.libjprof-<uid>/ as the JVM sees it), and makes it
+// when there is none, as the agent would: private to the JVM's user. One
+// that another user made (anyone may make a directory in /tmp, under any
+// name) or that others may enter is refused, as the agent refuses it:
+// loaded, the agent would run without a socket, unreachable.
+func socketDir(t *attach.Target) error {
+	dir := control.SocketDir(control.SocketBase, t.UID)
+	host := t.Path(dir)
+	made := false
+	if err := os.Mkdir(host, 0o700); err == nil {
+		made = true
+	} else if !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("pid %d: making %s, where its agent's control socket goes: %w", t.PID, host, err)
+	}
+	fi, err := os.Lstat(host)
+	if err != nil {
+		return fmt.Errorf("pid %d: %w", t.PID, err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok {
+		return fmt.Errorf("pid %d: %s, where its agent's control socket goes, is not a directory (%v): not used; an agent loaded now could not be reached (remove it)",
+			t.PID, host, fi.Mode().Type())
+	}
+	if int(st.Uid) != t.UID {
+		if !made || os.Geteuid() != 0 {
+			return fmt.Errorf("pid %d: %s, where its agent's control socket goes, belongs to uid %d, not to the JVM's user %d: not used; an agent loaded now could not be reached (another user made it: it must be removed, by root or by uid %d)",
+				t.PID, host, st.Uid, t.UID, st.Uid)
+		}
+		// Made just now by root for the JVM's user.
+		if err := os.Lchown(host, t.UID, t.GID); err != nil {
+			return fmt.Errorf("pid %d: %w", t.PID, err)
+		}
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("pid %d: %s, where its agent's control socket goes, has mode %v: others may enter it; not used (chmod 700 it)", t.PID, host, fi.Mode().Perm())
+	}
+	return nil
 }
 
 func lookupEvent(name string) *struct{ name, opts, source, kind, about string } {
