@@ -99,6 +99,7 @@ func liveList(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%8s %6s  %-9s %s\n", "PID", "UID", "AGENT", "MAIN")
 	var unreachable []int
+	noAttach := false
 	for _, t := range all {
 		agent := "-"
 		switch {
@@ -116,10 +117,18 @@ func liveList(args []string, stdout io.Writer) error {
 		if !t.SameMountNS {
 			main += fmt.Sprintf(" (container, pid %d there)", t.NSPid)
 		}
+		if t.NoAttach && agent != "libjprof" {
+			// Its agent, if it answers, needs no attach; a load does.
+			main += " (no attach)"
+			noAttach = true
+		}
 		fmt.Fprintf(stdout, "%8d %6d  %-9s %s\n", t.PID, t.UID, agent, main)
 	}
 	if len(unreachable) > 0 {
 		fmt.Fprintf(stdout, "(*: libjprof loaded without a control socket (NORTDRIVER, rtdriver shutdown, a socket directory another user made, or another JVM of its PID in a PID namespace sharing /tmp has the socket's name; jprof status says which): jprof start/stop/flush and rtdriver cannot reach it)\n")
+	}
+	if noAttach {
+		fmt.Fprintf(stdout, "(no attach: started with -XX:+DisableAttachMechanism, as its hsperfdata says: libjprof cannot be loaded into it, nor can jcmd reach it; start it without that option, or with -agentpath:libjprof.so)\n")
 	}
 	if os.Geteuid() != 0 {
 		fmt.Fprintf(stdout, "(your JVMs only: other users' are not shown, and only root may profile them)\n")

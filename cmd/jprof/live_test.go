@@ -940,3 +940,36 @@ func TestProfileSocketDirSquatted(t *testing.T) {
 	checkHot(t, outFile, true)
 	assert.Contains(t, status(t, p.Result().PID), "state=stopped")
 }
+
+// TestProfileAttachDisabled: a JVM started with
+// -XX:+DisableAttachMechanism, as its hsperfdata says, is refused at
+// once, as jcmd refuses it, without the SIGQUITs that would make it print
+// a thread dump into the program's output at each try; jprof list marks
+// it. Without hsperfdata (-XX:-UsePerfData) the attach is tried as before.
+func TestProfileAttachDisabled(t *testing.T) {
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "Service", Args: []string{"8"}, Options: "-", JVMArgs: []string{"-XX:+DisableAttachMechanism"}})
+	p.Expect(fmt.Sprintf("ready %d", p.Result().PID))
+	pid := strconv.Itoa(p.Result().PID)
+	t0 := time.Now()
+	code, _, stderr := jprofBin(t, "profile", "-d", "1s", "-o", filepath.Join(t.TempDir(), "a.collapsed"), pid)
+	assert.Equal(t, 1, code)
+	assert.Less(t, time.Since(t0), 5*time.Second, "refused at once, not after the attach socket's wait")
+	assert.Contains(t, stderr, "does not support the attach mechanism: it runs with -XX:+DisableAttachMechanism")
+	assert.NotContains(t, stderr, "loading libjprof")
+	code, _, stderr = jprofBin(t, "heap", "-o", filepath.Join(t.TempDir(), "h.txt"), pid)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "does not support the attach mechanism")
+	code, list, _ := jprofBin(t, "list")
+	require.Equal(t, 0, code)
+	assert.Regexp(t, `(?m)^ *`+pid+` .* - +Service \(no attach\)$`, list)
+	assert.Contains(t, list, "(no attach: started with -XX:+DisableAttachMechanism")
+	res := p.Wait()
+	assert.NotContains(t, res.Stdout, "Full thread dump", "the JVM was sent SIGQUIT")
+
+	q := jvmtest.Launch(t, jvmtest.Run{Class: "Service", Args: []string{"8"}, Options: "-",
+		JVMArgs: []string{"-XX:+DisableAttachMechanism", "-XX:-UsePerfData"}})
+	q.Expect(fmt.Sprintf("ready %d", q.Result().PID))
+	code, _, stderr = jprofBin(t, "profile", "-d", "1s", "-timeout", "2s", "-o", filepath.Join(t.TempDir(), "b.collapsed"), strconv.Itoa(q.Result().PID))
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "did not open its attach socket")
+}

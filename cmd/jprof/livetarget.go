@@ -196,6 +196,10 @@ func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io
 		return lt, nil
 	}
 	ev := lookupEvent(*lf.event)
+	// Before anything is staged or said: the load would be refused.
+	if err := t.CheckAttachable(); err != nil {
+		return nil, err
+	}
 	// Where the agent's control socket will go, checked before anything
 	// is loaded, as outputDir checks where its files go: a directory
 	// another user made there would leave the agent unreachable.

@@ -45,7 +45,9 @@ root may profile it. EVENT is one of:
 with -agentpath is profiled by its own agent, with its own source.`, liveProfile},
 	{"list", "", "the running JVMs you may profile",
 		`The running HotSpot JVMs the caller may profile (its own; all for
-root), with their main class and whether libjprof is loaded.`, liveList},
+root), with their main class and whether libjprof is loaded; "(no
+attach)" marks one started with -XX:+DisableAttachMechanism, which no
+agent can be loaded into.`, liveList},
 	{"start", "[-e EVENT] PID|MAIN", "attach if needed and start collecting",
 		`Load libjprof into the JVM if needed (as profile does) and start
 collecting; jprof stop writes the profile.`, liveStart},

@@ -145,6 +145,10 @@ func (t *Target) request(ctx context.Context, cmd string, args ...string) (int, 
 	}
 	sock := t.Path(fmt.Sprintf("/tmp/.java_pid%d", t.NSPid))
 	if _, err := os.Lstat(sock); errors.Is(err, fs.ErrNotExist) {
+		// Before any SIGQUIT: such a JVM would only print thread dumps.
+		if err := t.CheckAttachable(); err != nil {
+			return 0, "", err
+		}
 		if err := t.startListener(ctx, sock); err != nil {
 			return 0, "", err
 		}
@@ -159,6 +163,9 @@ func (t *Target) request(ctx context.Context, cmd string, args ...string) (int, 
 		if rerr := os.Remove(sock); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 			return 0, "", fmt.Errorf("JVM %s: %s was left by an earlier process (nobody listens on it) and cannot be removed: %w",
 				t, sock, rerr)
+		}
+		if err := t.CheckAttachable(); err != nil {
+			return 0, "", err
 		}
 		if err := t.startListener(ctx, sock); err != nil {
 			return 0, "", err

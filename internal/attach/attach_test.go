@@ -53,8 +53,12 @@ func TestOpenList(t *testing.T) {
 		pid := runJVM(t, cmd)
 		tg := mustOpen(t, pid)
 		if tg.PID != pid || tg.NSPid != pid || tg.UID != os.Geteuid() || tg.GID != os.Getegid() ||
-			!tg.SameMountNS || tg.MainClass != "Sleeper" || tg.Cmdline[0] != j.java() {
+			!tg.SameMountNS || tg.MainClass != "Sleeper" || tg.Cmdline[0] != j.java() || tg.NoAttach {
 			t.Errorf("Open(%d) = %+v", pid, tg)
+		}
+		// Its hsperfdata is read, and says it may be attached to.
+		if caps, ok := tg.readCapabilities(); !ok || !strings.HasPrefix(caps, "1") {
+			t.Errorf("sun.rt.jvmCapabilities of %s: %q, %v (%+v)", tg, caps, ok, tg.perf)
 		}
 		if p := tg.Path("/tmp/x"); p != "/tmp/x" {
 			t.Errorf("Path(/tmp/x) = %s in the same mount namespace", p)
@@ -196,20 +200,49 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-// TestRefusingJVMs: a JVM without an attach mechanism makes Execute give
-// up at the context's deadline, saying why, and is not harmed; a JDK 25
-// JVM that refuses dynamic agents makes LoadAgent say so.
+// TestRefusingJVMs: a JVM without an attach mechanism is refused at
+// once, before any SIGQUIT (which would only make it print thread dumps),
+// as its hsperfdata says (jcmd refuses it the same way); one without
+// hsperfdata (-XX:-UsePerfData) makes Execute give up at the context's
+// deadline, saying why; neither is harmed. A JDK 25 JVM that refuses
+// dynamic agents makes LoadAgent say so.
 func TestRefusingJVMs(t *testing.T) {
 	forEachJDK(t, func(t *testing.T, j jdk) {
-		cmd := exec.Command(jvmArgs(j, "-XX:+DisableAttachMechanism")[0], jvmArgs(j, "-XX:+DisableAttachMechanism")[1:]...)
+		args := jvmArgs(j, "-XX:+DisableAttachMechanism")
+		cmd := exec.Command(args[0], args[1:]...)
 		cmd.Dir = jvmDir(t, j)
 		tg := mustOpen(t, runJVM(t, cmd))
+		if !tg.NoAttach {
+			t.Errorf("Open: NoAttach is false for a JVM with -XX:+DisableAttachMechanism")
+		}
 		start := time.Now()
-		_, err := tg.Execute(ctxFor(t, 1500*time.Millisecond), "properties")
+		_, err := tg.Execute(ctxFor(t, 10*time.Second), "properties")
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("Execute on a JVM without attach took %v: it waited instead of refusing at once", took)
+		}
+		if !errors.Is(err, ErrNoAttach) || !strings.Contains(err.Error(), "does not support the attach mechanism") ||
+			!strings.Contains(err.Error(), "-XX:+DisableAttachMechanism") {
+			t.Errorf("Execute on a JVM without attach: %v", err)
+		}
+		noTriggerLeft(t, tg)
+		if !tg.alive() {
+			t.Errorf("the JVM died of the attempt")
+		}
+
+		// Without hsperfdata nothing says so: the attach is tried.
+		args = jvmArgs(j, "-XX:+DisableAttachMechanism", "-XX:-UsePerfData")
+		cmd = exec.Command(args[0], args[1:]...)
+		cmd.Dir = jvmDir(t, j)
+		tg = mustOpen(t, runJVM(t, cmd))
+		if tg.NoAttach {
+			t.Errorf("Open: NoAttach is true for a JVM without hsperfdata")
+		}
+		start = time.Now()
+		_, err = tg.Execute(ctxFor(t, 1500*time.Millisecond), "properties")
 		took := time.Since(start)
 		if err == nil || !strings.Contains(err.Error(), "did not open its attach socket") ||
 			!strings.Contains(err.Error(), "DisableAttachMechanism") {
-			t.Errorf("Execute on a JVM without attach: %v", err)
+			t.Errorf("Execute on a JVM without attach nor hsperfdata: %v", err)
 		}
 		if took < 1400*time.Millisecond || took > 3*time.Second {
 			t.Errorf("Execute gave up after %v, want about 1.5 s", took)

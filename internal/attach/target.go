@@ -44,12 +44,17 @@ type Target struct {
 	// empty when the command line does not say.
 	MainClass string
 	Cmdline   []string // the JVM's argv
+	// NoAttach: the JVM's hsperfdata says it does not support the
+	// attach mechanism (-XX:+DisableAttachMechanism); see perfdata.go.
+	// False when it cannot be told (-XX:-UsePerfData).
+	NoAttach bool
 
 	groups     []int  // effective gid and supplementary groups
 	start      uint64 // start time in clock ticks, against pid reuse
 	sameRoot   bool   // same mount namespace and same root directory
 	sameUserNS bool   // shares the caller's user namespace
 	noSwitch   bool   // tests: never connect with the JVM's ids
+	perf       perfMapping
 }
 
 // Open describes the JVM with host PID pid. It fails, without touching
@@ -195,7 +200,7 @@ func (t *Target) readRest() error {
 	if len(raw) > 0 {
 		t.Cmdline = strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00")
 	}
-	kind, err := vmKind(pid)
+	kind, perf, err := vmKind(pid)
 	if err != nil {
 		if errors.Is(err, fs.ErrPermission) {
 			return fmt.Errorf("cannot tell whether pid %d is a JVM: %w", pid, err)
@@ -226,6 +231,8 @@ func (t *Target) readRest() error {
 	}
 	t.SameMountNS, t.sameRoot = mnt, mnt && root
 	t.MainClass = MainClass(t.Cmdline)
+	t.perf = perf
+	t.NoAttach = t.attachDisabled()
 	return nil
 }
 
@@ -251,11 +258,12 @@ func (t *Target) name() string {
 
 // vmKind reads /proc/<pid>/maps: "hotspot" when libjvm.so is mapped,
 // "openj9" when OpenJ9's libj9vm is too (OpenJ9 also has a libjvm.so),
-// "" for no JVM.
-func vmKind(pid int) (string, error) {
+// "" for no JVM; and the hsperfdata file the JVM has mapped, if any.
+func vmKind(pid int) (string, perfMapping, error) {
+	var perf perfMapping
 	f, err := os.Open(procPath(pid, "maps"))
 	if err != nil {
-		return "", err
+		return "", perf, err
 	}
 	defer f.Close()
 	jvm, j9 := false, false
@@ -269,6 +277,9 @@ func vmKind(pid int) (string, error) {
 		if i < 0 {
 			continue
 		}
+		if m, ok := perfMappingOf(line); ok && perf.path == "" {
+			perf = m
+		}
 		p := strings.TrimSuffix(string(line[i:]), " (deleted)")
 		base := path.Base(p)
 		switch {
@@ -279,15 +290,15 @@ func vmKind(pid int) (string, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return "", err
+		return "", perf, err
 	}
 	switch {
 	case j9:
-		return "openj9", nil
+		return "openj9", perf, nil
 	case jvm:
-		return "hotspot", nil
+		return "hotspot", perf, nil
 	}
-	return "", nil
+	return "", perf, nil
 }
 
 // startTime is field 22 of /proc/<pid>/stat.
