@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -67,6 +68,8 @@ type liveFlags struct {
 	// arg is the PID|MAIN, once the checks before the JVM is reached
 	// have passed ("" until then).
 	arg string
+	// intr: the command's watch of Ctrl-C and SIGTERM, nil without one.
+	intr *interrupts
 }
 
 func addLiveFlags(fs *flag.FlagSet, withEvent, withOut bool) liveFlags {
@@ -154,9 +157,109 @@ func agentMapped(pid int) bool {
 	return false
 }
 
+// interrupts are Ctrl-C and SIGTERM, watched from a live command's start
+// (a JVM's attach and the agent's load take a while): one that comes
+// while the agent loads is kept for the command to act on once the load
+// is over. Watching also takes SIGINT back from SIG_IGN, which a shell
+// gives a command it starts in the background.
+type interrupts struct {
+	c    chan os.Signal
+	done chan struct{} // closed at the first signal
+	mu   sync.Mutex
+	sig  os.Signal
+}
+
+func watchInterrupts() *interrupts {
+	i := &interrupts{c: make(chan os.Signal, 1), done: make(chan struct{})}
+	signal.Notify(i.c, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		for s := range i.c {
+			i.mu.Lock()
+			if i.sig == nil {
+				i.sig = s
+				close(i.done)
+			}
+			i.mu.Unlock()
+		}
+	}()
+	return i
+}
+
+// stop ends the watch: later signals do what they do by default.
+func (i *interrupts) stop() { signal.Stop(i.c) }
+
+// seen is the first signal received, nil if none (or no watch).
+func (i *interrupts) seen() os.Signal {
+	if i == nil {
+		return nil
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.sig
+}
+
+// context is ctx, cancelled too at the first signal: for waits that may
+// be given up (the JVM's attach listener), not for a request under way.
+func (i *interrupts) context(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	if i != nil {
+		stop := make(chan struct{})
+		go func() {
+			select {
+			case <-i.done:
+				cancel()
+			case <-ctx.Done():
+			case <-stop:
+			}
+		}()
+		return ctx, func() { close(stop); cancel() }
+	}
+	return ctx, cancel
+}
+
+// interruptedError is a live command given up at a signal before it
+// began to collect: nothing was written.
+type interruptedError struct {
+	sig   os.Signal
+	pid   int
+	when  string // when the signal came
+	after string // what was done about it, "" if nothing needed doing
+}
+
+func (e *interruptedError) Error() string {
+	msg := fmt.Sprintf("pid %d: %v %s: given up, nothing collected, nothing written", e.pid, e.sig, e.when)
+	if e.after != "" {
+		msg += "; " + e.after
+	}
+	return msg
+}
+
+// abandon gives up a live command at signal sig before collection began:
+// an agent this command loaded is detached again, so that nothing of the
+// command stays in the program (the agent itself stays loaded, idle, for
+// the next command); one loaded before is left as it was.
+func (lt *liveTarget) abandon(sig os.Signal, when string, timeout time.Duration) error {
+	e := &interruptedError{sig: sig, pid: lt.t.PID, when: when}
+	if lt.loaded {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		if detail, err := lt.do(ctx, "detach"); err != nil {
+			e.after = fmt.Sprintf("the agent this command loaded could not be detached: %v", err)
+		} else {
+			e.after = "the agent this command loaded was detached (" + detail + "); it stays loaded, idle, for the next command"
+		}
+	}
+	return e
+}
+
 func liveProfile(args []string, stdout io.Writer) error {
+	// Ctrl-C and SIGTERM: during the load, the profile is given up
+	// once the load is over; during the profile, they end its wait
+	// and the profile is still written.
+	intr := watchInterrupts()
+	defer intr.stop()
 	var d *time.Duration
-	lt, lf, err := openLive("profile", args, true, true, true, func(fs *flag.FlagSet) func() error {
+	lt, lf, err := openLiveWatched("profile", args, true, true, true, intr, func(fs *flag.FlagSet) func() error {
 		d = fs.Duration("d", 30*time.Second, "profile for `DURATION` (0: until Ctrl-C)")
 		return func() error {
 			if *d < 0 {
@@ -182,16 +285,18 @@ func liveProfile(args []string, stdout io.Writer) error {
 	if statusField(st, "state") == "collecting" {
 		return fmt.Errorf("pid %d's agent is collecting already (started by START or another command): jprof flush writes what it has, jprof stop ends it", lt.t.PID)
 	}
-	// Ctrl-C and SIGTERM end the wait; the profile is still written.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	if s := intr.seen(); s != nil {
+		return lt.abandon(s, "before collection started", *lf.timeout)
+	}
 	lt.logs = statusField(st, "logpath")
 	ctx, cancel = cmdCtx()
 	err = lt.applyRoots(ctx, stderr)
 	cancel()
 	if err != nil {
 		return err
+	}
+	if s := intr.seen(); s != nil {
+		return lt.abandon(s, "before collection started", *lf.timeout)
 	}
 	started := time.Now()
 	ctx, cancel = cmdCtx()
@@ -227,8 +332,8 @@ func liveProfile(args []string, stdout io.Writer) error {
 	gone := watchExit(lt.t.PID)
 	select {
 	case <-timer:
-	case s := <-sigs:
-		fmt.Fprintf(stderr, "jprof: %v: stopping\n", s)
+	case <-intr.done:
+		fmt.Fprintf(stderr, "jprof: %v: stopping\n", intr.seen())
 	case <-gone:
 		return targetGone(lt, started, *lf.out, stdout, stderr)
 	}
@@ -295,7 +400,10 @@ func stopAndWrite(lt *liveTarget, since time.Time, out string, timeout time.Dura
 }
 
 func liveStart(args []string, stdout io.Writer) error {
-	lt, lf, err := openLive("start", args, true, false, true, nil)
+	// As for profile: a signal during the load gives the start up.
+	intr := watchInterrupts()
+	defer intr.stop()
+	lt, lf, err := openLiveWatched("start", args, true, false, true, intr, nil)
 	if err != nil {
 		return err
 	}
@@ -305,8 +413,14 @@ func liveStart(args []string, stdout io.Writer) error {
 	if _, err := checkEvent(ctx, lt, lf); err != nil {
 		return err
 	}
+	if s := intr.seen(); s != nil {
+		return lt.abandon(s, "before collection started", *lf.timeout)
+	}
 	if err := lt.applyRoots(ctx, warnings); err != nil {
 		return err
+	}
+	if s := intr.seen(); s != nil {
+		return lt.abandon(s, "before collection started", *lf.timeout)
 	}
 	detail, err := lt.do(ctx, "start")
 	if err != nil {

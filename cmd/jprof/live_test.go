@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -972,4 +973,82 @@ func TestProfileAttachDisabled(t *testing.T) {
 	code, _, stderr = jprofBin(t, "profile", "-d", "1s", "-timeout", "2s", "-o", filepath.Join(t.TempDir(), "b.collapsed"), strconv.Itoa(q.Result().PID))
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "did not open its attach socket")
+}
+
+// TestProfileInterruptDuringLoad: Ctrl-C while the agent loads gives the
+// profile up once the load is over: the agent jprof loaded is detached,
+// nothing is written, and jprof says so and fails, rather than profile
+// for -d and write a profile as if nothing had happened (the signal lost:
+// a shell starts a background command with SIGINT ignored, as here) or
+// be killed in the middle of the load. Ctrl-C while jprof waits for the
+// JVM's attach listener ends the wait at once, nothing loaded.
+func TestProfileInterruptDuringLoad(t *testing.T) {
+	// interrupted runs jprof profile on pid with SIGINT ignored at its
+	// start, as in `jprof profile ... &`, sends it SIGINT once it says
+	// it loads the agent, and returns its stderr.
+	interrupted := func(pid, out string) string {
+		t.Helper()
+		cmd := exec.Command("sh", "-c", `trap "" INT; exec "$0" "$@"`, jvmtest.Tool("jprof"),
+			"profile", "-d", "8s", "-e", "bci", "-o", out, pid)
+		var errOut lockedBuilder
+		cmd.Stderr = &errOut
+		require.NoError(t, cmd.Start())
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(errOut.String(), "loading libjprof into pid") && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		require.NoError(t, cmd.Process.Signal(os.Interrupt))
+		t0 := time.Now()
+		err := cmd.Wait()
+		require.Error(t, err, "jprof must fail: %s", errOut.String())
+		assert.Less(t, time.Since(t0), 5*time.Second, "given up at the end of the load, not at the end of -d")
+		return errOut.String()
+	}
+
+	p := service(t, "")
+	pid := strconv.Itoa(p.Result().PID)
+	// The JVM's attach listener up already: the signal comes during
+	// the load itself.
+	tg, err := attach.Open(p.Result().PID)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = tg.Execute(ctx, "properties")
+	require.NoError(t, err)
+	out := filepath.Join(t.TempDir(), "p.collapsed")
+	stderr := interrupted(pid, out)
+	assert.Contains(t, stderr, "interrupt during the load of libjprof: given up, nothing collected, nothing written; the agent this command loaded was detached")
+	assert.NotContains(t, stderr, "profiling pid")
+	assert.NoFileExists(t, out)
+	st := status(t, p.Result().PID)
+	assert.Contains(t, st, "state=stopped")
+	assert.Contains(t, st, "instrumenting=false")
+
+	// A JVM that never opens its attach listener (nothing says why
+	// without hsperfdata): the wait ends at the signal.
+	q := jvmtest.Launch(t, jvmtest.Run{Class: "Service", Args: []string{"60"}, Options: "-",
+		JVMArgs: []string{"-XX:+DisableAttachMechanism", "-XX:-UsePerfData"}})
+	q.Expect(fmt.Sprintf("ready %d", q.Result().PID))
+	stderr = interrupted(strconv.Itoa(q.Result().PID), out)
+	assert.Contains(t, stderr, "interrupt before libjprof was loaded: given up, nothing collected, nothing written; nothing was loaded")
+	assert.NoFileExists(t, out)
+}
+
+// lockedBuilder is a strings.Builder that a command writes while the
+// test reads it.
+type lockedBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuilder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -246,6 +246,20 @@ func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io
 	loaderFile(t, "attach-msg")
 	loaderFile(t, "attach-error")
 	t0 := time.Now()
+	// A signal during the load: the wait for the JVM's attach listener
+	// is given up at once, with nothing loaded; the load request, once
+	// sent, is not (the JVM would go on loading the agent unseen): the
+	// command waits for its reply, then detaches the agent (connected
+	// below) and gives up.
+	lctx, lcancel := lf.intr.context(ctx)
+	err = t.Listening(lctx)
+	lcancel()
+	if s := lf.intr.seen(); s != nil {
+		return nil, &interruptedError{sig: s, pid: t.PID, when: "before libjprof was loaded", after: "nothing was loaded"}
+	}
+	if err != nil {
+		return nil, err
+	}
 	err = t.LoadAgent(ctx, filepath.Join(dir, "libjprof.so"), opts)
 	said := loaderFile(t, "attach-msg")
 	if said != "" {
@@ -266,6 +280,11 @@ func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io
 	}
 	fmt.Fprintf(stderr, "jprof: libjprof loaded in %v\n", time.Since(t0).Round(time.Millisecond))
 	lt.loaded = true
+	if s := lf.intr.seen(); s != nil {
+		err := lt.abandon(s, "during the load of libjprof", *lf.timeout)
+		lt.close()
+		return nil, err
+	}
 	return lt, nil
 }
 
@@ -553,12 +572,20 @@ func checkEvent(ctx context.Context, lt *liveTarget, lf liveFlags) (string, erro
 // it first when load is set.
 func openLive(name string, args []string, withEvent, withOut, load bool,
 	extra func(*flag.FlagSet) func() error) (*liveTarget, liveFlags, error) {
+	return openLiveWatched(name, args, withEvent, withOut, load, nil, extra)
+}
+
+// openLiveWatched is openLive for a command that watches for Ctrl-C and
+// SIGTERM (intr): one that comes during the load gives the command up.
+func openLiveWatched(name string, args []string, withEvent, withOut, load bool, intr *interrupts,
+	extra func(*flag.FlagSet) func() error) (*liveTarget, liveFlags, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	check := func() error { return nil }
 	if extra != nil {
 		check = extra(fs)
 	}
 	lf := addLiveFlags(fs, withEvent, withOut)
+	lf.intr = intr
 	pos, err := parse(fs, args)
 	if err != nil {
 		return nil, lf, err

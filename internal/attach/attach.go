@@ -132,6 +132,28 @@ func agentResult(t *Target, lib string, rc int) error {
 	return nil
 }
 
+// Listening makes sure the JVM's attach listener is up, as a request
+// does first: when its socket is missing it starts it (the trigger file
+// and SIGQUIT) and waits for it until ctx ends. A caller that may give up
+// (jprof, interrupted) waits here, with a context it cancels, and sends
+// its request after, so that a request once sent is never abandoned
+// half-way (a load would go on in the JVM unseen).
+func (t *Target) Listening(ctx context.Context) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
+		defer cancel()
+	}
+	sock := t.Path(fmt.Sprintf("/tmp/.java_pid%d", t.NSPid))
+	if _, err := os.Lstat(sock); !errors.Is(err, fs.ErrNotExist) {
+		return nil // there, or the request says why not
+	}
+	if err := t.CheckAttachable(); err != nil {
+		return err
+	}
+	return t.startListener(ctx, sock)
+}
+
 // request sends one operation and returns the reply's status and text.
 func (t *Target) request(ctx context.Context, cmd string, args ...string) (int, string, error) {
 	req, err := encodeRequest(cmd, args)
