@@ -320,6 +320,7 @@ func liveProfile(args []string, stdout io.Writer) error {
 	if err == nil {
 		ours = statusField(st, "since")
 	}
+	lt.ours = ours
 	until := "Ctrl-C"
 	if *d > 0 {
 		until = d.String() + " (Ctrl-C stops early)"

@@ -25,6 +25,7 @@ import (
 	"github.com/libjprof/libjprof/agent/control"
 	"github.com/libjprof/libjprof/internal/attach"
 	"github.com/libjprof/libjprof/internal/jvmtest"
+	"github.com/libjprof/libjprof/reports"
 )
 
 // These tests profile running JVMs the way a user does: the jprof binary
@@ -1051,4 +1052,108 @@ func (l *lockedBuilder) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// namespacedService starts Service for seconds in a PID namespace of its
+// own that keeps this /tmp (unshare -fp --mount-proc, as a user runs a
+// JVM "in a container" without a /tmp of its own), and returns its pid
+// here and its pid there. Skips where that cannot be done.
+func namespacedService(t *testing.T, seconds int) (int, int) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for unshare")
+	}
+	if err := exec.Command("unshare", "--pid", "--fork", "--mount-proc", "true").Run(); err != nil {
+		t.Skipf("unshare --pid --mount-proc refused here: %v", err)
+	}
+	jvmtest.Build(t) // the classes, and the jprof the test runs
+	marker := fmt.Sprintf("ns%d", time.Now().UnixNano())
+	cmd := exec.Command("unshare", "--pid", "--fork", "--mount-proc", jvmtest.Java(), "-cp",
+		filepath.Join(jvmtest.Root(), "build", "java"), "Service", strconv.Itoa(seconds), marker)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	r := bufio.NewReader(stdout)
+	line, err := r.ReadString('\n')
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(line, "ready "), line)
+	nspid, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "ready ")))
+	require.NoError(t, err)
+	go io.Copy(io.Discard, r)
+	var hostPID int
+	for deadline := time.Now().Add(10 * time.Second); hostPID == 0 && time.Now().Before(deadline); {
+		out, _ := exec.Command("pgrep", "-f", "Service "+strconv.Itoa(seconds)+" "+marker).Output()
+		for _, f := range strings.Fields(string(out)) {
+			n, _ := strconv.Atoi(f)
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", n)); err == nil && strings.TrimSpace(string(b)) == "java" {
+				hostPID = n
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.NotZero(t, hostPID, "the namespaced JVM's pid here")
+	started := time.Now().Add(-time.Second)
+	t.Cleanup(func() {
+		// What the agent and jprof left for it (the files of its pid
+		// there written since it started: an earlier JVM's are not the
+		// test's).
+		dir := fmt.Sprintf("/tmp/jprof-%d", os.Geteuid())
+		left, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("*_%d", nspid)))
+		left = append(left, filepath.Join(dir, fmt.Sprintf("nspid_%d", hostPID)))
+		for _, f := range left {
+			if fi, err := os.Lstat(f); err == nil && !fi.ModTime().Before(started) && !fi.ModTime().After(time.Now()) {
+				os.Remove(f)
+			}
+		}
+	})
+	return hostPID, nspid
+}
+
+// TestProfileNamespaceSharedTmpExits: a JVM in a PID namespace of its own
+// that shares this /tmp, exiting in the middle of jprof profile, leaves
+// its agent's final log-rt in /tmp/jprof-<uid>/, named by its pid there
+// (log-rt.1_1): jprof finds it (not through /proc/<pid>/root, gone with
+// the process), tells it from a newer file of the same pid there whose
+// interval began before this profile (another JVM's of that pid, or an
+// earlier run's), converts and removes it. jprof stop <pid here> after
+// such a JVM exited finds its final log-rt too.
+func TestProfileNamespaceSharedTmpExits(t *testing.T) {
+	hostPID, nspid := namespacedService(t, 6)
+	dir := fmt.Sprintf("/tmp/jprof-%d", os.Geteuid())
+	// Another JVM's file of the same pid there, the newest, from before
+	// the profile.
+	decoy := filepath.Join(dir, fmt.Sprintf("log-rt.9_%d", nspid))
+	past := time.Now().Add(-time.Hour)
+	var b strings.Builder
+	require.NoError(t, reports.WriteLogRT(&b, &reports.Profile{PID: nspid, Seq: 9,
+		Metrics:  []reports.Metric{{Name: "SAMPLED_CPU_TIME", Unit: "ns"}},
+		Interval: &reports.Interval{Start: past, End: past.Add(time.Second), Counts: reports.CumulativeSinceStart}}))
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	require.NoError(t, os.WriteFile(decoy, []byte(b.String()), 0o644))
+	t.Cleanup(func() { os.Remove(decoy) })
+	require.NoError(t, os.Chtimes(decoy, time.Now().Add(time.Hour), time.Now().Add(time.Hour)))
+
+	out := filepath.Join(t.TempDir(), "p.collapsed")
+	code, stdout, stderr := jprofBin(t, "profile", "-d", "60s", "-e", "cpu", "-o", out, strconv.Itoa(hostPID))
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, fmt.Sprintf("pid %d exited during the profile", hostPID))
+	final := filepath.Join(dir, fmt.Sprintf("log-rt.1_%d", nspid))
+	assert.Contains(t, stderr, "its agent wrote a final log-rt at VM death: "+final+" (converted below)")
+	assert.Contains(t, stdout, "wrote "+out+" (from "+final+", removed now)")
+	assert.NoFileExists(t, final)
+	assert.FileExists(t, decoy, "another JVM's file is left alone")
+	checkHot(t, out, true)
+
+	hostPID, nspid = namespacedService(t, 4)
+	code, _, stderr = jprofBin(t, "start", "-e", "cpu", strconv.Itoa(hostPID))
+	require.Equal(t, 0, code, stderr)
+	require.Eventually(t, func() bool { return !processAlive(hostPID) }, 20*time.Second, 100*time.Millisecond)
+	code, stdout, stderr = jprofBin(t, "stop", "-o", out, strconv.Itoa(hostPID))
+	require.Equal(t, 0, code, stderr)
+	assert.Regexp(t, fmt.Sprintf(`jprof: pid %d exited \(VM death at [^)]+\); its agent wrote a final log-rt then: %s \(converted below\)`,
+		hostPID, regexp.QuoteMeta(filepath.Join(dir, fmt.Sprintf("log-rt.1_%d", nspid)))), stderr)
+	assert.Contains(t, stdout, "wrote "+out)
+	checkHot(t, out, true)
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -220,6 +221,8 @@ func copyFile(src, dst string) error {
 // targetGone is the JVM's exit in the middle of a profile: its agent
 // wrote a final log-rt at VM death if the JVM shut down normally, which
 // is still there unless it was in a container's /tmp that went with it.
+// (A JVM in a PID namespace of its own that kept the host's /tmp wrote it
+// where jprof finds it by name: see attach.Target.Path.)
 func targetGone(lt *liveTarget, since time.Time, out string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "jprof: pid %d exited during the profile\n", lt.t.PID)
 	if path := finalLogRT(lt, since); path != "" {
@@ -229,51 +232,81 @@ func targetGone(lt *liveTarget, since time.Time, out string, stdout, stderr io.W
 		}
 		return fmt.Errorf("pid %d exited before the profile ended: the profile covers its run until then", lt.t.PID)
 	}
-	if why := nothingCollected(lt); why != "" {
+	if why := nothingCollected(lt, since); why != "" {
 		return fmt.Errorf("pid %d exited before the profile ended, and its agent wrote no final log-rt: %s", lt.t.PID, why)
+	}
+	if !lt.t.SameMountNS && !lt.t.TmpShared() {
+		return fmt.Errorf("pid %d exited before the profile ended, and its agent's final log-rt, if it wrote one, went with its container's /tmp: nothing written", lt.t.PID)
 	}
 	return fmt.Errorf("pid %d exited before the profile ended, and its agent left no final log-rt (killed, or its /tmp went with it): nothing written", lt.t.PID)
 }
 
 // nothingCollected is why the agent wrote no log-rt at VM death, as its
-// log-msg says ("nothing collected: ..."), or "".
-func nothingCollected(lt *liveTarget) string {
+// log-msg says ("nothing collected: ..."), or "": its last JVM's VM death
+// (readDeath), if after since, the profile's start: a log-msg named by a
+// PID that JVMs in PID namespaces sharing /tmp have in common may hold
+// another's.
+func nothingCollected(lt *liveTarget, since time.Time) string {
 	if lt.logs == "" {
 		return ""
 	}
-	b, err := os.ReadFile(lt.t.Path(filepath.Join(lt.logs, fmt.Sprintf("log-msg_%d", lt.t.NSPid))))
-	if err != nil {
+	d := readDeath(lt.t.Path(filepath.Join(lt.logs, fmt.Sprintf("log-msg_%d", lt.t.NSPid))), lt.t.UID)
+	if d == nil || d.at.Before(since) {
 		return ""
 	}
-	lines := strings.Split(string(b), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		// time, level, message, fields: tab-separated.
-		if j := strings.Index(lines[i], "nothing collected"); j >= 0 {
-			msg, _, _ := strings.Cut(lines[i][j:], "\t")
-			return msg
-		}
-	}
-	return ""
+	return d.nothing
 }
 
 // finalLogRT is the newest log-rt the JVM's agent wrote since then, as
-// the JVM saw its path; "" if none.
+// the JVM saw its path; "" if none. Files are named by the PID the JVM
+// has in its own namespace: in a /tmp shared by PID namespaces, JVMs of
+// the same PID there (1, as a rule) name theirs alike. So when the
+// collection this profile started is known (lt.ours, the status's
+// since=), a file whose interval began before it is another's (or an
+// earlier profile's), not this one's.
 func finalLogRT(lt *liveTarget, since time.Time) string {
 	if lt.logs == "" {
 		return ""
 	}
+	var ours time.Time
+	if lt.ours != "" {
+		ours, _ = time.Parse("2006-01-02T15:04:05Z07:00", lt.ours)
+	}
 	matches, _ := filepath.Glob(filepath.Join(lt.t.Path(lt.logs), fmt.Sprintf("log-rt.*_%d", lt.t.NSPid)))
-	var best string
-	var at time.Time
+	type cand struct {
+		path string
+		at   time.Time
+	}
+	var cands []cand
 	for _, m := range matches {
-		if fi, err := os.Stat(m); err == nil && fi.ModTime().After(since) && fi.ModTime().After(at) {
-			best, at = m, fi.ModTime()
+		if fi, err := os.Stat(m); err == nil && fi.ModTime().After(since) {
+			cands = append(cands, cand{m, fi.ModTime()})
 		}
 	}
-	if best == "" {
-		return ""
+	sort.Slice(cands, func(i, j int) bool { return cands[i].at.After(cands[j].at) })
+	for _, c := range cands {
+		if !ours.IsZero() && !intervalFrom(c.path, ours) {
+			continue
+		}
+		return filepath.Join(lt.logs, filepath.Base(c.path))
 	}
-	return filepath.Join(lt.logs, filepath.Base(best))
+	return ""
+}
+
+// intervalFrom says whether the log-rt at path covers counts from start
+// on (its header's Interval_Start, to the second, is not before start);
+// true for a file without an interval (an older agent's).
+func intervalFrom(path string, start time.Time) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	h, err := reports.ParseLogRTHeader(f)
+	if err != nil {
+		return false
+	}
+	return h.Interval == nil || !h.Interval.Start.Truncate(time.Second).Before(start)
 }
 
 // watchExit closes its channel when the process is gone.
@@ -350,6 +383,7 @@ type deathRecord struct {
 	dir      string    // jprof's directory it is in, /tmp/jprof-<uid>
 	uid, gid int       // the directory's owner: the JVM's user
 	at       time.Time // VM death
+	loaded   time.Time // when its agent loaded (zero if the log-msg does not say)
 	logRT    string    // the final log-rt its agent wrote then, "" if none
 	nothing  string    // why it wrote none ("nothing collected: ..."), if it said
 }
@@ -377,6 +411,19 @@ func vmDeath(pid int) *deathRecord {
 			continue
 		}
 		d := readDeath(filepath.Join(dir, fmt.Sprintf("log-msg_%d", pid)), uid)
+		if r, ok := readNSRecord(dir, uid, pid); ok {
+			// A JVM in a PID namespace sharing /tmp, whose files
+			// are named by its PID there (rememberNamespace). The
+			// log-msg of that name is its own if the agent that
+			// wrote it loaded before jprof last reached this
+			// JVM's agent, and its VM came to its end after: a
+			// later JVM of that PID there, loaded since, writes
+			// its own over it.
+			if nd := readDeath(filepath.Join(dir, fmt.Sprintf("log-msg_%d", r.nspid)), uid); nd != nil &&
+				!nd.loaded.After(r.seen) && !nd.at.Before(r.seen) && (d == nil || nd.at.After(d.at)) {
+				d = nd
+			}
+		}
 		if d == nil || (best != nil && !d.at.After(best.at)) {
 			continue
 		}
@@ -413,6 +460,7 @@ func readDeath(path string, uid int) *deathRecord {
 	}
 	var d *deathRecord
 	var logRT, nothing string
+	var loaded time.Time
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.SplitN(line, "\t", 4)
 		if len(f) < 3 {
@@ -427,6 +475,7 @@ func readDeath(path string, uid int) *deathRecord {
 		case msg == "libjprof loaded":
 			// A later JVM of the pid: what came before was another's.
 			d, logRT, nothing = nil, "", ""
+			loaded, _ = time.Parse(time.RFC3339Nano, f[0])
 		case msg == "final log-rt written" && len(f) == 4:
 			if m := fileField.FindStringSubmatch(f[3]); m != nil {
 				logRT = m[1]
@@ -436,7 +485,7 @@ func readDeath(path string, uid int) *deathRecord {
 		case msg == "VM death":
 			at, err := time.Parse(time.RFC3339Nano, f[0])
 			if err == nil {
-				d = &deathRecord{at: at, logRT: logRT, nothing: nothing}
+				d = &deathRecord{at: at, loaded: loaded, logRT: logRT, nothing: nothing}
 			}
 		}
 	}

@@ -36,6 +36,10 @@ type liveTarget struct {
 	roots string
 	// saidPMU: the load's lines, printed, said the PMU fallback.
 	saidPMU bool
+	// ours: the status's since= of the collection this command started,
+	// "" if none or unknown (what tells this JVM's final log-rt from
+	// another's of the same name: finalLogRT).
+	ours string
 }
 
 // applyRoots sends -opts ROOTS=... to an agent loaded before, if given.
@@ -189,10 +193,12 @@ func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io
 			if roots, ok := onlyRoots(*lf.opts); ok {
 				// The one option a running agent changes (applyRoots).
 				lt.roots = roots
+				rememberNamespace(t)
 				return lt, nil
 			}
 			fmt.Fprintf(stderr, "jprof: warning: -opts %s not used: pid %d has its agent already, with the options it was loaded with (only ROOTS= changes, given alone)\n", *lf.opts, t.PID)
 		}
+		rememberNamespace(t)
 		return lt, nil
 	}
 	ev := lookupEvent(*lf.event)
@@ -280,6 +286,7 @@ func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io
 	}
 	fmt.Fprintf(stderr, "jprof: libjprof loaded in %v\n", time.Since(t0).Round(time.Millisecond))
 	lt.loaded = true
+	rememberNamespace(t)
 	if s := lf.intr.seen(); s != nil {
 		err := lt.abandon(s, "during the load of libjprof", *lf.timeout)
 		lt.close()
@@ -464,6 +471,22 @@ const logMsgKept = 7 * 24 * time.Hour
 // process of that pid in the target's namespace, nor an agent socket.
 // Profiles (log-rt and the rest) are the user's: kept.
 func pruneLogMsg(t *attach.Target, host string, cutoff time.Time) {
+	// Records of namespaced JVMs (rememberNamespace): by host pid.
+	recs, _ := filepath.Glob(filepath.Join(host, nsRecordPrefix+"*"))
+	for _, r := range recs {
+		pid := strings.TrimPrefix(filepath.Base(r), nsRecordPrefix)
+		if _, err := strconv.Atoi(pid); err != nil {
+			continue
+		}
+		fi, err := os.Lstat(r)
+		if err != nil || !fi.Mode().IsRegular() || fi.ModTime().After(cutoff) {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + pid); err == nil {
+			continue
+		}
+		os.Remove(r)
+	}
 	msgs, _ := filepath.Glob(filepath.Join(host, "*-msg_*"))
 	sockDir := t.Path(control.SocketDir(control.SocketBase, t.UID))
 	for _, m := range msgs {
@@ -483,6 +506,75 @@ func pruneLogMsg(t *attach.Target, host string, cutoff time.Time) {
 		}
 		os.Remove(m)
 	}
+}
+
+// A JVM in a PID namespace of its own that shares the host's /tmp
+// (unshare -fp --mount-proc) names its agent's files by its PID there
+// (log-msg_1, log-rt.N_1), which no command given its host pid can find
+// once it has exited (jprof stop <host pid> after it ended). So jprof
+// keeps, while it reaches such a JVM's agent, a record in jprof's
+// directory of which PID there its host pid had: nspid_<host pid>, with
+// the JVM's start time and when jprof last saw its agent (nsRecord).
+// vmDeath reads it.
+const nsRecordPrefix = "nspid_"
+
+// nsRecord is what a record says.
+type nsRecord struct {
+	nspid int
+	start uint64    // the JVM's start time (clock ticks since boot)
+	seen  time.Time // when jprof last reached its agent
+}
+
+// rememberNamespace writes (or refreshes) the record of t, a JVM whose
+// agent this command reached, if it is in a PID namespace sharing /tmp
+// and jprof's directory there is the JVM user's own (outputDir).
+func rememberNamespace(t *attach.Target) {
+	if t.NSPid == t.PID || !t.TmpShared() {
+		return
+	}
+	dir := uidDir(t.UID)
+	fi, err := os.Lstat(dir)
+	st, ok := statOf(fi, err)
+	if !ok || !fi.IsDir() || int(st.Uid) != t.UID || fi.Mode().Perm()&0o077 != 0 {
+		return
+	}
+	path := filepath.Join(dir, fmt.Sprintf("%s%d", nsRecordPrefix, t.PID))
+	text := fmt.Sprintf("nspid=%d start=%d seen=%s\n", t.NSPid, t.StartTicks(), time.Now().Format(time.RFC3339Nano))
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(text), 0o600); err != nil {
+		return
+	}
+	if os.Geteuid() == 0 && os.Lchown(tmp, t.UID, t.GID) != nil {
+		os.Remove(tmp)
+		return
+	}
+	if os.Rename(tmp, path) != nil {
+		os.Remove(tmp)
+	}
+}
+
+// readNSRecord reads the record of host pid pid in dir, jprof's
+// directory of uid: a regular file of that user's.
+func readNSRecord(dir string, uid, pid int) (nsRecord, bool) {
+	var r nsRecord
+	path := filepath.Join(dir, fmt.Sprintf("%s%d", nsRecordPrefix, pid))
+	fi, err := os.Lstat(path)
+	st, ok := statOf(fi, err)
+	if !ok || !fi.Mode().IsRegular() || int(st.Uid) != uid {
+		return r, false
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return r, false
+	}
+	var seen string
+	if n, _ := fmt.Sscanf(strings.TrimSpace(string(b)), "nspid=%d start=%d seen=%s", &r.nspid, &r.start, &seen); n != 3 || r.nspid <= 0 {
+		return r, false
+	}
+	if r.seen, err = time.Parse(time.RFC3339Nano, seen); err != nil {
+		return r, false
+	}
+	return r, true
 }
 
 // jprofDir is jprof's directory in the JVM's /tmp, as the JVM sees it.

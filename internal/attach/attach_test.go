@@ -356,6 +356,38 @@ func unshareWorks() string {
 // under the host's /tmp, bound onto /mnt before the tmpfs hides it).
 const inNewTmp = `mount --bind "$PWD" /mnt && mount -t tmpfs tmpfs /tmp && cd /mnt && exec "$@"`
 
+// TestNamespaceSharedTmp: a JVM in its own PID and mount namespace that
+// kept this /tmp (unshare -fp --mount-proc): its paths under /tmp are
+// this process's own, reachable after it exits (its final files), the
+// rest through /proc/<pid>/root; it is attached through its socket
+// there, named by its pid in its namespace.
+func TestNamespaceSharedTmp(t *testing.T) {
+	if why := unshareWorks(); why != "" {
+		t.Skip(why)
+	}
+	j := firstJDK(t)
+	args := append([]string{"--pid", "--fork", "--mount-proc"}, jvmArgs(j)...)
+	cmd := exec.Command("unshare", args...)
+	cmd.Dir = jvmDir(t, j)
+	pid := runJVM(t, cmd)
+	tg := mustOpen(t, pid)
+	if tg.NSPid != 1 || tg.SameMountNS || !tg.TmpShared() {
+		t.Fatalf("Open(%d) = %+v, TmpShared %v", pid, tg, tg.TmpShared())
+	}
+	for p, want := range map[string]string{
+		"/tmp": "/tmp", "/tmp/jprof-0/log-rt.1_1": "/tmp/jprof-0/log-rt.1_1",
+		"/tmpx": fmt.Sprintf("/proc/%d/root/tmpx", pid), "/etc/passwd": fmt.Sprintf("/proc/%d/root/etc/passwd", pid),
+	} {
+		if got := tg.Path(p); got != want {
+			t.Errorf("Path(%s) = %s, want %s", p, got, want)
+		}
+	}
+	if _, err := tg.Execute(ctxFor(t, 20*time.Second), "properties"); err != nil {
+		t.Fatalf("properties: %v", err)
+	}
+	noTriggerLeft(t, tg)
+}
+
 // TestNamespaces: a JVM in its own PID and mount namespace, with a /tmp
 // of its own, found by its host pid.
 func TestNamespaces(t *testing.T) {
@@ -375,6 +407,9 @@ func TestNamespaces(t *testing.T) {
 		}
 		if p, want := tg.Path("/tmp"), fmt.Sprintf("/proc/%d/root/tmp", pid); p != want {
 			t.Errorf("Path(/tmp) = %s, want %s", p, want)
+		}
+		if tg.TmpShared() {
+			t.Errorf("TmpShared for a JVM with a tmpfs /tmp of its own")
 		}
 		ctx := ctxFor(t, 20*time.Second)
 		if _, err := tg.Execute(ctx, "properties"); err != nil {

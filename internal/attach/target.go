@@ -49,11 +49,15 @@ type Target struct {
 	// False when it cannot be told (-XX:-UsePerfData).
 	NoAttach bool
 
-	groups     []int  // effective gid and supplementary groups
-	start      uint64 // start time in clock ticks, against pid reuse
-	sameRoot   bool   // same mount namespace and same root directory
-	sameUserNS bool   // shares the caller's user namespace
-	noSwitch   bool   // tests: never connect with the JVM's ids
+	groups   []int  // effective gid and supplementary groups
+	start    uint64 // start time in clock ticks, against pid reuse
+	sameRoot bool   // same mount namespace and same root directory
+	// sharedTmp: not sameRoot, but the JVM's /tmp is the caller's, the
+	// same directory (device and inode): a JVM in a PID namespace of
+	// its own that kept the host's /tmp (unshare -fp --mount-proc).
+	sharedTmp  bool
+	sameUserNS bool // shares the caller's user namespace
+	noSwitch   bool // tests: never connect with the JVM's ids
 	perf       perfMapping
 }
 
@@ -116,14 +120,22 @@ func List() ([]Target, error) {
 
 // Path returns p, an absolute path inside the JVM's mount namespace, as
 // the caller can reach it: through /proc/<pid>/root when the JVM's
-// namespace or root directory differs from the caller's.
+// namespace or root directory differs from the caller's, but for a path
+// under a /tmp that is the caller's own (TmpShared): that one stays
+// reachable by its name once the JVM has exited and /proc/<pid>/root is
+// gone, as the final log-rt its agent writes at VM death must be.
 func (t *Target) Path(p string) string {
 	p = path.Clean("/" + p)
-	if t.sameRoot {
+	if t.sameRoot || (t.sharedTmp && (p == "/tmp" || strings.HasPrefix(p, "/tmp/"))) {
 		return p
 	}
 	return fmt.Sprintf("%s/%d/root%s", procRoot, t.PID, p)
 }
+
+// TmpShared says whether the JVM, in a mount namespace or root of its
+// own, has the caller's /tmp (the same directory, by device and inode,
+// as Open saw it while the JVM ran).
+func (t *Target) TmpShared() bool { return t.sharedTmp }
 
 // String names the JVM for messages: "pid 1234 (Main)".
 func (t *Target) String() string {
@@ -230,6 +242,11 @@ func (t *Target) readRest() error {
 		return t.gone(err)
 	}
 	t.SameMountNS, t.sameRoot = mnt, mnt && root
+	if !t.sameRoot {
+		// Read now: /proc/<pid>/root goes with the process. (A JVM
+		// without a /tmp of its own to stat shares none.)
+		t.sharedTmp, _ = sameFile("/tmp", procPath(pid, "root/tmp"))
+	}
 	t.MainClass = MainClass(t.Cmdline)
 	t.perf = perf
 	t.NoAttach = t.attachDisabled()
