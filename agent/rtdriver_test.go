@@ -382,7 +382,7 @@ func TestRTDriverFlushUnderLoad(t *testing.T) {
 // them (half of the collections of a thread pool's); with exits first,
 // it closed frames whose entries were not seen.
 func TestMethodEventsStartedWhileRunning(t *testing.T) {
-	restartedWhileRunning(t, "METHODEVENTS,CALLTREE")
+	restartedWhileRunning(t, "METHODEVENTS,CALLTREE", "")
 }
 
 // BCI leaves its probes in place at an end: frames entered while
@@ -391,15 +391,21 @@ func TestMethodEventsStartedWhileRunning(t *testing.T) {
 // Each thread's first event after a restart seeds its stack from the
 // frames the transformer instrumented, as method events do.
 func TestBCIRestartedWhileRunning(t *testing.T) {
-	restartedWhileRunning(t, "BCI,CALLTREE")
+	for _, jdk := range jvmtest.JDKs() {
+		// FFMPROBES (JDK 22 and later; JNI probes before) sends a
+		// thread's first event after a restart through JNI, to seed.
+		for _, opts := range []string{"BCI,CALLTREE", "BCI,CALLTREE,FFMPROBES"} {
+			t.Run(jdk.Name+"/"+opts, func(t *testing.T) { restartedWhileRunning(t, opts, jdk.Java) })
+		}
+	}
 }
 
 // restartedWhileRunning starts and ends collection 6 times while Service's
-// two threads run, and requires every thread's open frames to be seeded
+// two threads run (java: a JDK's, "" the default), and requires every thread's open frames to be seeded
 // at each start: no missed exits, no exits without a seen entry.
-func restartedWhileRunning(t *testing.T, opts string) {
+func restartedWhileRunning(t *testing.T, opts, java string) {
 	const cycles = 6
-	p := jvmtest.Launch(t, jvmtest.Run{Class: "Service", Args: []string{"60"}, Options: opts})
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "Service", Args: []string{"60"}, Options: opts, Java: java})
 	p.Expect(fmt.Sprintf("ready %d", p.Result().PID))
 	at := socketCtl(p.Result().PID)
 	for range cycles {

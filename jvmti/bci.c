@@ -365,10 +365,23 @@ static void JNICALL bci_caught(JNIEnv *env, jclass c, jint id)
 		d--;
 	if (d == 0 || d == t->depth)
 		return;
-	uint32_t closed = t->depth - d;
-	while (t->depth > d)
+	uint32_t closed = 0;
+	while (t->depth > d) {
+		uint32_t before = t->depth;
 		bci_close_top(env, t);
+		if (t->depth >= before)
+			break; /* collection stopped meanwhile: the event left the stack as it was */
+		closed++;
+	}
+	if (closed == 0)
+		return;
 	__atomic_add_fetch(&bci.caught_closed, closed, __ATOMIC_RELAXED);
+	/* Exits an overflow lost passing this exception on were among those
+	 * closed: the next unwind of it must not close as many again. */
+	if (bci.f_lost != NULL && (*env)->GetStaticIntField(env, bci.probe, bci.f_lost) != 0) {
+		(*env)->SetStaticIntField(env, bci.probe, bci.f_lost, 0);
+		(*env)->SetStaticObjectField(env, bci.probe, bci.f_lost_by, NULL);
+	}
 }
 
 static void JNICALL bci_enter(JNIEnv *env, jclass c, jint id)
@@ -553,9 +566,13 @@ int jp_bci_set(int on)
 		rc = -1;
 	} else if (on) {
 		/* Instrumented code may be on the threads' stacks already, its
-		 * frames entered while collection was off. */
-		if (bci.instrumenting)
+		 * frames entered while collection was off: code instrumented
+		 * all along, or kept instrumented at a detach (a loop ran in
+		 * it). Not at the first start: what ran before then had no
+		 * probes, or was retransformed under its feet. */
+		if (bci.instrumenting || bci.started)
 			bci.seed = 1;
+		bci.started = 1;
 		jp_collect(1);
 		if (!bci.instrumenting) {
 			bci.instrumenting = 1;

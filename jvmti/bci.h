@@ -39,6 +39,7 @@ struct jp_bci_state {
 	/* Collection restarted over instrumented code: a thread's first
 	 * event in the new epoch seeds its stack (bci_seed). */
 	volatile int seed;
+	int started; /* collection started before */
 	uint8_t *root_bits;
 	uint32_t root_nbits;
 	uint64_t nroots; /* bits set in root_bits */

@@ -46,8 +46,9 @@ static inline jint bci_fast(jint id, int tr)
 		return 0;
 	}
 	jp_thread *t = jp_thread_self();
-	if (__builtin_expect(t == NULL || bci.selective || jp.loggen || jp_event_grows(t), 0))
-		return 1;
+	if (__builtin_expect(t == NULL || bci.selective || jp.loggen || jp_event_grows(t) ||
+			     (bci.seed && jp_thread_stale(t)), 0))
+		return 1; /* a restart's first event seeds the stack through JVMTI (bci_seed) */
 	jp_event(t, bci_key(id), tr);
 	return 0;
 }

@@ -55,8 +55,10 @@ type Run struct {
 	Options string   // agent options; LOGPATH is added unless it is set here. "-" runs without the agent.
 	Env     []string // extra environment, KEY=VALUE
 	JVMArgs []string // extra JVM arguments before the class
-	// ClassPath holds extra class path entries, before build/java.
-	ClassPath []string
+	// ClassPath holds extra class path entries, before build/java
+	// (OnlyClassPath: instead of it).
+	ClassPath     []string
+	OnlyClassPath bool
 	// Prefix runs java through another command (e.g. setpriv to drop
 	// capabilities): Prefix[0] is the program, the rest its arguments.
 	Prefix []string
@@ -116,7 +118,10 @@ func Launch(t testing.TB, r Run) *Proc {
 	}
 	args = append(args, "-Djava.library.path="+filepath.Join(Root(), "build", "native"))
 	args = append(args, r.JVMArgs...)
-	cp := append(append([]string(nil), r.ClassPath...), filepath.Join(Root(), "build", "java"))
+	cp := append([]string(nil), r.ClassPath...)
+	if !r.OnlyClassPath {
+		cp = append(cp, filepath.Join(Root(), "build", "java"))
+	}
 	args = append(args, "-cp", strings.Join(cp, string(os.PathListSeparator)), r.Class)
 	args = append(args, r.Args...)
 	timeout := r.Timeout

@@ -46,6 +46,24 @@ final class ClassPath {
         }
     }
 
+    /** absentFromStampedJars: no entry of the class path holds name,
+     *  and every entry is a jar naming no others, so that only a jar
+     *  whose stamp changed could hold it in another run. */
+    static synchronized boolean absentFromStampedJars(String name) {
+        try {
+            if (find(name) != null)
+                return false;
+            // find has opened every entry it could: the rest are
+            // directories, or paths that are nothing yet.
+            for (Object x : entries)
+                if (!(x instanceof JarFile) || namesOthers((JarFile) x))
+                    return false;
+            return true;
+        } catch (IOException | RuntimeException x) {
+            return false;
+        }
+    }
+
     /** Jars whose manifest has a Class-Path, by whether it has. */
     private static final Map<JarFile, Boolean> classPathIn = new HashMap<>();
 

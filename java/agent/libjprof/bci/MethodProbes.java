@@ -183,6 +183,8 @@ final class MethodProbes extends AdviceAdapter {
      *  handler places its guard (op the opcode, var its local). */
     private void handlerStart(int op, int var) {
         flushTry();
+        if (pending != null)
+            place(pending);
         Guard g = atHandler;
         if (g == null)
             return;
@@ -207,12 +209,29 @@ final class MethodProbes extends AdviceAdapter {
         }
     }
 
-    /** afterHandlerStart places the probe after the handler's first
-     *  instruction, when handlerStart chose to. */
+    /** afterHandlerStart has the probe placed after the handler's first
+     *  instruction, when handlerStart chose to: before the instruction
+     *  after it, past the labels between. A range that ends there (it
+     *  covered the store) must not cover the probe: its handler's frame
+     *  never had the stored local checked. */
     private void afterHandlerStart(Guard g) {
-        if (g == null || !g.placed || g.seen)
-            return;
+        if (g != null && g.placed && !g.seen)
+            pending = g;
+    }
+
+    /** The guard whose probe is to be placed before the next instruction. */
+    private Guard pending;
+
+    /** place places a guard's probe (where afterHandlerStart chose). */
+    private void place(Guard g) {
+        pending = null;
         g.seen = true;
+        if (!g.placed) { // a frame between said the stack is not empty
+            mv.visitLabel(g.start);
+            mv.visitInsn(Opcodes.NOP);
+            mv.visitLabel(g.end);
+            return;
+        }
         // The call starts a block of its own: C1 compiles no handler whose
         // entry block holds a call it covers itself (a synchronized
         // block's handler covers its own code).
@@ -305,6 +324,16 @@ final class MethodProbes extends AdviceAdapter {
     @Override
     public void visitFrame(int type, int nLocal, Object[] local, int nStack, Object[] stack) {
         flushTry();
+        if (pending != null && type == Opcodes.F_NEW) {
+            // The state the method's own frame declares here is the one
+            // the probe's frames must declare too.
+            if (pending.framed) {
+                pending.locals = Arrays.copyOf(local, nLocal);
+                pending.nLocal = nLocal;
+            }
+            if (nStack != 0)
+                pending.placed = false; // the probe's frames say the stack is empty
+        }
         if (atHandler != null && type == Opcodes.F_NEW && nStack == 1) {
             atHandler.locals = Arrays.copyOf(local, nLocal);
             atHandler.nLocal = nLocal;
@@ -460,6 +489,8 @@ final class MethodProbes extends AdviceAdapter {
 
     @Override
     public void visitMaxs(int maxStack, int maxLocals) {
+        if (pending != null)
+            place(pending);
         Label end = new Label();
         mv.visitLabel(end);
         if (ctor) {
@@ -474,8 +505,6 @@ final class MethodProbes extends AdviceAdapter {
         // catch-all: a guard only drops the error (the call overflowed),
         // and the handler goes on as it would without the agent.
         for (Guard g : guards.values()) {
-            if (!g.seen && g.placed)
-                continue; // its handler's first instruction never came: no guard code
             mv.visitLabel(g.handler);
             if (g.framed)
                 super.visitFrame(Opcodes.F_NEW, g.nLocal, g.locals, 1, new Object[] {"java/lang/StackOverflowError"});

@@ -28,10 +28,12 @@ import org.objectweb.asm.Type;
  *
  * Frames: the rewrite never changes the code's existing control flow, so
  * the class's own stack map frames stay valid (they are read expanded and
- * written as they were); only the catch-all handlers get a frame, written
+ * written as they were). The catch-all handlers get a frame, written
  * here, with no locals (or only an uninitialized this before super()),
- * which every state in their ranges is assignable to. So no frame is
- * computed and no class is loaded to find a common superclass.
+ * which every state in their ranges is assignable to; the caught probe's
+ * block at a handler's start (MethodProbes) gets frames copied from the
+ * method's own there, with the local its exception went to. So no frame
+ * is computed and no class is loaded to find a common superclass.
  */
 public final class Transformer {
     private Transformer() {}

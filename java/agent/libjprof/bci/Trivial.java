@@ -127,8 +127,10 @@ final class Trivial extends ClassVisitor {
      *  kept: the class path's first holder is the one the application
      *  loader loads. */
     private static int level(String owner, Known k) {
-        if (k == NONE) // not found: another run may find it
+        if (k == NONE) // not readable: another run may read it
             return FILES;
+        if (k == ABSENT)
+            return absentLevel(owner);
         // Not read (a chain too deep): nothing of its file decided, and
         // what a cut decides is only ever to instrument, which is exact
         // whatever the file holds. So the entry is kept: a later run that
@@ -143,6 +145,20 @@ final class Trivial extends ClassVisitor {
             k.origin = o = 1 + l;
         }
         return o - 1;
+    }
+
+    /** absentLevel is what a class's absence depends on: the runtime
+     *  image, for a package of the image (a class cannot appear there);
+     *  the class path's jars, when they are all it holds (a class can
+     *  appear only in a changed jar, whose stamp the entry's name
+     *  holds: an optional dependency a library names, say); otherwise
+     *  a directory's or the module path's files, which may change
+     *  unseen. */
+    private static int absentLevel(String owner) {
+        Module m = Transformer.bootModule(owner);
+        if (m != null)
+            return Transformer.inImage(m) ? FIXED : FILES;
+        return !Transformer.foreign() && ClassPath.absentFromStampedJars(owner + ".class") ? JARS : FILES;
     }
 
     private final Selective sel;
@@ -337,7 +353,7 @@ final class Trivial extends ClassVisitor {
         if (depth >= MAX_DEPTH || known.size() >= MAX_KNOWN)
             return UNREAD;
         byte[] b = classFile(owner);
-        k = NONE;
+        k = b == null ? ABSENT : NONE;
         if (b != null) {
             Trivial t = new Trivial(sel, depth + 1);
             try {
@@ -352,8 +368,10 @@ final class Trivial extends ClassVisitor {
         return k;
     }
 
-    /** A class file not found, or not read: its methods count as instrumented. */
+    /** A class file not readable, not found, or not read: its methods
+     *  count as instrumented. */
     private static final Known NONE = new Known(Map.of(), FIXED, null, new int[0]);
+    private static final Known ABSENT = new Known(Map.of(), FIXED, null, new int[0]);
     private static final Known UNREAD = new Known(Map.of(), FIXED, null, new int[0]);
 
     /** classFile reads a class of the boot layer's modules or of the

@@ -1,0 +1,6 @@
+/** CacheAbsent: left out of TestBCICacheDeepChain's jar (CacheChain.rare). */
+class CacheAbsent {
+    static int get(int a) {
+        return a;
+    }
+}
