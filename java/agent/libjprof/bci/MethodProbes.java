@@ -8,9 +8,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
+import org.objectweb.asm.AnnotationVisitor;
 import org.objectweb.asm.Label;
 import org.objectweb.asm.MethodVisitor;
 import org.objectweb.asm.Opcodes;
+import org.objectweb.asm.TypePath;
+import org.objectweb.asm.TypeReference;
 import org.objectweb.asm.Type;
 import org.objectweb.asm.commons.AdviceAdapter;
 
@@ -96,6 +99,8 @@ final class MethodProbes extends AdviceAdapter {
      *  code starts so that the guards of the caught probes go first. */
     private final List<Object[]> tryBlocks = new ArrayList<>();
     private boolean tryFlushed;
+    /** Guards written ahead of the method's own entries. */
+    private int guardsFirst;
     /** Per handler of the method's own: its guard. */
     private final Map<Label, Guard> guards = new LinkedHashMap<>();
     /** The handler whose start is being visited, and its frame (expanded,
@@ -168,11 +173,21 @@ final class MethodProbes extends AdviceAdapter {
         guards.computeIfAbsent(handler, h -> new Guard());
     }
 
+    /** A type annotation of a catch's exception names its entry of the
+     *  exception table by index: the guards ahead move it. */
+    @Override
+    public AnnotationVisitor visitTryCatchAnnotation(int typeRef, TypePath typePath, String desc, boolean visible) {
+        flushTry();
+        int i = new TypeReference(typeRef).getTryCatchBlockIndex() + guardsFirst;
+        return super.visitTryCatchAnnotation(TypeReference.newTryCatchReference(i).getValue(), typePath, desc, visible);
+    }
+
     /** flushTry writes the exception table held back: the guards first. */
     private void flushTry() {
         if (tryFlushed)
             return;
         tryFlushed = true;
+        guardsFirst = guards.size();
         for (Guard g : guards.values())
             mv.visitTryCatchBlock(g.start, g.end, g.handler, "java/lang/StackOverflowError");
         for (Object[] b : tryBlocks)
