@@ -392,10 +392,13 @@ func TestVirtualThreadsCollectionStartedWhileParked(t *testing.T) {
 // A virtual thread reads through whichever carrier it is mounted on: one
 // carrier whose reads fell back to perf (PTTSLOTS=2: the bpf work area
 // has slots for main and one more thread) marks every virtual thread that
-// ran on it, not only those it was last mounted on (2 of 10 before).
+// ran on it, not only those it was last mounted on (2 of 10 before). Of
+// the two carriers one reads perf: a virtual thread that ran on both was
+// on it (one that ran on one only, as a loaded machine's scheduling may
+// have it, may not have been).
 func TestVirtualThreadsFallbackCarrierMarks(t *testing.T) {
 	bin := jdk21(t)
-	r := jvmtest.Start(t, jvmtest.Run{Class: "VThreads", Args: []string{"10", "50"},
+	r := jvmtest.Start(t, jvmtest.Run{Class: "VThreads", Args: []string{"10", "50", "carriers"},
 		Options: "METRICS=PTT_TIME,START,NORTDRIVER,PTTSLOTS=2",
 		JVMArgs: []string{"-Djdk.virtualThreadScheduler.parallelism=2"}, Java: filepath.Join(bin, "java")})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
@@ -406,13 +409,25 @@ func TestVirtualThreadsFallbackCarrierMarks(t *testing.T) {
 	// run nothing instrumented either).
 	m := regexp.MustCompile(`PTT: (\d+) threads? read perf`).FindStringSubmatch(strings.Join(p.Notes, "\n"))
 	require.NotNil(t, m, "no thread read perf with PTTSLOTS=2")
-	seen, marked := 0, 0
+	both := map[string]bool{}
+	for _, c := range regexp.MustCompile(`carriers (vt-\d+) (\d+)`).FindAllStringSubmatch(r.Stdout, -1) {
+		both[c[1]] = c[2] == "2"
+	}
+	require.Len(t, both, 10, r.Stdout)
+	seen, marked, onBoth := 0, 0, 0
 	for _, root := range p.Threads {
-		if strings.Contains(root.Name, "virtual-vt-") {
-			seen++
-			if strings.Contains(root.Name, "[PTT perf]") {
-				marked++
-			}
+		name := reports.ThreadName(root.Name)
+		if !strings.Contains(name, "virtual-vt-") {
+			continue
+		}
+		seen++
+		isMarked := strings.Contains(root.Name, "[PTT perf]")
+		if isMarked {
+			marked++
+		}
+		if both[strings.TrimSuffix(strings.TrimPrefix(name, "virtual-"), " [PTT perf]")] {
+			onBoth++
+			assert.True(t, isMarked, "%s ran on both carriers, one of them perf's: not marked", root.Name)
 		}
 	}
 	assert.Equal(t, 10, seen)
@@ -420,6 +435,7 @@ func TestVirtualThreadsFallbackCarrierMarks(t *testing.T) {
 	if perf <= marked {
 		t.Skipf("no carrier read perf in this run (%d threads read perf, %d virtual threads marked)", perf, marked)
 	}
-	// 50 mounts each, on two carriers: every one ran on both.
-	assert.Equal(t, seen, marked, "virtual threads marked [PTT perf]")
+	if onBoth == 0 {
+		t.Skipf("no virtual thread ran on both carriers in this run")
+	}
 }

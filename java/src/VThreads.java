@@ -13,12 +13,15 @@ import java.util.concurrent.locks.LockSupport;
  * it compiles with older javac. Prints "vthreads: unsupported" on a JVM
  * without virtual threads. Args (optional): threads and rounds, then
  * "ready" is printed once all are started (for a test that starts
- * collection while they run).
+ * collection while they run); a third, "carriers", prints at the end
+ * how many carriers each virtual thread ran on ("carriers vt-N K").
  */
 public class VThreads {
     static int THREADS = 200;
     static int ROUNDS = 10;
     static long sink;
+    /** Per virtual thread, the carriers it ran on (with "carriers"). */
+    static java.util.Map<Integer, java.util.Set<String>> carriers;
 
     static long leaf(long x) { return x * 31 + 7; }
 
@@ -32,7 +35,14 @@ public class VThreads {
 
     static void task(int i) {
         try {
-            for (int r = 0; r < ROUNDS; r++) step(i, r);
+            for (int r = 0; r < ROUNDS; r++) {
+                step(i, r);
+                if (carriers != null) {
+                    // A virtual thread's name ends with its carrier's: "…@ForkJoinPool-1-worker-1".
+                    String s = Thread.currentThread().toString();
+                    carriers.get(i).add(s.substring(s.lastIndexOf('@') + 1));
+                }
+            }
         } catch (InterruptedException e) {
             throw new RuntimeException(e);
         }
@@ -50,6 +60,11 @@ public class VThreads {
             THREADS = Integer.parseInt(args[0]);
             ROUNDS = Integer.parseInt(args[1]);
         }
+        if (args.length >= 3 && args[2].equals("carriers")) {
+            carriers = new java.util.concurrent.ConcurrentHashMap<>();
+            for (int i = 0; i < THREADS; i++)
+                carriers.put(i, java.util.concurrent.ConcurrentHashMap.newKeySet());
+        }
         Class<?> builder = Class.forName("java.lang.Thread$Builder");
         Object b = ofVirtual.invoke(null);
         b = builder.getMethod("name", String.class, long.class).invoke(b, "vt-", 0L);
@@ -61,6 +76,9 @@ public class VThreads {
         }
         if (args.length >= 2) System.out.println("ready");
         for (Thread t : all) t.join();
+        if (carriers != null)
+            for (int i = 0; i < THREADS; i++)
+                System.out.println("carriers vt-" + i + " " + carriers.get(i).size());
         System.out.println("vthreads: sink=" + sink);
     }
 }
