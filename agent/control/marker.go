@@ -8,8 +8,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/libjprof/libjprof/internal/ownedfile"
 )
 
 // An agent whose control channel was shut down (rtdriver shutdown) stays
@@ -44,7 +45,10 @@ func (m ShutdownMarker) Write(w io.Writer) error {
 
 // ReadShutdownMarker reads a marker; false if there is none, or what is
 // there is not one an agent wrote: a regular file owned by the user its
-// private directory is named by (CheckPrivateDir).
+// private directory is named by (CheckPrivateDir). jprof reads it as
+// root, in a directory that user owns: the check is of the file opened,
+// not of its name before the open (a link swapped in between would be
+// followed), and a link is not opened at all (ownedfile).
 func ReadShutdownMarker(path string) (ShutdownMarker, bool) {
 	var m ShutdownMarker
 	dir := filepath.Dir(path)
@@ -52,14 +56,7 @@ func ReadShutdownMarker(path string) (ShutdownMarker, bool) {
 	if err != nil || CheckPrivateDir(dir, uid) != nil {
 		return m, false
 	}
-	fi, err := os.Lstat(path)
-	if err != nil || !fi.Mode().IsRegular() {
-		return m, false
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != uid {
-		return m, false
-	}
-	b, err := os.ReadFile(path)
+	b, err := ownedfile.ReadFile(path, uid)
 	if err != nil {
 		return m, false
 	}

@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -113,9 +114,15 @@ func liveHeapDump(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(host)
-	if err != nil {
+	// In a directory the JVM's user owns: read only if it is a regular
+	// file of theirs once open (not a link to a file only root may read,
+	// nor a FIFO).
+	f, err := openLogFile(host, t.UID)
+	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("pid %d: no heap dump written: %s", t.PID, strings.Join(strings.Fields(reply), " "))
+	}
+	if err != nil {
+		return fmt.Errorf("pid %d: %w", t.PID, err)
 	}
 	defer f.Close()
 	// 0600, as HotSpot writes its own dumps and the agent's rtdriver

@@ -1060,6 +1060,18 @@ func (l *lockedBuilder) String() string {
 // here and its pid there. Skips where that cannot be done.
 func namespacedService(t *testing.T, seconds int) (int, int) {
 	t.Helper()
+	hostPID, nspid, _ := namespacedServiceAs(t, 0, seconds)
+	return hostPID, nspid
+}
+
+// namespacedServiceAs is namespacedService with the JVM run as uid (and
+// gid uid), another user than root unless uid is 0; it returns that uid
+// too. For another user, the JVM's working directory is theirs (the
+// attach trigger file goes there), and so is /tmp/jprof-<uid>, made now
+// as jprof's load would make it, and removed at the end with
+// /tmp/.libjprof-<uid>.
+func namespacedServiceAs(t *testing.T, uid, seconds int) (int, int, int) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for unshare")
 	}
@@ -1068,8 +1080,25 @@ func namespacedService(t *testing.T, seconds int) (int, int) {
 	}
 	jvmtest.Build(t) // the classes, and the jprof the test runs
 	marker := fmt.Sprintf("ns%d", time.Now().UnixNano())
-	cmd := exec.Command("unshare", "--pid", "--fork", "--mount-proc", jvmtest.Java(), "-cp",
-		filepath.Join(jvmtest.Root(), "build", "java"), "Service", strconv.Itoa(seconds), marker)
+	args := []string{"--pid", "--fork", "--mount-proc"}
+	if uid != 0 {
+		id := strconv.Itoa(uid)
+		args = append(args, "setpriv", "--reuid="+id, "--regid="+id, "--clear-groups")
+	}
+	args = append(args, jvmtest.Java(), "-cp", filepath.Join(jvmtest.Root(), "build", "java"), "Service", strconv.Itoa(seconds), marker)
+	cmd := exec.Command("unshare", args...)
+	if uid != 0 {
+		wd := t.TempDir()
+		require.NoError(t, os.Chown(wd, uid, uid))
+		cmd.Dir = wd
+		logs := uidDir(uid)
+		sock := control.SocketDir(control.SocketBase, uid)
+		os.RemoveAll(logs)
+		os.RemoveAll(sock)
+		require.NoError(t, os.Mkdir(logs, 0o700))
+		require.NoError(t, os.Chown(logs, uid, uid))
+		t.Cleanup(func() { os.RemoveAll(logs); os.RemoveAll(sock) })
+	}
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -1099,7 +1128,7 @@ func namespacedService(t *testing.T, seconds int) (int, int) {
 		// What the agent and jprof left for it (the files of its pid
 		// there written since it started: an earlier JVM's are not the
 		// test's).
-		dir := fmt.Sprintf("/tmp/jprof-%d", os.Geteuid())
+		dir := uidDir(uid)
 		left, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("*_%d", nspid)))
 		left = append(left, filepath.Join(dir, fmt.Sprintf("nspid_%d", hostPID)))
 		for _, f := range left {
@@ -1108,7 +1137,7 @@ func namespacedService(t *testing.T, seconds int) (int, int) {
 			}
 		}
 	})
-	return hostPID, nspid
+	return hostPID, nspid, uid
 }
 
 // TestProfileNamespaceSharedTmpExits: a JVM in a PID namespace of its own

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/libjprof/libjprof/internal/attach"
+	"github.com/libjprof/libjprof/internal/ownedfile"
 	"github.com/libjprof/libjprof/reports"
 )
 
@@ -99,7 +101,7 @@ func writeOutput(lt *liveTarget, path, out string, stdout, stderr io.Writer) err
 	}
 	err := convert(lt, path, host, out, stdout, stderr)
 	if err == nil {
-		err = writeJLMOutput(host, out, stdout)
+		err = writeJLMOutput(host, lt.t.UID, out, stdout)
 	}
 	if err != nil {
 		return fmt.Errorf("%w (the profile itself is kept: %s)", err, host)
@@ -119,15 +121,21 @@ func jlmPath(logrt string) string {
 
 // writeJLMOutput writes the lock monitor's report beside out
 // (jprof-1234.html: jprof-1234.jlm.txt) when the agent wrote a log-jlm
-// with the log-rt; a directory gets the log-jlm itself.
-func writeJLMOutput(logrt, out string, stdout io.Writer) error {
+// with the log-rt; a directory gets the log-jlm itself. Read as the
+// log-rt is (openLogFile).
+func writeJLMOutput(logrt string, uid int, out string, stdout io.Writer) error {
 	src := jlmPath(logrt)
-	if _, err := os.Stat(src); err != nil {
+	f, err := openLogFile(src, uid)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
 	if isDirOut(out) {
 		dst := filepath.Join(out, filepath.Base(src))
-		if err := copyFile(src, dst); err != nil {
+		if err := copyFile(f, dst); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "jprof: wrote %s\n", dst)
@@ -141,20 +149,38 @@ func writeJLMOutput(logrt, out string, stdout io.Writer) error {
 		}
 	}
 	dst := base + ".jlm.txt"
-	if err := reportJLM(src, "gets", dst, stdout); err != nil {
+	if err := reportJLMFile(f, "gets", dst, stdout); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "jprof: wrote %s (the lock monitor, from %s)\n", dst, src)
 	return nil
 }
 
+// openLogFile opens a file the JVM's agent wrote (a log-rt, a log-jlm),
+// in a directory its user owns, if it is still a regular file of uid's,
+// the JVM's user, once open: that user may have swapped it for a link
+// to a file only root may read (root's jprof would copy it into its
+// output, for the user to read) or for a FIFO (the read would hang).
+func openLogFile(path string, uid int) (*os.File, error) {
+	f, err := ownedfile.Open(path, uid)
+	if errors.Is(err, ownedfile.ErrNotOwned) || errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%s is not the agent's file (not a regular file of the JVM's user, uid %d): not read", path, uid)
+	}
+	return f, err
+}
+
 func convert(lt *liveTarget, path, host, out string, stdout, stderr io.Writer) error {
+	f, err := openLogFile(host, lt.t.UID)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
 	if isDirOut(out) {
 		if err := os.MkdirAll(out, 0o755); err != nil {
 			return err
 		}
 		dst := filepath.Join(out, filepath.Base(path))
-		if err := copyFile(host, dst); err != nil {
+		if err := copyFile(f, dst); err != nil {
 			return err
 		}
 		// Kept as it is: its header's warnings, read without the rows.
@@ -167,7 +193,7 @@ func convert(lt *liveTarget, path, host, out string, stdout, stderr io.Writer) e
 		fmt.Fprintf(stdout, "jprof: wrote %s\n", dst)
 		return nil
 	}
-	p, _, err := load(host)
+	p, _, err := loadFile(f)
 	if err != nil {
 		return err
 	}
@@ -210,8 +236,8 @@ func (lt *liveTarget) sayWarnings(stderr io.Writer, notes []string) {
 	}
 }
 
-func copyFile(src, dst string) error {
-	b, err := os.ReadFile(src)
+func copyFile(src *os.File, dst string) error {
+	b, err := io.ReadAll(src)
 	if err != nil {
 		return err
 	}
@@ -279,13 +305,13 @@ func finalLogRT(lt *liveTarget, since time.Time) string {
 	}
 	var cands []cand
 	for _, m := range matches {
-		if fi, err := os.Stat(m); err == nil && fi.ModTime().After(since) {
+		if fi, err := os.Lstat(m); err == nil && fi.Mode().IsRegular() && fi.ModTime().After(since) {
 			cands = append(cands, cand{m, fi.ModTime()})
 		}
 	}
 	sort.Slice(cands, func(i, j int) bool { return cands[i].at.After(cands[j].at) })
 	for _, c := range cands {
-		if !ours.IsZero() && !intervalFrom(c.path, ours) {
+		if !ours.IsZero() && !intervalFrom(c.path, lt.t.UID, ours) {
 			continue
 		}
 		return filepath.Join(lt.logs, filepath.Base(c.path))
@@ -295,9 +321,10 @@ func finalLogRT(lt *liveTarget, since time.Time) string {
 
 // intervalFrom says whether the log-rt at path covers counts from start
 // on (its header's Interval_Start, to the second, is not before start);
-// true for a file without an interval (an older agent's).
-func intervalFrom(path string, start time.Time) bool {
-	f, err := os.Open(path)
+// true for a file without an interval (an older agent's). Read only if
+// it is a regular file of uid's, the JVM's user, once open.
+func intervalFrom(path string, uid int, start time.Time) bool {
+	f, err := ownedfile.Open(path, uid)
 	if err != nil {
 		return false
 	}
@@ -447,14 +474,10 @@ func statOf(fi os.FileInfo, err error) (*syscall.Stat_t, bool) {
 // readDeath reads a log-msg (lines of time, level, message and fields,
 // tab-separated; one file for every JVM of the pid that jprof loaded the
 // agent into) for its last JVM's VM death, and what the agent wrote or
-// said then.
+// said then. It is read only if it is a regular file of uid's once open:
+// uid owns the directory, and may have put a link or a FIFO there.
 func readDeath(path string, uid int) *deathRecord {
-	fi, err := os.Lstat(path)
-	st, ok := statOf(fi, err)
-	if !ok || !fi.Mode().IsRegular() || int(st.Uid) != uid {
-		return nil
-	}
-	b, err := os.ReadFile(path)
+	b, err := ownedfile.ReadFile(path, uid)
 	if err != nil {
 		return nil
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/libjprof/libjprof/agent/control"
 	"github.com/libjprof/libjprof/internal/attach"
+	"github.com/libjprof/libjprof/internal/ownedfile"
 	"github.com/libjprof/libjprof/internal/sourceopts"
 )
 
@@ -471,31 +472,39 @@ const logMsgKept = 7 * 24 * time.Hour
 // process of that pid in the target's namespace, nor an agent socket.
 // Profiles (log-rt and the rest) are the user's: kept.
 func pruneLogMsg(t *attach.Target, host string, cutoff time.Time) {
+	// Through the directory opened and checked once: its name swapped
+	// for a link to another directory meanwhile (its owner may) must not
+	// make root remove files there.
+	d, err := ownedfile.OpenDir(host, t.UID)
+	if err != nil {
+		return
+	}
+	defer d.Close()
+	old := func(n string) bool {
+		st, err := d.Lstat(n)
+		return err == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG &&
+			!time.Unix(st.Mtim.Unix()).After(cutoff)
+	}
 	// Records of namespaced JVMs (rememberNamespace): by host pid.
-	recs, _ := filepath.Glob(filepath.Join(host, nsRecordPrefix+"*"))
+	recs, _ := d.Names(nsRecordPrefix)
 	for _, r := range recs {
-		pid := strings.TrimPrefix(filepath.Base(r), nsRecordPrefix)
-		if _, err := strconv.Atoi(pid); err != nil {
-			continue
-		}
-		fi, err := os.Lstat(r)
-		if err != nil || !fi.Mode().IsRegular() || fi.ModTime().After(cutoff) {
+		pid := strings.TrimPrefix(r, nsRecordPrefix)
+		if _, err := strconv.Atoi(pid); err != nil || !old(r) {
 			continue
 		}
 		if _, err := os.Stat("/proc/" + pid); err == nil {
 			continue
 		}
-		os.Remove(r)
+		d.Remove(r)
 	}
-	msgs, _ := filepath.Glob(filepath.Join(host, "*-msg_*"))
+	msgs, _ := d.Names("")
 	sockDir := t.Path(control.SocketDir(control.SocketBase, t.UID))
 	for _, m := range msgs {
-		pid := m[strings.LastIndexByte(m, '_')+1:]
-		if _, err := strconv.Atoi(pid); err != nil {
+		if !strings.Contains(m, "-msg_") {
 			continue
 		}
-		fi, err := os.Lstat(m)
-		if err != nil || !fi.Mode().IsRegular() || fi.ModTime().After(cutoff) {
+		pid := m[strings.LastIndexByte(m, '_')+1:]
+		if _, err := strconv.Atoi(pid); err != nil || !old(m) {
 			continue
 		}
 		if _, err := os.Stat(filepath.Join(sockDir, pid+".sock")); err == nil {
@@ -504,7 +513,7 @@ func pruneLogMsg(t *attach.Target, host string, cutoff time.Time) {
 		if _, err := os.Stat(t.Path("/proc/" + pid)); err == nil {
 			continue
 		}
-		os.Remove(m)
+		d.Remove(m)
 	}
 }
 
@@ -527,43 +536,30 @@ type nsRecord struct {
 
 // rememberNamespace writes (or refreshes) the record of t, a JVM whose
 // agent this command reached, if it is in a PID namespace sharing /tmp
-// and jprof's directory there is the JVM user's own (outputDir).
+// and jprof's directory there is the JVM user's own (outputDir). That
+// user may put anything in it, a symbolic link to /etc/shadow at the
+// record's name included, while this runs as root: the record is written
+// through the directory opened and checked once, as a new file made here
+// and renamed onto its name (ownedfile), never through what is there.
 func rememberNamespace(t *attach.Target) {
 	if t.NSPid == t.PID || !t.TmpShared() {
 		return
 	}
-	dir := uidDir(t.UID)
-	fi, err := os.Lstat(dir)
-	st, ok := statOf(fi, err)
-	if !ok || !fi.IsDir() || int(st.Uid) != t.UID || fi.Mode().Perm()&0o077 != 0 {
+	d, err := ownedfile.OpenDir(uidDir(t.UID), t.UID)
+	if err != nil {
 		return
 	}
-	path := filepath.Join(dir, fmt.Sprintf("%s%d", nsRecordPrefix, t.PID))
+	defer d.Close()
 	text := fmt.Sprintf("nspid=%d start=%d seen=%s\n", t.NSPid, t.StartTicks(), time.Now().Format(time.RFC3339Nano))
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(text), 0o600); err != nil {
-		return
-	}
-	if os.Geteuid() == 0 && os.Lchown(tmp, t.UID, t.GID) != nil {
-		os.Remove(tmp)
-		return
-	}
-	if os.Rename(tmp, path) != nil {
-		os.Remove(tmp)
-	}
+	_ = d.WriteFile(fmt.Sprintf("%s%d", nsRecordPrefix, t.PID), []byte(text), 0o600, t.GID)
 }
 
 // readNSRecord reads the record of host pid pid in dir, jprof's
-// directory of uid: a regular file of that user's.
+// directory of uid: a regular file of that user's, as checked once open
+// (a link there is not followed).
 func readNSRecord(dir string, uid, pid int) (nsRecord, bool) {
 	var r nsRecord
-	path := filepath.Join(dir, fmt.Sprintf("%s%d", nsRecordPrefix, pid))
-	fi, err := os.Lstat(path)
-	st, ok := statOf(fi, err)
-	if !ok || !fi.Mode().IsRegular() || int(st.Uid) != uid {
-		return r, false
-	}
-	b, err := os.ReadFile(path)
+	b, err := ownedfile.ReadFile(filepath.Join(dir, fmt.Sprintf("%s%d", nsRecordPrefix, pid)), uid)
 	if err != nil {
 		return r, false
 	}
@@ -588,10 +584,12 @@ func uidDir(uid int) string { return fmt.Sprintf("/tmp/jprof-%d", uid) }
 // load failed, and attach-msg, what the agent said while loading.
 func loaderFile(t *attach.Target, kind string) string {
 	p := t.Path(filepath.Join(control.SocketDir(control.SocketBase, t.UID), strconv.Itoa(t.NSPid)+"."+kind))
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return ""
-	}
+	// The JVM's user owns the directory: what is there is read only if
+	// it is a regular file of theirs once open (not through a link, not
+	// a FIFO that would hang the read).
+	// Whatever it was, it goes (unlink removes a link, not its target):
+	// it would be in the way of the next load's.
+	b, _ := ownedfile.ReadFile(p, t.UID)
 	os.Remove(p)
 	return strings.TrimSpace(string(b))
 }

@@ -372,6 +372,12 @@ func reportJLM(path, sortBy, out string, stdout io.Writer) error {
 		return err
 	}
 	defer f.Close()
+	return reportJLMFile(f, sortBy, out, stdout)
+}
+
+// reportJLMFile is reportJLM of a file open already (f.Name() its path).
+func reportJLMFile(f *os.File, sortBy, out string, stdout io.Writer) error {
+	path := f.Name()
 	j, err := reports.ReadJLM(f)
 	if err != nil {
 		dir, base := filepath.Split(path)
@@ -522,6 +528,12 @@ func load(path string) (*reports.Profile, reports.Format, error) {
 		return nil, 0, err
 	}
 	defer f.Close()
+	return loadFile(f)
+}
+
+// loadFile is load of a file open already (f.Name() its path).
+func loadFile(f *os.File) (*reports.Profile, reports.Format, error) {
+	path := f.Name()
 	p, format, err := reports.ReadProfile(f)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", path, err)

@@ -17,8 +17,15 @@ import (
 // A load prunes old log-msg files of JVMs that are gone (no process, no
 // agent socket), and nothing else.
 func TestPruneLogMsg(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: jprof's directory is another user's")
+	}
 	host := t.TempDir()
 	tgt := &attach.Target{PID: os.Getpid(), UID: 1<<30 + os.Getpid()}
+	// As outputDir leaves it: the JVM user's, closed to others (pruning
+	// goes through it opened and checked).
+	require.NoError(t, os.Chown(host, tgt.UID, tgt.UID))
+	require.NoError(t, os.Chmod(host, 0o700))
 	sockDir := tgt.Path(control.SocketDir(control.SocketBase, tgt.UID))
 	require.NoError(t, os.MkdirAll(sockDir, 0o700))
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
