@@ -373,6 +373,13 @@ func (a *agent) Status() string {
 	line := fmt.Sprintf("state=%s since=%s pid=%d main=%s mode=%s source=%s metrics=%s backend=%s threads=%d live=%d events=%d methods=%d logpath=%s files=%d last=%s pending-start=%s attached=%v",
 		state, stamp(a.since), a.pid, a.mainClass, a.opts.modeName(), a.source.Name(), a.metricNames(), a.pttName(), threads, live, events, engine.Methods(),
 		a.opts.LogPath, len(a.files), last, pending, a.live)
+	// Where the counts of the next log-rt start (its Interval_Start):
+	// the last reset or interval flush, or a start with nothing collected
+	// since the one before; earlier than since= when a collection that
+	// was stopped without an end (or ended with nothing to write) left
+	// its counts. jprof takes a final log-rt whose interval starts here
+	// or later as this agent's (finalLogRT).
+	line += " interval-start=" + stamp(a.baseAt)
 	if s := a.opts.Sample; s != nil {
 		line += fmt.Sprintf(" sample=%s:%s", s.Kind, period(s.Period))
 	}

@@ -319,8 +319,14 @@ func liveProfile(args []string, stdout io.Writer) error {
 	ours := ""
 	if err == nil {
 		ours = statusField(st, "since")
+		lt.from = statusField(st, "interval-start")
+		if lt.from == "" || lt.from == "-" {
+			// An agent of a build before it said where its counts
+			// begin: this collection's start, which such a
+			// namespaced JVM's final log-rt may predate (finalLogRT).
+			lt.from = ours
+		}
 	}
-	lt.ours = ours
 	until := "Ctrl-C"
 	if *d > 0 {
 		until = d.String() + " (Ctrl-C stops early)"

@@ -1186,3 +1186,57 @@ func TestProfileNamespaceSharedTmpExits(t *testing.T) {
 	assert.Contains(t, stdout, "wrote "+out)
 	checkHot(t, out, true)
 }
+
+// TestProfileTargetExitsAfterStop: a JVM whose agent collected before
+// without an end (jprof start, then rtdriver detach: its counts are kept,
+// so the next log-rt's interval begins at that start, not at the
+// profile's; an end that found nothing to write leaves it so too) exits
+// during a later jprof profile: its final log-rt becomes the profile's
+// output, not "no final log-rt". A JVM in a PID namespace sharing /tmp
+// likewise, while a newer file of its name whose interval began before
+// its agent's counts did is still taken for another JVM's.
+func TestProfileTargetExitsAfterStop(t *testing.T) {
+	run := func(t *testing.T, pid, nspid int) {
+		p := strconv.Itoa(pid)
+		code, _, stderr := jprofBin(t, "start", "-e", "cpu", p)
+		require.Equal(t, 0, code, stderr)
+		// The counts' start and the profile's over a second apart
+		// (Interval_Start is compared to the second).
+		time.Sleep(1500 * time.Millisecond)
+		out, err := exec.Command(jvmtest.Tool("rtdriver"), "-pid", p, "-c", "detach").CombinedOutput()
+		require.NoError(t, err, "rtdriver detach: %s", out)
+		st := status(t, pid)
+		require.Contains(t, st, "state=stopped")
+		logs := statusField(st, "logpath")
+		decoy := filepath.Join(logs, fmt.Sprintf("log-rt.99_%d", nspid))
+		if nspid != pid {
+			past := time.Now().Add(-time.Hour)
+			var b strings.Builder
+			require.NoError(t, reports.WriteLogRT(&b, &reports.Profile{PID: nspid, Seq: 99,
+				Metrics:  []reports.Metric{{Name: "SAMPLED_CPU_TIME", Unit: "ns"}},
+				Interval: &reports.Interval{Start: past, End: past.Add(time.Second), Counts: reports.CumulativeSinceStart}}))
+			require.NoError(t, os.WriteFile(decoy, []byte(b.String()), 0o644))
+			t.Cleanup(func() { os.Remove(decoy) })
+			require.NoError(t, os.Chtimes(decoy, time.Now().Add(time.Hour), time.Now().Add(time.Hour)))
+		}
+		outFile := filepath.Join(t.TempDir(), "p.collapsed")
+		code, stdout, stderr := jprofBin(t, "profile", "-d", "60s", "-e", "cpu", "-o", outFile, p)
+		assert.Equal(t, 1, code)
+		assert.Contains(t, stderr, fmt.Sprintf("pid %d exited during the profile", pid))
+		final := filepath.Join(logs, fmt.Sprintf("log-rt.1_%d", nspid))
+		assert.Contains(t, stderr, "its agent wrote a final log-rt at VM death: "+final+" (converted below)")
+		assert.Contains(t, stdout, "wrote "+outFile)
+		if nspid != pid {
+			assert.FileExists(t, decoy, "another JVM's file is left alone")
+		}
+		checkHot(t, outFile, true)
+	}
+	t.Run("host", func(t *testing.T) {
+		p := service(t, "", "9")
+		run(t, p.Result().PID, p.Result().PID)
+	})
+	t.Run("namespace sharing /tmp", func(t *testing.T) {
+		hostPID, nspid := namespacedService(t, 9)
+		run(t, hostPID, nspid)
+	})
+}

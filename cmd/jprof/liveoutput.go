@@ -285,18 +285,24 @@ func nothingCollected(lt *liveTarget, since time.Time) string {
 
 // finalLogRT is the newest log-rt the JVM's agent wrote since then, as
 // the JVM saw its path; "" if none. Files are named by the PID the JVM
-// has in its own namespace: in a /tmp shared by PID namespaces, JVMs of
-// the same PID there (1, as a rule) name theirs alike. So when the
-// collection this profile started is known (lt.ours, the status's
-// since=), a file whose interval began before it is another's (or an
-// earlier profile's), not this one's.
+// has in its own namespace. A file of that name written since is this
+// JVM's, but for one in a PID namespace of its own sharing /tmp: JVMs of
+// other PID namespaces there have its PID too (1, as a rule) and name
+// theirs alike. For that one only, a file whose interval begins before
+// the agent's own next interval did when this profile started collecting
+// (lt.from) is another's, or an earlier run's. That start is where the
+// agent's counts began (its last reset, or a start with nothing collected
+// since), not this profile's start: an earlier collection stopped without
+// an end (rtdriver stop), or ended with nothing to write (which resets
+// nothing), leaves it earlier, and a final log-rt whose interval began
+// there is still this JVM's.
 func finalLogRT(lt *liveTarget, since time.Time) string {
 	if lt.logs == "" {
 		return ""
 	}
-	var ours time.Time
-	if lt.ours != "" {
-		ours, _ = time.Parse("2006-01-02T15:04:05Z07:00", lt.ours)
+	var from time.Time
+	if lt.t.NSPid != lt.t.PID && lt.t.TmpShared() && lt.from != "" {
+		from, _ = time.Parse("2006-01-02T15:04:05Z07:00", lt.from)
 	}
 	matches, _ := filepath.Glob(filepath.Join(lt.t.Path(lt.logs), fmt.Sprintf("log-rt.*_%d", lt.t.NSPid)))
 	type cand struct {
@@ -311,7 +317,7 @@ func finalLogRT(lt *liveTarget, since time.Time) string {
 	}
 	sort.Slice(cands, func(i, j int) bool { return cands[i].at.After(cands[j].at) })
 	for _, c := range cands {
-		if !ours.IsZero() && !intervalFrom(c.path, lt.t.UID, ours) {
+		if !from.IsZero() && !intervalFrom(c.path, lt.t.UID, from) {
 			continue
 		}
 		return filepath.Join(lt.logs, filepath.Base(c.path))

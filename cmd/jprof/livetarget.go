@@ -37,10 +37,12 @@ type liveTarget struct {
 	roots string
 	// saidPMU: the load's lines, printed, said the PMU fallback.
 	saidPMU bool
-	// ours: the status's since= of the collection this command started,
-	// "" if none or unknown (what tells this JVM's final log-rt from
-	// another's of the same name: finalLogRT).
-	ours string
+	// from: where the counts of the agent's next log-rt began when this
+	// command started collecting (the status's interval-start=; since=
+	// from an agent that does not say it), "" if unknown: what tells a
+	// namespaced JVM's final log-rt from another's of the same name
+	// (finalLogRT).
+	from string
 }
 
 // applyRoots sends -opts ROOTS=... to an agent loaded before, if given.
