@@ -200,6 +200,50 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
+// TestPerfDataOfAnotherJVM: a JVM that maps another JVM's hsperfdata,
+// as monitoring tools do (VisualVM, jconsole, anything that calls
+// VirtualMachine.list()), is judged by its own file, the one named by its
+// PID: one that maps the file of a JVM started with
+// -XX:+DisableAttachMechanism is not refused, and is attached to; one
+// without hsperfdata of its own (-XX:-UsePerfData) cannot be told, as
+// any such JVM.
+func TestPerfDataOfAnotherJVM(t *testing.T) {
+	j := firstJDK(t)
+	args := jvmArgs(j, "-XX:+DisableAttachMechanism")
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Dir = jvmDir(t, j)
+	monitored := mustOpen(t, runJVM(t, cmd))
+	if !monitored.NoAttach || monitored.perf.path == "" {
+		t.Fatalf("the JVM with -XX:+DisableAttachMechanism: %+v", monitored)
+	}
+	file := monitored.Path(monitored.perf.path)
+	for name, extra := range map[string][]string{"with its own": nil, "without its own": {"-XX:-UsePerfData"}} {
+		t.Run(name, func(t *testing.T) {
+			args := append([]string{j.java(), "-Xmx64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}, extra...)
+			args = append(args, "-cp", ".", "PerfMapper", file)
+			cmd := exec.Command(args[0], args[1:]...)
+			cmd.Dir = jvmDir(t, j)
+			tg := mustOpen(t, runJVM(t, cmd))
+			maps, err := os.ReadFile(procPath(tg.PID, "maps"))
+			if err != nil || !strings.Contains(string(maps), file) {
+				t.Fatalf("PerfMapper has not mapped %s: %v", file, err)
+			}
+			if tg.NoAttach {
+				t.Errorf("Open: NoAttach for a JVM that only maps another's hsperfdata (%+v)", tg.perf)
+			}
+			if want := strconv.Itoa(tg.NSPid); extra == nil && filepath.Base(tg.perf.path) != want {
+				t.Errorf("its hsperfdata: %+v, want the file named %s", tg.perf, want)
+			}
+			if err := tg.CheckAttachable(); err != nil {
+				t.Errorf("CheckAttachable: %v", err)
+			}
+			if _, err := tg.Execute(ctxFor(t, 20*time.Second), "properties"); err != nil {
+				t.Errorf("properties: %v", err)
+			}
+		})
+	}
+}
+
 // TestRefusingJVMs: a JVM without an attach mechanism is refused at
 // once, before any SIGQUIT (which would only make it print thread dumps),
 // as its hsperfdata says (jcmd refuses it the same way); one without

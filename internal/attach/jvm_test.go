@@ -95,15 +95,15 @@ func once(t *testing.T, key string, build func() (string, error)) string {
 	return built[key]
 }
 
-// sleeperClass compiles testdata/Sleeper.java with j's javac and returns
-// the class file.
+// sleeperClass compiles testdata/Sleeper.java (and PerfMapper.java) with
+// j's javac and returns Sleeper's class file.
 func sleeperClass(t *testing.T, j jdk) string {
 	return once(t, "class-"+j.name, func() (string, error) {
 		dir := filepath.Join(shared, "classes-"+j.name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return "", err
 		}
-		out, err := exec.Command(filepath.Join(j.home, "bin", "javac"), "-d", dir, "testdata/Sleeper.java").CombinedOutput()
+		out, err := exec.Command(filepath.Join(j.home, "bin", "javac"), "-d", dir, "testdata/Sleeper.java", "testdata/PerfMapper.java").CombinedOutput()
 		if err != nil {
 			return "", fmt.Errorf("javac: %v\n%s", err, out)
 		}
@@ -130,8 +130,8 @@ func testAgent(t *testing.T) string {
 	})
 }
 
-// jvmDir makes a fresh 0755 directory holding Sleeper.class, to be the
-// JVM's working directory and class path.
+// jvmDir makes a fresh 0755 directory holding Sleeper.class (and
+// PerfMapper.class), to be the JVM's working directory and class path.
 func jvmDir(t *testing.T, j jdk) string {
 	class := sleeperClass(t, j)
 	dir, err := os.MkdirTemp(shared, "jvm-")
@@ -141,12 +141,14 @@ func jvmDir(t *testing.T, j jdk) string {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(class)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "Sleeper.class"), b, 0o644); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"Sleeper.class", "PerfMapper.class"} {
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(class), name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return dir
 }

@@ -14,11 +14,17 @@ package attach
 // A JVM without the file (-XX:-UsePerfData, -XX:+PerfDisableSharedMem)
 // says nothing, and the attach is tried as before.
 //
-// The file read is the one the JVM has mapped (its path and inode in
-// /proc/<pid>/maps), not one found by name: the name is the JVM's PID in
-// its own namespace, which a JVM of another PID namespace sharing /tmp
-// may have too, and a file left by a dead JVM of the same pid may still
-// be there.
+// The file read is the one the JVM has mapped (its path, device and
+// inode in /proc/<pid>/maps), not one found by name: the name is the
+// JVM's PID in its own namespace, which a JVM of another PID namespace
+// sharing /tmp may have too, and a file left by a dead JVM of the same
+// pid may still be there. And of the hsperfdata files the JVM has
+// mapped, only its own counts, the one named by its PID as it sees it
+// (NSpid): a JVM that monitors others (VisualVM, jconsole, anything that
+// calls VirtualMachine.list() or reads jvmstat counters) maps their files
+// too, and one of those may come first in its maps (they are in address
+// order); taken for its own, a monitored JVM's -XX:+DisableAttachMechanism
+// made the monitoring one unprofilable.
 
 import (
 	"bytes"
@@ -36,31 +42,41 @@ import (
 )
 
 // perfMapping is the hsperfdata file a JVM has mapped, as its maps line
-// names it: the path as the JVM sees it, and the file's inode.
+// names it: the path as the JVM sees it, and the file's device and inode.
 type perfMapping struct {
 	path string
+	dev  uint64 // as stat's st_dev encodes it
 	ino  uint64
 }
 
 // perfMappingOf reads a maps line ("addr perms offset dev inode path")
-// for the JVM's hsperfdata file: a path .../hsperfdata_<user>/<digits>.
-func perfMappingOf(line []byte) (perfMapping, bool) {
+// for the hsperfdata file of the JVM whose PID in its own namespace is
+// nspid: a path .../hsperfdata_<user>/<nspid>. Another JVM's file it
+// maps (a monitoring tool's) is named by that JVM's PID, not its own.
+func perfMappingOf(line []byte, nspid int) (perfMapping, bool) {
 	f := strings.Fields(string(line))
 	if len(f) != 6 {
 		return perfMapping{}, false // anonymous, or " (deleted)"
 	}
 	p := f[5]
-	if !strings.HasPrefix(path.Base(path.Dir(p)), "hsperfdata_") {
-		return perfMapping{}, false
-	}
-	if _, err := strconv.Atoi(path.Base(p)); err != nil {
+	if !strings.HasPrefix(path.Base(path.Dir(p)), "hsperfdata_") || path.Base(p) != strconv.Itoa(nspid) {
 		return perfMapping{}, false
 	}
 	ino, err := strconv.ParseUint(f[4], 10, 64)
 	if err != nil || ino == 0 {
 		return perfMapping{}, false
 	}
-	return perfMapping{path: p, ino: ino}, true
+	// The device as the kernel prints it: major:minor, in hex.
+	maj, min, ok := strings.Cut(f[3], ":")
+	if !ok {
+		return perfMapping{}, false
+	}
+	major, err1 := strconv.ParseUint(maj, 16, 32)
+	minor, err2 := strconv.ParseUint(min, 16, 32)
+	if err1 != nil || err2 != nil {
+		return perfMapping{}, false
+	}
+	return perfMapping{path: p, dev: unix.Mkdev(uint32(major), uint32(minor)), ino: ino}, true
 }
 
 // Offsets in a PerfData buffer, version 2 (HotSpot's perfMemory.hpp,
@@ -149,7 +165,9 @@ func (t *Target) readCapabilities() (string, bool) {
 	}
 	defer f.Close()
 	var st unix.Stat_t
-	if unix.Fstat(int(f.Fd()), &st) != nil || st.Ino != t.perf.ino || st.Mode&unix.S_IFMT != unix.S_IFREG {
+	// The very file mapped: a file of that name is another's when its
+	// device or inode differ (an earlier JVM's left behind, replaced).
+	if unix.Fstat(int(f.Fd()), &st) != nil || st.Dev != t.perf.dev || st.Ino != t.perf.ino || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return "", false
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxPerfData))

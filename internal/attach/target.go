@@ -212,7 +212,7 @@ func (t *Target) readRest() error {
 	if len(raw) > 0 {
 		t.Cmdline = strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00")
 	}
-	kind, perf, err := vmKind(pid)
+	kind, perf, err := vmKind(pid, t.NSPid)
 	if err != nil {
 		if errors.Is(err, fs.ErrPermission) {
 			return fmt.Errorf("cannot tell whether pid %d is a JVM: %w", pid, err)
@@ -275,8 +275,9 @@ func (t *Target) name() string {
 
 // vmKind reads /proc/<pid>/maps: "hotspot" when libjvm.so is mapped,
 // "openj9" when OpenJ9's libj9vm is too (OpenJ9 also has a libjvm.so),
-// "" for no JVM; and the hsperfdata file the JVM has mapped, if any.
-func vmKind(pid int) (string, perfMapping, error) {
+// "" for no JVM; and the JVM's own hsperfdata file, named by nspid, its
+// PID in its namespace, if it has it mapped (perfMappingOf).
+func vmKind(pid, nspid int) (string, perfMapping, error) {
 	var perf perfMapping
 	f, err := os.Open(procPath(pid, "maps"))
 	if err != nil {
@@ -294,7 +295,7 @@ func vmKind(pid int) (string, perfMapping, error) {
 		if i < 0 {
 			continue
 		}
-		if m, ok := perfMappingOf(line); ok && perf.path == "" {
+		if m, ok := perfMappingOf(line, nspid); ok && perf.path == "" {
 			perf = m
 		}
 		p := strings.TrimSuffix(string(line[i:]), " (deleted)")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 func TestMainClass(t *testing.T) {
@@ -283,5 +284,33 @@ func TestClosedWithoutReply(t *testing.T) {
 		// another's socket, and the child as gone.
 		assert.Contains(t, err.Error(), fmt.Sprintf("JVM pid %d (Fake) exited before jcmd GC.heap_dump was sent", tg.PID))
 		assert.NotContains(t, err.Error(), "neither root")
+	}
+}
+
+// The JVM's own hsperfdata file is the one named by its PID in its
+// namespace; another JVM's it maps (a monitoring tool's) is not, wherever
+// it comes in the maps.
+func TestPerfMappingOf(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		ok   bool
+		want perfMapping
+	}{
+		{"7f1c2c000000-7f1c2c008000 rw-s 00000000 00:1f 123 /tmp/hsperfdata_root/4242", true,
+			perfMapping{path: "/tmp/hsperfdata_root/4242", dev: unix.Mkdev(0, 0x1f), ino: 123}},
+		{"7f1c2c000000-7f1c2c008000 r--s 00000000 fe:01 9 /tmp/hsperfdata_app/4242", true,
+			perfMapping{path: "/tmp/hsperfdata_app/4242", dev: unix.Mkdev(0xfe, 1), ino: 9}},
+		{"7f1c2c000000-7f1c2c008000 rw-s 00000000 103:0a 77 /proc/9/root/tmp/hsperfdata_root/4242", true,
+			perfMapping{path: "/proc/9/root/tmp/hsperfdata_root/4242", dev: unix.Mkdev(0x103, 0x0a), ino: 77}},
+		// Another JVM's file, mapped by a monitoring tool.
+		{"7f1c2c000000-7f1c2c008000 r--s 00000000 00:1f 124 /tmp/hsperfdata_root/4243", false, perfMapping{}},
+		{"7f1c2c000000-7f1c2c008000 rw-s 00000000 00:1f 123 /tmp/hsperfdata_root/4242 (deleted)", false, perfMapping{}},
+		{"7f1c2c000000-7f1c2c008000 rw-s 00000000 00:1f 123 /tmp/other/4242", false, perfMapping{}},
+		{"7f1c2c000000-7f1c2c008000 rw-s 00000000 00:1f 0 /tmp/hsperfdata_root/4242", false, perfMapping{}},
+		{"7f1c2c000000-7f1c2c008000 rw-p 00000000 00:00 0 ", false, perfMapping{}},
+	} {
+		got, ok := perfMappingOf([]byte(c.line), 4242)
+		assert.Equal(t, c.ok, ok, c.line)
+		assert.Equal(t, c.want, got, c.line)
 	}
 }
