@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/libjprof/libjprof/agent/control"
 	"github.com/libjprof/libjprof/internal/sourceopts"
 	"github.com/libjprof/libjprof/jvmti"
 )
@@ -57,9 +59,11 @@ func liveNote(s source) string {
 //
 // An agent without a control channel does not answer, whatever the load
 // says: one shut down by rtdriver refuses the load (its channel is gone
-// for good), and one whose socket could not be opened at its first load
-// (a directory of another user's where its socket goes, since removed)
-// tries again, so that a JVM is not left unprofilable until it restarts.
+// for good), and one without its UNIX socket (it could not be opened at
+// its first load: a directory of another user's where its socket goes,
+// since removed, with or without the TCP port of PORT=; or its file was
+// removed since) tries again, so that a JVM is not left unprofilable
+// until it restarts.
 func (a *agent) attachAgain(agentOpts string) error {
 	opts, err := ParseOptions(agentOpts, "")
 	if err != nil {
@@ -76,22 +80,33 @@ func (a *agent) attachAgain(agentOpts string) error {
 		return fmt.Errorf("libjprof is already loaded in this JVM (since %s), but rtdriver shut it down at %s: it collects no more and its control channel is closed for good, so neither jprof nor rtdriver can reach it; restart the JVM to profile it again",
 			stamp(a.loaded), stamp(shutAt))
 	}
+	// The UNIX socket is what jprof and rtdriver -pid find the agent by:
+	// tried again whenever it is missing, with no server at all or with
+	// one on the TCP port of PORT= alone (its directory was another
+	// user's when the agent loaded), or when its file was removed since.
 	reopened := false
-	if srv == nil && a.opts.RTDriver {
-		if err := a.startServer(); err != nil {
+	if a.opts.RTDriver && (srv == nil || srv.SocketMissing()) {
+		var err error
+		if srv == nil {
+			err = a.startServer()
+		} else {
+			err = srv.ListenUnix(control.SocketPath(control.SocketBase, os.Geteuid(), a.pid))
+		}
+		if err != nil {
 			return fmt.Errorf("libjprof is already loaded in this JVM (since %s) but has no control socket, and still cannot open one: %v", stamp(a.loaded), err)
 		}
 		a.mu.Lock()
 		srv = a.server
-		// The warning of the first load no longer holds for the reports
-		// written from now on.
+		// The warnings of the first load (no socket; TCP alone) no
+		// longer hold for the reports written from now on.
 		kept := a.notes[:0]
 		for _, n := range a.notes {
-			if !strings.HasPrefix(n, "Warning: rtdriver socket not available") {
+			if !strings.HasPrefix(n, "Warning: rtdriver socket not available") &&
+				!(strings.HasPrefix(n, "Warning: rtdriver: ") && strings.Contains(n, "trying one channel alone")) {
 				kept = append(kept, n)
 			}
 		}
-		a.notes = append(kept, "rtdriver socket opened at "+stamp(time.Now())+", by a later load (it could not be opened when the agent loaded)")
+		a.notes = append(kept, "rtdriver socket opened at "+stamp(time.Now())+", by a later load (it could not be opened when the agent loaded, or was removed since)")
 		a.mu.Unlock()
 		reopened = true
 	}

@@ -39,8 +39,13 @@ type Server struct {
 	ctl Controller
 	log *zap.Logger
 	// lns are the listeners: the UNIX socket first, when there is one,
-	// then TCP.
+	// then TCP. Guarded by mu: ListenUnix adds or replaces the UNIX one
+	// while the server runs.
 	lns []net.Listener
+	// sock is the UNIX listener's socket file, nil without one.
+	sock *unixSock
+	// loops counts Serve's accept loops, ListenUnix's included.
+	loops sync.WaitGroup
 
 	// slot is the execution slot: Controller calls run one line at a time
 	// across all connections. A channel rather than a mutex so that a
@@ -99,12 +104,14 @@ func Listen(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("rtdriver config: %w", err)
 	}
 	var lns []net.Listener
+	var sock *unixSock
 	if cfg.Socket != "" {
 		ln, err := listenUnix(cfg.Socket, cfg.Owner)
 		if err != nil {
 			return nil, err
 		}
 		lns = append(lns, ln)
+		sock = newUnixSock(ln, cfg.Socket)
 	}
 	if !cfg.NoTCP {
 		ln, err := listen(cfg)
@@ -121,6 +128,7 @@ func Listen(cfg Config) (*Server, error) {
 		ctl:        cfg.Controller,
 		log:        cfg.Logger.Named("rtdriver"),
 		lns:        lns,
+		sock:       sock,
 		slot:       make(chan struct{}, 1),
 		done:       make(chan struct{}),
 		rejecters:  make(chan struct{}, maxRejecters),
@@ -179,15 +187,125 @@ func listenPort(host string, port int) (net.Listener, error) {
 
 // Addr returns the address the server listens on: its UNIX socket when
 // it has one, else its TCP address.
-func (s *Server) Addr() net.Addr { return s.lns[0].Addr() }
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lns[0].Addr()
+}
 
 // Addrs returns every address the server listens on, the UNIX socket first.
 func (s *Server) Addrs() []net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	addrs := make([]net.Addr, len(s.lns))
 	for i, ln := range s.lns {
 		addrs[i] = ln.Addr()
 	}
 	return addrs
+}
+
+// unixSock is a UNIX listener and the socket file it made, by device and
+// inode: a file of that name made later (after the directory was
+// removed, say) is not the one it listens on.
+type unixSock struct {
+	ln       net.Listener
+	path     string
+	dev, ino uint64
+}
+
+func newUnixSock(ln net.Listener, path string) *unixSock {
+	u := &unixSock{ln: ln, path: path}
+	var st syscall.Stat_t
+	if syscall.Lstat(path, &st) == nil {
+		u.dev, u.ino = uint64(st.Dev), st.Ino
+	}
+	return u
+}
+
+// there says whether the listener's socket file is still at its path.
+func (u *unixSock) there() bool {
+	var st syscall.Stat_t
+	return syscall.Lstat(u.path, &st) == nil && uint64(st.Dev) == u.dev && st.Ino == u.ino
+}
+
+// SocketMissing says whether no client can reach the server through its
+// UNIX socket: it has none (its directory could not be used when it
+// started, and it listens on TCP alone), or its socket file is gone from
+// its path (removed with its directory) or is another's.
+func (s *Server) SocketMissing() bool {
+	s.mu.Lock()
+	u := s.sock
+	s.mu.Unlock()
+	return u == nil || !u.there()
+}
+
+// ListenUnix opens the UNIX socket at path (as Listen does, for the
+// server's owner) and serves it too, in place of one whose file is gone
+// (SocketMissing): a server that could not make its socket when it
+// started, or whose socket was removed, becomes reachable through it
+// again without a restart of its program.
+func (s *Server) ListenUnix(path string) error {
+	ln, err := listenUnix(path, s.cfg.Owner)
+	if err != nil {
+		return err
+	}
+	u := newUnixSock(ln, path)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return errors.New("rtdriver: the server is closed")
+	}
+	old := s.sock
+	s.sock = u
+	if old != nil {
+		for i, l := range s.lns {
+			if l == old.ln {
+				s.lns = append(s.lns[:i], s.lns[i+1:]...)
+				break
+			}
+		}
+	}
+	s.lns = append([]net.Listener{ln}, s.lns...)
+	s.cfg.Socket = path
+	if s.serving {
+		// Under mu, with closed false: Serve's Wait cannot have
+		// returned (its loops end only once the server is closed).
+		s.startLoop(ln)
+	}
+	s.mu.Unlock()
+	if old != nil {
+		// Its file is gone or another's: closing must not unlink
+		// whatever has the name now.
+		if ul, ok := old.ln.(*net.UnixListener); ok {
+			ul.SetUnlinkOnClose(false)
+		}
+		old.ln.Close()
+	}
+	s.log.Info("rtdriver listening again on its UNIX socket", zap.String("addr", "unix:"+path))
+	return nil
+}
+
+// startLoop runs an accept loop on ln, counted in s.loops.
+func (s *Server) startLoop(ln net.Listener) {
+	s.loops.Add(1)
+	go func() {
+		defer s.loops.Done()
+		s.acceptLoop(ln)
+	}()
+}
+
+// listening says whether ln is still one of the server's listeners (not
+// replaced by ListenUnix).
+func (s *Server) listening(ln net.Listener) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.lns {
+		if l == ln {
+			return true
+		}
+	}
+	return false
 }
 
 // Serve accepts connections until the server is closed, by Close or by a
@@ -204,19 +322,12 @@ func (s *Server) Serve() error {
 		return nil
 	}
 	s.serving = true
+	for _, ln := range s.lns {
+		s.startLoop(ln)
+	}
 	s.mu.Unlock()
 	defer close(s.acceptDone)
-
-	var loops sync.WaitGroup
-	for _, ln := range s.lns[1:] {
-		loops.Add(1)
-		go func() {
-			defer loops.Done()
-			s.acceptLoop(ln)
-		}()
-	}
-	s.acceptLoop(s.lns[0])
-	loops.Wait()
+	s.loops.Wait()
 	return nil
 }
 
@@ -226,7 +337,7 @@ func (s *Server) acceptLoop(ln net.Listener) {
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
-			if s.isClosed() {
+			if s.isClosed() || !s.listening(ln) {
 				return
 			}
 			// Accept fails transiently when the process runs out of file
@@ -409,10 +520,11 @@ func (s *Server) stop() error {
 		for c := range s.conns {
 			conns = append(conns, c)
 		}
+		lns := append([]net.Listener(nil), s.lns...)
 		s.mu.Unlock()
 
 		// Closing the UNIX listener also removes its socket file.
-		for _, ln := range s.lns {
+		for _, ln := range lns {
 			if err := ln.Close(); err != nil && s.stopErr == nil {
 				s.stopErr = fmt.Errorf("rtdriver close: %w", err)
 			}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -94,6 +95,55 @@ func TestUnixAndTCP(t *testing.T) {
 		assert.True(t, replies[0].OK, a)
 		c.Close()
 	}
+}
+
+// A server without its UNIX socket (on TCP alone: its directory was not
+// usable when it started), or whose socket file was removed, opens it
+// again while it serves (ListenUnix): reachable through it, TCP kept;
+// the listener it replaces is retired without unlinking the new file,
+// and Close still removes the socket and returns.
+func TestListenUnixAgain(t *testing.T) {
+	base := socketTestBase(t)
+	path := SocketPath(base, os.Geteuid(), 9)
+	s, err := Listen(Config{Controller: newFake(), Port: AnyPort})
+	require.NoError(t, err)
+	served := make(chan error, 1)
+	go func() { served <- s.Serve() }()
+	assert.True(t, s.SocketMissing(), "TCP alone")
+	ping := func(network, addr string) {
+		t.Helper()
+		c, err := DialNet(context.Background(), network, addr, "")
+		require.NoError(t, err, addr)
+		defer c.Close()
+		replies, err := c.Do(context.Background(), "ping")
+		require.NoError(t, err, addr)
+		assert.True(t, replies[0].OK, addr)
+	}
+	tcp := s.Addr().String()
+	for i := 0; i < 2; i++ {
+		require.NoError(t, s.ListenUnix(path))
+		assert.False(t, s.SocketMissing())
+		addrs := s.Addrs()
+		require.Len(t, addrs, 2)
+		assert.Equal(t, "unix:"+path, addrs[0].Network()+":"+addrs[0].String())
+		ping("unix", path)
+		ping("tcp", tcp)
+		// Removed with its directory, as a /tmp cleaner would.
+		require.NoError(t, os.RemoveAll(filepath.Dir(path)))
+		assert.True(t, s.SocketMissing(), "its file removed")
+	}
+	require.NoError(t, s.ListenUnix(path))
+	require.Len(t, s.Addrs(), 2, "the listener of the removed file is retired")
+	ping("unix", path)
+	closeWithin(t, s, testTimeout)
+	select {
+	case err := <-served:
+		require.NoError(t, err)
+	case <-time.After(testTimeout):
+		t.Fatal("Serve did not return after Close")
+	}
+	_, err = os.Lstat(path)
+	assert.True(t, os.IsNotExist(err), "socket left behind after Close")
 }
 
 // A socket directory someone else could have made, or others may enter,

@@ -1240,3 +1240,76 @@ func TestProfileTargetExitsAfterStop(t *testing.T) {
 		run(t, hostPID, nspid)
 	})
 }
+
+// squattedAgentJVM starts Service as uid (another user than root) with
+// the agent at its start (-agentpath, opts and LOGPATH=/tmp/jprof-<uid>),
+// while /tmp/.libjprof-<uid>, where its control socket goes, is another
+// user's (nobody's, mode 0777): the agent runs without its UNIX socket.
+// It returns the JVM and that directory, which the test removes to let a
+// later load open the socket.
+func squattedAgentJVM(t *testing.T, uid int, opts string) (*jvmtest.Proc, string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the JVM and the squatter run as other users")
+	}
+	sockDir := control.SocketDir(control.SocketBase, uid)
+	logs := uidDir(uid)
+	os.RemoveAll(sockDir)
+	os.RemoveAll(logs)
+	t.Cleanup(func() { os.RemoveAll(sockDir); os.RemoveAll(logs) })
+	out, err := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "mkdir", "-m", "0777", sockDir).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.NoError(t, os.Mkdir(logs, 0o700))
+	require.NoError(t, os.Chown(logs, uid, uid))
+	id := strconv.Itoa(uid)
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "Service", Options: opts + ",LOGPATH=" + logs,
+		Prefix: []string{"setpriv", "--reuid=" + id, "--regid=" + id, "--clear-groups"}})
+	p.Expect(fmt.Sprintf("ready %d", p.Result().PID))
+	// Its working directory, root's, must be the JVM's to look into for
+	// the attach trigger file.
+	require.NoError(t, os.Chown(p.Dir(), uid, uid))
+	return p, sockDir
+}
+
+// TestProfileTCPOnlyAgentGetsItsSocket: an agent started with PORT= whose
+// socket directory was another user's listens on its TCP port alone;
+// once the directory is removed, a load (jprof profile) makes it open its
+// UNIX socket too, and jprof reaches it, rather than "loaded but does not
+// answer". So does an agent whose socket file was removed while it ran.
+func TestProfileTCPOnlyAgentGetsItsSocket(t *testing.T) {
+	port := 0
+	if l, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
+		port = l.Addr().(*net.TCPAddr).Port
+		l.Close()
+	}
+	require.NotZero(t, port)
+	p, sockDir := squattedAgentJVM(t, 4254, fmt.Sprintf("SAMPLE=cpu,PORT=%d", port))
+	pid := strconv.Itoa(p.Result().PID)
+	assert.Contains(t, p.Stderr(), fmt.Sprintf("rtdriver listens on 127.0.0.1:%d only", port))
+	code, _, stderr := jprofBin(t, "status", pid)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "has libjprof loaded but no control socket to reach it by")
+
+	require.NoError(t, os.RemoveAll(sockDir))
+	out := filepath.Join(t.TempDir(), "a.collapsed")
+	code, _, stderr = jprofBin(t, "profile", "-d", "2s", "-e", "cpu", "-o", out, pid)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "had no control socket; it listens on "+sockDir+"/"+pid+".sock+")
+	checkHot(t, out, true)
+	// The TCP port still answers.
+	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	require.NoError(t, err)
+	c.Close()
+
+	// Its socket file removed (with its directory, by a /tmp cleaner):
+	// a load opens it again.
+	require.NoError(t, os.RemoveAll(sockDir))
+	code, _, stderr = jprofBin(t, "status", pid)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "has libjprof loaded but no control socket to reach it by")
+	code, _, stderr = jprofBin(t, "profile", "-d", "2s", "-e", "cpu", "-o", out, pid)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "had no control socket; it listens on "+sockDir+"/"+pid+".sock+")
+	checkHot(t, out, true)
+	assert.Contains(t, status(t, p.Result().PID), "state=stopped")
+}
