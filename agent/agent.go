@@ -74,6 +74,12 @@ type agent struct {
 	mainClass string
 	loaded    time.Time // when the agent loaded
 	live      bool      // loaded into a running JVM (Agent_OnAttach)
+	// loads counts the loads of the library that reached this agent:
+	// 1 for the one that made it, one more for each later load
+	// (attachAgain). The status says it, so that a command that loaded
+	// the library can tell whether its load made the agent (loads=1)
+	// or reached one that was there (jprof: not its to detach).
+	loads     int
 	since     time.Time // when collection last started; zero when off
 	lastStart time.Time // when collection last started, kept when it stops
 	lastStop  time.Time // when collection last stopped; zero if never
@@ -130,7 +136,7 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string, live bool) (*agent, 
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(25)
 	}
-	a := &agent{opts: opts, pid: os.Getpid(), loaded: time.Now(), live: live}
+	a := &agent{opts: opts, pid: os.Getpid(), loaded: time.Now(), live: live, loads: 1}
 	a.log, a.closeLog, err = openLogMsg(opts, a.pid)
 	if err == nil {
 		said.setLog(a.log)

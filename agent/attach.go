@@ -65,6 +65,10 @@ func liveNote(s source) string {
 // removed since) tries again, so that a JVM is not left unprofilable
 // until it restarts.
 func (a *agent) attachAgain(agentOpts string) error {
+	// Counted whatever this load does: it did not make the agent.
+	a.mu.Lock()
+	a.loads++
+	a.mu.Unlock()
 	opts, err := ParseOptions(agentOpts, "")
 	if err != nil {
 		return err

@@ -380,6 +380,9 @@ func (a *agent) Status() string {
 	// its counts. jprof takes a final log-rt whose interval starts here
 	// or later as this agent's (finalLogRT).
 	line += " interval-start=" + stamp(a.baseAt)
+	// How many loads of the library reached this agent, the one that
+	// made it included (see agent.loads).
+	line += fmt.Sprintf(" loads=%d", a.loads)
 	if s := a.opts.Sample; s != nil {
 		line += fmt.Sprintf(" sample=%s:%s", s.Kind, period(s.Period))
 	}

@@ -235,11 +235,17 @@ func (e *interruptedError) Error() string {
 }
 
 // abandon gives up a live command at signal sig before collection began:
-// an agent this command loaded is detached again, so that nothing of the
-// command stays in the program (the agent itself stays loaded, idle, for
-// the next command); one loaded before is left as it was.
+// an agent this command's load made is detached again, so that nothing
+// of the command stays in the program (the agent itself stays loaded,
+// idle, for the next command); one that was there before is left as it
+// was, even when this command's load reached it (a detach would end a
+// collection it had run since the JVM started, and take its
+// instrumentation out of the program), and that is said.
 func (lt *liveTarget) abandon(sig os.Signal, when string, timeout time.Duration) error {
 	e := &interruptedError{sig: sig, pid: lt.t.PID, when: when}
+	if lt.reached {
+		e.after = "the agent was there before this command (its load only reached it): left as it was, not detached"
+	}
 	if lt.loaded {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()

@@ -1313,3 +1313,58 @@ func TestProfileTCPOnlyAgentGetsItsSocket(t *testing.T) {
 	checkHot(t, out, true)
 	assert.Contains(t, status(t, p.Result().PID), "state=stopped")
 }
+
+// TestProfileInterruptDuringLoadAgain: Ctrl-C while jprof's load only
+// reaches an agent that was there already (an -agentpath agent with
+// START, collecting since the JVM started, without its control socket:
+// its directory was another user's, removed since) gives the profile up
+// without detaching that agent: its collection goes on, and jprof says
+// it left it as it was. The JVM is stopped while jprof sends the load,
+// so that the signal comes before the load's reply, always.
+func TestProfileInterruptDuringLoadAgain(t *testing.T) {
+	p, sockDir := squattedAgentJVM(t, 4255, "SAMPLE=cpu,START")
+	pid := p.Result().PID
+	// The JVM's attach listener up already: jprof's load is sent at
+	// once, with no SIGQUIT a stopped JVM would not answer.
+	tg, err := attach.Open(pid)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = tg.Execute(ctx, "properties")
+	require.NoError(t, err)
+	require.NoError(t, os.RemoveAll(sockDir))
+
+	require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
+	stopped := true
+	t.Cleanup(func() {
+		if stopped {
+			syscall.Kill(pid, syscall.SIGCONT)
+		}
+	})
+	out := filepath.Join(t.TempDir(), "p.collapsed")
+	cmd := exec.Command(jvmtest.Tool("jprof"), "profile", "-d", "8s", "-e", "cpu", "-o", out, strconv.Itoa(pid))
+	var errOut lockedBuilder
+	cmd.Stderr = &errOut
+	require.NoError(t, cmd.Start())
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(errOut.String(), "loading libjprof into pid") && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The load request sent, its reply not come: the JVM is stopped.
+	time.Sleep(300 * time.Millisecond)
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	time.Sleep(300 * time.Millisecond)
+	require.NoError(t, syscall.Kill(pid, syscall.SIGCONT))
+	stopped = false
+	err = cmd.Wait()
+	stderr := errOut.String()
+	require.Error(t, err, "jprof must fail: %s", stderr)
+	assert.Contains(t, stderr, "libjprof: loaded again: the agent loaded at ")
+	assert.Contains(t, stderr, "interrupt during the load of libjprof: given up, nothing collected, nothing written; "+
+		"the agent was there before this command (its load only reached it): left as it was, not detached")
+	assert.NotContains(t, stderr, "detached (")
+	assert.NoFileExists(t, out)
+	st := status(t, pid)
+	assert.Contains(t, st, "state=collecting", "the collection since the JVM's start goes on")
+	assert.Contains(t, st, "loads=2")
+}

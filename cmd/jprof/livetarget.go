@@ -31,7 +31,10 @@ type liveTarget struct {
 	t      *attach.Target
 	client *control.Client
 	logs   string // the agent's LOGPATH as the JVM sees it ("" until known)
-	loaded bool   // this command loaded the agent
+	loaded bool   // this command's load made the agent
+	// reached: this command's load reached an agent that was there
+	// already (it had no control socket, and opened one).
+	reached bool
 	// roots: -opts ROOTS=... for an agent loaded already, sent (as
 	// rtdriver roots=) once the command's checks have passed.
 	roots string
@@ -254,12 +257,17 @@ func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io
 	// What an earlier load left (one by jcmd, say) is not this one's.
 	loaderFile(t, "attach-msg")
 	loaderFile(t, "attach-error")
+	// Whether an agent may be there already (noChannel let the load go
+	// on for one without a socket): what tells, with an agent that does
+	// not count its loads, whether this load made the agent.
+	mappedBefore := agentMapped(t.PID)
 	t0 := time.Now()
 	// A signal during the load: the wait for the JVM's attach listener
 	// is given up at once, with nothing loaded; the load request, once
 	// sent, is not (the JVM would go on loading the agent unseen): the
-	// command waits for its reply, then detaches the agent (connected
-	// below) and gives up.
+	// command waits for its reply, then detaches the agent if this load
+	// made it (connected below; one that was there is left as it was)
+	// and gives up.
 	lctx, lcancel := lf.intr.context(ctx)
 	err = t.Listening(lctx)
 	lcancel()
@@ -287,8 +295,22 @@ func connect(ctx context.Context, arg string, lf liveFlags, load bool, stderr io
 		}
 		return nil, fmt.Errorf("pid %d: libjprof loaded but does not answer: %w", t.PID, err)
 	}
-	fmt.Fprintf(stderr, "jprof: libjprof loaded in %v\n", time.Since(t0).Round(time.Millisecond))
-	lt.loaded = true
+	// The load made the agent, or reached one that was there without
+	// a socket (an -agentpath agent collecting since the JVM started,
+	// say), which it only made open one: that one is not this
+	// command's, to detach when it gives up, nor to switch -e for.
+	lt.loaded = !mappedBefore
+	if st, err := lt.do(ctx, "status"); err == nil {
+		if n := statusField(st, "loads"); n != "" {
+			lt.loaded = n == "1"
+		}
+	}
+	if lt.loaded {
+		fmt.Fprintf(stderr, "jprof: libjprof loaded in %v\n", time.Since(t0).Round(time.Millisecond))
+	} else {
+		lt.reached = true
+		fmt.Fprintf(stderr, "jprof: the agent already in pid %d answers now (this load reached it, in %v)\n", t.PID, time.Since(t0).Round(time.Millisecond))
+	}
 	rememberNamespace(t)
 	if s := lf.intr.seen(); s != nil {
 		err := lt.abandon(s, "during the load of libjprof", *lf.timeout)
