@@ -548,13 +548,13 @@ func (a *agent) detachLocked() (string, error) {
 	return detail, nil
 }
 
-// warnObsoleteLater has log-msg name, a second after an attached BCI
-// agent retransformed the program's classes, the loops left running in
-// replaced method versions (interpreted until they return): those the
-// looks for lifelong loops missed.
+// warnObsoleteLater has log-msg name, a second after a BCI agent
+// retransformed the program's classes (an attach, or a late first start),
+// the loops left running in replaced method versions (interpreted until
+// they return): those the looks for lifelong loops missed.
 func (a *agent) warnObsoleteLater() {
 	b, ok := a.source.(jvmti.BCI)
-	if !ok || !a.live {
+	if !ok {
 		return
 	}
 	time.AfterFunc(time.Second, func() {

@@ -427,3 +427,23 @@ func restartedWhileRunning(t *testing.T, opts, java string) {
 	}
 	assert.NotZero(t, units)
 }
+
+// A JVM started with the agent but not START: the first start
+// retransforms the classes loaded so far, and a loop running in one
+// (main's) would go on in its replaced version, interpreted, for good and
+// unseen. The start looks for such loops first, as an attach does, and
+// leaves their classes as they were, saying so.
+func TestLateStartKeepsRunningLoop(t *testing.T) {
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "LoopMain", Args: []string{"120"}, Options: "BCI,CALLTREE"})
+	p.Expect(fmt.Sprintf("ready %d", p.Result().PID))
+	at := socketCtl(p.Result().PID)
+	requireOK(t, rt(t, at, "start"))
+	time.Sleep(1500 * time.Millisecond)
+	requireOK(t, rt(t, at, "end"))
+	prof := p.Result().LogRT(t, 1)
+	notes := strings.Join(prof.Notes, "\n")
+	assert.Contains(t, notes, "1 class left as it was, its methods not seen: a method of it was running a loop")
+	calls := methodCalls(prof)
+	assert.NotZero(t, calls["LoopWork.step(J)J"], "the loop's callee is seen")
+	assert.Zero(t, calls["LoopMain.main([Ljava/lang/String;)V"])
+}

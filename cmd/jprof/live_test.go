@@ -581,18 +581,7 @@ func profileContainer(t *testing.T, java string) {
 	require.NoError(t, err, "the namespaced JVM: %s", nsErr.String())
 	require.True(t, strings.HasPrefix(line, "ready "), line)
 	go io.Copy(io.Discard, r)
-	var hostPID int
-	for deadline := time.Now().Add(10 * time.Second); hostPID == 0 && time.Now().Before(deadline); {
-		out, _ := exec.Command("pgrep", "-f", "Service 120 "+marker).Output()
-		for _, f := range strings.Fields(string(out)) {
-			n, _ := strconv.Atoi(f)
-			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", n)); err == nil && strings.TrimSpace(string(b)) == "java" {
-				hostPID = n
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	require.NotZero(t, hostPID, "the namespaced JVM's pid here")
+	hostPID := hostJavaPID(t, "Service 120 "+marker)
 	code, list, stderr := jprofBin(t, "list")
 	require.Equal(t, 0, code, stderr)
 	assert.Regexp(t, fmt.Sprintf(`(?m)^ *%d .*Service \(container, pid \d+ there\)$`, hostPID), list)
@@ -1111,18 +1100,7 @@ func namespacedServiceAs(t *testing.T, uid, seconds int) (int, int, int) {
 	nspid, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "ready ")))
 	require.NoError(t, err)
 	go io.Copy(io.Discard, r)
-	var hostPID int
-	for deadline := time.Now().Add(10 * time.Second); hostPID == 0 && time.Now().Before(deadline); {
-		out, _ := exec.Command("pgrep", "-f", "Service "+strconv.Itoa(seconds)+" "+marker).Output()
-		for _, f := range strings.Fields(string(out)) {
-			n, _ := strconv.Atoi(f)
-			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", n)); err == nil && strings.TrimSpace(string(b)) == "java" {
-				hostPID = n
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	require.NotZero(t, hostPID, "the namespaced JVM's pid here")
+	hostPID := hostJavaPID(t, "Service "+strconv.Itoa(seconds)+" "+marker)
 	started := time.Now().Add(-time.Second)
 	t.Cleanup(func() {
 		// What the agent and jprof left for it (the files of its pid
@@ -1367,4 +1345,21 @@ func TestProfileInterruptDuringLoadAgain(t *testing.T) {
 	st := status(t, pid)
 	assert.Contains(t, st, "state=collecting", "the collection since the JVM's start goes on")
 	assert.Contains(t, st, "loads=2")
+}
+
+// hostJavaPID is the pid, here, of the java process (a JVM in a PID
+// namespace of its own) whose command line matches pattern.
+func hostJavaPID(t *testing.T, pattern string) int {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		out, _ := exec.Command("pgrep", "-f", pattern).Output()
+		for _, f := range strings.Fields(string(out)) {
+			n, _ := strconv.Atoi(f)
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", n)); err == nil && strings.TrimSpace(string(b)) == "java" {
+				return n
+			}
+		}
+	}
+	require.FailNow(t, "the namespaced JVM's pid here", pattern)
+	return 0
 }
