@@ -783,7 +783,9 @@ func TestBCINativesRetransformed(t *testing.T) {
 // tells the agent (Probe.caught), which closes the dead frame as an
 // exception exit: serve's later calls hang under serve, not under the
 // constructor (they did, each one deeper, until serve's own exit), and
-// every count stays exact.
+// every count stays exact. An instrumented method the exception passes
+// through on its way (make) closes the dead constructor the same way at
+// its unwind: an exception exit, not a missed one.
 func TestBCISuperConstructorThrows(t *testing.T) {
 	plain := jvmtest.Start(t, jvmtest.Run{Class: "CtorThrow", Options: "-"})
 	require.Equal(t, 0, plain.ExitCode, plain.Stderr)
@@ -812,6 +814,7 @@ func TestBCISuperConstructorThrows(t *testing.T) {
 				"CtorThrow$Derived.<init>(I)V":                   100,
 				"CtorThrow$MyStream.<init>(Ljava/lang/String;)V": 100,
 				"CtorThrow.after(I)I":                            100,
+				"CtorThrow.make(I)LCtorThrow$Derived;":           100,
 			}, kids, "serve's callees, each right under it")
 			missed := regexp.MustCompile(`Thread (.*): (\d+) exits without a seen entry \(shown as O:\), (\d+) missed exits`)
 			for _, n := range p.Notes {
@@ -821,5 +824,43 @@ func TestBCISuperConstructorThrows(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Handlers that begin otherwise than by storing their exception (other
+// compilers' and tools'): the caught probe keeps the exception in a local
+// of its own around its call, with stack map frames and without (a class
+// file of version 49). Every handler closes the constructor that died
+// under it: marker hangs right under each handler's method.
+func TestBCIHandlerShapes(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "BCIHandlers", JVMArgs: []string{asmBoot}, Options: "CALLTREE,START,NORTDRIVER"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.Equal(t, "handlers: done\n", r.Stdout)
+	assert.NotContains(t, r.ReadFile(t, "msg"), "left as it was")
+	p := r.LogRT(t, 1)
+	checkBalanced(t, p)
+	for _, cls := range []string{"gen/Handlers", "gen/OldHandlers"} {
+		for _, m := range []string{"popH", "msgH", "consumeH", "dupH", "castH"} {
+			var under uint64
+			for _, th := range p.Threads {
+				th.Walk(func(n *reports.Node, _ int) {
+					if n.Name[2:] != cls+"."+m+"(I)V" {
+						return
+					}
+					for _, c := range n.Children {
+						if c.Name[2:] == cls+".marker()V" {
+							under += c.Calls
+						}
+					}
+				})
+			}
+			assert.EqualValues(t, 100, under, "%s.%s: marker right under it", cls, m)
+		}
+	}
+	missed := regexp.MustCompile(`Thread (.*): (\d+) exits without a seen entry \(shown as O:\), (\d+) missed exits`)
+	for _, n := range p.Notes {
+		if m := missed.FindStringSubmatch(n); m != nil {
+			assert.Equal(t, "0", m[3], n)
+		}
 	}
 }

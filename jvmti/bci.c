@@ -335,50 +335,66 @@ static void bci_unwinds_lost(JNIEnv *env, jthrowable ex)
 			 __atomic_load_n(&t->name, __ATOMIC_ACQUIRE), (int)closed);
 }
 
+static uint32_t bci_dead_frames(JNIEnv *env, jint id);
+
 static void JNICALL bci_root_unwind(JNIEnv *env, jclass c, jint id, jthrowable ex)
 {
 	(void)c;
 	bci_unwinds_lost(env, ex);
+	bci_dead_frames(env, id);
 	bci_event(env, id, JP_TR_EXCEPTION);
 	bci_rooted(env, -1);
 }
 
-/* bci_caught: a handler of method id caught an exception. Frames open
- * above the innermost frame of id died without an exit the probes could
- * make (a superclass constructor threw: the constructor's catch-all
- * cannot cover that call), and are closed as exception exits here.
- * Frames are matched by method, so in a recursion of id the innermost
- * frame of id is taken for the catching one. Exceptions caught cost
- * microseconds anyway; the common case (the catching frame on top) is a
- * look at the top of the stack. */
-static void JNICALL bci_caught(JNIEnv *env, jclass c, jint id)
+/* bci_close_above closes, as exception exits, t's frames above its
+ * innermost frame of key: frames an exception left without an exit the
+ * probes could make (a superclass constructor threw: the constructor's
+ * catch-all cannot cover that call). Frames are matched by method, so in
+ * a recursion of key's method its innermost frame is taken for the one
+ * still running. Returns how many it closed; it stops if collection
+ * stops under it (the event then leaves the stack as it was). */
+static uint32_t bci_close_above(JNIEnv *env, jp_thread *t, uintptr_t key)
 {
-	(void)c;
-	if (!__atomic_load_n(&jp.collecting, __ATOMIC_RELAXED))
-		return;
-	jp_thread *t = jp_thread_self();
-	if (t == NULL || jp_thread_stale(t) || t->lost != 0)
-		return;
-	uintptr_t key = bci_key(bci_id(id));
 	uint32_t d = t->depth;
 	while (d > 0 && t->stack[d].key != key)
 		d--;
-	if (d == 0 || d == t->depth)
-		return;
 	uint32_t closed = 0;
-	while (t->depth > d) {
+	while (d > 0 && t->depth > d) {
 		uint32_t before = t->depth;
 		bci_close_top(env, t);
 		if (t->depth >= before)
-			break; /* collection stopped meanwhile: the event left the stack as it was */
+			break;
 		closed++;
 	}
-	if (closed == 0)
-		return;
-	__atomic_add_fetch(&bci.caught_closed, closed, __ATOMIC_RELAXED);
-	/* Exits an overflow lost passing this exception on were among those
-	 * closed: the next unwind of it must not close as many again. */
-	if (bci.f_lost != NULL && (*env)->GetStaticIntField(env, bci.probe, bci.f_lost) != 0) {
+	return closed;
+}
+
+/* bci_dead_frames closes the frames an exception left above method id's
+ * innermost frame, at a handler of id that caught it or at id's own
+ * unwind (it passed through the dead frames first). Exceptions cost
+ * microseconds anyway; the common case (id's frame on top) is a look at
+ * the top of the stack. */
+static uint32_t bci_dead_frames(JNIEnv *env, jint id)
+{
+	if (!__atomic_load_n(&jp.collecting, __ATOMIC_RELAXED))
+		return 0;
+	jp_thread *t = jp_thread_self();
+	if (t == NULL || jp_thread_stale(t) || t->lost != 0)
+		return 0;
+	uint32_t closed = bci_close_above(env, t, bci_key(bci_id(id)));
+	if (closed > 0)
+		__atomic_add_fetch(&bci.caught_closed, closed, __ATOMIC_RELAXED);
+	return closed;
+}
+
+/* bci_caught: a handler of method id caught an exception; the frames it
+ * left are closed. Exits an overflow lost passing it on were among them:
+ * the next unwind of it must not close as many again. */
+static void JNICALL bci_caught(JNIEnv *env, jclass c, jint id)
+{
+	(void)c;
+	if (bci_dead_frames(env, id) > 0 && bci.f_lost != NULL &&
+	    (*env)->GetStaticIntField(env, bci.probe, bci.f_lost) != 0) {
 		(*env)->SetStaticIntField(env, bci.probe, bci.f_lost, 0);
 		(*env)->SetStaticObjectField(env, bci.probe, bci.f_lost_by, NULL);
 	}
@@ -400,6 +416,7 @@ static void JNICALL bci_unwind(JNIEnv *env, jclass c, jint id, jthrowable ex)
 {
 	(void)c;
 	bci_unwinds_lost(env, ex);
+	bci_dead_frames(env, id);
 	bci_event(env, id, JP_TR_EXCEPTION);
 }
 

@@ -347,11 +347,12 @@ int bci_class_wanted(JNIEnv *jni, jclass c, char **sig)
 
 /* bci_loops_first: the classes of lifelong loops (bci_running_loops),
  * looked for before bci_lock is taken (the look waits) by a caller about
- * to retransform: an attach, and a JVM started with the agent whose
- * first start comes late (without START), whose running frames the
- * retransformation leaves in code without probes anyway, so that a loop
- * would run interpreted for good and show nothing. At VM init (START)
- * nothing runs a loop yet: the look finds none and waits for nothing. */
+ * to retransform, attached only: a JVM started with the agent chose to
+ * run with it (and a late start's profile misses nothing: the methods of
+ * a running loop's class are seen, where an attach leaves them out; the
+ * loops left running interpreted are named a second later, as an
+ * attach's missed ones are); an attach promises to leave the program at
+ * its old speed. */
 jclass *bci_loops_first(JNIEnv *jni, jint *n, jthread **vts, jint *nvts)
 {
 	*n = 0;
@@ -359,7 +360,7 @@ jclass *bci_loops_first(JNIEnv *jni, jint *n, jthread **vts, jint *nvts)
 		*vts = NULL;
 		*nvts = 0;
 	}
-	return bci_running_loops(jpvm.jvmti, jni, n, vts, nvts);
+	return jpvm.live ? bci_running_loops(jpvm.jvmti, jni, n, vts, nvts) : NULL;
 }
 
 /* bci_retransform retransforms the loaded classes the transformer

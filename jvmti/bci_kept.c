@@ -85,8 +85,9 @@ static void loop_name(jvmtiEnv *jvmti, JNIEnv *jni, jthread th, int virt, jmetho
  * until it returns: it names each in log-msg, once per method, and
  * returns how many run now, named in out (outlen bytes: "pkg.Cls.m on
  * thread \"T\"" or "on N threads", ", " between methods; NULL: not
- * wanted). Called a while after a retransformation of an attached agent
- * (agent/rtdriver.go), so that only frames that have lasted are named: a
+ * wanted). Called a while after a start's retransformation (an attach's,
+ * or the late first start of a JVM started with the agent;
+ * agent/rtdriver.go), so that only frames that have lasted are named: a
  * hot method caught in its loop at the retransformation has returned by
  * then, and its next calls run the new version; and at a detach, for
  * jprof's last line. On a thread attached to the VM, outside agent
@@ -96,7 +97,7 @@ int jp_bci_warn_obsolete(char *out, int outlen)
 	JNIEnv *jni = jp_env();
 	if (out != NULL && outlen > 0)
 		out[0] = '\0';
-	if (!jpvm.live || jni == NULL || jp.dead)
+	if (jni == NULL || jp.dead)
 		return 0;
 	jvmtiEnv *jvmti = jpvm.jvmti;
 	static jmethodID warned[64];

@@ -4,16 +4,17 @@ import java.io.IOException;
 /**
  * CtorThrow: constructors whose superclass constructor throws, the
  * exception caught by their caller (TestBCISuperConstructorThrows): a
- * superclass of the program's own, and one of the JDK's. serve's later
- * calls must hang under serve, not under the constructor that died.
+ * superclass of the program's own, and one of the JDK's, and one passed
+ * on by a method between (make). serve's later calls must hang under
+ * serve, not under the constructor that died.
  */
 public class CtorThrow {
     static int sink;
 
-    static class Base {
+    public static class Base {
         int v;
 
-        Base(int x) {
+        public Base(int x) {
             if (x < 0)
                 throw new IllegalArgumentException("negative " + x);
             for (int i = 0; i < 4; i++)
@@ -21,8 +22,9 @@ public class CtorThrow {
         }
     }
 
-    static class Derived extends Base {
-        Derived(int x) {
+    /** Public: BCIHandlers' generated classes, of another loader, make it. */
+    public static class Derived extends Base {
+        public Derived(int x) {
             super(x);
             for (int i = 0; i < 4; i++)
                 v ^= i;
@@ -44,8 +46,18 @@ public class CtorThrow {
         return s;
     }
 
+    /** Passes the constructor's exception on, through its own catch-all. */
+    static Derived make(int i) {
+        return new Derived(i % 2 == 0 ? -1 : 1);
+    }
+
     static int serve(int i) {
         int s = 0;
+        try {
+            sink += make(i).v;
+        } catch (IllegalArgumentException e) {
+            s++;
+        }
         try {
             sink += new Derived(i % 2 == 0 ? -1 : 1).v;
         } catch (IllegalArgumentException e) {

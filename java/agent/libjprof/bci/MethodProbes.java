@@ -217,11 +217,39 @@ final class MethodProbes extends AdviceAdapter {
                 g.locals = setLocal(g.locals, g.nLocal, var, g.caught);
                 g.nLocal = g.locals.length;
             }
+        } else if (g.framed && !(ctor && uninit) && !g.selfCovered) {
+            // Other compilers' and tools' handlers may use the exception
+            // at once (a call on it, a dup): it waits in a local of its
+            // own, the first slot past the handler frame's, around the
+            // call, and is back on the stack for the handler's code.
+            int tmp = slots(g.locals, g.nLocal);
+            super.visitVarInsn(Opcodes.ASTORE, tmp);
+            g.locals = setLocal(g.locals, g.nLocal, tmp, g.caught);
+            g.nLocal = g.locals.length;
+            g.placed = true;
+            place(g);
+            super.visitVarInsn(Opcodes.ALOAD, tmp);
+        } else if (!frames && !(ctor && uninit) && !g.selfCovered) {
+            // The same without frames (verified by inference): a new
+            // local, which no frame of the method's can contradict.
+            int tmp = newLocal(Type.getType(Throwable.class));
+            mv.visitVarInsn(Opcodes.ASTORE, tmp);
+            g.placed = true;
+            place(g);
+            mv.visitVarInsn(Opcodes.ALOAD, tmp);
         } else {
             mv.visitLabel(g.start);
             mv.visitInsn(Opcodes.NOP);
             mv.visitLabel(g.end);
         }
+    }
+
+    /** slots is how many local slots an expanded frame's locals fill. */
+    static int slots(Object[] locals, int n) {
+        int s = 0;
+        for (int i = 0; i < n; i++)
+            s += locals[i] == Opcodes.LONG || locals[i] == Opcodes.DOUBLE ? 2 : 1;
+        return s;
     }
 
     /** afterHandlerStart has the probe placed after the handler's first
