@@ -145,6 +145,22 @@ static inline uintptr_t bci_key(jint id)
 {
 	return ((uintptr_t)(uint32_t)id + 1) << 1;
 }
+/* bci_is_root says whether handle id is a root of ROOTS (bci.c marks them). */
+static inline int bci_is_root(jint id)
+{
+	uint32_t h = (uint32_t)id;
+	return bci.root_bits != NULL && h < bci.root_nbits &&
+	       (__atomic_load_n(&bci.root_bits[h >> 3], __ATOMIC_RELAXED) >> (h & 7) & 1);
+}
+/* bci_rooted counts a root frame in (+1) or out (-1) (bci.c). */
+void bci_rooted(JNIEnv *env, int d);
+/* Frames an exception left (bci_unwind.c): bci_unwinds_lost closes, before
+ * the unwind of ex, those whose unwinds overflowed passing it on;
+ * bci_dead_frames those above method id's innermost frame, returning how
+ * many; bci_caught is Probe.caught. */
+void bci_unwinds_lost(JNIEnv *env, jthrowable ex);
+uint32_t bci_dead_frames(JNIEnv *env, jint id);
+void JNICALL bci_caught(JNIEnv *env, jclass c, jint id);
 /* Probe calls while not collecting, counted per thread (bci.c). */
 extern __thread uint32_t bci_idle __attribute__((tls_model("initial-exec")));
 /* FFMPROBES (bci_ffm.c): Probe.downcalls, and making Probe's handles at

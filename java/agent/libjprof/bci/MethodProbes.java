@@ -99,32 +99,16 @@ final class MethodProbes extends AdviceAdapter {
      *  code starts so that the guards of the caught probes go first. */
     private final List<Object[]> tryBlocks = new ArrayList<>();
     private boolean tryFlushed;
-    /** Guards written ahead of the method's own entries. */
+    /** CaughtGuards written ahead of the method's own entries. */
     private int guardsFirst;
     /** Per handler of the method's own: its guard. */
-    private final Map<Label, Guard> guards = new LinkedHashMap<>();
+    private final Map<Label, CaughtGuard> guards = new LinkedHashMap<>();
     /** The handler whose start is being visited, and its frame (expanded,
      *  the method's own local numbering). */
-    private Guard atHandler;
+    private CaughtGuard atHandler;
     /** The method's labels visited so far. */
     private final Set<Label> seen = new HashSet<>();
 
-    /** Guard is the caught probe's protected call in one handler: start
-     *  and end of the call, the guard's handler (at the method's end) and
-     *  where it goes back to, with the frame there. */
-    private static final class Guard {
-        final Label start = new Label(), end = new Label(), handler = new Label(), back = new Label();
-        Object[] locals;
-        int nLocal;
-        /** The exception's type at the handler's start. */
-        Object caught;
-        /** Whether the probe was placed: else the guard covers a nop and
-         *  its handler rethrows (never run, but it must verify). */
-        boolean placed, seen;
-        /** Whether the guard's code gets stack map frames, and whether
-         *  the handler is inside a range of its own (no probe). */
-        boolean framed, selfCovered;
-    }
 
     /** The handle as a constant of its own (ldc, marked CACHED_ID), which
      *  a cached class gets, so that a later run can put its own handle
@@ -170,7 +154,7 @@ final class MethodProbes extends AdviceAdapter {
             return;
         }
         tryBlocks.add(new Object[] {start, end, handler, type});
-        guards.computeIfAbsent(handler, h -> new Guard());
+        guards.computeIfAbsent(handler, h -> new CaughtGuard());
     }
 
     /** A type annotation of a catch's exception names its entry of the
@@ -188,7 +172,7 @@ final class MethodProbes extends AdviceAdapter {
             return;
         tryFlushed = true;
         guardsFirst = guards.size();
-        for (Guard g : guards.values())
+        for (CaughtGuard g : guards.values())
             mv.visitTryCatchBlock(g.start, g.end, g.handler, "java/lang/StackOverflowError");
         for (Object[] b : tryBlocks)
             super.visitTryCatchBlock((Label) b[0], (Label) b[1], (Label) b[2], (String) b[3]);
@@ -200,7 +184,7 @@ final class MethodProbes extends AdviceAdapter {
         flushTry();
         if (pending != null)
             place(pending);
-        Guard g = atHandler;
+        CaughtGuard g = atHandler;
         if (g == null)
             return;
         atHandler = null;
@@ -214,7 +198,7 @@ final class MethodProbes extends AdviceAdapter {
             // the call and its guard leave the handler as it was.
             g.placed = true;
             if (op == Opcodes.ASTORE && g.framed) {
-                g.locals = setLocal(g.locals, g.nLocal, var, g.caught);
+                g.locals = CaughtGuard.setLocal(g.locals, g.nLocal, var, g.caught);
                 g.nLocal = g.locals.length;
             }
         } else if (g.framed && !(ctor && uninit) && !g.selfCovered) {
@@ -222,9 +206,9 @@ final class MethodProbes extends AdviceAdapter {
             // at once (a call on it, a dup): it waits in a local of its
             // own, the first slot past the handler frame's, around the
             // call, and is back on the stack for the handler's code.
-            int tmp = slots(g.locals, g.nLocal);
+            int tmp = CaughtGuard.slots(g.locals, g.nLocal);
             super.visitVarInsn(Opcodes.ASTORE, tmp);
-            g.locals = setLocal(g.locals, g.nLocal, tmp, g.caught);
+            g.locals = CaughtGuard.setLocal(g.locals, g.nLocal, tmp, g.caught);
             g.nLocal = g.locals.length;
             g.placed = true;
             place(g);
@@ -244,29 +228,22 @@ final class MethodProbes extends AdviceAdapter {
         }
     }
 
-    /** slots is how many local slots an expanded frame's locals fill. */
-    static int slots(Object[] locals, int n) {
-        int s = 0;
-        for (int i = 0; i < n; i++)
-            s += locals[i] == Opcodes.LONG || locals[i] == Opcodes.DOUBLE ? 2 : 1;
-        return s;
-    }
 
     /** afterHandlerStart has the probe placed after the handler's first
      *  instruction, when handlerStart chose to: before the instruction
      *  after it, past the labels between. A range that ends there (it
      *  covered the store) must not cover the probe: its handler's frame
      *  never had the stored local checked. */
-    private void afterHandlerStart(Guard g) {
+    private void afterHandlerStart(CaughtGuard g) {
         if (g != null && g.placed && !g.seen)
             pending = g;
     }
 
     /** The guard whose probe is to be placed before the next instruction. */
-    private Guard pending;
+    private CaughtGuard pending;
 
     /** place places a guard's probe (where afterHandlerStart chose). */
-    private void place(Guard g) {
+    private void place(CaughtGuard g) {
         pending = null;
         g.seen = true;
         if (!g.placed) { // a frame between said the stack is not empty
@@ -291,37 +268,6 @@ final class MethodProbes extends AdviceAdapter {
         mv.visitInsn(Opcodes.NOP);
     }
 
-    /** setLocal returns locals (an expanded frame's, one entry per value)
-     *  with local var set to type, a one-slot value. */
-    static Object[] setLocal(Object[] locals, int n, int var, Object type) {
-        List<Object> out = new ArrayList<>();
-        int slot = 0;
-        boolean set = false;
-        for (int i = 0; i < n; i++) {
-            Object v = locals[i];
-            boolean wide = v == Opcodes.LONG || v == Opcodes.DOUBLE;
-            // A wide value the store lands in (either half) is gone.
-            if (slot == var) {
-                out.add(type);
-                if (wide)
-                    out.add(Opcodes.TOP);
-                set = true;
-            } else if (wide && slot + 1 == var) {
-                out.add(Opcodes.TOP);
-                out.add(type);
-                set = true;
-            } else {
-                out.add(v);
-            }
-            slot += wide ? 2 : 1;
-        }
-        if (!set) {
-            for (; slot < var; slot++)
-                out.add(Opcodes.TOP);
-            out.add(type);
-        }
-        return out.toArray();
-    }
 
     @Override
     public void visitCode() {
@@ -400,7 +346,7 @@ final class MethodProbes extends AdviceAdapter {
     public void visitLabel(Label label) {
         flushTry();
         seen.add(label);
-        Guard g = guards.get(label);
+        CaughtGuard g = guards.get(label);
         if (g != null) {
             atHandler = g;
             // A handler inside a range of its own (javac's for a
@@ -458,7 +404,7 @@ final class MethodProbes extends AdviceAdapter {
 
     @Override
     public void visitVarInsn(int opcode, int var) {
-        Guard g = atHandler;
+        CaughtGuard g = atHandler;
         handlerStart(opcode, var);
         if (ctor && uninit && var == 0 && opcode >= Opcodes.ISTORE && opcode <= Opcodes.ASTORE)
             thisStored = true;
@@ -476,7 +422,7 @@ final class MethodProbes extends AdviceAdapter {
 
     @Override
     public void visitInsn(int opcode) {
-        Guard g = atHandler;
+        CaughtGuard g = atHandler;
         handlerStart(opcode, -1);
         super.visitInsn(opcode);
         afterHandlerStart(g);
@@ -547,7 +493,7 @@ final class MethodProbes extends AdviceAdapter {
         // The caught probes' guards, outside every range of the
         // catch-all: a guard only drops the error (the call overflowed),
         // and the handler goes on as it would without the agent.
-        for (Guard g : guards.values()) {
+        for (CaughtGuard g : guards.values()) {
             mv.visitLabel(g.handler);
             if (g.framed)
                 super.visitFrame(Opcodes.F_NEW, g.nLocal, g.locals, 1, new Object[] {"java/lang/StackOverflowError"});
