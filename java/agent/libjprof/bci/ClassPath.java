@@ -46,6 +46,21 @@ final class ClassPath {
         }
     }
 
+    /** absentLevel is what a class's absence depends on (a Trivial
+     *  level), for the trivial-method scan: the runtime
+     *  image, for a package of the image (a class cannot appear there);
+     *  the class path's jars, when they are all it holds (a class can
+     *  appear only in a changed jar, whose stamp the entry's name
+     *  holds: an optional dependency a library names, say); otherwise
+     *  a directory's or the module path's files, which may change
+     *  unseen. */
+    static int absentLevel(String owner) {
+        Module m = Transformer.bootModule(owner);
+        if (m != null)
+            return Transformer.inImage(m) ? Trivial.FIXED : Trivial.FILES;
+        return !Transformer.foreign() && absentFromStampedJars(owner + ".class") ? Trivial.JARS : Trivial.FILES;
+    }
+
     /** absentFromStampedJars: no entry of the class path holds name,
      *  and every entry is a jar naming no others, so that only a jar
      *  whose stamp changed could hold it in another run. */

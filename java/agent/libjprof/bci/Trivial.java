@@ -130,7 +130,7 @@ final class Trivial extends ClassVisitor {
         if (k == NONE) // not readable: another run may read it
             return FILES;
         if (k == ABSENT)
-            return absentLevel(owner);
+            return ClassPath.absentLevel(owner);
         // Not read (a chain too deep): nothing of its file decided, and
         // what a cut decides is only ever to instrument, which is exact
         // whatever the file holds. So the entry is kept: a later run that
@@ -145,20 +145,6 @@ final class Trivial extends ClassVisitor {
             k.origin = o = 1 + l;
         }
         return o - 1;
-    }
-
-    /** absentLevel is what a class's absence depends on: the runtime
-     *  image, for a package of the image (a class cannot appear there);
-     *  the class path's jars, when they are all it holds (a class can
-     *  appear only in a changed jar, whose stamp the entry's name
-     *  holds: an optional dependency a library names, say); otherwise
-     *  a directory's or the module path's files, which may change
-     *  unseen. */
-    private static int absentLevel(String owner) {
-        Module m = Transformer.bootModule(owner);
-        if (m != null)
-            return Transformer.inImage(m) ? FIXED : FILES;
-        return !Transformer.foreign() && ClassPath.absentFromStampedJars(owner + ".class") ? JARS : FILES;
     }
 
     private final Selective sel;
