@@ -53,7 +53,6 @@ struct jp_bci_state {
 	jfieldID f_rooted;
 	jfieldID f_lost, f_lost_by; /* Probe.unwindsLost, unwindsLostBy */
 	uint64_t lost_notes;        /* notes said of lost unwinds */
-	uint64_t caught_closed;     /* frames closed by a handler's caught probe */
 	/* Classes became active as a subclass of theirs loaded: the
 	 * transformer retransforms them at the next entry inside a root. */
 	volatile int pending;

@@ -25,6 +25,14 @@ static void bci_close_top(JNIEnv *env, jp_thread *t)
 	}
 }
 
+/* bci_lost_clear forgets Probe's count of overflowed unwinds: they are
+ * accounted for. */
+static void bci_lost_clear(JNIEnv *env)
+{
+	(*env)->SetStaticIntField(env, bci.probe, bci.f_lost, 0);
+	(*env)->SetStaticObjectField(env, bci.probe, bci.f_lost_by, NULL);
+}
+
 /* bci_unwinds_lost closes, before the unwind of ex, the frames whose own
  * unwinds overflowed the stack passing ex on (Probe.unwindsLost): they
  * are this thread's innermost open frames, left before this one. Without
@@ -46,8 +54,7 @@ void bci_unwinds_lost(JNIEnv *env, jthrowable ex)
 	if (!mine)
 		return;
 	jint n = (*env)->GetStaticIntField(env, bci.probe, bci.f_lost);
-	(*env)->SetStaticIntField(env, bci.probe, bci.f_lost, 0);
-	(*env)->SetStaticObjectField(env, bci.probe, bci.f_lost_by, NULL);
+	bci_lost_clear(env);
 	jp_thread *t = jp_thread_self();
 	if (n <= 0 || !__atomic_load_n(&jp.collecting, __ATOMIC_RELAXED) || t == NULL || jp_thread_stale(t))
 		return;
@@ -94,10 +101,7 @@ uint32_t bci_dead_frames(JNIEnv *env, jint id)
 	jp_thread *t = jp_thread_self();
 	if (t == NULL || jp_thread_stale(t) || t->lost != 0)
 		return 0;
-	uint32_t closed = bci_close_above(env, t, bci_key(bci_id(id)));
-	if (closed > 0)
-		__atomic_add_fetch(&bci.caught_closed, closed, __ATOMIC_RELAXED);
-	return closed;
+	return bci_close_above(env, t, bci_key(bci_id(id)));
 }
 
 /* bci_caught: a handler of method id caught an exception; the frames it
@@ -107,8 +111,6 @@ void JNICALL bci_caught(JNIEnv *env, jclass c, jint id)
 {
 	(void)c;
 	if (bci_dead_frames(env, id) > 0 && bci.f_lost != NULL &&
-	    (*env)->GetStaticIntField(env, bci.probe, bci.f_lost) != 0) {
-		(*env)->SetStaticIntField(env, bci.probe, bci.f_lost, 0);
-		(*env)->SetStaticObjectField(env, bci.probe, bci.f_lost_by, NULL);
-	}
+	    (*env)->GetStaticIntField(env, bci.probe, bci.f_lost) != 0)
+		bci_lost_clear(env);
 }

@@ -193,7 +193,9 @@ final class MethodProbes extends AdviceAdapter {
         // stack maps (one from the CDS archive, never verified). The guard
         // gets none either.
         g.framed = frames && g.locals != null;
-        if ((op == Opcodes.ASTORE || op == Opcodes.POP) && !(ctor && uninit) && !g.selfCovered) {
+        if ((ctor && uninit) || g.selfCovered) {
+            nopGuard(g);
+        } else if (op == Opcodes.ASTORE || op == Opcodes.POP) {
             // The exception is off the stack: after this instruction,
             // the call and its guard leave the handler as it was.
             g.placed = true;
@@ -201,33 +203,44 @@ final class MethodProbes extends AdviceAdapter {
                 g.locals = CaughtGuard.setLocal(g.locals, g.nLocal, var, g.caught);
                 g.nLocal = g.locals.length;
             }
-        } else if (g.framed && !(ctor && uninit) && !g.selfCovered) {
+        } else if (g.framed || !frames) {
             // Other compilers' and tools' handlers may use the exception
             // at once (a call on it, a dup): it waits in a local of its
-            // own, the first slot past the handler frame's, around the
-            // call, and is back on the stack for the handler's code.
-            int tmp = CaughtGuard.slots(g.locals, g.nLocal);
-            super.visitVarInsn(Opcodes.ASTORE, tmp);
-            g.locals = CaughtGuard.setLocal(g.locals, g.nLocal, tmp, g.caught);
-            g.nLocal = g.locals.length;
+            // own around the call, and is back on the stack for the
+            // handler's code. With frames, the first slot past the
+            // handler frame's (through the sorter, as the method's own
+            // locals); without (verified by inference), a new local, which
+            // no frame of the method's can contradict.
+            int tmp;
+            if (g.framed) {
+                tmp = CaughtGuard.slots(g.locals, g.nLocal);
+                super.visitVarInsn(Opcodes.ASTORE, tmp);
+                g.locals = CaughtGuard.setLocal(g.locals, g.nLocal, tmp, g.caught);
+                g.nLocal = g.locals.length;
+            } else {
+                tmp = newLocal(Type.getType(Throwable.class));
+                mv.visitVarInsn(Opcodes.ASTORE, tmp);
+            }
             g.placed = true;
             place(g);
-            super.visitVarInsn(Opcodes.ALOAD, tmp);
-        } else if (!frames && !(ctor && uninit) && !g.selfCovered) {
-            // The same without frames (verified by inference): a new
-            // local, which no frame of the method's can contradict.
-            int tmp = newLocal(Type.getType(Throwable.class));
-            mv.visitVarInsn(Opcodes.ASTORE, tmp);
-            g.placed = true;
-            place(g);
-            mv.visitVarInsn(Opcodes.ALOAD, tmp);
+            if (g.framed)
+                super.visitVarInsn(Opcodes.ALOAD, tmp);
+            else
+                mv.visitVarInsn(Opcodes.ALOAD, tmp);
         } else {
-            mv.visitLabel(g.start);
-            mv.visitInsn(Opcodes.NOP);
-            mv.visitLabel(g.end);
+            nopGuard(g);
         }
     }
 
+    /** nopGuard has g's guard cover a nop, where no probe is placed: its
+     *  entry in the exception table stays, with a handler that rethrows
+     *  (never run: a nop cannot overflow). */
+    private void nopGuard(CaughtGuard g) {
+        g.seen = true;
+        mv.visitLabel(g.start);
+        mv.visitInsn(Opcodes.NOP);
+        mv.visitLabel(g.end);
+    }
 
     /** afterHandlerStart has the probe placed after the handler's first
      *  instruction, when handlerStart chose to: before the instruction
@@ -245,13 +258,11 @@ final class MethodProbes extends AdviceAdapter {
     /** place places a guard's probe (where afterHandlerStart chose). */
     private void place(CaughtGuard g) {
         pending = null;
-        g.seen = true;
         if (!g.placed) { // a frame between said the stack is not empty
-            mv.visitLabel(g.start);
-            mv.visitInsn(Opcodes.NOP);
-            mv.visitLabel(g.end);
+            nopGuard(g);
             return;
         }
+        g.seen = true;
         // The call starts a block of its own: C1 compiles no handler whose
         // entry block holds a call it covers itself (a synchronized
         // block's handler covers its own code).
