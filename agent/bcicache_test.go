@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -214,6 +215,46 @@ func TestBCICacheDependsOnJars(t *testing.T) {
 	assert.Equal(t, 2, notHeld, "TrivialCases and SubBox depend on a directory's classes: not kept")
 }
 
+// A program's classes in a directory before a library's jar (java -cp
+// classes:lib.jar, as H2Work runs), and a library jar whose manifest
+// names others in its Class-Path (as Debian's do): the library's classes
+// that depend on its other classes are kept all the same. The directory
+// cannot come to shadow them unseen while it holds none of their
+// packages: an entry added to it changes its stamp, and the dependent
+// classes are rewritten again; the holder's own Class-Path is searched
+// after it. Before, every such class of H2 was rewritten in every run.
+func TestBCICacheDirectoryBeforeJar(t *testing.T) {
+	jvmtest.Build(t)
+	jar := filepath.Join(t.TempDir(), "trivial.jar")
+	writeJar(t, jar, filepath.Join(jvmtest.Root(), "build", "java"), "TrivialCases*.class", "Class-Path: no-such-dependency.jar")
+	classes := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(classes, "README"), []byte("a program's classes\n"), 0o644))
+	cp := []string{classes, jar}
+	plain := jvmtest.Start(t, jvmtest.Run{Class: "TrivialCases", ClassPath: cp, OnlyClassPath: true, Options: "CALLTREE,START,NORTDRIVER"})
+	require.Equal(t, 0, plain.ExitCode, plain.Stderr)
+	want := methodCalls(plain.LogRT(t, 1))
+	require.Zero(t, want["TrivialCases.crossClass()I"], "crossClass is trivial through Box.get")
+	dir := filepath.Join(t.TempDir(), "cache")
+	run := func() (read, notHeld int) {
+		t.Helper()
+		r := jvmtest.Start(t, jvmtest.Run{Class: "TrivialCases", ClassPath: cp, OnlyClassPath: true, Options: "CALLTREE,START,NORTDRIVER,BCICACHE=" + dir})
+		require.Equal(t, 0, r.ExitCode, r.Stderr)
+		assert.Equal(t, want, methodCalls(r.LogRT(t, 1)), "the same tree as without the cache")
+		read, notHeld, _ = bciCacheCounts(t, r.ReadFile(t, "msg"))
+		return read, notHeld
+	}
+	run()
+	run()
+	read, notHeld := run()
+	assert.NotZero(t, read)
+	assert.Zero(t, notHeld, "every class kept, TrivialCases and SubBox under the class path's stamp")
+
+	require.NoError(t, os.WriteFile(filepath.Join(classes, "Other.class"), []byte("not read"), 0o644))
+	read, notHeld = run()
+	assert.NotZero(t, read, "the classes that depend on no other still hit")
+	assert.Equal(t, 2, notHeld, "TrivialCases and SubBox rewritten again: the directory before their jar changed")
+}
+
 // A class whose trivial methods were decided where the transformer's
 // read-ahead of other class files stopped (a chain of delegates deeper
 // than it reads) is kept all the same: the cut only ever instruments,
@@ -244,8 +285,9 @@ func TestBCICacheDeepChain(t *testing.T) {
 	}
 }
 
-// writeJar writes a jar of dir's files that match pattern.
-func writeJar(t *testing.T, jar, dir, pattern string) {
+// writeJar writes a jar of dir's files that match pattern, with a
+// manifest holding the given main attributes, if any.
+func writeJar(t *testing.T, jar, dir, pattern string, manifest ...string) {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, pattern))
 	require.NoError(t, err)
@@ -253,6 +295,12 @@ func writeJar(t *testing.T, jar, dir, pattern string) {
 	f, err := os.Create(jar)
 	require.NoError(t, err)
 	w := zip.NewWriter(f)
+	if len(manifest) > 0 {
+		e, err := w.Create("META-INF/MANIFEST.MF")
+		require.NoError(t, err)
+		_, err = e.Write([]byte("Manifest-Version: 1.0\r\n" + strings.Join(manifest, "\r\n") + "\r\n\r\n"))
+		require.NoError(t, err)
+	}
 	for _, name := range files {
 		b, err := os.ReadFile(name)
 		require.NoError(t, err)

@@ -20,9 +20,10 @@
 /* jp_bci_cache_stamp chains into (*a, *b) the identity of each file of a
  * path list (of one path, with one): its size, modification and change
  * times, inode and device (a jar rewritten in place or replaced changes
- * them), or only its name for what is not a regular file (a directory's
- * classes may change under the same stamp: Trivial.java lets no kept
- * class depend on them). */
+ * them); for a directory the same but its size, which covers the
+ * entries directly in it, not its subdirectories' (ClassPath.java lets
+ * a kept class depend on a directory only for names whose top package is
+ * not there: stampedAbsent); only its name for what is neither. */
 void jp_bci_cache_stamp(const char *list, int one, uint64_t *a, uint64_t *b)
 {
 	while (list != NULL && *list != 0) {
@@ -34,9 +35,10 @@ void jp_bci_cache_stamp(const char *list, int one, uint64_t *a, uint64_t *b)
 			path[len] = 0;
 			struct stat st;
 			int n;
-			if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+			if (stat(path, &st) == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
 				n = snprintf(st_desc, sizeof st_desc, "|%s:%lld:%lld.%09ld:%lld.%09ld:%llu:%llu", path,
-					     (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
+					     S_ISREG(st.st_mode) ? (long long)st.st_size : -1LL,
+					     (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
 					     (long long)st.st_ctim.tv_sec, st.st_ctim.tv_nsec, (unsigned long long)st.st_ino,
 					     (unsigned long long)st.st_dev);
 			else

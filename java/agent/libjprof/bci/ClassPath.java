@@ -22,23 +22,25 @@ final class ClassPath {
     /** inStampedJar: the class the application loader loads by this
      *  name is a jar's of the class path, whose stamp BCICACHE's
      *  entries hold: the first holder is a jar, with no directory
-     *  before it (whose files may change unseen, and shadow it) and
-     *  no jar before it or it naming others in its manifest's
-     *  Class-Path (which the loader searches, and nothing stamps). */
+     *  before it that could come to shadow it unseen (stampedAbsent)
+     *  and no jar before it naming others in its manifest's
+     *  Class-Path (which the loader searches next, and nothing stamps;
+     *  the holder's own are searched after it). */
     static synchronized boolean inStampedJar(String name) {
         try {
             Object e = find(name);
             if (!(e instanceof JarFile))
                 return false;
             for (Object x : entries) {
-                // A directory, or an entry that is neither a jar nor a
-                // directory yet: its files may change, or appear, unseen.
-                if (x instanceof File || x == Boolean.FALSE)
+                // An entry that is neither a jar nor a directory yet: its
+                // files may appear unseen.
+                if (x == Boolean.FALSE || (x instanceof File && !stampedAbsent((File) x, name)))
                     return false;
-                if (x instanceof JarFile && namesOthers((JarFile) x))
-                    return false;
+                // The holder's own Class-Path is searched after it.
                 if (x == e)
                     return true;
+                if (x instanceof JarFile && namesOthers((JarFile) x))
+                    return false;
             }
             return false;
         } catch (IOException | RuntimeException x) {
@@ -51,9 +53,10 @@ final class ClassPath {
      *  image, for a package of the image (a class cannot appear there);
      *  the class path's jars, when they are all it holds (a class can
      *  appear only in a changed jar, whose stamp the entry's name
-     *  holds: an optional dependency a library names, say); otherwise
-     *  a directory's or the module path's files, which may change
-     *  unseen. */
+     *  holds: an optional dependency a library names, say), and by
+     *  directories that do not hold its package (stampedAbsent);
+     *  otherwise a directory's or the module path's files, which may
+     *  change unseen. */
     static int absentLevel(String owner) {
         Module m = Transformer.bootModule(owner);
         if (m != null)
@@ -62,8 +65,9 @@ final class ClassPath {
     }
 
     /** absentFromStampedJars: no entry of the class path holds name,
-     *  and every entry is a jar naming no others, so that only a jar
-     *  whose stamp changed could hold it in another run. */
+     *  and every entry is a jar naming no others or a directory whose
+     *  stamp would change were name to appear in it, so that only an
+     *  entry whose stamp changed could hold it in another run. */
     static synchronized boolean absentFromStampedJars(String name) {
         try {
             if (find(name) != null)
@@ -71,12 +75,27 @@ final class ClassPath {
             // find has opened every entry it could: the rest are
             // directories, or paths that are nothing yet.
             for (Object x : entries)
-                if (!(x instanceof JarFile) || namesOthers((JarFile) x))
+                if (x == Boolean.FALSE || (x instanceof File && !stampedAbsent((File) x, name))
+                        || (x instanceof JarFile && namesOthers((JarFile) x)))
                     return false;
             return true;
         } catch (IOException | RuntimeException x) {
             return false;
         }
+    }
+
+    /** stampedAbsent: directory dir cannot come to hold name without
+     *  its stamp changing. The stamp (jvmti/bci_context.c) holds the
+     *  directory's own modification time, which an entry added to it
+     *  directly changes: that covers a name whose first component (its
+     *  top package, or the class file itself) is not in dir. A
+     *  directory that holds that package may gain the class deeper down,
+     *  unseen. A program's classes in a directory before a library's
+     *  jar (java -cp classes:lib.jar) share no package with it as a
+     *  rule. */
+    private static boolean stampedAbsent(File dir, String name) {
+        int slash = name.indexOf('/');
+        return !new File(dir, slash < 0 ? name : name.substring(0, slash)).exists();
     }
 
     /** Jars whose manifest has a Class-Path, by whether it has. */
