@@ -1,6 +1,8 @@
 // Package atomicfile writes files that appear complete or not at all: the
-// content goes to a temporary name in the target's directory, is synced,
-// and is renamed into place only when everything was written. A reader
+// content goes to a temporary name in the target's directory, is synced
+// (its disk writes started as it grows, so that the sync waits for the
+// last few megabytes only), and is renamed into place only when
+// everything was written. A reader
 // (a person, jprof, a test) never sees half a report; a failed write
 // leaves whatever was there before. Writes are buffered and go to the
 // file from a goroutine, so a caller producing a large file keeps
@@ -51,7 +53,9 @@ func Create(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &File{path: path, f: f, w: newAsyncWriter(f), perm: 0o644}, nil
+	w := newAsyncWriter(f)
+	w.writeback = true
+	return &File{path: path, f: f, w: w, perm: 0o644}, nil
 }
 
 // Write buffers p; full buffers are written in the background (see
