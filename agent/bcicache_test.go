@@ -178,6 +178,7 @@ func TestBCICacheDependsOnJars(t *testing.T) {
 	jvmtest.Build(t)
 	jar := filepath.Join(t.TempDir(), "trivial.jar")
 	writeJar(t, jar, filepath.Join(jvmtest.Root(), "build", "java"), "TrivialCases*.class")
+	settle()
 	plain := jvmtest.Start(t, jvmtest.Run{Class: "TrivialCases", Options: "CALLTREE,START,NORTDRIVER"})
 	require.Equal(t, 0, plain.ExitCode, plain.Stderr)
 	want := methodCalls(plain.LogRT(t, 1))
@@ -203,6 +204,7 @@ func TestBCICacheDependsOnJars(t *testing.T) {
 
 	later := time.Now().Add(time.Minute)
 	require.NoError(t, os.Chtimes(jar, later, later))
+	settle()
 	read, notHeld, _ = run(dir, []string{jar})
 	assert.NotZero(t, read, "the classes that depend on no other still hit")
 	assert.Equal(t, 2, notHeld, "TrivialCases and SubBox rewritten again: the jar they depend on changed")
@@ -229,6 +231,7 @@ func TestBCICacheDirectoryBeforeJar(t *testing.T) {
 	writeJar(t, jar, filepath.Join(jvmtest.Root(), "build", "java"), "TrivialCases*.class", "Class-Path: no-such-dependency.jar")
 	classes := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(classes, "README"), []byte("a program's classes\n"), 0o644))
+	settle()
 	cp := []string{classes, jar}
 	plain := jvmtest.Start(t, jvmtest.Run{Class: "TrivialCases", ClassPath: cp, OnlyClassPath: true, Options: "CALLTREE,START,NORTDRIVER"})
 	require.Equal(t, 0, plain.ExitCode, plain.Stderr)
@@ -250,9 +253,50 @@ func TestBCICacheDirectoryBeforeJar(t *testing.T) {
 	assert.Zero(t, notHeld, "every class kept, TrivialCases and SubBox under the class path's stamp")
 
 	require.NoError(t, os.WriteFile(filepath.Join(classes, "Other.class"), []byte("not read"), 0o644))
+	settle()
 	read, notHeld = run()
 	assert.NotZero(t, read, "the classes that depend on no other still hit")
 	assert.Equal(t, 2, notHeld, "TrivialCases and SubBox rewritten again: the directory before their jar changed")
+}
+
+// An empty class path element is the working directory, as the JDK's
+// loader reads it: stamped as a directory (a file added there makes the
+// classes that depend on the jar after it rewritten again). A link in a
+// directory that leads nowhere yet vouches for nothing: the class it
+// names may appear through it, unseen.
+func TestBCICacheWorkingDirectory(t *testing.T) {
+	jvmtest.Build(t)
+	jar := filepath.Join(t.TempDir(), "trivial.jar")
+	writeJar(t, jar, filepath.Join(jvmtest.Root(), "build", "java"), "TrivialCases*.class")
+	cwd := t.TempDir()
+	settle()
+	dir := filepath.Join(t.TempDir(), "cache")
+	run := func(dir string) (read, notHeld int) {
+		t.Helper()
+		r := jvmtest.Start(t, jvmtest.Run{Class: "TrivialCases", ClassPath: []string{"", jar}, OnlyClassPath: true,
+			Prefix: []string{"sh", "-c", `cd "$0" && exec "$@"`, cwd}, Options: "CALLTREE,START,NORTDRIVER,BCICACHE=" + dir})
+		require.Equal(t, 0, r.ExitCode, r.Stderr)
+		read, notHeld, _ = bciCacheCounts(t, r.ReadFile(t, "msg"))
+		return read, notHeld
+	}
+	run(dir)
+	run(dir)
+	_, notHeld := run(dir)
+	assert.Zero(t, notHeld, "every class kept: the working directory holds none of their names")
+	require.NoError(t, os.WriteFile(filepath.Join(cwd, "notes.txt"), []byte("x"), 0o644))
+	settle()
+	_, notHeld = run(dir)
+	assert.Equal(t, 2, notHeld, "TrivialCases and SubBox rewritten again: the working directory changed")
+
+	for _, c := range []string{"TrivialCases$Box.class", "TrivialCases$BoxBase.class"} {
+		require.NoError(t, os.Symlink(filepath.Join(t.TempDir(), "later", c), filepath.Join(cwd, c)))
+	}
+	settle()
+	other := filepath.Join(t.TempDir(), "cache")
+	run(other)
+	run(other)
+	_, notHeld = run(other)
+	assert.Equal(t, 2, notHeld, "TrivialCases and SubBox not kept: the classes they depend on may appear through the links")
 }
 
 // A class whose trivial methods were decided where the transformer's
@@ -267,6 +311,7 @@ func TestBCICacheDeepChain(t *testing.T) {
 	jvmtest.Build(t)
 	jar := filepath.Join(t.TempDir(), "chain.jar")
 	writeJar(t, jar, filepath.Join(jvmtest.Root(), "build", "java"), "CacheChain*.class")
+	settle()
 	plain := jvmtest.Start(t, jvmtest.Run{Class: "CacheChain", ClassPath: []string{jar}, OnlyClassPath: true, Options: "CALLTREE,START,NORTDRIVER"})
 	require.Equal(t, 0, plain.ExitCode, plain.Stderr)
 	want := methodCalls(plain.LogRT(t, 1))
@@ -284,6 +329,12 @@ func TestBCICacheDeepChain(t *testing.T) {
 		}
 	}
 }
+
+// settle waits until files just written are two seconds old: BCICACHE
+// never reads again an entry that depends on a class path file changed
+// within two seconds of the run (a file system's clock may not tell a
+// second change in the same tick).
+func settle() { time.Sleep(2100 * time.Millisecond) }
 
 // writeJar writes a jar of dir's files that match pattern, with a
 // manifest holding the given main attributes, if any.

@@ -96,6 +96,7 @@ func TestSampleHotPath(t *testing.T) {
 			// their samples is 1/4, within four binomial standard
 			// deviations (the timer source samples at the kernel's tick,
 			// a few hundred samples in this run).
+			require.GreaterOrEqual(t, heavy+light, uint64(100), "too few samples to judge their shares")
 			n := float64(heavy + light)
 			share := float64(light) / n
 			sigma := math.Sqrt(0.25 * 0.75 / n)

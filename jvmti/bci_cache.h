@@ -52,9 +52,11 @@ const unsigned char *jp_pack_find(const char *name, size_t *n, int *damaged);
 void jp_pack_add(const char *name, const unsigned char *e, size_t n);
 
 /* bci_context.c: the context's directory name (-1: the jar unread),
- * the stamps of a path list's files (of one path, with one), chained
- * into (*a, *b). */
+ * the stamps of a path list's files (how: JP_STAMP_*), chained into
+ * (*a, *b). */
 int jp_bci_cache_context(jvmtiEnv *jvmti, const char *format, char *out, size_t outlen);
-void jp_bci_cache_stamp(const char *list, int one, uint64_t *a, uint64_t *b);
+#define JP_STAMP_ONE 1 /* list is one path */
+#define JP_STAMP_CWD 2 /* an empty element is the working directory (java.class.path) */
+void jp_bci_cache_stamp(const char *list, int how, uint64_t *a, uint64_t *b);
 
 #endif /* JP_BCI_CACHE_H */

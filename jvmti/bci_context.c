@@ -13,9 +13,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bci_cache.h"
+
+/* bci_stamp_recent: a change time within two seconds of now. A file
+ * changed again within the same tick of the file system's clock (coarse,
+ * and coarser over NFS) keeps its times: such a file's stamp holds a
+ * value of this run alone, so that the entries named with it are never
+ * read again (a run straight after a build keeps none of the classes
+ * that depend on the class path; the next run does). */
+static int bci_stamp_recent(const struct timespec *t, const struct timespec *now)
+{
+	long long d = (long long)now->tv_sec - (long long)t->tv_sec;
+	return d < 2 && d > -2;
+}
 
 /* jp_bci_cache_stamp chains into (*a, *b) the identity of each file of a
  * path list (of one path, with one): its size, modification and change
@@ -23,16 +36,23 @@
  * them); for a directory the same but its size, which covers the
  * entries directly in it, not its subdirectories' (ClassPath.java lets
  * a kept class depend on a directory only for names whose top package is
- * not there: stampedAbsent); only its name for what is neither. */
-void jp_bci_cache_stamp(const char *list, int one, uint64_t *a, uint64_t *b)
+ * not there: stampedAbsent); only its name for what is neither. With
+ * JP_STAMP_CWD an empty element is the working directory, as the JDK's
+ * application loader reads java.class.path (an empty one included);
+ * otherwise it is nothing. */
+void jp_bci_cache_stamp(const char *list, int how, uint64_t *a, uint64_t *b)
 {
-	while (list != NULL && *list != 0) {
-		const char *end = one ? NULL : strchr(list, ':');
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	for (;;) {
+		const char *end = (how & JP_STAMP_ONE) ? NULL : strchr(list, ':');
 		size_t len = end ? (size_t)(end - list) : strlen(list);
 		char path[4096], st_desc[4200];
-		if (len > 0 && len < sizeof path) {
+		if (len < sizeof path && (len > 0 || (how & JP_STAMP_CWD))) {
 			memcpy(path, list, len);
 			path[len] = 0;
+			if (len == 0)
+				strcpy(path, ".");
 			struct stat st;
 			int n;
 			if (stat(path, &st) == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
@@ -45,8 +65,16 @@ void jp_bci_cache_stamp(const char *list, int one, uint64_t *a, uint64_t *b)
 				n = snprintf(st_desc, sizeof st_desc, "|%s:-", path);
 			if (n > 0 && (size_t)n < sizeof st_desc)
 				jp_cache_hash2((const unsigned char *)st_desc, (size_t)n, *a, *b, a, b);
+			if (n > 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) &&
+			    bci_stamp_recent(&st.st_ctim, &now)) {
+				n = snprintf(st_desc, sizeof st_desc, "|recent:%d:%lld.%09ld", (int)getpid(), (long long)now.tv_sec,
+					     now.tv_nsec);
+				jp_cache_hash2((const unsigned char *)st_desc, (size_t)n, *a, *b, a, b);
+			}
 		}
-		list = end ? end + 1 : NULL;
+		if (end == NULL)
+			break;
+		list = end + 1;
 	}
 }
 
@@ -193,7 +221,7 @@ int jp_bci_cache_context(jvmtiEnv *jvmti, const char *format, char *out, size_t 
 	if ((*jvmti)->GetSystemProperty(jvmti, "java.home", &home) == JVMTI_ERROR_NONE && home != NULL) {
 		char img[4096];
 		if ((size_t)snprintf(img, sizeof img, "%s/lib/modules", home) < sizeof img)
-			jp_bci_cache_stamp(img, 1, &da, &db);
+			jp_bci_cache_stamp(img, JP_STAMP_ONE, &da, &db);
 		(*jvmti)->Deallocate(jvmti, (unsigned char *)home);
 	}
 	snprintf(out, outlen, "ctx-%016llx%016llx", (unsigned long long)da, (unsigned long long)db);

@@ -425,7 +425,7 @@ void jp_bci_cache_setup(jvmtiEnv *jvmti)
 	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
 		char *v = NULL;
 		if ((*jvmti)->GetSystemProperty(jvmti, paths[i], &v) == JVMTI_ERROR_NONE && v != NULL) {
-			jp_bci_cache_stamp(v, 0, &a, &b);
+			jp_bci_cache_stamp(v, i == 0 ? JP_STAMP_CWD : 0, &a, &b);
 			(*jvmti)->Deallocate(jvmti, (unsigned char *)v);
 		}
 		jp_cache_hash2((const unsigned char *)"|", 1, a, b, &a, &b); /* ends a list */

@@ -99,7 +99,13 @@ func (w *asyncWriter) startWriteback() {
 	if !w.writeback || n-w.started < writebackStep {
 		return
 	}
-	_ = unix.SyncFileRange(int(w.f.Fd()), w.started, n-w.started, unix.SYNC_FILE_RANGE_WRITE)
+	// Through Control, which holds the descriptor: an Abort may close
+	// the file meanwhile, and its number be another file's by then.
+	if c, err := w.f.SyscallConn(); err == nil {
+		_ = c.Control(func(fd uintptr) {
+			_ = unix.SyncFileRange(int(fd), w.started, n-w.started, unix.SYNC_FILE_RANGE_WRITE)
+		})
+	}
 	w.started = n
 }
 

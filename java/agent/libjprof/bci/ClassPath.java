@@ -5,9 +5,12 @@ import java.io.FileInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.jar.JarFile;
 import java.util.zip.ZipFile;
 
@@ -94,9 +97,22 @@ final class ClassPath {
      *  jar (java -cp classes:lib.jar) share no package with it as a
      *  rule. */
     private static boolean stampedAbsent(File dir, String name) {
+        Set<String> top = tops.get(dir);
+        if (top == null) {
+            // The directory's own entries, links included: a link that
+            // leads nowhere yet may lead somewhere later, unseen.
+            String[] l = dir.list();
+            top = l == null ? UNLISTED : new HashSet<>(Arrays.asList(l));
+            tops.put(dir, top);
+        }
         int slash = name.indexOf('/');
-        return !new File(dir, slash < 0 ? name : name.substring(0, slash)).exists();
+        return top != UNLISTED && !top.contains(slash < 0 ? name : name.substring(0, slash));
     }
+
+    /** Directories of the class path by their entries, listed once; an
+     *  unreadable one vouches for nothing. */
+    private static final Set<String> UNLISTED = new HashSet<>();
+    private static final Map<File, Set<String>> tops = new HashMap<>();
 
     /** Jars whose manifest has a Class-Path, by whether it has. */
     private static final Map<JarFile, Boolean> classPathIn = new HashMap<>();
@@ -135,7 +151,7 @@ final class ClassPath {
         if (entries == null) {
             entries = new ArrayList<>();
             String cp = Transformer.classPath();
-            for (String e : cp.split(File.pathSeparator))
+            for (String e : cp.split(File.pathSeparator, -1))
                 entries.add(new File(e.isEmpty() ? "." : e)); // empty: the working directory, as the JDK's loader reads it
         }
         for (int i = 0; i < entries.size(); i++) {
