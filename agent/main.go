@@ -12,6 +12,8 @@ import (
 	"os"
 	"sync"
 	"unsafe"
+
+	"github.com/libjprof/libjprof/jvmti"
 )
 
 // main is never run: this package is built as a c-shared library.
@@ -29,6 +31,7 @@ var (
 //
 //export jpGoOnLoad
 func jpGoOnLoad(vm unsafe.Pointer, options *C.char) C.int {
+	defer jvmti.EnterFromJVM()()
 	loadMu.Lock()
 	defer loadMu.Unlock()
 	opts, env := goString(options), os.Getenv("JPROFOPTS")
@@ -51,6 +54,7 @@ func jpGoOnLoad(vm unsafe.Pointer, options *C.char) C.int {
 //
 //export jpGoOnAttach
 func jpGoOnAttach(vm unsafe.Pointer, options *C.char) C.int {
+	defer jvmti.EnterFromJVM()()
 	loadMu.Lock()
 	defer loadMu.Unlock()
 	opts := goString(options)

@@ -12,6 +12,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"runtime/cgo"
 	"sync"
 	"unsafe"
@@ -81,8 +82,22 @@ var (
 	note   func(string)
 )
 
+// EnterFromJVM is called first by each function the JVM's threads call
+// into Go through, and the function it returns last: it wires the
+// goroutine to the thread meanwhile (LockOSThread). While a thread that
+// C started runs Go code so wired, the Go runtime starts any new thread
+// it needs from its template thread, named libjprof-go as the runtime's
+// others are (agent/onload.c), instead of cloning the JVM's thread,
+// whose name ("java", "Attach Listener") the clone would take, so that
+// top -H and perf showed the agent's threads as the JVM's.
+func EnterFromJVM() (leave func()) {
+	runtime.LockOSThread()
+	return runtime.UnlockOSThread
+}
+
 //export jpGoNote
 func jpGoNote(msg *C.char) {
+	defer EnterFromJVM()()
 	s := C.GoString(msg)
 	noteMu.Lock()
 	f := note
@@ -177,11 +192,13 @@ func detach() error {
 
 //export jpGoVMInit
 func jpGoVMInit(h C.uintptr_t) {
+	defer EnterFromJVM()()
 	cgo.Handle(h).Value().(Handler).VMInit()
 }
 
 //export jpGoVMDeath
 func jpGoVMDeath(h C.uintptr_t) {
+	defer EnterFromJVM()()
 	cgo.Handle(h).Value().(Handler).VMDeath()
 }
 

@@ -10,8 +10,9 @@
  * covers the process, and the header compares it with the process's CPU
  * time.
  *
- * The agent's own threads (named libjprof-*, and the Go runtime's, which
- * keep the launcher's name) are sampled too, under "<profiler_thread>":
+ * The agent's own threads (named libjprof-*, the Go runtime's
+ * libjprof-go, and any the runtime starts later from the launcher's
+ * thread, which keep its name) are sampled too, under "<profiler_thread>":
  * their time is the profiler's cost, part of the process's.
  * A thread of another name is adopted at the second scan that sees it
  * (it may be a Java thread whose ThreadStart has not run yet), except
@@ -81,8 +82,8 @@ void jp_jvm_threads_setup(void)
 }
 
 /* jp_kind_of classifies a thread by the name HotSpot gives it; the
- * agent's own are named libjprof-*, or keep the launcher's name (the Go
- * runtime's; and the launcher's primordial thread, blocked in the JVM's
+ * agent's own are named libjprof-*, or keep the launcher's name (a Go
+ * thread started from the launcher's; and its primordial thread, blocked in the JVM's
  * creation for the whole run, whose timer never fires), except when
  * attached, where the Java threads that ran before may be named so too. */
 static int jp_kind_of(const char *comm)

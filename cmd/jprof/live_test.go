@@ -344,6 +344,41 @@ func profileAgentpath(t *testing.T, java string) {
 	assert.Less(t, time.Since(t0), 5*time.Second, "refused before the profile ran")
 }
 
+// threadNames counts the names of a process's threads.
+func threadNames(t *testing.T, pid int) map[string]int {
+	t.Helper()
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/comm", pid))
+	require.NoError(t, err)
+	names := map[string]int{}
+	for _, f := range tasks {
+		if b, err := os.ReadFile(f); err == nil { // a thread may end meanwhile
+			names[strings.TrimSpace(string(b))]++
+		}
+	}
+	return names
+}
+
+// TestAgentThreadsNamed: the Go runtime's threads, started as the library
+// loads, are named libjprof-go, not after the thread that loaded it (the
+// JVM's main thread, "java", or its "Attach Listener"), so that top -H and
+// perf tell them from the JVM's own; the loading thread keeps its name.
+func TestAgentThreadsNamed(t *testing.T) {
+	p := service(t, jvmtest.Java())
+	pid := p.Result().PID
+	code, _, stderr := jprofBin(t, "profile", "-d", "1s", "-e", "cpu", "-o", filepath.Join(t.TempDir(), "p.collapsed"), strconv.Itoa(pid))
+	require.Equal(t, 0, code, stderr)
+	names := threadNames(t, pid)
+	assert.Equal(t, 1, names["Attach Listener"], "threads: %v", names)
+	assert.NotZero(t, names["libjprof-go"], "threads: %v", names)
+
+	q := jvmtest.Launch(t, jvmtest.Run{Class: "Service", Options: "NORTDRIVER"})
+	q.Expect(fmt.Sprintf("ready %d", q.Result().PID))
+	names = threadNames(t, q.Result().PID)
+	// The launcher's thread and the JVM's main thread.
+	assert.LessOrEqual(t, names["java"], 2, "threads: %v", names)
+	assert.NotZero(t, names["libjprof-go"], "threads: %v", names)
+}
+
 // TestAttachRefused: what cannot be done says why, and leaves the JVM
 // able to be profiled.
 func TestAttachRefused(t *testing.T) {
