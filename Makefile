@@ -77,7 +77,7 @@ agent: $(BUILD)/libjprof.so $(BUILD)/jprof-bci.jar
 # so that it never shadows the ASM of a profiled program.
 $(BUILD)/jprof-bci.jar: $(BCI_SRC) java/agent/shade/Shade.java
 	@rm -rf $(BUILD)/bci && mkdir -p $(BUILD)/bci/classes $(BUILD)/bci/shade
-	$(JAVAC) -d $(BUILD)/bci/classes -cp $(ASM_JARS) --release 11 $(BCI_SRC)
+	$(JAVAC) -d $(BUILD)/bci/classes -cp $(ASM_JARS) --release 11 -XDstringConcat=inline $(BCI_SRC)
 	$(JAVAC) -d $(BUILD)/bci/shade -cp $(ASM_JARS) java/agent/shade/Shade.java
 	$(JAVA) -cp $(BUILD)/bci/shade:$(ASM_JARS) Shade $@.tmp $(BUILD)/bci/classes $(subst :, ,$(ASM_JARS))
 	@mv $@.tmp $@

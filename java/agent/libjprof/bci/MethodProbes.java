@@ -154,7 +154,8 @@ final class MethodProbes extends AdviceAdapter {
             return;
         }
         tryBlocks.add(new Object[] {start, end, handler, type});
-        guards.computeIfAbsent(handler, h -> new CaughtGuard());
+        if (!guards.containsKey(handler))
+            guards.put(handler, new CaughtGuard());
     }
 
     /** A type annotation of a catch's exception names its entry of the

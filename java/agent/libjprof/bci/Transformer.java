@@ -96,7 +96,7 @@ public final class Transformer {
         Set<String> base = new HashSet<>();
         Set<String> img = new HashSet<>();
         for (java.lang.module.ResolvedModule r : ModuleLayer.boot().configuration().modules())
-            if (r.reference().location().map(u -> "jrt".equals(u.getScheme())).orElse(false))
+            if (r.reference().location().isPresent() && "jrt".equals(r.reference().location().get().getScheme()))
                 img.add(r.name());
         imageModules = img;
         for (Module m : ModuleLayer.boot().modules()) {
@@ -434,14 +434,18 @@ public final class Transformer {
         String full = cls + "." + name + desc;
         Integer h = ids.get(full);
         if (h == null) {
-            int[] over = new int[1];
-            h = ids.computeIfAbsent(full, k -> {
-                int r = Probe.register(k, type);
-                over[0] = r;
-                return r < 0 ? null : r;
-            });
-            if (h == null)
-                return over[0];
+            // Not computeIfAbsent with a lambda: the transformer's code
+            // without ROOTS and FFMPROBES runs no
+            // invokedynamic (javac's string concatenation is inlined:
+            // Makefile), whose first bootstraps in a JVM cost tens of
+            // milliseconds of its start, which a program of its own may
+            // not pay. Two threads may register one name at once: the
+            // engine's registry gives both the same handle.
+            int r = Probe.register(full, type);
+            if (r < 0)
+                return r;
+            Integer was = ids.putIfAbsent(full, r);
+            h = was != null ? was : r;
             methods.putIfAbsent(h, new String[] {cls, name + desc});
         }
         return h;
@@ -458,7 +462,15 @@ public final class Transformer {
     static int lockSite(String cls, String name, int k, int line) {
         String site = cls.replace('/', '.') + "." + name
                 + (k == 0 ? " (synchronized method)" : " (block " + k + (line > 0 ? ", line " + line : "") + ")");
-        return lockSites.computeIfAbsent(site, Probe::lockSite);
+        Integer id = lockSites.get(site);
+        if (id == null) { // no method reference: see id()
+            synchronized (lockSites) { // a site is registered once
+                id = lockSites.get(site);
+                if (id == null)
+                    lockSites.put(site, id = Probe.lockSite(site));
+            }
+        }
+        return id;
     }
 
     /** sizes is what log-msg's BCI summary says of the transformer's
