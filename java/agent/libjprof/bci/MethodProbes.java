@@ -154,8 +154,7 @@ final class MethodProbes extends AdviceAdapter {
             return;
         }
         tryBlocks.add(new Object[] {start, end, handler, type});
-        if (!guards.containsKey(handler))
-            guards.put(handler, new CaughtGuard());
+        guards.putIfAbsent(handler, new CaughtGuard()); // no lambda: Transformer.id
     }
 
     /** A type annotation of a catch's exception names its entry of the

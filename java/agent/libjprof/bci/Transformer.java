@@ -434,13 +434,10 @@ public final class Transformer {
         String full = cls + "." + name + desc;
         Integer h = ids.get(full);
         if (h == null) {
-            // Not computeIfAbsent with a lambda: the transformer's code
-            // without ROOTS and FFMPROBES runs no
-            // invokedynamic (javac's string concatenation is inlined:
-            // Makefile), whose first bootstraps in a JVM cost tens of
-            // milliseconds of its start, which a program of its own may
-            // not pay. Two threads may register one name at once: the
-            // engine's registry gives both the same handle.
+            // No lambda: without ROOTS and FFMPROBES the agent's Java
+            // runs no invokedynamic (concatenation inlined: Makefile),
+            // whose first bootstraps cost a JVM's start tens of ms. Two
+            // threads registering one name get the same handle.
             int r = Probe.register(full, type);
             if (r < 0)
                 return r;
