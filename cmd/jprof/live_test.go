@@ -1010,8 +1010,10 @@ func TestProfileAttachDisabled(t *testing.T) {
 func TestProfileInterruptDuringLoad(t *testing.T) {
 	// interrupted runs jprof profile on pid with SIGINT ignored at its
 	// start, as in `jprof profile ... &`, sends it SIGINT once it says
-	// it loads the agent, and returns its stderr.
-	interrupted := func(pid, out string) string {
+	// it loads the agent and, with mapped, once the JVM maps the library
+	// (the load request sent: jprof's few milliseconds between its line
+	// and the request are not the case tested), and returns its stderr.
+	interrupted := func(pid, out string, mapped bool) string {
 		t.Helper()
 		cmd := exec.Command("sh", "-c", `trap "" INT; exec "$0" "$@"`, jvmtest.Tool("jprof"),
 			"profile", "-d", "8s", "-e", "bci", "-o", out, pid)
@@ -1019,8 +1021,9 @@ func TestProfileInterruptDuringLoad(t *testing.T) {
 		cmd.Stderr = &errOut
 		require.NoError(t, cmd.Start())
 		deadline := time.Now().Add(30 * time.Second)
-		for !strings.Contains(errOut.String(), "loading libjprof into pid") && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
+		n, _ := strconv.Atoi(pid)
+		for !(strings.Contains(errOut.String(), "loading libjprof into pid") && (!mapped || agentMapped(n))) && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
 		}
 		require.NoError(t, cmd.Process.Signal(os.Interrupt))
 		t0 := time.Now()
@@ -1041,7 +1044,7 @@ func TestProfileInterruptDuringLoad(t *testing.T) {
 	_, err = tg.Execute(ctx, "properties")
 	require.NoError(t, err)
 	out := filepath.Join(t.TempDir(), "p.collapsed")
-	stderr := interrupted(pid, out)
+	stderr := interrupted(pid, out, true)
 	assert.Contains(t, stderr, "interrupt during the load of libjprof: given up, nothing collected, nothing written; the agent this command loaded was detached")
 	assert.NotContains(t, stderr, "profiling pid")
 	assert.NoFileExists(t, out)
@@ -1054,7 +1057,7 @@ func TestProfileInterruptDuringLoad(t *testing.T) {
 	q := jvmtest.Launch(t, jvmtest.Run{Class: "Service", Args: []string{"60"}, Options: "-",
 		JVMArgs: []string{"-XX:+DisableAttachMechanism", "-XX:-UsePerfData"}})
 	q.Expect(fmt.Sprintf("ready %d", q.Result().PID))
-	stderr = interrupted(strconv.Itoa(q.Result().PID), out)
+	stderr = interrupted(strconv.Itoa(q.Result().PID), out, false)
 	assert.Contains(t, stderr, "interrupt before libjprof was loaded: given up, nothing collected, nothing written; nothing was loaded")
 	assert.NoFileExists(t, out)
 }
