@@ -234,6 +234,11 @@ func runJVM(t *testing.T, cmd *exec.Cmd) int {
 	if javaPid == 0 {
 		t.Fatalf("%v: no java process under pid %d", cmd.Args, cmd.Process.Pid)
 	}
+	// An earlier JVM of this pid that was killed left its attach socket
+	// (make test starts so many threads that pids wrap): one of another
+	// user's is refused, as it must be (TestOtherUser). Not this JVM's:
+	// it opens its socket only when an attach asks.
+	os.Remove(fmt.Sprintf("/tmp/.java_pid%d", javaPid))
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("JVM %d output:\n%s", javaPid, output.String())

@@ -173,6 +173,10 @@ func Launch(t testing.TB, r Run) *Proc {
 		// it started: the pid may be an earlier process's too.
 		left, _ := filepath.Glob(fmt.Sprintf("/tmp/jprof-%d/*_%d", os.Geteuid(), p.res.PID))
 		ctl, _ := filepath.Glob(fmt.Sprintf("/tmp/.libjprof-%d/%d.*", os.Geteuid(), p.res.PID))
+		// The JVM's attach socket, which a killed JVM leaves: a later
+		// process of the same pid (pids wrap in a make test) would find
+		// it, another user's JVM refused for it.
+		ctl = append(ctl, fmt.Sprintf("/tmp/.java_pid%d", p.res.PID))
 		for _, f := range append(left, ctl...) {
 			if fi, err := os.Lstat(f); err == nil && !fi.ModTime().Before(started) {
 				os.Remove(f)
