@@ -57,7 +57,7 @@ func TestSmoke(t *testing.T) {
 	require.NoError(t, s.WriteMarkdown(&md))
 	sections := splitSections(md.String())
 	for _, title := range []string{"Machine and settings", "Targets (SPEC §8)", "Per-event overhead: BenchWorkload",
-		"Real program: javac", "Real programs: H2 and groovy", "Repeatability of the default mode", "Sampling accuracy: SelfMix", "Against the JVM's own answer: JFR method timing (JDK 25)", "Thread and method churn", "Thread end under stress, and threads past the eBPF work area", "PTT read cost", "log-gen size, parse and tree build", "Calibration accuracy", "Notes"} {
+		"Real program: javac", "Real programs: H2 and groovy", "Repeatability of the default mode", "Sampling accuracy: SelfMix", "Against the JVM's own answer: JFR method timing (JDK 25)", "Thread and method churn", "Thread end under stress, and threads past the eBPF work area", "PTT read cost", "log-gen size, parse and tree build", "Calibration accuracy", "Start-up and exit: a program that does nothing", "Notes"} {
 		assert.Contains(t, sections, title)
 	}
 	for _, c := range WorkloadConfigs() {
@@ -76,6 +76,7 @@ func TestSmoke(t *testing.T) {
 	assert.Contains(t, sections["Calibration accuracy"], "| d256 |")
 	assert.Contains(t, sections["Sampling accuracy: SelfMix"], "| SelfMix.m10 |")
 	assert.Contains(t, sections["Real program: javac"], "**BCI on javac**")
+	assert.Contains(t, sections["Start-up and exit: a program that does nothing"], "| libjprof, the default mode |")
 	assert.Contains(t, sections["Sampling overhead and stress"], "**The machine's floor.**")
 	assert.Contains(t, sections["Sampling overhead and stress"], "| ParJavac | libjprof SAMPLE (cpu, 1 ms) |")
 	assert.Contains(t, sections["Sampling overhead and stress"], "**Stress.**")

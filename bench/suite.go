@@ -138,11 +138,11 @@ type Part interface {
 
 // DefaultParts are the sections of BENCHMARKS.md in order.
 func DefaultParts() []Part {
-	return []Part{&Workload{}, &Javac{}, &Real{}, &Repeat{}, &Sampling{}, &JFR{}, &SampleJFR{}, &SampleAccuracy{}, &Churn{}, &Threads{}, &ReadCost{}, &LogGen{}, &Calibration{}, &Attach{}, &AllocCost{}, &LockCost{}}
+	return []Part{&Workload{}, &Javac{}, &Real{}, &Repeat{}, &Sampling{}, &JFR{}, &SampleJFR{}, &SampleAccuracy{}, &Churn{}, &Threads{}, &ReadCost{}, &LogGen{}, &Calibration{}, &Attach{}, &Startup{}, &AllocCost{}, &LockCost{}}
 }
 
 // partNames name DefaultParts for SelectParts, in order.
-var partNames = []string{"workload", "javac", "real", "repeat", "sampling", "jfr", "jfrsample", "accuracy", "churn", "threads", "readcost", "loggen", "calibration", "attach", "alloc", "lock"}
+var partNames = []string{"workload", "javac", "real", "repeat", "sampling", "jfr", "jfrsample", "accuracy", "churn", "threads", "readcost", "loggen", "calibration", "attach", "startup", "alloc", "lock"}
 
 // PartNames are the names SelectParts takes.
 func PartNames() []string { return append([]string(nil), partNames...) }
