@@ -40,7 +40,7 @@ func (p *Startup) Run(ctx context.Context, s *Suite, tmp string) error {
 	o := &s.Opts
 	p.Rows = []*StartupRow{
 		{Config: Config{Key: "none", Name: "no agent"}, Label: "–"},
-		{Config: Config{Key: "default", Name: "libjprof, the default mode", Agent: LibJProf, Options: "START"},
+		{Config: Config{Key: "default", Name: "libjprof, the default mode", Agent: LibJProf},
 			Label: "`libjprof.so=START,NORTDRIVER,LOGPATH=…`"},
 		{Config: Config{Key: "calltree", Name: "libjprof BCI CALLTREE (no PTT)", Agent: LibJProf, Options: "BCI,CALLTREE"},
 			Label: "`libjprof.so=BCI,CALLTREE,START,NORTDRIVER,LOGPATH=…`"},
@@ -64,9 +64,6 @@ func (p *Startup) Run(ctx context.Context, s *Suite, tmp string) error {
 				return err
 			}
 			r := row.run(o, dir, main...)
-			if row.Options == "START" { // as a user gives it: START alone
-				r.Options = "START,NORTDRIVER,LOGPATH=" + dir
-			}
 			res, err := runJVM(ctx, o.Java, r, o.Timeout)
 			if err != nil {
 				return fmt.Errorf("%s: %w", row.Name, err)
@@ -106,17 +103,4 @@ func (p *Startup) Markdown(out io.Writer, s *Suite) error {
 	}
 	fmt.Fprintln(out)
 	return nil
-}
-
-// minusRound summarises a[i]-b[i], paired by round as perRound pairs
-// ratios.
-func minusRound(a, b []float64) (Summary, bool) {
-	if len(a) == 0 || len(a) != len(b) {
-		return Summary{}, false
-	}
-	xs := make([]float64, len(a))
-	for i := range xs {
-		xs[i] = a[i] - b[i]
-	}
-	return Summarize(xs), true
 }

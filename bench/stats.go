@@ -68,12 +68,23 @@ func (s Summary) IQR(verb string) string {
 // same rounds, paired, so that the machine's drift between rounds
 // cancels. False unless both ran every round.
 func perRound(a, b []float64) (Summary, bool) {
+	return pairedRounds(a, b, func(x, y float64) float64 { return x / y })
+}
+
+// minusRound summarises a[i]-b[i], paired by round as perRound pairs
+// ratios.
+func minusRound(a, b []float64) (Summary, bool) {
+	return pairedRounds(a, b, func(x, y float64) float64 { return x - y })
+}
+
+// pairedRounds summarises f(a[i], b[i]) over the rounds both ran.
+func pairedRounds(a, b []float64, f func(x, y float64) float64) (Summary, bool) {
 	if len(a) == 0 || len(a) != len(b) {
 		return Summary{}, false
 	}
 	xs := make([]float64, len(a))
 	for i := range xs {
-		xs[i] = a[i] / b[i]
+		xs[i] = f(a[i], b[i])
 	}
 	return Summarize(xs), true
 }
