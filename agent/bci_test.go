@@ -210,7 +210,9 @@ func TestBCITrivialMethods(t *testing.T) {
 		"TrivialCases$SubBox.<init>()V",
 		// Checks: the paths that end in a throw are not counted.
 		"TrivialCases.throwsSome(I)I", "TrivialCases.checked(I)I", "TrivialCases.throwPathCalls(I)I",
-		"TrivialCases.wraps(Ljava/lang/String;)I"}
+		"TrivialCases.wraps(Ljava/lang/String;)I",
+		// An assert's code does not run: the JVM has no assertion switch.
+		"TrivialCases.asserted(I)I"}
 	// viaInterface: an interface's method may run anything; fanOut: its
 	// trivial callees make it more than 70 bytes of work; Items.first:
 	// the JDK's AbstractList.get has no code (Items.get, with a loop, runs);
@@ -248,6 +250,21 @@ func TestBCITrivialMethods(t *testing.T) {
 			assert.Contains(t, notes, "methods of under about 250 ns a call (calibrated self time over calls) show larger than they are")
 			assert.Regexp(t, `"trivialMethodsLeftOut": [1-9]`, msg)
 		}
+	}
+	// With any assertion switch on the command line, an assert's code
+	// may run, and does with -ea: the method is instrumented, and so are
+	// the calls its check makes (loops, once a call).
+	for _, sw := range []string{"-ea", "-esa", "-da:TrivialCases"} {
+		r := jvmtest.Start(t, jvmtest.Run{Class: "TrivialCases", JVMArgs: []string{sw}, Options: "CALLTREE,START,NORTDRIVER"})
+		require.Equal(t, 0, r.ExitCode, r.Stderr)
+		own := methodCalls(asInterpreted(r.LogRT(t, 1)))
+		assert.Equal(t, uint64(1000), own["TrivialCases.asserted(I)I"], "asserted instrumented with %s", sw)
+		loops := uint64(2 * 1000) // main's loops(10) and calls(3)'s
+		if sw == "-ea" {
+			loops += 1000
+		}
+		assert.Equal(t, loops, own["TrivialCases.loops(I)I"], "loops's calls with %s", sw)
+		assert.Zero(t, own["TrivialCases.getField()I"], "the rest of the rule holds with %s", sw)
 	}
 }
 

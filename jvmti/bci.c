@@ -352,6 +352,35 @@ static void JNICALL bci_retransform_natives(JNIEnv *env, jclass c, jobjectArray 
 	bci_retransform_named(env, names);
 }
 
+/* bci_no_asserts says whether no class of this JVM can have its
+ * assertions on: no -ea or -da directive of any form (what the class
+ * loaders read, through ClassLoader's private retrieveDirectives) and
+ * system assertions off (-esa: what a boot class desires). A program may
+ * still turn them on for classes it loads later (ClassLoader's
+ * setDefaultAssertionStatus): README, ALLMETHODS. */
+static int bci_no_asserts(JNIEnv *jni)
+{
+	int off = 0;
+	jclass cl = (*jni)->FindClass(jni, "java/lang/ClassLoader");
+	jclass dc = cl ? (*jni)->FindClass(jni, "java/lang/AssertionStatusDirectives") : NULL;
+	jclass cc = dc ? (*jni)->FindClass(jni, "java/lang/Class") : NULL;
+	jclass oc = cc ? (*jni)->FindClass(jni, "java/lang/Object") : NULL;
+	jmethodID rd = oc ? (*jni)->GetStaticMethodID(jni, cl, "retrieveDirectives", "()Ljava/lang/AssertionStatusDirectives;") : NULL;
+	jmethodID das = rd ? (*jni)->GetMethodID(jni, cc, "desiredAssertionStatus", "()Z") : NULL;
+	jfieldID fc = das ? (*jni)->GetFieldID(jni, dc, "classes", "[Ljava/lang/String;") : NULL;
+	jfieldID fp = fc ? (*jni)->GetFieldID(jni, dc, "packages", "[Ljava/lang/String;") : NULL;
+	jfieldID fd = fp ? (*jni)->GetFieldID(jni, dc, "deflt", "Z") : NULL;
+	jobject d = fd ? (*jni)->CallStaticObjectMethod(jni, cl, rd) : NULL;
+	if (d != NULL && !(*jni)->ExceptionCheck(jni)) {
+		jobjectArray c = (*jni)->GetObjectField(jni, d, fc);
+		jobjectArray p = (*jni)->GetObjectField(jni, d, fp);
+		off = c != NULL && p != NULL && (*jni)->GetArrayLength(jni, c) == 0 && (*jni)->GetArrayLength(jni, p) == 0 &&
+		      !(*jni)->GetBooleanField(jni, d, fd) && !(*jni)->CallBooleanMethod(jni, oc, das) && !(*jni)->ExceptionCheck(jni);
+	}
+	(*jni)->ExceptionClear(jni);
+	return off;
+}
+
 /* jp_bci_vm_init sets the Java side up (VM init, on the main thread) and,
  * if collection started at load, instruments what loaded before. */
 static void bci_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
@@ -359,6 +388,8 @@ static void bci_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 	(void)thread;
 	if (bci.cache_fd >= 0 && jp_bci_foreign())
 		bci.flags |= JP_BCI_FOREIGN;
+	if (bci_no_asserts(jni))
+		bci.flags |= JP_BCI_NO_ASSERTS;
 	static const JNINativeMethod natives[] = {
 		{ "enter", "(I)V", (void *)bci_enter },
 		{ "exit", "(I)V", (void *)bci_exit },

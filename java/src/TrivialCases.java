@@ -59,6 +59,9 @@ public class TrivialCases {
     static int throwsSome(int a) { if (a < 0) throw new IllegalArgumentException(); return a; }
     static int checked(int a) { if (a < 0) throw new IllegalStateException("negative: " + a + " of " + N + " at " + total); return a + 1; }
     static int throwPathCalls(int a) { if (a < 0) throw new IllegalArgumentException(String.valueOf(loops(-a))); return a; }
+    /** An assert whose check calls a method with a loop: its code never
+     *  runs unless the command line turns assertions on (or names them). */
+    static int asserted(int a) { assert loops(a % 3) >= 0 : "never"; return a + 1; }
     /** Its handler only throws again (wraps the exception). */
     static int wraps(String v) { try { return Integer.parseInt(v); } catch (NumberFormatException e) { throw new IllegalArgumentException(e); } }
 
@@ -88,7 +91,7 @@ public class TrivialCases {
             t.empty();
             s += constant() + arith(i, 3) + branchy(-i);
             s += callsJdk(-i) + loops(10) + calls(3) + locked(i) + throwsSome(i) + big(i, 2, 3, 4);
-            s += checked(i) + throwPathCalls(i) + wraps("12");
+            s += checked(i) + throwPathCalls(i) + wraps("12") + asserted(i);
             s += chain(-i) + t.crossClass() + viaInterface(t.box) + fanOut(i);
             LOCAL.set(i);
             s += LOCAL.peek() + SUB.viaSuper() + ITEMS.first();

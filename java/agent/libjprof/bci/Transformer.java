@@ -63,11 +63,17 @@ public final class Transformer {
     /** init's flags: instrument trivial methods too (ALLMETHODS); wrap
      *  native methods (see NATIVE_PREFIX); count monitors (JLM); call
      *  Probe's FFM downcalls instead of its natives. */
-    static final int ALL_METHODS = 1, NATIVES = 2, JLM = 4, FFM = 8, FOREIGN = 16;
+    static final int ALL_METHODS = 1, NATIVES = 2, JLM = 4, FFM = 8, FOREIGN = 16, NO_ASSERTS = 32;
     /** transform's: the class is being retransformed; it is, and its
      *  native methods were wrapped at its first load. */
     static final int RETRANSFORMING = 1, WRAPPED = 2;
     private static int flags;
+
+    /** noAsserts: the JVM was given no assertion switch (-ea, -da, -esa in
+     *  any form), so every assert statement's code is skipped. */
+    static boolean noAsserts() {
+        return (flags & NO_ASSERTS) != 0;
+    }
     /** Trivial methods left uninstrumented, counted at their class's first load. */
     private static final AtomicLong trivialLeft = new AtomicLong();
     /** Native methods wrapped, counted at their class's first load. */

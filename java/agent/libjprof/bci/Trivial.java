@@ -30,7 +30,10 @@ import org.objectweb.asm.Opcodes;
  * bytes of bytecode for the method and the trivial methods it calls
  * together. A path that can only end in a throw (a check's failure) does
  * not count: it is rare by design, and its work, the exception's, counts
- * in the caller. That takes in empty methods, field getters and setters,
+ * in the caller. Nor does an assert statement's code where no class can
+ * have its assertions on (NO_ASSERTS: the command line has no switch):
+ * the $assertionsDisabled test always jumps past it, and the JIT folds
+ * the test. That takes in empty methods, field getters and setters,
  * constant methods, argument checks, one-line delegates to the JDK (an
  * AtomicInteger's get, a hashCode) and short chains of them (a getter
  * that returns another object's getter, a constructor whose superclass's
@@ -149,6 +152,8 @@ final class Trivial extends ClassVisitor {
 
     private final Selective sel;
     private final int depth;
+    /** No class can have its assertions on (NO_ASSERTS). */
+    private final boolean noAsserts = Transformer.noAsserts();
     private String cls;
     /** Methods small and plain enough, with their calls that may make an event. */
     private final Map<String, Candidate> candidates = new HashMap<>();
@@ -474,8 +479,19 @@ final class Trivial extends ClassVisitor {
                 add(3);
             }
 
+            /** Where the last instruction read an assert statement's
+             *  switch ($assertionsDisabled) while no class can have its
+             *  assertions on: the jump that tests it is always taken. */
+            int assertsOff = -1;
+
             @Override
-            public void visitFieldInsn(int op, String owner, String n, String d) {
+            public void visitFieldInsn(int op, String owner, String name, String d) {
+                if (op == Opcodes.GETSTATIC && noAsserts && name.equals("$assertionsDisabled") && d.equals("Z")) {
+                    // The switch is a static final the JIT folds: no cost.
+                    add(0);
+                    assertsOff = n;
+                    return;
+                }
                 add(3);
             }
 
@@ -502,7 +518,10 @@ final class Trivial extends ClassVisitor {
                 // A jump to a label already seen goes backwards: a loop.
                 if (at.containsKey(l) || op == Opcodes.JSR)
                     heavy = true;
-                add(op == Opcodes.GOTO ? GOTO : BRANCH, 3, l, null);
+                if (op == Opcodes.IFNE && assertsOff == n) // assertions off: past the assert
+                    add(GOTO, 0, l, null);
+                else
+                    add(op == Opcodes.GOTO ? GOTO : BRANCH, 3, l, null);
             }
 
             @Override
@@ -571,8 +590,22 @@ final class Trivial extends ClassVisitor {
                     if (i == null || normal[i])
                         return;
                 }
+                // What runs: forward from the start (code a switched-off
+                // assert skips never does).
+                boolean[] runs = new boolean[n + 1];
+                runs[0] = true;
                 for (int i = 0; i < n; i++) {
-                    if (!normal[i])
+                    if (!runs[i])
+                        continue;
+                    int k = kind[i];
+                    if ((k & (RETURN | THROW | GOTO)) == 0)
+                        runs[i + 1] = true;
+                    Integer t = target[i] != null ? at.get(target[i]) : null;
+                    if (t != null)
+                        runs[t] = true;
+                }
+                for (int i = 0; i < n; i++) {
+                    if (!normal[i] || !runs[i])
                         continue;
                     if ((kind[i] & HEAVY) != 0 || (c.bytes += size[i]) > MAX_BYTES)
                         return;
