@@ -70,6 +70,11 @@ type agent struct {
 	// (START ignored, rtdriver start refused): a JVM whose every thread
 	// runs interpreted must get a report for it.
 	outErr error
+	// later is the PTT being set up while the JVM initialises (nil once
+	// VM init has waited for it); pttErr why that failed: nothing is
+	// collected then.
+	later  *pttLater
+	pttErr error
 	// mainClass is the program's main class or jar (sun.java.command).
 	mainClass string
 	loaded    time.Time // when the agent loaded
@@ -167,7 +172,7 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string, live bool) (*agent, 
 		msg := "Go asynchronous preemption is on: " + why + "; Java threads may receive SIGURG"
 		a.warn(msg)
 	}
-	if err := a.setupPTT(); err != nil {
+	if err := a.setupPTT(a.laterPTT(live)); err != nil {
 		a.log.Error("PTT setup failed", zap.Error(err))
 		a.closeLog()
 		return nil, err
@@ -221,7 +226,11 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string, live bool) (*agent, 
 	a.notes = append(a.notes, a.sourceNotes()...)
 	a.jvm = readJVMIdentity()
 	a.mainClass = mainClass(jvmti.SystemProperty("sun.java.command"))
-	if opts.Calibrate && len(a.metrics) > 0 {
+	if a.later != nil {
+		// The engine is set up: the PTT may be, and calibration after
+		// it (it reads the JVM's identity, read above).
+		a.beginLater()
+	} else if opts.Calibrate && len(a.metrics) > 0 {
 		if err := a.loadCalibration(); err != nil {
 			a.log.Error("calibration setup failed", zap.Error(err))
 			a.closeLog()
@@ -269,6 +278,10 @@ func attachError(err error, live bool) error {
 	msg = strings.ReplaceAll(msg, "so the JVM does not start", "so the agent is not loaded (the JVM runs on)")
 	return errors.New(msg)
 }
+
+// VMReady implements jvmti.Preparer: at VM init, before the event source
+// sets its Java side up (the first events come then).
+func (a *agent) VMReady() { a.awaitPTT() }
 
 // VMInit implements jvmti.Handler.
 func (a *agent) VMInit() {

@@ -37,6 +37,14 @@ func readJVMIdentity() jvmIdentity {
 // not match is refused: another JVM's or backend's numbers would remove
 // the wrong amounts.
 func (a *agent) loadCalibration() error {
+	notes, err := a.readCalibration()
+	a.notes = append(a.notes, notes...)
+	return err
+}
+
+// readCalibration is loadCalibration, its notes returned.
+func (a *agent) readCalibration() ([]string, error) {
+	var notes []string
 	a.env = make([][]uint64, len(a.metrics))
 	a.kept = make([][]int64, len(a.metrics))
 	a.tables = make([]*calibration.Table, len(a.metrics))
@@ -44,12 +52,12 @@ func (a *agent) loadCalibration() error {
 	if a.opts.CalTable != "" && a.opts.CalTable != "none" {
 		f, err := os.Open(a.opts.CalTable)
 		if err != nil {
-			return fmt.Errorf("CALTABLE: %w", err)
+			return nil, fmt.Errorf("CALTABLE: %w", err)
 		}
 		given, err = calibration.ParseAll(f)
 		f.Close()
 		if err != nil {
-			return fmt.Errorf("CALTABLE %s: %w", a.opts.CalTable, err)
+			return nil, fmt.Errorf("CALTABLE %s: %w", a.opts.CalTable, err)
 		}
 	}
 	for k, m := range a.metrics {
@@ -65,7 +73,7 @@ func (a *agent) loadCalibration() error {
 		run := calibration.Run{JVM: a.jvm.name, JVMVersion: a.jvm.version, Metric: m.String(), Backend: a.ptt.Backend.String(), Path: a.calPath()}
 		// The run as a table must fit it, for jprof calibrate -table,
 		// which checks a table given after the run by the same rule.
-		a.notes = append(a.notes, calibration.RunNote(run))
+		notes = append(notes, calibration.RunNote(run))
 		if a.opts.CalTable == "none" {
 			// Asked for: minima from this run only.
 		} else if a.opts.CalTable != "" {
@@ -79,7 +87,7 @@ func (a *agent) loadCalibration() error {
 				errs = append(errs, err.Error())
 			}
 			if tab == nil {
-				return fmt.Errorf("CALTABLE %s has no table for this run (JVM %q %s, metric %s, backend %s, event source %s, %s PTT reads per event, %s clock): %s",
+				return nil, fmt.Errorf("CALTABLE %s has no table for this run (JVM %q %s, metric %s, backend %s, event source %s, %s PTT reads per event, %s clock): %s",
 					a.opts.CalTable, a.jvm.name, a.jvm.version, m, a.ptt.Backend, a.source.Name(), pttReads(), a.calPath().Clock, strings.Join(errs, "; "))
 			}
 			source, from = "table "+a.opts.CalTable, calibration.FromCALTABLE
@@ -88,10 +96,10 @@ func (a *agent) loadCalibration() error {
 		}
 		// The table by its identity, for the reader and for jprof
 		// calibrate, which takes the same built-in table by default.
-		a.notes = append(a.notes, calibration.Note(m.String(), from, tab, a.opts.CalTable))
+		notes = append(notes, calibration.Note(m.String(), from, tab, a.opts.CalTable))
 		if tab != nil {
 			if w := a.tableDiffers(tab); w != "" {
-				a.notes = append(a.notes, "Warning: "+w)
+				notes = append(notes, "Warning: "+w)
 				a.log.Warn(w)
 			}
 		}
@@ -102,7 +110,7 @@ func (a *agent) loadCalibration() error {
 			if a.opts.CalTable == "none" {
 				note = fmt.Sprintf("Calibration %s: CALTABLE=none: minima found online in this run", m)
 			}
-			a.notes = append(a.notes, note)
+			notes = append(notes, note)
 			a.log.Info(note)
 		} else {
 			a.tables[k] = tab
@@ -115,11 +123,11 @@ func (a *agent) loadCalibration() error {
 			if tab.HasExcess() {
 				note += ", and each key's typical excess over its minimum, removed too"
 			}
-			a.notes = append(a.notes, note)
+			notes = append(notes, note)
 			a.log.Info(note)
 		}
 		if err := engine.SetEnv(k, a.kept[k]); err != nil {
-			return err
+			return nil, err
 		}
 		if tab := a.tables[k]; tab != nil {
 			mins := make([]uint64, engine.NKeys)
@@ -127,11 +135,11 @@ func (a *agent) loadCalibration() error {
 				mins[i] = tab.Lookup(calibration.Key(i)).Min
 			}
 			if err := engine.SetTableMinima(k, mins); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	return nil
+	return notes, nil
 }
 
 // tableDiffers says how a calibration table's JVM build and CPU differ

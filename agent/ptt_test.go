@@ -91,6 +91,40 @@ func TestPTTWithoutCapabilities(t *testing.T) {
 	checkHellop(t, r.LogRT(t, 1))
 }
 
+// The default run (BCI, the backend left to the agent) sets the PTT up
+// while the JVM initialises and waits for it at VM init, before the
+// first event: hellop's tree has its counts and times, the header the
+// PTT's notes where a set-up at load puts them (before BCI's, the
+// calibration's after them), and the state line the backend. A backend
+// asked for is set up at load, where one that cannot be had stops the JVM.
+func TestPTTSetUpWhileJVMInitialises(t *testing.T) {
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "START,NORTDRIVER"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.Contains(t, r.ReadFile(t, "msg"), "PTT set up while the JVM initialised")
+	assert.Regexp(t, `ptt=(bpf|perf|clock) source=bci `, r.Stderr)
+	p := r.LogRT(t, 1)
+	checkHellop(t, asInterpreted(p))
+	at := func(prefix string) int {
+		for i, n := range p.Notes {
+			if strings.HasPrefix(n, prefix) {
+				return i
+			}
+		}
+		t.Errorf("no header note starts with %q", prefix)
+		return -1
+	}
+	backend, bci, cal := at("PTT backend "), at("BCI: instrumented"), at("Calibration run ")
+	assert.Less(t, backend, bci, "the PTT's notes first")
+	assert.Less(t, bci, cal, "the calibration's after the source's")
+
+	r = jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "START,NORTDRIVER,PTT=clock"})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.NotContains(t, r.ReadFile(t, "msg"), "PTT set up while the JVM initialised")
+	p = r.LogRT(t, 1)
+	checkHellop(t, asInterpreted(p))
+	assert.Contains(t, strings.Join(p.Notes, "\n"), "PTT backend clock:")
+}
+
 // A JVM without CAP_BPF and CAP_PERFMON (here: run as nobody) cannot load
 // the eBPF PTT: stderr, log-msg and the log-rt header name the missing
 // capabilities and what to do, and the run goes on with the next backend.
@@ -122,6 +156,24 @@ func TestBPFWithoutCapabilities(t *testing.T) {
 	p := jvmtest.ParseLogRT(t, rt[0])
 	assert.Contains(t, strings.Join(p.Notes, "\n"), "lacks CAP_BPF and CAP_PERFMON")
 	checkHellop(t, p)
+
+	// The default run finds that out while the JVM initialises, and
+	// says the same.
+	for _, f := range rt {
+		os.Remove(f)
+	}
+	cmd = exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", jvmtest.Java(),
+		"-agentpath:"+jvmtest.Agent()+"=START,NORTDRIVER,LOGPATH="+dir,
+		"-cp", filepath.Join(jvmtest.Root(), "build", "java"), "hellop")
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Regexp(t, `libjprof: warning: PTT backend bpf unavailable: .*lacks CAP_BPF and CAP_PERFMON`, string(out))
+	assert.Regexp(t, `ptt=(perf|clock) source=bci `, string(out), "the state line")
+	rt, _ = filepath.Glob(filepath.Join(dir, "log-rt.1_*"))
+	require.Len(t, rt, 1)
+	p = jvmtest.ParseLogRT(t, rt[0])
+	assert.Contains(t, strings.Join(p.Notes, "\n"), "lacks CAP_BPF and CAP_PERFMON")
+	checkHellop(t, asInterpreted(p))
 }
 
 // One PTT read per event by default, two with LATEREAD: each run takes

@@ -7,6 +7,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -16,8 +17,14 @@ import (
 
 // setupPTT asks the PTT for the metrics the options imply, falling back to
 // thread time (with a warning) when an implied default cannot be counted.
-func (a *agent) setupPTT() error {
+// With later, thread time on the best backend is set up after the load
+// returns (setupPTTLater): hardware counters, and a fallback from them,
+// are still decided here.
+func (a *agent) setupPTT(later bool) error {
 	plan := a.opts.plan()
+	if later && !ptt.Hardware(plan.want) {
+		return a.setupPTTLater(plan.want)
+	}
 	st, err := a.pttSetup(plan.want)
 	if err != nil && plan.fallback != nil {
 		msg := fmt.Sprintf("%s's default metrics %v cannot be counted here (%v); using %v instead",
@@ -30,25 +37,126 @@ func (a *agent) setupPTT() error {
 		a.log.Warn(msg)
 		a.notes = append(a.notes, "Warning: "+msg)
 		plan.want = plan.fallback
+		if later && !ptt.Hardware(plan.want) {
+			return a.setupPTTLater(plan.want)
+		}
 		st, err = a.pttSetup(plan.want)
 	}
 	if err != nil {
 		return fmt.Errorf("metrics %v: %w", plan.want, err)
 	}
+	a.metrics = plan.want
+	a.notes = append(a.notes, a.pttReady(st)...)
+	return nil
+}
+
+// pttReady takes the PTT set up for a.metrics and returns the notes the
+// reports carry about it.
+func (a *agent) pttReady(st ptt.Status) []string {
 	for _, w := range st.Warnings {
 		a.warn(w)
 	}
 	a.ptt = st
 	a.pttTSC = ptt.ClockTSC()
-	a.metrics = plan.want
+	a.log.Info("PTT ready", zap.Stringer("backend", st.Backend), zap.Strings("notes", st.Notes),
+		zap.Stringers("ptt", a.metrics), zap.String("metrics", a.metricNames()))
 	// A sampled tree's time is read by the signal handler, not the
 	// PTT: the PTT's notes would describe what is not used.
-	if len(plan.want) > 0 && !a.opts.sampledTree() {
-		a.notes = append(a.notes, st.Notes...)
+	if len(a.metrics) > 0 && !a.opts.sampledTree() {
+		return st.Notes
 	}
-	a.log.Info("PTT ready", zap.Stringer("backend", st.Backend), zap.Strings("notes", st.Notes),
-		zap.Stringers("ptt", plan.want), zap.String("metrics", a.metricNames()))
 	return nil
+}
+
+// ptt set up while the JVM initialises: loading and verifying the eBPF
+// programs takes tens of ms, which the JVM's own start-up (its classes,
+// its threads) then hides on another CPU.
+type pttLater struct {
+	done  chan struct{} // closed when the PTT and calibration are set up
+	begin chan struct{} // closed by the load once the engine is set up
+	err   error
+	notes []string // the PTT's, placed where a set-up at load puts them
+	at    int
+	cal   []string // calibration's, placed after the load's notes
+	took  time.Duration
+}
+
+// laterPTT says whether this load may set the PTT up later: an event
+// source that makes no event before VM init (BCI loaded at start; with
+// THREADINFO threads get their records, with PTT reads, as they start),
+// the backend left to the agent (a backend or pttd asked for that cannot
+// be had stops the JVM, as it must at load), and no CALTABLE (one that
+// does not fit stops it too).
+func (a *agent) laterPTT(live bool) bool {
+	o := a.opts
+	return o.BCI && !live && !o.ThreadInfo && o.PTT == ptt.None && o.PTTD == "" && o.CalTable == "" &&
+		o.Sample == nil && o.Alloc == nil && o.Lock == nil && !o.Generic
+}
+
+// setupPTTLater announces metrics to the engine and sets the PTT up on
+// another thread once the load has set the engine up (beginLater);
+// awaitPTT waits for it.
+func (a *agent) setupPTTLater(metrics []ptt.Metric) error {
+	if err := ptt.Announce(metrics); err != nil {
+		return err
+	}
+	a.metrics = metrics
+	l := &pttLater{done: make(chan struct{}), begin: make(chan struct{}), at: len(a.notes)}
+	a.later = l
+	go func() {
+		defer close(l.done)
+		<-l.begin
+		t0 := time.Now()
+		st, err := a.pttSetup(metrics)
+		if err != nil {
+			l.err = fmt.Errorf("metrics %v: %w", metrics, err)
+			return
+		}
+		l.notes = a.pttReady(st)
+		if a.opts.Calibrate && len(metrics) > 0 {
+			l.cal, l.err = a.readCalibration()
+		}
+		l.took = time.Since(t0)
+	}()
+	return nil
+}
+
+// beginLater lets the PTT's set-up begin, once the load has set the
+// engine up (which reads the announced metrics).
+func (a *agent) beginLater() {
+	if a.later != nil {
+		close(a.later.begin)
+	}
+}
+
+// awaitPTT waits, at VM init, for a PTT set up while the JVM initialised,
+// before any event can read it. Where it failed (no backend at all, not
+// even the thread clock), the JVM runs on: nothing is collected, and the
+// reason is said on stderr, in log-msg and in the reports' header.
+func (a *agent) awaitPTT() {
+	l := a.later
+	if l == nil {
+		return
+	}
+	t0 := time.Now()
+	<-l.done
+	a.later = nil
+	waited := time.Since(t0)
+	a.notes = append(a.notes[:l.at], append(append([]string{}, l.notes...), a.notes[l.at:]...)...)
+	a.notes = append(a.notes, l.cal...)
+	a.log.Info("PTT set up while the JVM initialised", zap.Duration("took", l.took), zap.Duration("waitedAtVMInit", waited))
+	if l.err != nil {
+		msg := fmt.Sprintf("PTT set-up failed at VM init (%v): nothing is collected in this JVM", l.err)
+		a.log.Error(msg)
+		say("libjprof: error: %s", msg)
+		a.notes = append(a.notes, "Warning: "+msg)
+		a.mu.Lock()
+		a.pttErr = l.err
+		if a.started {
+			_ = a.source.Stop()
+		}
+		a.mu.Unlock()
+	}
 }
 
 // pttSetup configures the PTT for metrics. The eBPF work area comes from

@@ -170,6 +170,9 @@ func (a *agent) startLocked() error {
 	if a.outErr != nil {
 		return fmt.Errorf("not collecting: %v (nothing could be written)", a.outErr)
 	}
+	if a.pttErr != nil {
+		return fmt.Errorf("not collecting: %v (no per-thread metric can be read)", a.pttErr)
+	}
 	if engine.Collecting() {
 		return control.Noop(control.AlreadyCollecting + " since " + stamp(a.since))
 	}

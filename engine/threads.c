@@ -401,7 +401,9 @@ int jp_engine_init(const jp_source *src, int calibrate, int loggen, uint32_t max
 		}
 		for (size_t i = 0; i < n; i++)
 			jp.minima[i] = jp.tmin[i] = UINT64_MAX;
-		if (jp.calibrate && (jp_ptt.backend == JP_PTT_BPF || jp_ptt.backend == JP_PTT_PERF)) {
+		/* Whatever the backend: it may be set up after the engine
+		 * (announced, ptt.Announce), and the array is small. */
+		if (jp.calibrate) {
 			jp.minima_fb = malloc(sizeof(uint64_t) * n);
 			if (jp.minima_fb == NULL) {
 				snprintf(err, errlen, "no memory for the calibration minima");

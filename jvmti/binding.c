@@ -13,6 +13,7 @@
 
 jp_vm jpvm;
 
+extern void jpGoVMReady(uintptr_t h);
 extern void jpGoVMInit(uintptr_t h);
 extern void jpGoVMDeath(uintptr_t h);
 extern void jpGoNote(char *msg);
@@ -45,6 +46,7 @@ static void JNICALL cb_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 			jp_thread_rename(t, name);
 		free(name);
 	}
+	jpGoVMReady(jpvm.go_handle);
 	if (jpvm.src->vm_init != NULL)
 		jpvm.src->vm_init(jvmti, jni, thread);
 	jpGoVMInit(jpvm.go_handle);

@@ -190,6 +190,20 @@ func detach() error {
 	return nil
 }
 
+// Preparer is a Handler with work of its own to finish at VM init before
+// the event source sets up its Java side, where the first events come.
+type Preparer interface {
+	VMReady()
+}
+
+//export jpGoVMReady
+func jpGoVMReady(h C.uintptr_t) {
+	defer EnterFromJVM()()
+	if p, ok := cgo.Handle(h).Value().(Preparer); ok {
+		p.VMReady()
+	}
+}
+
 //export jpGoVMInit
 func jpGoVMInit(h C.uintptr_t) {
 	defer EnterFromJVM()()

@@ -111,6 +111,16 @@ func (m Metric) Unit() string {
 // hardware says whether m needs a PMU counter.
 func (m Metric) hardware() bool { return m == Insts || m == Cycles }
 
+// Hardware says whether any of metrics counts in the CPU's PMU.
+func Hardware(metrics []Metric) bool {
+	for _, m := range metrics {
+		if m.hardware() {
+			return true
+		}
+	}
+	return false
+}
+
 // ErrNoPMU is wrapped by Setup's error when a metric needs a hardware
 // counter the machine does not have, so that a caller can fall back to
 // PTT_TIME for an implied (not explicitly asked) metric.
@@ -340,6 +350,24 @@ func setupClock(cfg Config) (Status, error) {
 			"no dispatch or interrupt counts (getrusage(RUSAGE_THREAD) could count dispatches at ~190 ns/read, not used); " +
 			"interrupt time not factored out.",
 	}}, nil
+}
+
+// Announce tells the C side how many metrics, and which, a Setup still
+// to come will configure, without a backend: what the engine sizes its
+// nodes by when it is set up first (the agent loads the eBPF programs
+// while the JVM initialises). No thread may read the PTT until Setup
+// returns.
+func Announce(metrics []Metric) error {
+	if len(metrics) > MaxMetrics {
+		return fmt.Errorf("ptt: %d metrics asked, at most %d", len(metrics), MaxMetrics)
+	}
+	state.Lock()
+	defer state.Unlock()
+	C.jp_ptt.nmetrics = C.int(len(metrics))
+	for i, m := range metrics {
+		C.jp_ptt.metric[i] = C.int(m)
+	}
+	return nil
 }
 
 // Configured returns the backend Setup configured (None when none).
