@@ -220,7 +220,9 @@ func TestBCITrivialMethods(t *testing.T) {
 	kept := []string{"TrivialCases.loops(I)I", "TrivialCases.calls(I)I", "TrivialCases.viaInterface(LTrivialCases$Getter;)I",
 		"TrivialCases.fanOut(I)I", "TrivialCases.locked(I)I",
 		"TrivialCases.fails(I)I", "TrivialCases.catches(I)I", "TrivialCases.big(JJJJ)J", "TrivialCases.main([Ljava/lang/String;)V",
-		"TrivialCases$Items.first()Ljava/lang/Integer;", "TrivialCases$Items.get(I)Ljava/lang/Integer;"}
+		"TrivialCases$Items.first()Ljava/lang/Integer;", "TrivialCases$Items.get(I)Ljava/lang/Integer;",
+		// A field named like the assert switch, the program's own.
+		"TrivialCases$OwnSwitch.flagged(I)I"}
 	for _, all := range []bool{false, true} {
 		opts := "CALLTREE,START,NORTDRIVER"
 		if all {
@@ -254,12 +256,17 @@ func TestBCITrivialMethods(t *testing.T) {
 	// With any assertion switch on the command line, an assert's code
 	// may run, and does with -ea: the method is instrumented, and so are
 	// the calls its check makes (loops, once a call).
-	for _, sw := range []string{"-ea", "-esa", "-da:TrivialCases"} {
+	// A plain -da names nothing: assertions stay off, the rule holds.
+	for _, sw := range []string{"-ea", "-esa", "-da:TrivialCases", "-da"} {
 		r := jvmtest.Start(t, jvmtest.Run{Class: "TrivialCases", JVMArgs: []string{sw}, Options: "CALLTREE,START,NORTDRIVER"})
 		require.Equal(t, 0, r.ExitCode, r.Stderr)
 		own := methodCalls(asInterpreted(r.LogRT(t, 1)))
-		assert.Equal(t, uint64(1000), own["TrivialCases.asserted(I)I"], "asserted instrumented with %s", sw)
-		loops := uint64(2 * 1000) // main's loops(10) and calls(3)'s
+		asserted := uint64(1000)
+		if sw == "-da" {
+			asserted = 0
+		}
+		assert.Equal(t, asserted, own["TrivialCases.asserted(I)I"], "asserted's calls with %s", sw)
+		loops := uint64(3 * 1000) // main's loops(10), calls(3)'s and OwnSwitch.flagged's
 		if sw == "-ea" {
 			loops += 1000
 		}

@@ -91,14 +91,15 @@ func TestPTTWithoutCapabilities(t *testing.T) {
 	checkHellop(t, r.LogRT(t, 1))
 }
 
-// The default run (BCI, the backend left to the agent) sets the PTT up
-// while the JVM initialises and waits for it at VM init, before the
-// first event: hellop's tree has its counts and times, the header the
-// PTT's notes where a set-up at load puts them (before BCI's, the
+// The default run (BCI, the backend left to the agent, thread time: the
+// default metric where no PMU counts instructions) sets the PTT up while
+// the JVM initialises and waits for it at VM init, before the first
+// event: hellop's tree has its counts and times, the header the PTT's
+// notes where a set-up at load puts them (before BCI's, the
 // calibration's after them), and the state line the backend. A backend
 // asked for is set up at load, where one that cannot be had stops the JVM.
 func TestPTTSetUpWhileJVMInitialises(t *testing.T) {
-	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "START,NORTDRIVER"})
+	r := jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METRICS=PTT_TIME,START,NORTDRIVER"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	assert.Contains(t, r.ReadFile(t, "msg"), "PTT set up while the JVM initialised")
 	assert.Regexp(t, `ptt=(bpf|perf|clock) source=bci `, r.Stderr)
@@ -117,7 +118,7 @@ func TestPTTSetUpWhileJVMInitialises(t *testing.T) {
 	assert.Less(t, backend, bci, "the PTT's notes first")
 	assert.Less(t, bci, cal, "the calibration's after the source's")
 
-	r = jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "START,NORTDRIVER,PTT=clock"})
+	r = jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METRICS=PTT_TIME,START,NORTDRIVER,PTT=clock"})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)
 	assert.NotContains(t, r.ReadFile(t, "msg"), "PTT set up while the JVM initialised")
 	p = r.LogRT(t, 1)
@@ -159,14 +160,20 @@ func TestBPFWithoutCapabilities(t *testing.T) {
 
 	// The default run finds that out while the JVM initialises, and
 	// says the same.
-	for _, f := range rt {
+	first, _ := filepath.Glob(filepath.Join(dir, "*"))
+	for _, f := range first {
 		os.Remove(f)
 	}
 	cmd = exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", jvmtest.Java(),
-		"-agentpath:"+jvmtest.Agent()+"=START,NORTDRIVER,LOGPATH="+dir,
+		"-agentpath:"+jvmtest.Agent()+"=METRICS=PTT_TIME,START,NORTDRIVER,LOGPATH="+dir,
 		"-cp", filepath.Join(jvmtest.Root(), "build", "java"), "hellop")
 	out, err = cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
+	msgs, _ := filepath.Glob(filepath.Join(dir, "log-msg_*"))
+	require.Len(t, msgs, 1)
+	msg, err := os.ReadFile(msgs[0])
+	require.NoError(t, err)
+	assert.Contains(t, string(msg), "PTT set up while the JVM initialised")
 	assert.Regexp(t, `libjprof: warning: PTT backend bpf unavailable: .*lacks CAP_BPF and CAP_PERFMON`, string(out))
 	assert.Regexp(t, `ptt=(perf|clock) source=bci `, string(out), "the state line")
 	rt, _ = filepath.Glob(filepath.Join(dir, "log-rt.1_*"))

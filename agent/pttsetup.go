@@ -25,7 +25,8 @@ func (a *agent) setupPTT(later bool) error {
 	if later && !ptt.Hardware(plan.want) {
 		return a.setupPTTLater(plan.want)
 	}
-	st, err := a.pttSetup(plan.want)
+	st, extra, err := a.pttSetup(plan.want)
+	a.notes = append(a.notes, extra...)
 	if err != nil && plan.fallback != nil {
 		msg := fmt.Sprintf("%s's default metrics %v cannot be counted here (%v); using %v instead",
 			a.opts.Mode, plan.want, err, plan.fallback)
@@ -40,7 +41,8 @@ func (a *agent) setupPTT(later bool) error {
 		if later && !ptt.Hardware(plan.want) {
 			return a.setupPTTLater(plan.want)
 		}
-		st, err = a.pttSetup(plan.want)
+		st, extra, err = a.pttSetup(plan.want)
+		a.notes = append(a.notes, extra...)
 	}
 	if err != nil {
 		return fmt.Errorf("metrics %v: %w", plan.want, err)
@@ -107,14 +109,28 @@ func (a *agent) setupPTTLater(metrics []ptt.Metric) error {
 		defer close(l.done)
 		<-l.begin
 		t0 := time.Now()
-		st, err := a.pttSetup(metrics)
+		st, extra, err := a.pttSetup(metrics)
+		if err != nil {
+			// Not expected: the clock, the last backend tried, counts
+			// thread time anywhere.
+			msg := fmt.Sprintf("PTT: set-up failed (%v); reading the thread clock", err)
+			a.warn(msg)
+			extra = append(extra, "Warning: "+msg)
+			st, err = ptt.Setup(ptt.Config{Metrics: metrics, Force: ptt.Clock})
+		}
 		if err != nil {
 			l.err = fmt.Errorf("metrics %v: %w", metrics, err)
 			return
 		}
-		l.notes = a.pttReady(st)
+		l.notes = append(extra, a.pttReady(st)...)
 		if a.opts.Calibrate && len(metrics) > 0 {
-			l.cal, l.err = a.readCalibration()
+			cal, err := a.readCalibration()
+			if err != nil {
+				msg := fmt.Sprintf("calibration: the built-in table could not be set (%v): minima from this run only", err)
+				a.warn(msg)
+				cal = append(cal, "Warning: "+msg)
+			}
+			l.cal = cal
 		}
 		l.took = time.Since(t0)
 	}()
@@ -130,9 +146,10 @@ func (a *agent) beginLater() {
 }
 
 // awaitPTT waits, at VM init, for a PTT set up while the JVM initialised,
-// before any event can read it. Where it failed (no backend at all, not
-// even the thread clock), the JVM runs on: nothing is collected, and the
-// reason is said on stderr, in log-msg and in the reports' header.
+// before any event can read it. Where no backend at all could be had,
+// not even the thread clock (which cannot fail for thread time), the JVM
+// runs on: nothing is collected, and the reason is said on stderr and in
+// log-msg.
 func (a *agent) awaitPTT() {
 	l := a.later
 	if l == nil {
@@ -146,7 +163,7 @@ func (a *agent) awaitPTT() {
 	a.notes = append(a.notes, l.cal...)
 	a.log.Info("PTT set up while the JVM initialised", zap.Duration("took", l.took), zap.Duration("waitedAtVMInit", waited))
 	if l.err != nil {
-		msg := fmt.Sprintf("PTT set-up failed at VM init (%v): nothing is collected in this JVM", l.err)
+		msg := fmt.Sprintf("no PTT backend could be set up (%v): nothing is collected in this JVM", l.err)
 		a.log.Error(msg)
 		say("libjprof: error: %s", msg)
 		a.notes = append(a.notes, "Warning: "+msg)
@@ -154,6 +171,7 @@ func (a *agent) awaitPTT() {
 		a.pttErr = l.err
 		if a.started {
 			_ = a.source.Stop()
+			a.started, a.since = false, time.Time{}
 		}
 		a.mu.Unlock()
 	}
@@ -163,17 +181,19 @@ func (a *agent) awaitPTT() {
 // a jprof pttd when PTTD= names one, or when this JVM cannot load the
 // programs itself and a pttd listens at the default socket; otherwise
 // ptt.Setup picks the best backend this process can have.
-func (a *agent) pttSetup(metrics []ptt.Metric) (ptt.Status, error) {
+//
+// Its notes are warnings for the reports beyond the Status's.
+func (a *agent) pttSetup(metrics []ptt.Metric) (ptt.Status, []string, error) {
 	cfg := ptt.Config{Metrics: metrics, Force: a.opts.PTT, NoTSC: a.opts.NoTSC, Slots: a.opts.PTTSlots}
 	wantBPF := len(metrics) > 0 && (cfg.Force == ptt.None || cfg.Force == ptt.BPF)
 	sock := a.opts.PTTD
 	if sock == "" {
 		st, err := ptt.Setup(cfg)
 		if err != nil || st.Backend == ptt.BPF || !wantBPF {
-			return st, err
+			return st, nil, err
 		}
 		if _, serr := os.Stat(ptthelper.DefaultSocket); serr != nil {
-			return st, nil
+			return st, nil, nil
 		}
 		ptt.Close()
 		sock = ptthelper.DefaultSocket
@@ -181,13 +201,15 @@ func (a *agent) pttSetup(metrics []ptt.Metric) (ptt.Status, error) {
 	if wantBPF {
 		st, err := a.pttFromHelper(cfg, sock)
 		if err == nil {
-			return st, nil
+			return st, nil, nil
 		}
 		msg := fmt.Sprintf("PTT: jprof pttd at %s not usable (%v); using the best backend this JVM can load", sock, err)
 		a.warn(msg)
-		a.notes = append(a.notes, "Warning: "+msg)
+		st, err = ptt.Setup(cfg)
+		return st, []string{"Warning: " + msg}, err
 	}
-	return ptt.Setup(cfg)
+	st, err := ptt.Setup(cfg)
+	return st, nil, err
 }
 
 func (a *agent) pttFromHelper(cfg ptt.Config, sock string) (ptt.Status, error) {

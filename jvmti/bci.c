@@ -353,14 +353,19 @@ static void JNICALL bci_retransform_natives(JNIEnv *env, jclass c, jobjectArray 
 }
 
 /* bci_no_asserts says whether no class of this JVM can have its
- * assertions on: no -ea or -da directive of any form (what the class
- * loaders read, through ClassLoader's private retrieveDirectives) and
+ * assertions on: no -ea in any form nor a -da naming a class or package
+ * (the directives the class loaders read, through ClassLoader's private
+ * retrieveDirectives; a plain -da records none, and leaves them off) and
  * system assertions off (-esa: what a boot class desires). A program may
  * still turn them on for classes it loads later (ClassLoader's
  * setDefaultAssertionStatus): README, ALLMETHODS. */
 static int bci_no_asserts(JNIEnv *jni)
 {
 	int off = 0;
+	if ((*jni)->PushLocalFrame(jni, 16) != 0) {
+		(*jni)->ExceptionClear(jni);
+		return 0;
+	}
 	jclass cl = (*jni)->FindClass(jni, "java/lang/ClassLoader");
 	jclass dc = cl ? (*jni)->FindClass(jni, "java/lang/AssertionStatusDirectives") : NULL;
 	jclass cc = dc ? (*jni)->FindClass(jni, "java/lang/Class") : NULL;
@@ -378,6 +383,7 @@ static int bci_no_asserts(JNIEnv *jni)
 		      !(*jni)->GetBooleanField(jni, d, fd) && !(*jni)->CallBooleanMethod(jni, oc, das) && !(*jni)->ExceptionCheck(jni);
 	}
 	(*jni)->ExceptionClear(jni);
+	(*jni)->PopLocalFrame(jni, NULL);
 	return off;
 }
 

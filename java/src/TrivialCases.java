@@ -62,6 +62,12 @@ public class TrivialCases {
     /** An assert whose check calls a method with a loop: its code never
      *  runs unless the command line turns assertions on (or names them). */
     static int asserted(int a) { assert loops(a % 3) >= 0 : "never"; return a + 1; }
+    /** A field of the program's own named like the assert switch (not
+     *  final, not synthetic): its test is the program's, and runs. */
+    static final class OwnSwitch {
+        static boolean $assertionsDisabled;
+        static int flagged(int a) { if (!$assertionsDisabled) a += loops(3); return a; }
+    }
     /** Its handler only throws again (wraps the exception). */
     static int wraps(String v) { try { return Integer.parseInt(v); } catch (NumberFormatException e) { throw new IllegalArgumentException(e); } }
 
@@ -91,7 +97,7 @@ public class TrivialCases {
             t.empty();
             s += constant() + arith(i, 3) + branchy(-i);
             s += callsJdk(-i) + loops(10) + calls(3) + locked(i) + throwsSome(i) + big(i, 2, 3, 4);
-            s += checked(i) + throwPathCalls(i) + wraps("12") + asserted(i);
+            s += checked(i) + throwPathCalls(i) + wraps("12") + asserted(i) + OwnSwitch.flagged(i);
             s += chain(-i) + t.crossClass() + viaInterface(t.box) + fanOut(i);
             LOCAL.set(i);
             s += LOCAL.peek() + SUB.viaSuper() + ITEMS.first();

@@ -69,8 +69,9 @@ public final class Transformer {
     static final int RETRANSFORMING = 1, WRAPPED = 2;
     private static int flags;
 
-    /** noAsserts: the JVM was given no assertion switch (-ea, -da, -esa in
-     *  any form), so every assert statement's code is skipped. */
+    /** noAsserts: the JVM's command line turns no assertions on and
+     *  names none (bci.c's bci_no_asserts), so every assert statement's
+     *  code is skipped once its class is initialised. */
     static boolean noAsserts() {
         return (flags & NO_ASSERTS) != 0;
     }

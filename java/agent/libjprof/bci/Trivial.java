@@ -13,6 +13,7 @@ import java.util.concurrent.ConcurrentHashMap;
 
 import org.objectweb.asm.ClassReader;
 import org.objectweb.asm.ClassVisitor;
+import org.objectweb.asm.FieldVisitor;
 import org.objectweb.asm.Handle;
 import org.objectweb.asm.Label;
 import org.objectweb.asm.MethodVisitor;
@@ -392,6 +393,21 @@ final class Trivial extends ClassVisitor {
                 || (name.equals("run") && desc.equals("()V"));
     }
 
+    /** The class declares an assert statements' switch, as javac writes
+     *  it (static final synthetic boolean $assertionsDisabled), and no
+     *  class can have its assertions on: its assert statements never
+     *  run. (Fields are visited before methods.) Not another class's:
+     *  an interface's asserts read a class of its own. */
+    private boolean assertSwitch;
+
+    @Override
+    public FieldVisitor visitField(int access, String name, String desc, String sig, Object value) {
+        int sw = Opcodes.ACC_STATIC | Opcodes.ACC_FINAL | Opcodes.ACC_SYNTHETIC;
+        if (noAsserts && name.equals("$assertionsDisabled") && desc.equals("Z") && (access & sw) == sw)
+            assertSwitch = true;
+        return null;
+    }
+
     @Override
     public void visit(int version, int access, String name, String sig, String sup, String[] ifs) {
         cls = name;
@@ -455,6 +471,7 @@ final class Trivial extends ClassVisitor {
             @Override
             public void visitLabel(Label l) {
                 at.put(l, n);
+                assertsOff = -1; // a jump may reach the test with another value
             }
 
             @Override
@@ -486,7 +503,7 @@ final class Trivial extends ClassVisitor {
 
             @Override
             public void visitFieldInsn(int op, String owner, String name, String d) {
-                if (op == Opcodes.GETSTATIC && noAsserts && name.equals("$assertionsDisabled") && d.equals("Z")) {
+                if (op == Opcodes.GETSTATIC && assertSwitch && owner.equals(cls) && name.equals("$assertionsDisabled")) {
                     // The switch is a static final the JIT folds: no cost.
                     add(0);
                     assertsOff = n;
