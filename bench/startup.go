@@ -82,7 +82,8 @@ func (p *Startup) Markdown(out io.Writer, s *Suite) error {
 		return err
 	}
 	fmt.Fprintf(out, "`Spin 0` (main returns at once), %d shuffled interleaved rounds. Wall is the whole JVM, from exec to exit: "+
-		"the agent's load (the Go runtime, the eBPF programs and their verification), its set-up at VM start (the transformer's classes, "+
+		"the agent's load (the Go runtime, the eBPF programs and their verification: the default mode's on another thread while the JVM initialises, "+
+		"so that its CPU time exceeds its wall time's share), its set-up at VM start (the transformer's classes, "+
 		"its compiler directive) and its reports at VM death; CPU is the JVM's user + system time. *+ per round* is the median over rounds "+
 		"of each run's time less the same round's run without an agent, with its range: what every run under that configuration pays, "+
 		"however short the program.\n\n", p.Rounds)
