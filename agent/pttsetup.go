@@ -22,6 +22,7 @@ import (
 // are still decided here.
 func (a *agent) setupPTT(later bool) error {
 	plan := a.opts.plan()
+	later = later && len(plan.want) > 0 // without metrics there is nothing to load
 	if later && !ptt.Hardware(plan.want) {
 		return a.setupPTTLater(plan.want)
 	}
