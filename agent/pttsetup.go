@@ -71,9 +71,9 @@ func (a *agent) pttReady(st ptt.Status) []string {
 	return nil
 }
 
-// ptt set up while the JVM initialises: loading and verifying the eBPF
-// programs takes tens of ms, which the JVM's own start-up (its classes,
-// its threads) then hides on another CPU.
+// pttLater is a PTT set up while the JVM initialises: loading and
+// verifying the eBPF programs takes tens of ms, which the JVM's own
+// start-up (its classes, its threads) then hides on another CPU.
 type pttLater struct {
 	done  chan struct{} // closed when the PTT and calibration are set up
 	begin chan struct{} // closed by the load once the engine is set up
