@@ -244,7 +244,7 @@ extern const jp_source jp_bci;
 #define JP_BCI_JLM 4
 #define JP_BCI_FFM 8 /* the probes are FFM critical downcalls where the JDK has them (22+) */
 #define JP_BCI_FOREIGN 16 /* the JVM's classes may not be their files (bci_context.c's jp_bci_foreign; set at VM init) */
-#define JP_BCI_NO_ASSERTS 32 /* no assertion switch on the command line: assert statements never run (set at VM init) */
+#define JP_BCI_NO_ASSERTS 32 /* the command line turns no assertions on and names none: assert statements never run (bci.c; set at VM init) */
 /* JLM (jlm.c), the exact lock monitor of BCI: jp_jlm_read calls f for
  * each row (site, class signature, v: gets, recursive, slow, wait ns,
  * hold ns, Object.waits, Object.wait ns); jp_jlm_reset zeroes them;
