@@ -289,6 +289,9 @@ func (a *agent) VMInit() {
 	if b, ok := a.source.(jvmti.BCI); ok {
 		// Known once the agent's Java side is set up (bci.c, at VM init).
 		a.notes = append(a.notes, "BCI: probes: "+b.Probes())
+		if !a.opts.AllMethods {
+			a.notes = append(a.notes, assertsNote(b.AssertsOff()))
+		}
 	}
 	if a.opts.RTDriver {
 		_ = a.startServer() // said and noted; the JVM runs on

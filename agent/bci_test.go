@@ -260,11 +260,15 @@ func TestBCITrivialMethods(t *testing.T) {
 	for _, sw := range []string{"-ea", "-esa", "-da:TrivialCases", "-da"} {
 		r := jvmtest.Start(t, jvmtest.Run{Class: "TrivialCases", JVMArgs: []string{sw}, Options: "CALLTREE,START,NORTDRIVER"})
 		require.Equal(t, 0, r.ExitCode, r.Stderr)
-		own := methodCalls(asInterpreted(r.LogRT(t, 1)))
+		p := asInterpreted(r.LogRT(t, 1))
+		own := methodCalls(p)
 		asserted := uint64(1000)
+		note := "assert statements' code counts against trivial methods like any other"
 		if sw == "-da" {
 			asserted = 0
+			note = "assert statements' code does not count against trivial methods"
 		}
+		assert.Contains(t, strings.Join(p.Notes, "\n"), note, "the header with %s", sw)
 		assert.Equal(t, asserted, own["TrivialCases.asserted(I)I"], "asserted's calls with %s", sw)
 		loops := uint64(2 * 1000) // main's loops(10) and calls(3)'s
 		if sw == "-ea" {

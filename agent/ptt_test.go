@@ -84,6 +84,16 @@ func TestPTTWithoutCapabilities(t *testing.T) {
 	assert.Contains(t, notes, "PTT backend bpf:")
 	assert.Contains(t, notes, "from jprof pttd at "+sock)
 
+	// The default metrics (instructions, which no PMU counts here, then
+	// thread time): the pttd serves the second, and nothing says it was
+	// not usable for the first, which no bpf backend counts.
+	r = jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "START,NORTDRIVER,PTTD=" + sock, Prefix: drop})
+	require.Equal(t, 0, r.ExitCode, r.Stderr)
+	assert.NotContains(t, r.Stderr, "not usable")
+	p = r.LogRT(t, 1)
+	checkHellop(t, asInterpreted(p))
+	assert.Contains(t, strings.Join(p.Notes, "\n"), "from jprof pttd at "+sock)
+
 	// A PTTD that is not there: said, and the JVM runs on another backend.
 	r = jvmtest.Start(t, jvmtest.Run{Class: "hellop", Options: "METHODEVENTS,METRICS=PTT_TIME,START,NORTDRIVER,PTTD=" + sock + ".missing", Prefix: drop})
 	require.Equal(t, 0, r.ExitCode, r.Stderr)

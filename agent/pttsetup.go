@@ -186,7 +186,9 @@ func (a *agent) awaitPTT() {
 // Its notes are warnings for the reports beyond the Status's.
 func (a *agent) pttSetup(metrics []ptt.Metric) (ptt.Status, []string, error) {
 	cfg := ptt.Config{Metrics: metrics, Force: a.opts.PTT, NoTSC: a.opts.NoTSC, Slots: a.opts.PTTSlots}
-	wantBPF := len(metrics) > 0 && (cfg.Force == ptt.None || cfg.Force == ptt.BPF)
+	// The bpf backend counts thread time only: a pttd cannot serve
+	// hardware counters.
+	wantBPF := len(metrics) > 0 && !ptt.Hardware(metrics) && (cfg.Force == ptt.None || cfg.Force == ptt.BPF)
 	sock := a.opts.PTTD
 	if sock == "" {
 		st, err := ptt.Setup(cfg)

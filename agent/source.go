@@ -66,3 +66,13 @@ func (a *agent) sourceNotes() []string {
 	}
 	return nil
 }
+
+// assertsNote says whether the trivial rule skipped assert statements'
+// code in this run: two runs of one program leave out different methods
+// when one turns assertions on.
+func assertsNote(off bool) string {
+	if off {
+		return "BCI: assert statements' code does not count against trivial methods: the command line turns no assertions on and names none"
+	}
+	return "BCI: assert statements' code counts against trivial methods like any other: the command line turns assertions on or names classes (-ea, -esa, -da:…)"
+}

@@ -387,6 +387,11 @@ static int bci_no_asserts(JNIEnv *jni)
 	return off;
 }
 
+int jp_bci_no_asserts(void)
+{
+	return (bci.flags & JP_BCI_NO_ASSERTS) != 0;
+}
+
 /* jp_bci_vm_init sets the Java side up (VM init, on the main thread) and,
  * if collection started at load, instruments what loaded before. */
 static void bci_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)

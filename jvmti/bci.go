@@ -219,6 +219,11 @@ func (BCI) NativesRefused() int { return int(C.jp_bci_natives_refused()) }
 // JNI natives, and why. Known once the VM is initialized.
 func (BCI) Probes() string { return C.GoString(C.jp_bci_probes()) }
 
+// AssertsOff says whether every assertion is off by the command line, as
+// VM init found it: then assert statements' code does not keep a method
+// from being trivial.
+func (BCI) AssertsOff() bool { return C.jp_bci_no_asserts() != 0 }
+
 // Sizes reads them; false if the transformer cannot be asked. The caller
 // must be a thread attached to the VM.
 func (BCI) Sizes() (BCISizes, bool) {

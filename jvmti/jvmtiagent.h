@@ -287,6 +287,9 @@ char *jp_mid_name_of(jmethodID mid);
 /* jp_bci_probes says what the injected probes call (FFM downcalls or
  * JNI natives, and why), once the VM is initialized. */
 const char *jp_bci_probes(void);
+/* jp_bci_no_asserts says whether VM init found every assertion off
+ * (JP_BCI_NO_ASSERTS): the trivial rule skips assert statements' code. */
+int jp_bci_no_asserts(void);
 /* jp_bci_handle is the handle of the instrumented method of this name
  * ("pkg/Class.name(desc)"), UINT32_MAX if the transformer registered none. */
 uint32_t jp_bci_handle(const char *name);

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -178,6 +179,11 @@ type Lease struct {
 // Owner. It does not close the FDs.
 func (l *Lease) Close() error { return l.conn.Close() }
 
+// FetchTimeout bounds Fetch's wait for the helper's answer: a JVM at
+// start waits for it, and something that accepts at the socket without
+// answering must not stall it.
+const FetchTimeout = 3 * time.Second
+
 // Fetch connects to a helper at path and returns a Lease.
 func Fetch(path string) (*Lease, error) {
 	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
@@ -186,7 +192,9 @@ func Fetch(path string) (*Lease, error) {
 	}
 	buf := make([]byte, 64)
 	oob := make([]byte, unix.CmsgSpace(2*4))
+	_ = c.SetReadDeadline(time.Now().Add(FetchTimeout))
 	n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
+	_ = c.SetReadDeadline(time.Time{}) // the lease's connection lives on
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("ptthelper: read from %s: %w", path, err)

@@ -2,10 +2,12 @@ package ptthelper
 
 import (
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -139,4 +141,25 @@ func TestFetchRefused(t *testing.T) {
 
 	_, err = Fetch(filepath.Join(t.TempDir(), "none.sock"))
 	assert.Error(t, err)
+}
+
+// Something at the socket that accepts and never answers (not a helper,
+// or a helper stuck) costs a starting JVM FetchTimeout, not its start.
+func TestFetchSilentPeer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "silent.sock")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			defer c.Close()
+			time.Sleep(FetchTimeout + 5*time.Second)
+		}
+	}()
+	t0 := time.Now()
+	_, err = Fetch(path)
+	require.Error(t, err)
+	assert.Less(t, time.Since(t0), FetchTimeout+2*time.Second)
+	assert.Contains(t, err.Error(), "i/o timeout")
 }
