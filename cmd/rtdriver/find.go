@@ -72,7 +72,7 @@ func (d *driver) dialPID(ctx context.Context, pid int) (*control.Client, error) 
 		return nil, fmt.Errorf("rtdriver: pid %d runs as uid %d: only the JVM's owner or root may control it", pid, owner)
 	}
 	if len(agents) == 0 {
-		return nil, fmt.Errorf("rtdriver: pid %d has no libjprof control socket (%s): is it a JVM with the agent, started without NORTDRIVER? rtdriver -l lists yours",
+		return nil, fmt.Errorf("rtdriver: pid %d has no libjprof control socket (%s): is it a JVM with the agent, started without NORTDRIVER, or one still starting (the socket opens at VM init)? rtdriver -l lists yours",
 			pid, control.SocketPath(d.env.socketBase, d.env.uid, pid))
 	}
 	var errs []string
