@@ -7,6 +7,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -160,7 +161,7 @@ func (a *agent) awaitPTT() {
 	<-l.done
 	a.later = nil
 	waited := time.Since(t0)
-	a.notes = append(a.notes[:l.at], append(append([]string{}, l.notes...), a.notes[l.at:]...)...)
+	a.notes = slices.Insert(a.notes, l.at, l.notes...)
 	a.notes = append(a.notes, l.cal...)
 	a.log.Info("PTT set up while the JVM initialised", zap.Duration("took", l.took), zap.Duration("waitedAtVMInit", waited))
 	if l.err != nil {
