@@ -211,13 +211,17 @@ func TestBCITrivialMethods(t *testing.T) {
 		// Checks: the paths that end in a throw are not counted.
 		"TrivialCases.throwsSome(I)I", "TrivialCases.checked(I)I", "TrivialCases.throwPathCalls(I)I",
 		"TrivialCases.wraps(Ljava/lang/String;)I",
+		// A call to a method of the class's own that never returns ends a path.
+		"TrivialCases.checkedBy(I)I", "TrivialCases.checkedPrivate(I)I",
 		// An assert's code does not run: the JVM has no assertion switch.
 		"TrivialCases.asserted(I)I"}
 	// viaInterface: an interface's method may run anything; fanOut: its
 	// trivial callees make it more than 70 bytes of work; Items.first:
 	// the JDK's AbstractList.get has no code (Items.get, with a loop, runs);
-	// fails: it always throws.
-	kept := []string{"TrivialCases.loops(I)I", "TrivialCases.calls(I)I", "TrivialCases.viaInterface(LTrivialCases$Getter;)I",
+	// fails: it always throws; checkedVirtual, checkedOther: the method
+	// their failure calls may return (an override) or is not the class's own.
+	kept := []string{"TrivialCases.checkedVirtual(I)I", "TrivialCases.checkedOther(I)I",
+		"TrivialCases.loops(I)I", "TrivialCases.calls(I)I", "TrivialCases.viaInterface(LTrivialCases$Getter;)I",
 		"TrivialCases.fanOut(I)I", "TrivialCases.locked(I)I",
 		"TrivialCases.fails(I)I", "TrivialCases.catches(I)I", "TrivialCases.big(JJJJ)J", "TrivialCases.main([Ljava/lang/String;)V",
 		"TrivialCases$Items.first()Ljava/lang/Integer;", "TrivialCases$Items.get(I)Ljava/lang/Integer;",

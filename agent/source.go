@@ -48,7 +48,7 @@ func (a *agent) sourceNotes() []string {
 			notes = append(notes, "BCI: every method with code instrumented (ALLMETHODS)")
 		} else {
 			notes = append(notes, "BCI: trivial methods not instrumented, their time counted in their callers: methods that call nothing but java.base and other trivial methods, "+
-				"have no loop, recover from no exception, take no monitor and have at most 35 bytes of bytecode on the paths that return, 70 with the trivial methods they call; paths that only end in a throw are not counted, nor an assert's code without -ea, -esa or a -da naming classes "+
+				"have no loop, recover from no exception, take no monitor and have at most 35 bytes of bytecode on the paths that return, 70 with the trivial methods they call; paths that only end in a throw (or in a call to a method of the class's own that never returns) are not counted, nor an assert's code without -ea, -esa or a -da naming classes "+
 				"(getters, setters, empty methods, argument checks, one-line delegates to the JDK and chains of them: what HotSpot inlines; main, run() and a ROOTS root always are); ALLMETHODS instruments them")
 		}
 		// What the probes cost the compiled code is no event's: a

@@ -1,6 +1,7 @@
 /** Methods BCI leaves out by default (trivial: no call but into java.base
  *  or to trivial methods, no loop, no handler that recovers, no monitor,
- *  at most 35 bytes of bytecode, paths that end in a throw not counted)
+ *  at most 35 bytes of bytecode, paths that end in a throw, or in a call to a method of the class's own
+ *  that never returns, not counted)
  *  and methods just past each of those lines, called a known number of
  *  times. */
 public class TrivialCases {
@@ -16,6 +17,7 @@ public class TrivialCases {
     static final class Box implements Getter {
         int v = 7;
         public int get() { return v; }
+        static void fail() { throw new IllegalStateException("box"); }
     }
 
     /** Calls through a subclass's name to a superclass's method: the JVM
@@ -72,6 +74,13 @@ public class TrivialCases {
         static int spin(int n) { for (int i = 0; i < n; i++) spins++; return spins; }
         static int flagged(int a) { if (!$assertionsDisabled) a += spin(3); return a; }
     }
+    /** Checks whose failure is a call to a method of the class's own that
+     *  never returns (javac's Assert.check calls Assert.error()): a
+     *  static one and a private one end the path as a throw does. */
+    static int checkedBy(int a) { if (a < 0) fail("negative"); return a + 2; }
+    int checkedPrivate(int a) { if (a < 0) bad(); return a + 3; }
+    static void fail(String m) { throw new IllegalArgumentException(m); }
+    private void bad() { throw new IllegalStateException("bad"); }
     /** Its handler only throws again (wraps the exception). */
     static int wraps(String v) { try { return Integer.parseInt(v); } catch (NumberFormatException e) { throw new IllegalArgumentException(e); } }
 
@@ -82,6 +91,11 @@ public class TrivialCases {
     /** Small, but with its trivial callees more than 70 bytes of work. */
     static int fanOut(int a) { return wide(a) + wide(a + 1) + wide(a + 2); }
     static synchronized int locked(int a) { return a + 1; }
+    /** Their failure calls a method that may return: one a subclass may
+     *  override, another class's (only the class's own are read). */
+    int checkedVirtual(int a) { if (a < 0) badVirtual(); return a + 4; }
+    void badVirtual() { throw new IllegalStateException("virtual"); }
+    static int checkedOther(int a) { if (a < 0) Box.fail(); return a + 5; }
     /** It always throws: no normal path. */
     static int fails(int a) { throw new UnsupportedOperationException("fails " + a); }
     static int catches(int a) { try { return Integer.parseInt("x"); } catch (NumberFormatException e) { return a; } }
@@ -103,6 +117,7 @@ public class TrivialCases {
             s += callsJdk(-i) + loops(10) + calls(3) + locked(i) + throwsSome(i) + big(i, 2, 3, 4);
             s += checked(i) + throwPathCalls(i) + wraps("12") + asserted(i) + OwnSwitch.flagged(i);
             s += chain(-i) + t.crossClass() + viaInterface(t.box) + fanOut(i);
+            s += checkedBy(i) + t.checkedPrivate(i) + t.checkedVirtual(i) + checkedOther(i);
             LOCAL.set(i);
             s += LOCAL.peek() + SUB.viaSuper() + ITEMS.first();
             if (i % 10 == 0)

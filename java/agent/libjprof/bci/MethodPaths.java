@@ -5,6 +5,7 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 import org.objectweb.asm.Handle;
 import org.objectweb.asm.Label;
@@ -13,12 +14,15 @@ import org.objectweb.asm.Opcodes;
 
 /**
  * MethodPaths reads one method's code for Trivial: its instructions in
- * order, and at the end whether the paths that reach a return are plain
- * and small enough for the method to be trivial (Trivial's rule). If so
- * it puts the method's Candidate, those paths' bytes and the calls on
- * them that may make an event, into the class's candidates; whether
- * those calls keep it trivial is Trivial's to resolve, once every method
- * of the class is read.
+ * order, and whether it has a return at all (one without can never
+ * return: a helper that only throws). Once every method of the class is
+ * read (resolve), it says whether the paths that reach a return are
+ * plain and small enough for the method to be trivial (Trivial's rule),
+ * a call to a method of the class's own that never returns ending a path
+ * as a throw does. If so it puts the method's Candidate, those paths'
+ * bytes and the calls on them that may make an event, into the class's
+ * candidates; whether those calls keep it trivial is Trivial's to
+ * resolve.
  */
 final class MethodPaths extends MethodVisitor {
     /** A method whose returning paths qualify. */
@@ -32,16 +36,24 @@ final class MethodPaths extends MethodVisitor {
     private final boolean assertSwitch;
     private final Map<String, Candidate> candidates;
     private final String key;
+    /** The class's methods read so far that may be trivial (their paths
+     *  are settled by resolve), and those with no return. */
+    private final List<MethodPaths> pending;
+    private final Set<String> noReturn;
 
     /** cls: the class; assertSwitch: its assert statements never run
      *  (Trivial.visitField); the method's Candidate goes into candidates
-     *  under key. */
-    MethodPaths(String cls, boolean assertSwitch, Map<String, Candidate> candidates, String key) {
+     *  under key; the method goes into pending if it may be trivial, its
+     *  key into noReturn if it has no return. */
+    MethodPaths(String cls, boolean assertSwitch, Map<String, Candidate> candidates, String key,
+            List<MethodPaths> pending, Set<String> noReturn) {
         super(Opcodes.ASM9);
         this.cls = cls;
         this.assertSwitch = assertSwitch;
         this.candidates = candidates;
         this.key = key;
+        this.pending = pending;
+        this.noReturn = noReturn;
     }
 
     /** The method's instructions, in order: what each is (a
@@ -58,6 +70,8 @@ final class MethodPaths extends MethodVisitor {
     private boolean heavy;
     /** Bytes of all the instructions, an early way out. */
     private int all;
+    /** A return seen, anywhere. */
+    private boolean returns;
     private final Candidate c = new Candidate();
 
     private void add(int k, int b, Label l, String[] cl) {
@@ -98,6 +112,8 @@ final class MethodPaths extends MethodVisitor {
     public void visitInsn(int op) {
         if (op == Opcodes.MONITORENTER)
             heavy = true;
+        if (op >= Opcodes.IRETURN && op <= Opcodes.RETURN)
+            returns = true;
         add(op == Opcodes.ATHROW ? THROW : op >= Opcodes.IRETURN && op <= Opcodes.RETURN ? RETURN : 0, 1, null, null);
     }
 
@@ -139,7 +155,12 @@ final class MethodPaths extends MethodVisitor {
         // Another is resolved once the class is scanned; an
         // interface's method may run anything.
         boolean event = owner.charAt(0) != '[' && !Transformer.neverInstrumented(owner);
-        add(event && itf ? HEAVY : 0, op == Opcodes.INVOKEINTERFACE ? 5 : 3, null, event ? new String[] {owner, n + d} : null);
+        // A call whose target is this class's own method, whatever the
+        // receiver (a static, a private or a constructor's call): it
+        // ends the path if that method never returns (resolve).
+        int own = owner.equals(cls) && (op == Opcodes.INVOKESTATIC || op == Opcodes.INVOKESPECIAL) ? OWN
+                : owner.equals(cls) && op == Opcodes.INVOKEVIRTUAL ? OWN_VIRTUAL : 0;
+        add((event && itf ? HEAVY : 0) | own, op == Opcodes.INVOKEINTERFACE ? 5 : 3, null, event ? new String[] {owner, n + d} : null);
     }
 
     @Override
@@ -203,11 +224,31 @@ final class MethodPaths extends MethodVisitor {
      *  formatted) is taken rarely by design, and HotSpot compiles
      *  it as an uncommon trap once it has never run; its code and
      *  calls count in the caller, as the exception does. A
-     *  method with no normal path always throws: kept. */
+     *  method with no normal path always throws: kept. A call to a
+     *  method of the class's own that has no return (javac's
+     *  Assert.error(), a helper that builds and throws an exception)
+     *  ends its path as a throw does. */
     @Override
     public void visitEnd() {
-        if (heavy || n == 0)
-            return;
+        if (!returns)
+            noReturn.add(key);
+        if (!heavy && n > 0)
+            pending.add(this);
+    }
+
+    /** resolve settles the method once the class is read: noReturn, its
+     *  methods without a return; privates, its private methods (a call
+     *  to one, invokevirtual since JDK 11 between nestmates, has one
+     *  target). */
+    void resolve(Set<String> privates) {
+        for (int i = 0; i < n; i++) {
+            int k = kind[i];
+            if ((k & (OWN | OWN_VIRTUAL)) == 0)
+                continue;
+            String m = call[i] != null ? call[i][1] : null;
+            if (m != null && noReturn.contains(m) && ((k & OWN) != 0 || privates.contains(m)))
+                kind[i] = THROW;
+        }
         // Jumps go forward only (a backward one made it heavy):
         // one pass from the end settles which instructions
         // reach a return.
@@ -253,5 +294,5 @@ final class MethodPaths extends MethodVisitor {
     }
 
     /** What an instruction is, for the paths through a method. */
-    private static final int RETURN = 1, THROW = 2, GOTO = 4, BRANCH = 8, HEAVY = 16;
+    private static final int RETURN = 1, THROW = 2, GOTO = 4, BRANCH = 8, HEAVY = 16, OWN = 32, OWN_VIRTUAL = 64;
 }

@@ -2,9 +2,11 @@ package libjprof.bci;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -25,7 +27,9 @@ import org.objectweb.asm.Opcodes;
  * and call nothing but methods that make no event: java.base's (which is
  * not instrumented) and other trivial methods, with at most MAX_CLOSURE
  * bytes of bytecode for the method and the trivial methods it calls
- * together. A path that can only end in a throw (a check's failure) does
+ * together. A path that can only end in a throw (a check's failure), or
+ * in a call to a method of the class's own that has no return (a static
+ * or private one: javac's Assert.check calling Assert.error()), does
  * not count: it is rare by design, and its work, the exception's, counts
  * in the caller. Nor does an assert statement's code where no class can
  * have its assertions on (NO_ASSERTS: the command line has no switch):
@@ -159,6 +163,10 @@ final class Trivial extends ClassVisitor {
     private String superName;
     /** Hashes of the methods the class declares. */
     private final Set<Integer> declared = new HashSet<>();
+    /** Its methods read whose paths are yet to settle (MethodPaths), its
+     *  methods without a return, and its private methods. */
+    private final List<MethodPaths> pending = new ArrayList<>();
+    private final Set<String> noReturn = new HashSet<>(), privates = new HashSet<>();
 
     private Trivial(Selective sel, int depth) {
         super(Opcodes.ASM9);
@@ -218,6 +226,8 @@ final class Trivial extends ClassVisitor {
 
     private Map<String, Integer> run(ClassReader cr) {
         cr.accept(this, ClassReader.SKIP_DEBUG | ClassReader.SKIP_FRAMES);
+        for (MethodPaths p : pending)
+            p.resolve(privates);
         Map<String, Integer> found = new HashMap<>();
         Map<String, Integer> done = new HashMap<>();
         for (String m : candidates.keySet()) {
@@ -409,9 +419,11 @@ final class Trivial extends ClassVisitor {
     @Override
     public MethodVisitor visitMethod(int access, String name, String desc, String sig, String[] exc) {
         declared.add((name + desc).hashCode());
+        if ((access & Opcodes.ACC_PRIVATE) != 0)
+            privates.add(name + desc);
         if ((access & (Opcodes.ACC_ABSTRACT | Opcodes.ACC_NATIVE | Opcodes.ACC_SYNCHRONIZED)) != 0 || entryPoint(name, desc)
                 || (sel != null && sel.isRoot(cls, name)))
             return null;
-        return new MethodPaths(cls, assertSwitch, candidates, name + desc);
+        return new MethodPaths(cls, assertSwitch, candidates, name + desc, pending, noReturn);
     }
 }
