@@ -495,7 +495,8 @@ static void bci_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread)
 }
 
 /* jp_bci_set turns collection on (instrumenting first: classes loaded
- * later as they load, those loaded before by retransformation) or off.
+ * later as they load, those loaded before by retransformation, and only
+ * then collecting) or off.
  * Instrumented code stays: off, its calls return at once. -1 once the
  * VM is dying. */
 int jp_bci_set(int on)
@@ -519,7 +520,6 @@ int jp_bci_set(int on)
 		if (bci.instrumenting || bci.started)
 			bci.seed = 1;
 		bci.started = 1;
-		jp_collect(1);
 		if (!bci.instrumenting) {
 			bci.instrumenting = 1;
 			if (jni == NULL && bci.ready)
@@ -530,6 +530,12 @@ int jp_bci_set(int on)
 				running = NULL;
 			}
 		}
+		/* Collection starts once every class is rewritten: the
+		 * retransformation goes in batches, and a call chain collected
+		 * between two would skip the methods of the later ones
+		 * (TestAttachCollectsAfterRewrite). Frames entered meanwhile
+		 * exit without entries, as those entered before any start. */
+		jp_collect(1);
 	} else {
 		jp_collect(0);
 	}

@@ -50,6 +50,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,6 +123,9 @@ static void jp_sample_handler(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
 	int saved_errno = errno;
+	/* Counted before jps.on is read: a stop that sees no handler under
+	 * way is one no handler can pass on (jp_sampling_set). */
+	__atomic_add_fetch(&jps.inflight, 1, __ATOMIC_SEQ_CST);
 	jp_sthread *s = jp_sself;
 	jp_sthread *jt = jp_jvm_thread_of(si);
 	if (jt != NULL) {
@@ -149,7 +153,7 @@ static void jp_sample_handler(int sig, siginfo_t *si, void *uc)
 			goto out;
 		}
 	}
-	if (s == NULL || !jps.on) {
+	if (s == NULL || !__atomic_load_n(&jps.on, __ATOMIC_SEQ_CST)) {
 		JP_COUNT(unowned);
 		goto out;
 	}
@@ -218,6 +222,7 @@ static void jp_sample_handler(int sig, siginfo_t *si, void *uc)
 	__atomic_fetch_add(&jps.st.weight_ns, w, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&jps.st.handler_ns, jp_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0, __ATOMIC_RELAXED);
 out:
+	__atomic_sub_fetch(&jps.inflight, 1, __ATOMIC_RELEASE);
 	errno = saved_errno;
 }
 
@@ -496,10 +501,18 @@ int jp_sampling_set(int on)
 		}
 	} else {
 		jp_cpu_mark(0);
-		jps.on = 0;
+		__atomic_store_n(&jps.on, 0, __ATOMIC_SEQ_CST);
 		for (jp_sthread *s = jps.list; s != NULL; s = s->next)
 			jp_disarm(s);
 		jp_jvm_threads_set(0);
+		/* A handler that read jps.on before it changed would add its
+		 * sample after the stop, where a reset that follows would leave
+		 * it to the next profile: wait for those under way (a walk
+		 * takes microseconds; one waiting out a GC, longer: not past
+		 * half a second). */
+		uint64_t until = jp_clock_ns(CLOCK_MONOTONIC) + 500000000ull;
+		while (__atomic_load_n(&jps.inflight, __ATOMIC_SEQ_CST) != 0 && jp_clock_ns(CLOCK_MONOTONIC) < until)
+			sched_yield();
 		jp_collect(0);
 	}
 	pthread_mutex_unlock(&jps.lock);

@@ -116,6 +116,9 @@ struct jp_sampling_state {
 	uintptr_t poll_page;
 	int poll_ok;
 	volatile int on;
+	/* Signal handlers under way (jp_sample_handler), waited for when
+	 * sampling stops. */
+	int inflight;
 	int debug_nonsafepoints; /* jp_vm_set_bool_flag's result: 0 or 1 when on */
 	int perf_refused;   /* cpu: perf events refused, POSIX timers instead */
 	int perf_user_only; /* cpu: perf events allowed for user space only */

@@ -15,7 +15,9 @@ import (
 // instrumented code takes, per site and class of the monitor's object, as
 // JProf's Java Lock Monitor did per monitor. The agent writes it as
 // log-jlm beside each log-rt: a header, then one line per row, numbers
-// first and the site, which may hold spaces, last.
+// first and the site, which may hold spaces, last, then a closing
+// " End of log-jlm: N rows" line, as log-rt's, by which a reader tells a
+// whole file from one cut at a line boundary.
 
 // JLMRow is one site and class of monitor.
 type JLMRow struct {
@@ -58,7 +60,10 @@ type JLM struct {
 	Rows   []JLMRow
 }
 
-const jlmColumns = "GETS REC SLOW WAIT_NS HOLD_NS OBJWAITS OBJWAIT_NS CLASS SITE"
+const (
+	jlmColumns = "GETS REC SLOW WAIT_NS HOLD_NS OBJWAITS OBJWAIT_NS CLASS SITE"
+	jlmEnd     = " End of log-jlm: "
+)
 
 // WriteJLM writes j as log-jlm.
 func WriteJLM(w io.Writer, j *JLM) error {
@@ -72,6 +77,7 @@ func WriteJLM(w io.Writer, j *JLM) error {
 		fmt.Fprintf(bw, "%d %d %d %d %d %d %d %s %s\n", r.Gets, r.Recursive, r.Slow, r.Wait.Nanoseconds(),
 			r.Hold.Nanoseconds(), r.ObjectWaits, r.ObjectWait.Nanoseconds(), r.Class, r.Site)
 	}
+	fmt.Fprintf(bw, "%s%d rows\n", jlmEnd, len(j.Rows))
 	return bw.Flush()
 }
 
@@ -81,10 +87,13 @@ func ReadJLM(r io.Reader) (*JLM, error) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	j := &JLM{}
 	n := 0
+	end := false
 	for sc.Scan() {
 		n++
 		line := sc.Text()
 		switch {
+		case end:
+			return nil, fmt.Errorf("line %d: expected end of file after %q, got %q", n, strings.TrimSpace(jlmEnd)+" N rows", line)
 		case n == 1:
 			if strings.TrimSpace(line) != "libjprof log-jlm" {
 				return nil, fmt.Errorf("not a log-jlm file (its first line is %q)", line)
@@ -96,6 +105,11 @@ func ReadJLM(r io.Reader) (*JLM, error) {
 				return nil, fmt.Errorf("line %d: %q: %v", n, line, err)
 			}
 			j.Lost = v
+		case strings.HasPrefix(line, jlmEnd):
+			if want := fmt.Sprintf("%d rows", len(j.Rows)); line[len(jlmEnd):] != want {
+				return nil, fmt.Errorf("line %d: expected %q, got %q", n, jlmEnd+want, line)
+			}
+			end = true
 		case strings.HasPrefix(line, " Columns:"):
 		case strings.HasPrefix(line, " "):
 			j.Header = append(j.Header, line[1:])
@@ -124,6 +138,9 @@ func ReadJLM(r io.Reader) (*JLM, error) {
 	}
 	if n == 0 {
 		return nil, fmt.Errorf("empty file: not a log-jlm file")
+	}
+	if !end {
+		return nil, fmt.Errorf("truncated: the file ends after %d rows, without its closing %q line", len(j.Rows), strings.TrimSpace(jlmEnd)+" N rows")
 	}
 	return j, nil
 }

@@ -33,16 +33,33 @@ func TestJLMRoundTrip(t *testing.T) {
 
 func TestReadJLMErrors(t *testing.T) {
 	for name, in := range map[string]string{
-		"empty":        "",
-		"other file":   " libjprof log-rt\n",
-		"few fields":   " libjprof log-jlm\n\n1 2 3\n",
-		"not a number": " libjprof log-jlm\n\n1 x 0 0 0 0 0 C a.B.m\n",
-		"rec > gets":   " libjprof log-jlm\n\n1 2 0 0 0 0 0 C a.B.m\n",
-		"bad lost":     " libjprof log-jlm\n Lost=x\n",
+		"empty":         "",
+		"other file":    " libjprof log-rt\n",
+		"few fields":    " libjprof log-jlm\n\n1 2 3\n",
+		"not a number":  " libjprof log-jlm\n\n1 x 0 0 0 0 0 C a.B.m\n",
+		"rec > gets":    " libjprof log-jlm\n\n1 2 0 0 0 0 0 C a.B.m\n",
+		"bad lost":      " libjprof log-jlm\n Lost=x\n",
+		"wrong count":   " libjprof log-jlm\n\n1 0 0 0 0 0 0 C a.B.m\n End of log-jlm: 2 rows\n",
+		"row after end": " libjprof log-jlm\n\n End of log-jlm: 0 rows\n1 0 0 0 0 0 0 C a.B.m\n",
 	} {
 		_, err := ReadJLM(strings.NewReader(in))
 		assert.Error(t, err, name)
 	}
+	// A file cut at a line boundary (its last rows lost) is told from a
+	// whole one by its closing line.
+	j := &JLM{Rows: []JLMRow{{Gets: 3, Class: "C", Site: "a.B.m (block 1, line 2)"}, {Gets: 1, Class: "D", Site: "a.B.n"}}}
+	var b bytes.Buffer
+	require.NoError(t, WriteJLM(&b, j))
+	whole := b.String()
+	_, err := ReadJLM(strings.NewReader(whole))
+	require.NoError(t, err)
+	lines := strings.SplitAfter(whole, "\n")
+	for cut := 1; cut < len(lines)-1; cut++ {
+		_, err := ReadJLM(strings.NewReader(strings.Join(lines[:cut], "")))
+		assert.Error(t, err, "the first %d lines of\n%s", cut, whole)
+	}
+	_, err = ReadJLM(strings.NewReader(strings.Join(lines[:len(lines)-3], ""))) // the last row and the closing line lost
+	assert.ErrorContains(t, err, "truncated: the file ends after 1 rows")
 }
 
 func TestJLMClass(t *testing.T) {

@@ -1401,3 +1401,50 @@ func hostJavaPID(t *testing.T, pattern string) int {
 	require.FailNow(t, "the namespaced JVM's pid here", pattern)
 	return 0
 }
+
+// A BCI profile started at attach collects once every class is
+// rewritten. RetransformClasses runs in batches, and while they run part
+// of the program is instrumented and part is not: a call chain collected
+// then skips the links not rewritten yet. ChainWork's links are 320
+// classes, more than one batch.
+func TestAttachCollectsAfterRewrite(t *testing.T) {
+	p := jvmtest.Launch(t, jvmtest.Run{Class: "ChainWork", Options: "-"})
+	p.Expect(fmt.Sprintf("ready %d", p.Result().PID))
+	pid := strconv.Itoa(p.Result().PID)
+	dir := t.TempDir() + "/"
+	code, _, stderr := jprofBin(t, "profile", "-d", "1s", "-e", "calls", "-o", dir, pid)
+	require.Equal(t, 0, code, stderr)
+	files, _ := filepath.Glob(dir + "log-rt.*")
+	require.Len(t, files, 1)
+	link := regexp.MustCompile(`^[A-Za-z]:ChainWork\$C(\d+)\.m\(J\)J$`)
+	linkOf := func(n *reports.Node) int {
+		m := link.FindStringSubmatch(n.Name)
+		if m == nil {
+			return -1
+		}
+		i, _ := strconv.Atoi(m[1])
+		return i
+	}
+	var links, skips int
+	var walk func(n *reports.Node)
+	walk = func(n *reports.Node) {
+		from := linkOf(n)
+		for _, c := range n.Children {
+			if to := linkOf(c); to >= 0 {
+				links++
+				if from >= 0 && to != from+1 {
+					skips++
+					if skips <= 3 {
+						t.Errorf("%s calls %s: the links between were not instrumented yet", n.Name, c.Name)
+					}
+				}
+			}
+			walk(c)
+		}
+	}
+	for _, th := range jvmtest.ParseLogRT(t, files[0]).Threads {
+		walk(th)
+	}
+	assert.Greater(t, links, 300, "the chain's links in the profile")
+	assert.Zero(t, skips, "calls that skip a link of the chain")
+}

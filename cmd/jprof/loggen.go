@@ -28,6 +28,19 @@ func loggen(args []string, stdout io.Writer) error {
 	if err := checkOutFile(*out, pos[0]); err != nil {
 		return err
 	}
+	if *out == "" {
+		// Standard output cannot be taken back: the file is read
+		// through once first, so that one it cannot read prints
+		// nothing, as a file output is left unwritten (the events go
+		// out as they are read, not held: a log-gen can be gigabytes).
+		if err := readLogGen(pos[0], func(r *reports.LogGenReader) error {
+			for r.Next() {
+			}
+			return r.Err()
+		}); err != nil {
+			return err
+		}
+	}
 	return output(*out, stdout, func(w io.Writer) error {
 		return readLogGen(pos[0], func(r *reports.LogGenReader) error {
 			notes := r.Notes()

@@ -77,3 +77,29 @@ func TestSizeLimitedInput(t *testing.T) {
 		assert.True(t, strings.HasSuffix(out, "\n"+line+"\n"), "%s: %s", args[0], out)
 	}
 }
+
+// A log-gen cut short is refused by loggen before it prints anything:
+// standard output cannot be taken back, and the copy is written as the
+// events are read (here more than its output buffer holds).
+func TestLogGenCutPrintsNothing(t *testing.T) {
+	var b strings.Builder
+	lw := reports.NewLogGenWriter(&b, 5, nil)
+	for i := 0; i < 20000; i++ {
+		require.NoError(t, lw.Write(reports.Event{Thread: "00000001_main", Kind: reports.Entry, Name: "I:a.b()V"}))
+		require.NoError(t, lw.Write(reports.Event{Thread: "00000001_main", Kind: reports.Exit, Name: "I:a.b()V"}))
+	}
+	require.NoError(t, lw.Flush())
+	whole := b.String()
+	require.Greater(t, len(whole), 256<<10)
+	in := filepath.Join(t.TempDir(), "log-gen_5")
+	require.NoError(t, os.WriteFile(in, []byte(whole), 0o644))
+	code, out, stderr := jprof("loggen", in)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, whole, out)
+
+	require.NoError(t, os.WriteFile(in, []byte(whole[:len(whole)-5]), 0o644))
+	code, out, stderr = jprof("loggen", in)
+	assert.Equal(t, 1, code)
+	assert.NotEmpty(t, stderr)
+	assert.Empty(t, out, "what loggen printed before it found the file cut")
+}
