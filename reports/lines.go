@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 )
 
@@ -15,6 +16,33 @@ const maxLine = 4 << 20
 type lineReader struct {
 	sc *bufio.Scanner
 	n  int
+	// cut: the input's last line has no newline (the file was cut in
+	// the middle of it): an error there says the file is truncated.
+	cut bool
+}
+
+// newLineReader reads r's lines, noting a last line cut short.
+func newLineReader(r io.Reader) *lineReader {
+	lr := &lineReader{sc: bufio.NewScanner(r)}
+	lr.sc.Buffer(make([]byte, 64<<10), maxLine)
+	lr.sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		adv, tok, err := bufio.ScanLines(data, atEOF)
+		if atEOF && tok != nil && adv == len(data) && data[len(data)-1] != '\n' {
+			lr.cut = true
+		}
+		return adv, tok, err
+	})
+	return lr
+}
+
+// lineError names the line of err, and says so when that line is the
+// last, cut short (cut is set once that line is read, and reading stops
+// at the error).
+func (lr *lineReader) lineError(what string, err error) error {
+	if lr.cut {
+		return fmt.Errorf("%s line %d: truncated: the file ends in the middle of this line (%w)", what, lr.n, err)
+	}
+	return fmt.Errorf("%s line %d: %w", what, lr.n, err)
 }
 
 var errEOF = errors.New("unexpected end of file")

@@ -1,7 +1,6 @@
 package reports
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -163,11 +162,10 @@ func ParseLogRT(r io.Reader) (*Profile, error) { return readLogRT(r, parseLogRT)
 
 // readLogRT runs parse over r's lines; errors name the line.
 func readLogRT(r io.Reader, parse func(*lineReader) (*Profile, error)) (*Profile, error) {
-	lr := lineReader{sc: bufio.NewScanner(r)}
-	lr.sc.Buffer(make([]byte, 64<<10), maxLine)
-	p, err := parse(&lr)
+	lr := newLineReader(r)
+	p, err := parse(lr)
 	if err != nil {
-		return nil, fmt.Errorf("log-rt line %d: %w", lr.n, err)
+		return nil, lr.lineError("log-rt", err)
 	}
 	return p, nil
 }

@@ -137,6 +137,7 @@ func TestParseLogRTErrors(t *testing.T) {
 		{"CEE mismatch", replace(rowLine, "   0          0          2         10          3          1          1  0000b718_main\n"), "has CEE 2 but its callees were called 1 times"},
 		{"row count", strings.Replace(good, "End of log-rt: 11 rows", "End of log-rt: 12 rows", 1), `expected " End of log-rt: 11 rows"`},
 		{"trailing garbage", good + "more\n", "expected end of file"},
+		{"cut in a row", strings.Join(lines[:rowLine], "") + "   1          1", fmt.Sprintf("log-rt line %d: truncated: the file ends in the middle of this line (expected 8 columns, got 2)", rowLine+1)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseLogRT(strings.NewReader(tc.in))
