@@ -43,7 +43,7 @@ func liveNote(s source) string {
 	case jvmti.Sampler:
 		return "threads that were running are named by their OS names (15 characters)"
 	case jvmti.BCI:
-		return "methods already running when collection started are seen from their next call; native methods are not wrapped"
+		return "methods already running when collection started are seen from their next call (those entered while the classes were rewritten, from their return: as O: rows, one call each); native methods are not wrapped"
 	case jvmti.Allocs:
 		return "allocations are sampled from the start of collection"
 	case jvmti.Locks:

@@ -514,11 +514,12 @@ int jp_bci_set(int on)
 	} else if (on) {
 		/* Instrumented code may be on the threads' stacks already, its
 		 * frames entered while collection was off: code instrumented
-		 * all along, or kept instrumented at a detach (a loop ran in
-		 * it). Not at the first start: what ran before then had no
-		 * probes, or was retransformed under its feet. */
-		if (bci.instrumenting || bci.started)
-			bci.seed = 1;
+		 * all along, kept instrumented at a detach (a loop ran in it),
+		 * or entered while the retransformation below went on. Each
+		 * thread's first event seeds its stack with them (bci_seed);
+		 * frames of the code as it was before are obsolete, and left
+		 * out (bci_frame_key). */
+		bci.seed = 1;
 		bci.started = 1;
 		if (!bci.instrumenting) {
 			bci.instrumenting = 1;
@@ -533,8 +534,8 @@ int jp_bci_set(int on)
 		/* Collection starts once every class is rewritten: the
 		 * retransformation goes in batches, and a call chain collected
 		 * between two would skip the methods of the later ones
-		 * (TestAttachCollectsAfterRewrite). Frames entered meanwhile
-		 * exit without entries, as those entered before any start. */
+		 * (TestAttachCollectsAfterRewrite). The frames entered meanwhile
+		 * are seeded (above). */
 		jp_collect(1);
 	} else {
 		jp_collect(0);

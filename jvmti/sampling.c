@@ -394,8 +394,11 @@ static void jp_sampling_thread_end(void)
 	if (s->next != NULL)
 		s->next->prev = s->prev;
 	pthread_mutex_unlock(&jps.lock);
-	/* Unlisted: the walker no longer looks at it. */
+	/* Unlisted: the walker no longer looks at it. Counted as a handler
+	 * is: a stop waits for this last flush too (jp_sampling_quiet). */
+	__atomic_add_fetch(&jps.inflight, 1, __ATOMIC_SEQ_CST);
 	jp_defer_flush(s, 1);
+	__atomic_sub_fetch(&jps.inflight, 1, __ATOMIC_RELEASE);
 	if (s->ref != NULL)
 		(*s->env)->DeleteGlobalRef(s->env, s->ref);
 	jp_pcct_free(&s->pcct);
@@ -468,6 +471,19 @@ uint64_t jp_sampling_process_cpu(void)
 	return d;
 }
 
+/* jp_sampling_quiet waits, once jps.on is 0, for the signal handlers
+ * (and thread ends' last flushes) under way: one that read jps.on before
+ * it changed would add its sample after the stop, where a reset that
+ * follows would leave it to the next profile. A walk takes microseconds;
+ * one waiting out a GC longer: not past half a second. Outside jps.lock,
+ * which the walker serving a handler's deferred walk takes. */
+static void jp_sampling_quiet(void)
+{
+	uint64_t until = jp_clock_ns(CLOCK_MONOTONIC) + 500000000ull;
+	while (__atomic_load_n(&jps.inflight, __ATOMIC_SEQ_CST) != 0 && jp_clock_ns(CLOCK_MONOTONIC) < until)
+		sched_yield();
+}
+
 int jp_sampling_set(int on)
 {
 	int rc = 0;
@@ -505,19 +521,13 @@ int jp_sampling_set(int on)
 		for (jp_sthread *s = jps.list; s != NULL; s = s->next)
 			jp_disarm(s);
 		jp_jvm_threads_set(0);
-		/* A handler that read jps.on before it changed would add its
-		 * sample after the stop, where a reset that follows would leave
-		 * it to the next profile: wait for those under way (a walk
-		 * takes microseconds; one waiting out a GC, longer: not past
-		 * half a second). */
-		uint64_t until = jp_clock_ns(CLOCK_MONOTONIC) + 500000000ull;
-		while (__atomic_load_n(&jps.inflight, __ATOMIC_SEQ_CST) != 0 && jp_clock_ns(CLOCK_MONOTONIC) < until)
-			sched_yield();
 		jp_collect(0);
 	}
 	pthread_mutex_unlock(&jps.lock);
-	if (!on)
+	if (!on) {
+		jp_sampling_quiet();
 		jp_defer_stop();
+	}
 	return rc;
 }
 
@@ -527,12 +537,13 @@ static void jp_sampling_die(void)
 	pthread_mutex_lock(&jps.lock);
 	jp.dead = 1;
 	jp_cpu_mark(0);
-	jps.on = 0;
+	__atomic_store_n(&jps.on, 0, __ATOMIC_SEQ_CST);
 	for (jp_sthread *s = jps.list; s != NULL; s = s->next)
 		jp_disarm(s);
 	jp_jvm_threads_set(0);
 	jp_collect(0);
 	pthread_mutex_unlock(&jps.lock);
+	jp_sampling_quiet();
 }
 
 void jp_sampling_stats(jp_sample_stats *out)

@@ -137,7 +137,7 @@ void jp_defer_flush(jp_sthread *s, int end)
 	int st = __atomic_load_n(&s->def_state, __ATOMIC_ACQUIRE);
 	if (st == JP_DEF_IDLE || (st == JP_DEF_PENDING && !end))
 		return;
-	if (!jps.on || s->def_epoch != __atomic_load_n(&jp.epoch, __ATOMIC_RELAXED)) {
+	if (!__atomic_load_n(&jps.on, __ATOMIC_SEQ_CST) || s->def_epoch != __atomic_load_n(&jp.epoch, __ATOMIC_RELAXED)) {
 		/* Sampling stopped since: the sample belongs to a period
 		 * whose profile is written. */
 		JP_COUNT(deferred_lost);

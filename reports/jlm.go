@@ -17,7 +17,8 @@ import (
 // log-jlm beside each log-rt: a header, then one line per row, numbers
 // first and the site, which may hold spaces, last, then a closing
 // " End of log-jlm: N rows" line, as log-rt's, by which a reader tells a
-// whole file from one cut at a line boundary.
+// whole file from one cut at a line boundary (or from an older agent's,
+// which has none: JLM.Unended).
 
 // JLMRow is one site and class of monitor.
 type JLMRow struct {
@@ -58,6 +59,10 @@ type JLM struct {
 	Header []string // " Key=value" lines and notes, as written
 	Lost   uint64   // takes not counted (sites past the limit, no memory)
 	Rows   []JLMRow
+	// Unended: the file has no closing line. Agents before that line
+	// wrote none; in a file of a later one, its last rows may be lost
+	// (a copy cut short: the agent writes the file whole or not at all).
+	Unended bool
 }
 
 const (
@@ -139,9 +144,7 @@ func ReadJLM(r io.Reader) (*JLM, error) {
 	if n == 0 {
 		return nil, fmt.Errorf("empty file: not a log-jlm file")
 	}
-	if !end {
-		return nil, fmt.Errorf("truncated: the file ends after %d rows, without its closing %q line", len(j.Rows), strings.TrimSpace(jlmEnd)+" N rows")
-	}
+	j.Unended = !end
 	return j, nil
 }
 

@@ -1406,7 +1406,9 @@ func hostJavaPID(t *testing.T, pattern string) int {
 // rewritten. RetransformClasses runs in batches, and while they run part
 // of the program is instrumented and part is not: a call chain collected
 // then skips the links not rewritten yet. ChainWork's links are 320
-// classes, more than one batch.
+// classes, more than one batch. The frames entered while the classes
+// were rewritten are seeded at the first event (as O: rows): no exit
+// comes without its entry, and every chain starts at its first link.
 func TestAttachCollectsAfterRewrite(t *testing.T) {
 	p := jvmtest.Launch(t, jvmtest.Run{Class: "ChainWork", Options: "-"})
 	p.Expect(fmt.Sprintf("ready %d", p.Result().PID))
@@ -1442,9 +1444,18 @@ func TestAttachCollectsAfterRewrite(t *testing.T) {
 			walk(c)
 		}
 	}
-	for _, th := range jvmtest.ParseLogRT(t, files[0]).Threads {
+	prof := jvmtest.ParseLogRT(t, files[0])
+	for _, th := range prof.Threads {
+		for _, c := range th.Children {
+			if i := linkOf(c); i > 0 {
+				t.Errorf("thread %s: a chain starts at link %d (%s)", th.Name, i, c.Name)
+			}
+		}
 		walk(th)
 	}
 	assert.Greater(t, links, 300, "the chain's links in the profile")
 	assert.Zero(t, skips, "calls that skip a link of the chain")
+	for _, n := range prof.Notes {
+		assert.NotContains(t, n, "without a seen entry", "the frames entered while the classes were rewritten are seeded")
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"io"
+	"os"
 
 	"github.com/libjprof/libjprof/reports"
 )
@@ -28,11 +29,12 @@ func loggen(args []string, stdout io.Writer) error {
 	if err := checkOutFile(*out, pos[0]); err != nil {
 		return err
 	}
-	if *out == "" {
+	if fi, err := os.Stat(pos[0]); err == nil && fi.Mode().IsRegular() && *out == "" {
 		// Standard output cannot be taken back: the file is read
 		// through once first, so that one it cannot read prints
 		// nothing, as a file output is left unwritten (the events go
 		// out as they are read, not held: a log-gen can be gigabytes).
+		// A pipe cannot be read twice: it is copied as it comes.
 		if err := readLogGen(pos[0], func(r *reports.LogGenReader) error {
 			for r.Next() {
 			}

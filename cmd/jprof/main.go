@@ -386,7 +386,13 @@ func reportJLMFile(f *os.File, sortBy, out string, stdout io.Writer) error {
 				return fmt.Errorf("%s: %w; the lock monitor's counts are beside it: %s", path, err, sib)
 			}
 		}
+		if strings.HasPrefix(base, "log-jlm.") {
+			return fmt.Errorf("%s: %w", path, err)
+		}
 		return fmt.Errorf("%s: %w (report jlm reads the log-jlm.N_<pid> an agent with JLM writes beside each log-rt)", path, err)
+	}
+	if j.Unended {
+		fmt.Fprintf(warnings, "jprof: warning: %s has no closing \"End of log-jlm\" line: an agent before that line wrote it, or a copy of it was cut short, its last rows lost\n", path)
 	}
 	return output(out, stdout, func(w io.Writer) error { return reports.WriteJLMReport(w, j, sortBy) })
 }

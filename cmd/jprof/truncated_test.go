@@ -103,3 +103,27 @@ func TestLogGenCutPrintsNothing(t *testing.T) {
 	assert.NotEmpty(t, stderr)
 	assert.Empty(t, out, "what loggen printed before it found the file cut")
 }
+
+// A log-jlm without its closing line (an older agent's, or a copy cut
+// short) is reported with a warning; one whose count is wrong is refused.
+func TestLogJLMUnended(t *testing.T) {
+	j := &reports.JLM{Rows: []reports.JLMRow{{Gets: 3, Class: "java.lang.Object", Site: "a.B.m (block 1, line 2)"}}}
+	var b strings.Builder
+	require.NoError(t, reports.WriteJLM(&b, j))
+	whole := b.String()
+	end := strings.LastIndex(whole, " End of log-jlm")
+	require.Positive(t, end)
+	in := filepath.Join(t.TempDir(), "log-jlm.1_5")
+	require.NoError(t, os.WriteFile(in, []byte(whole[:end]), 0o644))
+	code, out, stderr := jprof("report", "jlm", in)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "a.B.m (block 1, line 2)")
+	assert.Contains(t, stderr, "has no closing \"End of log-jlm\" line")
+
+	require.NoError(t, os.WriteFile(in, []byte(strings.Replace(whole, "1 rows", "2 rows", 1)), 0o644))
+	code, out, stderr = jprof("report", "jlm", in)
+	assert.Equal(t, 1, code)
+	assert.Empty(t, out)
+	assert.Contains(t, stderr, `expected " End of log-jlm: 1 rows"`)
+	assert.NotContains(t, stderr, "report jlm reads", "the file is a log-jlm")
+}
