@@ -130,7 +130,8 @@ demo: deps all
 # calibration/tables, where the next build embeds it as the default.
 # PTT=clock|perf|bpf picks the backend (default: the best available);
 # SOURCE=bci trains the bytecode-instrumentation source (its own table,
-# without the interpreter's environmental overhead, which it does not have);
+# without the interpreter's environmental overhead, which it does not have,
+# nor an excess: see trainer/run.go);
 # READS=2 the agent's path with two PTT reads per event (LATEREAD; its
 # tables end in -2reads.cal); CLOCK=vdso reads the vDSO clock each time
 # (NOTSC; tables end in -vdso.cal) where the agent would scale the TSC.

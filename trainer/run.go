@@ -130,6 +130,12 @@ func Run(ctx context.Context, cfg Config) (*calibration.Table, error) {
 	}
 
 	if cfg.SkipEnv {
+		// Nor the excess (the BCI source's tables): the trainer's short
+		// runs make BCI's events mostly from code the JIT has not
+		// compiled (24.6M events in 4 s, about 160 ns each), whose
+		// jitter is not compiled code's. Measured so (2026-11-29, AMD
+		// EPYC, JDK 17), it came out at 30-40 ns for most keys, more
+		// than an event's whole cost in compiled code (BENCHMARKS.md).
 		tab.Notes = append(tab.Notes, "env: not measured; defaults")
 	} else if !strings.EqualFold(cfg.Metric, "PTT_TIME") {
 		tab.Notes = append(tab.Notes, fmt.Sprintf("env: measured for time only; %s keeps defaults", cfg.Metric))
@@ -181,9 +187,15 @@ func trainerRun(ctx context.Context, cfg *Config, dir string, own ...string) (st
 	}
 	// CALTABLE=none: each run's minima must come from that run alone, not
 	// from a table built into the agent (perhaps by an earlier training).
-	// METHODEVENTS: the source trained unless AgentOptions names another
-	// (a later source option wins).
-	opts := append([]string{"METHODEVENTS", "RTARCF", "START", "NORTDRIVER", "CALTABLE=none", "METRICS=" + cfg.Metric}, own...)
+	// METHODEVENTS: the source trained unless AgentOptions names BCI
+	// (the agent takes one source option).
+	opts := []string{"METHODEVENTS"}
+	for _, o := range strings.Split(cfg.AgentOptions, ",") {
+		if strings.EqualFold(strings.TrimSpace(o), "BCI") {
+			opts = nil
+		}
+	}
+	opts = append(append(opts, "RTARCF", "START", "NORTDRIVER", "CALTABLE=none", "METRICS="+cfg.Metric), own...)
 	opts = append(opts, "LOGPATH="+dir)
 	if cfg.Backend != "" {
 		opts = append(opts, "PTT="+cfg.Backend)

@@ -203,6 +203,17 @@ func TestRunOptions(t *testing.T) {
 	calls := f.calls(t)
 	require.Len(t, calls, 2)
 	assert.Contains(t, calls[1], ",PTT=clock,NOCALIBRATE -Djava")
+	assert.Contains(t, calls[1], "=METHODEVENTS,RTARCF,", "the source trained by default")
+
+	// With BCI among the agent's options, it is the one source given.
+	cfg.AgentOptions = "BCI,ALLMETHODS"
+	_, err = Run(context.Background(), cfg)
+	require.NoError(t, err)
+	calls = f.calls(t)
+	last := calls[len(calls)-1]
+	assert.Contains(t, last, "=RTARCF,START,")
+	assert.Contains(t, last, ",BCI,ALLMETHODS -Djava")
+	assert.NotContains(t, last, "METHODEVENTS")
 	assert.NotContains(t, calls[1], "--reps")
 	assert.FileExists(t, filepath.Join(cfg.WorkDir, "run-1", "calout.cal"), "kept")
 }
