@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/libjprof/libjprof/jvmti"
+	"github.com/libjprof/libjprof/reports"
 )
 
 // methodEventsDistort is what the state line and the log-rt header say
@@ -56,7 +57,7 @@ func (a *agent) sourceNotes() []string {
 		// 10 times its real share.
 		notes = append(notes, "BCI: calibration removes the agent's own work from each event, not what the probes cost compiled code: "+
 			"two native calls per call that it cannot remove, around which it keeps fewer values in registers, in methods made larger (inlined less often); "+
-			"methods of under about 250 ns a call (calibrated self time over calls) show larger than they are; SAMPLE shows such code at its real speed")
+			fmt.Sprintf("methods of under about %d ns a call (calibrated self time over calls; jprof report xprof's NS/CALL, marked ~) show larger than they are, and so do subtrees made of many such calls; SAMPLE shows such code at its real speed", reports.ShortCallNs))
 		if e := (jvmti.BCI{}).NativesRefused(); e == -1 {
 			notes = append(notes, "BCI: native methods are not seen: attached to a running JVM, libjprof leaves them as they are (their wrappers could not be taken out at detach)")
 		} else if e != 0 {

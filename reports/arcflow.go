@@ -299,7 +299,13 @@ func (a *Arcflow) XProf() []ArcLine {
 // profile's notes and then extra ones.
 func reportHeader(w io.Writer, kind string, p *Profile, metrics []Metric, total []uint64, extra ...string) {
 	fmt.Fprintf(w, " libjprof %s\n%s%d\n%s%d\n", kind, pidPrefix, p.PID, seqPrefix, p.Seq)
+	// A report that says what its CALLS count ("CALLS here = ...")
+	// replaces the log-rt's word on them.
+	own := slices.ContainsFunc(extra, func(n string) bool { return strings.HasPrefix(n, "CALLS here = ") })
 	for _, n := range append(slices.Clip(p.Notes), extra...) {
+		if own && strings.HasPrefix(n, "CALLS = ") {
+			continue
+		}
 		fmt.Fprintf(w, "%s%s\n", notePrefix, escapeNote(n))
 	}
 	if len(p.Metrics) == 0 {
@@ -405,14 +411,64 @@ func stackCallsNote(p *Profile) []string {
 	return nil
 }
 
-// WriteXProf writes the flat profile (see [Arcflow.XProf]).
+// ShortCallNs is the calibrated self time per call under which a BCI
+// profile's method shows larger than it is: what the probes cost
+// compiled code (two calls per call, values kept out of registers,
+// methods inlined less), which calibration cannot remove, is then most
+// of its time. The agent's header says the same (agent/source.go).
+const ShortCallNs = 250
+
+// perCall says whether xprof has a NS/CALL column: exact calls (not
+// samples) and a first metric in ns; mark, whether it marks the methods
+// under ShortCallNs a call (the BCI source's).
+func perCall(p *Profile, metrics []Metric) (col, mark bool) {
+	if p.StackCounts() != "" || len(metrics) == 0 || metrics[0].Unit != "ns" {
+		return false, false
+	}
+	return true, slices.Contains(p.Notes, "Event source: bci")
+}
+
+// WriteXProf writes the flat profile (see [Arcflow.XProf]); with exact
+// calls and a time metric, each method's calibrated self time per call
+// too (NS/CALL), marked "~" under ShortCallNs in a BCI profile.
 func WriteXProf(w io.Writer, p *Profile) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	a := NewArcflow(p)
-	reportHeader(bw, "xprof", p, a.Metrics, a.Total, stackCallsNote(p)...)
-	fmt.Fprintf(bw, " %10s%s  NAME\n", "CALLS", columns(len(a.Metrics)))
+	col, mark := perCall(p, a.Metrics)
+	notes := stackCallsNote(p)
+	if col {
+		n := "NS/CALL = BASE (of the first metric) over CALLS: the method's own time per call"
+		if mark {
+			n += fmt.Sprintf("; marked ~ under %d ns, where the probes' cost in compiled code, which calibration cannot remove, is most of it: such a method shows larger than it is, and ranks higher (SAMPLE shows it at its real speed)", ShortCallNs)
+		}
+		notes = append(notes, n)
+	}
+	reportHeader(bw, "xprof", p, a.Metrics, a.Total, notes...)
+	if col {
+		fmt.Fprintf(bw, " %10s%s %9s  NAME\n", "CALLS", columns(len(a.Metrics)), "NS/CALL")
+	} else {
+		fmt.Fprintf(bw, " %10s%s  NAME\n", "CALLS", columns(len(a.Metrics)))
+	}
 	for _, l := range a.XProf() {
-		writeArcLine(bw, l, nil)
+		if !col {
+			writeArcLine(bw, l, nil)
+			continue
+		}
+		fmt.Fprintf(bw, " %10d", l.Calls)
+		for i := range l.Base {
+			fmt.Fprintf(bw, " %12d %12d", l.Base[i], l.Cum[i])
+		}
+		switch {
+		case l.Calls == 0:
+			fmt.Fprintf(bw, " %9s", "-")
+		case mark && l.Base[0]/l.Calls < ShortCallNs:
+			fmt.Fprintf(bw, " %8d~", l.Base[0]/l.Calls)
+		default:
+			fmt.Fprintf(bw, " %9d", l.Base[0]/l.Calls)
+		}
+		bw.WriteString("  ")
+		bw.WriteString(EscapeName(l.Name))
+		bw.WriteByte('\n')
 	}
 	return bw.Flush()
 }

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"bytes"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,6 +72,7 @@ func TestStackCounts(t *testing.T) {
 	b.Reset()
 	require.NoError(t, WriteXProf(&b, p))
 	assert.Contains(t, b.String(), "CALLS here = samples with the method on top")
+	assert.NotContains(t, b.String(), "with this context on the stack", "the log-rt's word on CALLS is not xprof's")
 
 	// Prune: the <pruned> row counts the removed subtrees' samples once
 	// (parse's 2, tok's among them, and fmt's 1), never more than its
@@ -88,4 +90,36 @@ func TestStackCounts(t *testing.T) {
 
 	// An exact tree's calls are entries and stay as they are.
 	assert.Equal(t, uint64(1000), OwnCalls(hellop(1).Threads[0].Children[0].Children[0], false))
+}
+
+// xprof's NS/CALL: an exact tree with a time metric has each method's
+// own time per call, marked ~ under ShortCallNs in a BCI profile (the
+// probes' cost is most of it there); a sampled tree's CALLS are samples,
+// so it has none.
+func TestXProfPerCall(t *testing.T) {
+	row := func(out, name string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasSuffix(l, "  "+name) {
+				return l
+			}
+		}
+		return ""
+	}
+	var b bytes.Buffer
+	p := hellop(1) // myC: 70040 ns over 1000 calls
+	require.NoError(t, WriteXProf(&b, p))
+	assert.Contains(t, b.String(), " NS/CALL  NAME\n")
+	assert.Regexp(t, `^ +1000 +70040 +70040 +70  J:hellop.myC\(\)V$`, row(b.String(), "J:hellop.myC()V"), "no mark: not a BCI profile")
+	assert.NotContains(t, b.String(), "marked ~")
+
+	p.Notes = append(p.Notes, "Event source: bci")
+	b.Reset()
+	require.NoError(t, WriteXProf(&b, p))
+	assert.Regexp(t, `^ +1000 +70040 +70040 +70~  J:hellop.myC\(\)V$`, row(b.String(), "J:hellop.myC()V"))
+	assert.Regexp(t, ` +- +0000b718_main$`, row(b.String(), "0000b718_main"), "a thread's root has no calls")
+	assert.Contains(t, b.String(), fmt.Sprintf("marked ~ under %d ns", ShortCallNs))
+
+	b.Reset()
+	require.NoError(t, WriteXProf(&b, hellop(0)))
+	assert.NotContains(t, b.String(), "NS/CALL", "no metric")
 }

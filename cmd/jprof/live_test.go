@@ -1408,7 +1408,8 @@ func hostJavaPID(t *testing.T, pattern string) int {
 // then skips the links not rewritten yet. ChainWork's links are 320
 // classes, more than one batch. The frames entered while the classes
 // were rewritten are seeded at the first event (as O: rows): no exit
-// comes without its entry, and every chain starts at its first link.
+// comes without its entry. (Seeded frames may skip links: the frames
+// between them run a link's code as it was before, without probes.)
 func TestAttachCollectsAfterRewrite(t *testing.T) {
 	p := jvmtest.Launch(t, jvmtest.Run{Class: "ChainWork", Options: "-"})
 	p.Expect(fmt.Sprintf("ready %d", p.Result().PID))
@@ -1431,8 +1432,11 @@ func TestAttachCollectsAfterRewrite(t *testing.T) {
 	var walk func(n *reports.Node)
 	walk = func(n *reports.Node) {
 		from := linkOf(n)
+		if strings.HasPrefix(n.Name, "O:") {
+			from = -1 // seeded: its callee may have been entered from a link's code as it was
+		}
 		for _, c := range n.Children {
-			if to := linkOf(c); to >= 0 {
+			if to := linkOf(c); to >= 0 && !strings.HasPrefix(c.Name, "O:") {
 				links++
 				if from >= 0 && to != from+1 {
 					skips++
@@ -1446,11 +1450,6 @@ func TestAttachCollectsAfterRewrite(t *testing.T) {
 	}
 	prof := jvmtest.ParseLogRT(t, files[0])
 	for _, th := range prof.Threads {
-		for _, c := range th.Children {
-			if i := linkOf(c); i > 0 {
-				t.Errorf("thread %s: a chain starts at link %d (%s)", th.Name, i, c.Name)
-			}
-		}
 		walk(th)
 	}
 	assert.Greater(t, links, 300, "the chain's links in the profile")
