@@ -97,6 +97,9 @@ type agent struct {
 	// baseKind says (the header's interval).
 	baseAt   time.Time
 	baseKind reports.IntervalCounts
+	// baseCPU is the process's CPU time at baseAt (setBase), for the
+	// header's word on what the rows do not hold.
+	baseCPU time.Duration
 	// sampleBase is SAMPLE's counters and the process CPU time while
 	// sampling when the report's counts last restarted (a reset, an
 	// interval flush): a report's header gives what they gained since.
@@ -182,7 +185,7 @@ func newAgent(vm unsafe.Pointer, agentOpts, envOpts string, live bool) (*agent, 
 	start := opts.Start && a.outErr == nil && !live
 	if start {
 		a.started, a.since, a.lastStart = true, a.loaded, a.loaded
-		a.baseAt, a.baseKind = a.loaded, reports.CumulativeSinceStart
+		a.setBase(a.loaded, reports.CumulativeSinceStart)
 		a.collectedSinceReset = true
 	}
 	cfg := jvmti.Config{Start: start, Calibrate: opts.Calibrate, LogGen: opts.genMode(),

@@ -77,6 +77,18 @@ func TestHellop(t *testing.T) {
 			}
 			require.Len(t, p.Metrics, 1)
 			assert.Equal(t, "PTT_TIME", p.Metrics[0].Name)
+			// The process's CPU time holds the threads' (and the JIT
+			// compilers', the collector's, the agent's): the header says
+			// what the rows leave out.
+			m := regexp.MustCompile(`Process CPU time over this interval: (\d+\.\d{3}) s`).FindStringSubmatch(strings.Join(p.Notes, "\n"))
+			require.NotNil(t, m, "the process CPU note")
+			cpu, err := strconv.ParseFloat(m[1], 64)
+			require.NoError(t, err)
+			var threads uint64
+			for _, th := range p.Threads {
+				th.Walk(func(n *reports.Node, _ int) { threads += n.Base[0] + n.Delta[0] })
+			}
+			assert.Greater(t, cpu, 0.5*float64(threads)/1e9, "the process's CPU against its threads' raw time, %d ns", threads)
 			// myC loops 100 times per call: it must have measurable
 			// time, and in the interpreter more than myA's own.
 			assert.NotZero(t, myC.Base[0])

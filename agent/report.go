@@ -12,6 +12,7 @@ import (
 	"github.com/libjprof/libjprof/reports"
 
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 )
 
 // Reports are written straight from the C trees, thread by thread, never
@@ -393,6 +394,9 @@ func (a *agent) writeLogRT(interval bool) (string, *threadSummary, error) {
 		r.calFB = a.fallbackCalibrator(ts)
 		p := r.header(ts, seq)
 		p.Interval = a.interval(end)
+		if n := a.cpuNote(); n != "" {
+			p.Notes = append(p.Notes, n)
+		}
 		for _, t := range ts {
 			events += a.base.counters(t).Events
 		}
@@ -426,12 +430,40 @@ func (a *agent) writeLogRT(interval bool) (string, *threadSummary, error) {
 		a.warn(msg)
 	case interval:
 		a.base, a.written = r.nextBase, 0
-		a.baseAt, a.baseKind = end, reports.SinceFlush
+		a.setBase(end, reports.SinceFlush)
 		a.sampleRestart()
 		// As at a reset: threads that have ended can add nothing more.
 		a.retireLocked()
 	}
 	return path, &r.totals, nil
+}
+
+// setBase starts the next log-rt's counts at at (see baseAt).
+func (a *agent) setBase(at time.Time, kind reports.IntervalCounts) {
+	a.baseAt, a.baseKind, a.baseCPU = at, kind, processCPU()
+}
+
+// processCPU is the process's user and system time, every thread's.
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// cpuNote says how much CPU the process used over the log-rt's interval,
+// beside the rows, which hold only the threads whose methods it sees:
+// not the JIT compilers', the garbage collector's or the agent's (on a
+// short program under BCI, the compilers' can be as much as the
+// program's own).
+func (a *agent) cpuNote() string {
+	if a.baseAt.IsZero() || a.opts.sampledTree() {
+		return ""
+	}
+	d := processCPU() - a.baseCPU
+	return fmt.Sprintf("Process CPU time over this interval: %.3f s, every thread's (user and system): the rows hold the threads whose methods are seen, "+
+		"not the JIT compilers', the garbage collector's, the VM's own or the agent's (SAMPLE samples those too)", d.Seconds())
 }
 
 // interval is the header's interval of a report taken at end.

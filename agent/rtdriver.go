@@ -188,12 +188,12 @@ func (a *agent) startLocked() error {
 	a.lastStart = a.since
 	switch {
 	case a.baseAt.IsZero():
-		a.baseAt, a.baseKind = a.since, reports.CumulativeSinceStart
+		a.setBase(a.since, reports.CumulativeSinceStart)
 	case !a.collectedSinceReset:
 		// Nothing collected since the last reset (an end, a profile's
 		// stop; a straggling event of the collection it ended aside):
 		// the next report's interval starts now, not at that reset.
-		a.baseAt = a.since
+		a.setBase(a.since, a.baseKind)
 	}
 	a.collectedSinceReset = true
 	a.log.Info("collection started", zap.String("source", a.source.Name()))
@@ -309,7 +309,7 @@ func (a *agent) resetLocked() {
 		jvmti.ResetJLM()
 	}
 	a.resetAt = time.Now()
-	a.baseAt, a.baseKind = a.resetAt, reports.CumulativeSinceReset
+	a.setBase(a.resetAt, reports.CumulativeSinceReset)
 	a.collectedSinceReset = engine.Collecting()
 	a.sampleRestart()
 	// Threads that have ended can add nothing to a later report.

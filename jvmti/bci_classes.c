@@ -247,13 +247,27 @@ void bci_retransform_list(JNIEnv *jni, jclass *want, jint nw)
 		for (jint j = i; j < i + m; j++) {
 			e = (*jvmti)->RetransformClasses(jvmti, 1, want + j);
 			if (e != JVMTI_ERROR_NONE) {
-				char *sig = NULL;
+				/* Named as a Java programmer writes it (a.B, not
+				 * La/B;), the error by its JVMTI name. */
+				char *sig = NULL, *en = NULL;
 				(*jvmti)->GetClassSignature(jvmti, want[j], &sig, NULL);
-				jp_notef("BCI: class %s left as it was: RetransformClasses: JVMTI error %d",
-					  sig ? sig : "?", (int)e);
+				(*jvmti)->GetErrorName(jvmti, e, &en);
+				char *name = sig;
+				size_t sl = sig ? strlen(sig) : 0;
+				if (sl > 2 && sig[0] == 'L' && sig[sl - 1] == ';') {
+					name = sig + 1;
+					sig[sl - 1] = 0;
+					for (char *c = name; *c; c++)
+						if (*c == '/')
+							*c = '.';
+				}
+				jp_notef("BCI: class %s left as it was: RetransformClasses: %s (JVMTI error %d)",
+					  name ? name : "?", en ? en : "unknown error", (int)e);
 				__atomic_add_fetch(&bci.failed, 1, __ATOMIC_RELAXED);
 				if (sig)
 					(*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
+				if (en)
+					(*jvmti)->Deallocate(jvmti, (unsigned char *)en);
 			}
 		}
 	}
