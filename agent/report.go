@@ -443,27 +443,29 @@ func (a *agent) setBase(at time.Time, kind reports.IntervalCounts) {
 	a.baseAt, a.baseKind, a.baseCPU = at, kind, processCPU()
 }
 
-// processCPU is the process's user and system time, every thread's.
+// processCPU is the process's user and system time, every thread's; -1
+// if it cannot be read.
 func processCPU() time.Duration {
 	var ru unix.Rusage
 	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
-		return 0
+		return -1
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // cpuNote says how much CPU the process used over the log-rt's interval,
-// beside the rows, which hold only the threads whose methods it sees:
-// not the JIT compilers', the garbage collector's or the agent's (on a
-// short program under BCI, the compilers' can be as much as the
-// program's own).
+// beside the rows, which hold only the threads whose methods it sees,
+// while collecting: not the JIT compilers', the garbage collector's or
+// the agent's (on a short program under BCI, the compilers' can be as
+// much as the program's own). Over the whole interval, collecting or
+// not, as the note says.
 func (a *agent) cpuNote() string {
-	if a.baseAt.IsZero() || a.opts.sampledTree() {
+	now := processCPU()
+	if a.baseAt.IsZero() || a.opts.sampledTree() || now < 0 || a.baseCPU < 0 {
 		return ""
 	}
-	d := processCPU() - a.baseCPU
-	return fmt.Sprintf("Process CPU time over this interval: %.3f s, every thread's (user and system): the rows hold the threads whose methods are seen, "+
-		"not the JIT compilers', the garbage collector's, the VM's own or the agent's (SAMPLE samples those too)", d.Seconds())
+	return fmt.Sprintf("Process CPU time over this interval: %.3f s, every thread's (user and system), collecting or not: the rows hold the threads whose methods are seen, while collecting; "+
+		"not the JIT compilers', the garbage collector's, the VM's own or the agent's (SAMPLE samples those too)", (now - a.baseCPU).Seconds())
 }
 
 // interval is the header's interval of a report taken at end.

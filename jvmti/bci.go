@@ -201,10 +201,9 @@ type BCISizes struct {
 	Declared      uint64 // method names+descriptors those classes declare
 	Reached       uint64 // methods calls inside a root reached
 	ClassesForgot uint64 // classes forgotten as their loaders were collected
-	// TrivialLeft counts the trivial methods left uninstrumented, once
-	// per class name (at its first load, or its first retransformation
-	// for a class loaded before an attach), and NativesWrapped the native
-	// methods wrapped, at their classes' first loads.
+	// TrivialLeft counts the trivial methods left uninstrumented and
+	// NativesWrapped the native methods wrapped, at their classes' first
+	// loads.
 	TrivialLeft, NativesWrapped uint64
 	// CacheHits counts the classes read from BCICACHE, CacheMisses those
 	// it did not hold, CacheStored those added to it.

@@ -300,11 +300,16 @@ func (a *Arcflow) XProf() []ArcLine {
 func reportHeader(w io.Writer, kind string, p *Profile, metrics []Metric, total []uint64, extra ...string) {
 	fmt.Fprintf(w, " libjprof %s\n%s%d\n%s%d\n", kind, pidPrefix, p.PID, seqPrefix, p.Seq)
 	// A report that says what its CALLS count ("CALLS here = ...")
-	// replaces the log-rt's word on them.
+	// replaces the log-rt's word on them, the note's first clause; what
+	// the note goes on to say of the metrics stays.
 	own := slices.ContainsFunc(extra, func(n string) bool { return strings.HasPrefix(n, "CALLS here = ") })
 	for _, n := range append(slices.Clip(p.Notes), extra...) {
 		if own && strings.HasPrefix(n, "CALLS = ") {
-			continue
+			_, rest, ok := strings.Cut(n, "; ")
+			if !ok {
+				continue
+			}
+			n = rest
 		}
 		fmt.Fprintf(w, "%s%s\n", notePrefix, escapeNote(n))
 	}
@@ -425,7 +430,9 @@ func perCall(p *Profile, metrics []Metric) (col, mark bool) {
 	if p.StackCounts() != "" || len(metrics) == 0 || metrics[0].Unit != "ns" {
 		return false, false
 	}
-	return true, slices.Contains(p.Notes, "Event source: bci")
+	// Uncalibrated, every call's time holds the agent's own work too:
+	// the mark's word on what calibration leaves would not hold.
+	return true, metrics[0].Calibrated && slices.Contains(p.Notes, "Event source: bci")
 }
 
 // WriteXProf writes the flat profile (see [Arcflow.XProf]); with exact
@@ -459,7 +466,7 @@ func WriteXProf(w io.Writer, p *Profile) error {
 			fmt.Fprintf(bw, " %12d %12d", l.Base[i], l.Cum[i])
 		}
 		switch {
-		case l.Calls == 0:
+		case l.Calls == 0 || l.Name == PrunedName: // a root, or many methods' sum
 			fmt.Fprintf(bw, " %9s", "-")
 		case mark && l.Base[0]/l.Calls < ShortCallNs:
 			fmt.Fprintf(bw, " %8d~", l.Base[0]/l.Calls)

@@ -3,6 +3,7 @@ package reports
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -119,7 +120,31 @@ func TestXProfPerCall(t *testing.T) {
 	assert.Regexp(t, ` +- +0000b718_main$`, row(b.String(), "0000b718_main"), "a thread's root has no calls")
 	assert.Contains(t, b.String(), fmt.Sprintf("marked ~ under %d ns", ShortCallNs))
 
+	// Pruned, the <pruned> row is many methods' sum: no time per call.
+	b.Reset()
+	require.NoError(t, WriteXProf(&b, Prune(p, 50)))
+	assert.Regexp(t, ` +-  `+regexp.QuoteMeta(PrunedName)+`$`, row(b.String(), PrunedName))
+
+	// Uncalibrated, a call's time holds the agent's work too: no mark.
+	p.Metrics = []Metric{{Name: "PTT_TIME", Unit: "ns"}}
+	b.Reset()
+	require.NoError(t, WriteXProf(&b, p))
+	assert.Regexp(t, ` +70  J:hellop.myC\(\)V$`, row(b.String(), "J:hellop.myC()V"))
+	assert.NotContains(t, b.String(), "marked ~")
+
 	b.Reset()
 	require.NoError(t, WriteXProf(&b, hellop(0)))
 	assert.NotContains(t, b.String(), "NS/CALL", "no metric")
+}
+
+// A sampled report's own word on CALLS replaces the log-rt's first
+// clause, not what the note goes on to say of the metrics (ALLOC's, LOCK's).
+func TestReportHeaderCallsNote(t *testing.T) {
+	p := hellop(1)
+	p.Notes = append(p.Notes, "CALLS = samples with this context on the stack; ALLOC_SPACE and ALLOC_OBJECTS = the bytes and objects the samples stand for")
+	var b bytes.Buffer
+	reportHeader(&b, "xprof", p, p.Metrics, []uint64{1}, "CALLS here = samples with the method on top")
+	assert.NotContains(t, b.String(), "with this context on the stack")
+	assert.Contains(t, b.String(), " Note: ALLOC_SPACE and ALLOC_OBJECTS = the bytes and objects the samples stand for\n")
+	assert.Contains(t, b.String(), " Note: CALLS here = samples with the method on top\n")
 }

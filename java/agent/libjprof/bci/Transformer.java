@@ -75,11 +75,8 @@ public final class Transformer {
     static boolean noAsserts() {
         return (flags & NO_ASSERTS) != 0;
     }
-    /** Trivial methods left uninstrumented, counted once per class: at
-     *  its first load, or at its first retransformation (a class loaded
-     *  before an attach); counted holds the classes counted. */
+    /** Trivial methods left uninstrumented, counted at their class's first load. */
     private static final AtomicLong trivialLeft = new AtomicLong();
-    private static final Set<String> counted = ConcurrentHashMap.newKeySet();
     /** Native methods wrapped, counted at their class's first load. */
     private static final AtomicLong nativesWrapped = new AtomicLong();
 
@@ -421,12 +418,8 @@ public final class Transformer {
         ClassWriter cw = new ClassWriter(cr, 0); // MethodProbes gives the maxima
         Instrument ci = new Instrument(cw, version, skip, only, sel, trivial, wrap, r == null ? null : r.handles);
         cr.accept(ci, ClassReader.EXPAND_FRAMES);
-        // A class with nothing left to instrument counts its trivial
-        // methods too; a name counted once is not again (a class loader's
-        // copy of another's, or the retransformations of later starts).
-        if (wanted && counted.add(cr.getClassName()))
+        if (first) { // a class with nothing left to instrument counts its trivial methods too
             trivialLeft.addAndGet(ci.trivialLeft);
-        if (first) {
             if (r != null)
                 r.trivialLeft = ci.trivialLeft;
             if (ci.changed) {
